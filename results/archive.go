@@ -1,0 +1,445 @@
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// Archive is one run's results folder. Every byte written into it goes through write(),
+// which redacts; there is no other way to put a file there through this type.
+type Archive struct {
+	dir   string
+	label string
+	red   *Redactor
+	start time.Time
+
+	mu        sync.Mutex
+	names     map[string]bool // scenario files written, relative paths
+	scenarios []*Scenario     // redacted copies, in write order, for the reports
+	files     []string        // scenario file of each entry of scenarios
+}
+
+// ScenarioDir is the archive subfolder holding one file per scenario.
+const ScenarioDir = "scenarios"
+
+// Create makes <outDir>/<YYYY-MM-DD>/<HHMMSS>-<label>/ (date and time of now in now's own
+// location; the caller passes local or UTC time as it wants them shown) and writes a
+// provisional run.json with state "interrupted", so that a run killed before Finish still
+// leaves an archive that says so. If the folder exists (two runs in the same second), "-2",
+// "-3", … is appended. label is sanitized for a file name; empty means "all".
+func Create(outDir, label string, now time.Time, red *Redactor) (*Archive, error) {
+	if red == nil {
+		return nil, errors.New("create archive: a redactor is required")
+	}
+	label = SanitizeLabel(label)
+	parent := filepath.Join(outDir, now.Format("2006-01-02"))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, fmt.Errorf("create archive folder %s: %w", parent, err)
+	}
+	base := now.Format("150405") + "-" + label
+	var dir string
+	for i := 1; ; i++ {
+		name := base
+		if i > 1 {
+			name = fmt.Sprintf("%s-%d", base, i)
+		}
+		dir = filepath.Join(parent, name)
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) || i >= 100 {
+			return nil, fmt.Errorf("create archive folder %s: %w", dir, err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, ScenarioDir), 0o755); err != nil {
+		return nil, fmt.Errorf("create archive folder %s: %w", dir, err)
+	}
+	a := &Archive{dir: dir, label: label, red: red, start: now, names: map[string]bool{}}
+	if err := a.UpdateRun(&Run{Label: label, State: RunInterrupted, Start: now}); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// SanitizeLabel turns a tag expression into a file-name-safe label:
+// "@p2-16 and not @slow" -> "p2-16-and-not-slow"; empty -> "all"; at most 60 bytes.
+func SanitizeLabel(label string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range label {
+		if r < utf8.RuneSelf && (isAlnum(byte(r)) || r == '.' || r == '_') {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	s := strings.Trim(b.String(), "-.")
+	if len(s) > 60 {
+		s = strings.Trim(s[:60], "-.")
+	}
+	if s == "" {
+		return "all"
+	}
+	return s
+}
+
+// Dir is the archive folder.
+func (a *Archive) Dir() string { return a.dir }
+
+// Redactor is the redactor every file of this archive goes through.
+func (a *Archive) Redactor() *Redactor { return a.red }
+
+// WriteScenario redacts s and writes it at once to scenarios/<id>.json (atomically: a crash
+// leaves either the previous state or the whole file). A second scenario with the same id gets
+// "-2", "-3", …. s itself is not modified.
+func (a *Archive) WriteScenario(s *Scenario) error {
+	if s == nil {
+		return errors.New("write scenario: nil scenario")
+	}
+	red := a.redactScenario(s)
+	data, err := json.Marshal(red)
+	if err != nil {
+		return fmt.Errorf("write scenario %s: encode: %w", red.ID, err)
+	}
+	a.mu.Lock()
+	base := SanitizeLabel(red.ID)
+	if red.ID == "" {
+		base = "scenario"
+	}
+	name := path.Join(ScenarioDir, base+".json")
+	for i := 2; a.names[name]; i++ {
+		name = path.Join(ScenarioDir, fmt.Sprintf("%s-%d.json", base, i))
+	}
+	a.names[name] = true
+	a.mu.Unlock()
+	if err := a.write(name, data); err != nil {
+		return fmt.Errorf("write scenario %s: %w", red.ID, err)
+	}
+	a.mu.Lock()
+	a.scenarios = append(a.scenarios, red)
+	a.files = append(a.files, name)
+	a.mu.Unlock()
+	return nil
+}
+
+// Summaries returns the run.json rows of the scenarios written so far, in write order.
+func (a *Archive) Summaries() []ScenarioSummary {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]ScenarioSummary, len(a.scenarios))
+	for i, s := range a.scenarios {
+		out[i] = Summarize(s, a.files[i])
+	}
+	return out
+}
+
+// UpdateRun (re)writes run.json, e.g. after every scenario so that a killed run leaves its
+// progress. Missing fields are filled as in Finish, except that State stays as given.
+func (a *Archive) UpdateRun(run *Run) error {
+	r := a.prepareRun(run)
+	data, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("write run.json: encode: %w", err)
+	}
+	return a.write("run.json", data)
+}
+
+// Finish writes run.json, README.md (the acceptance record), cucumber.json and junit.xml.
+// Empty fields are filled: SchemaVersion; State ("complete"); Label; Scenarios (the ones
+// written through this archive, when the caller passes none); Totals (when zero, computed
+// from Scenarios).
+func (a *Archive) Finish(run *Run) error {
+	if run == nil {
+		return errors.New("finish archive: nil run")
+	}
+	r := a.prepareRun(run)
+	if r.State == "" {
+		r.State = RunComplete
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("write run.json: encode: %w", err)
+	}
+	var errs []error
+	if err := a.write("run.json", data); err != nil {
+		errs = append(errs, err)
+	}
+	a.mu.Lock()
+	scen := append([]*Scenario(nil), a.scenarios...)
+	a.mu.Unlock()
+	if err := a.write("README.md", renderReadme(r, scen)); err != nil {
+		errs = append(errs, err)
+	}
+	if cj, err := renderCucumber(scen); err != nil {
+		errs = append(errs, fmt.Errorf("cucumber.json: %w", err))
+	} else if err := a.write("cucumber.json", cj); err != nil {
+		errs = append(errs, err)
+	}
+	if jx, err := renderJUnit(r, scen); err != nil {
+		errs = append(errs, fmt.Errorf("junit.xml: %w", err))
+	} else if err := a.write("junit.xml", jx); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// prepareRun returns a redacted copy of run with defaults filled in.
+func (a *Archive) prepareRun(run *Run) *Run {
+	r := *run
+	r.SchemaVersion = SchemaVersion
+	if r.Label == "" {
+		r.Label = a.label
+	}
+	if r.Start.IsZero() {
+		r.Start = a.start
+	}
+	if len(r.Scenarios) == 0 {
+		r.Scenarios = a.Summaries()
+	}
+	if r.Totals == (Totals{}) {
+		r.Totals = ComputeTotals(r.Scenarios)
+	}
+	return a.red.redactRun(&r)
+}
+
+// WriteFile writes any other file into the archive (name relative to it, '/'-separated),
+// redacted: JSON files (".json") token by token when they parse, everything as bytes.
+func (a *Archive) WriteFile(name string, data []byte) error {
+	clean := path.Clean(strings.ReplaceAll(name, `\`, "/"))
+	if clean == "." || strings.HasPrefix(clean, "../") || clean == ".." || path.IsAbs(clean) {
+		return fmt.Errorf("write %q: name must stay inside the archive", name)
+	}
+	if dir := path.Dir(clean); dir != "." {
+		if err := os.MkdirAll(filepath.Join(a.dir, filepath.FromSlash(dir)), 0o755); err != nil {
+			return fmt.Errorf("write %s: %w", clean, err)
+		}
+	}
+	return a.write(clean, data)
+}
+
+// write is the one writer: redact, then write atomically (temp file in the same folder,
+// fsync, rename, fsync folder).
+func (a *Archive) write(name string, data []byte) error {
+	var out []byte
+	if strings.HasSuffix(name, ".json") {
+		if j, err := a.red.JSON(data); err == nil {
+			out = j
+		}
+	}
+	if out == nil {
+		out = a.red.Bytes(data)
+	}
+	return writeAtomic(filepath.Join(a.dir, filepath.FromSlash(name)), out)
+}
+
+// TempPrefix starts the name of a file being written; readers skip such files.
+const TempPrefix = ".tmp-"
+
+func writeAtomic(dst string, data []byte) error {
+	dir := filepath.Dir(dst)
+	f, err := os.CreateTemp(dir, TempPrefix+filepath.Base(dst)+"-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", dst, err)
+	}
+	tmp := f.Name()
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", dst, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", dst, err)
+	}
+	if err := os.Chmod(tmp, 0o644); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", dst, err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", dst, err)
+	}
+	// Make the rename durable; not supported on every OS (Windows), so best effort.
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// redactScenario returns a redacted deep copy of s with defaults filled and tails cut to
+// TailLimit. The JSON pass in write() re-checks the encoded form; this copy is what the
+// README, cucumber.json and junit.xml are built from.
+func (a *Archive) redactScenario(s *Scenario) *Scenario {
+	r := a.red
+	c := *s
+	c.SchemaVersion = SchemaVersion
+	if c.DurationMS == 0 && !c.Start.IsZero() && c.End.After(c.Start) {
+		c.DurationMS = c.End.Sub(c.Start).Milliseconds()
+	}
+	c.ID, c.Name, c.Feature, c.FeatureFile = r.String(c.ID), r.String(c.Name), r.String(c.Feature), r.String(c.FeatureFile)
+	c.Series, c.Status, c.Reason = r.String(c.Series), r.String(c.Status), r.String(c.Reason)
+	c.Tags = r.strings(c.Tags)
+	c.Steps = make([]Step, len(s.Steps))
+	for i, st := range s.Steps {
+		st.Text, st.Keyword, st.Status, st.Error = r.String(st.Text), r.String(st.Keyword), r.String(st.Status), r.String(st.Error)
+		c.Steps[i] = st
+	}
+	c.Assertions = make([]Assertion, len(s.Assertions))
+	for i, as := range s.Assertions {
+		as.What, as.Expected, as.Seen = r.String(as.What), r.String(as.Expected), r.String(as.Seen)
+		c.Assertions[i] = as
+	}
+	c.Processes = make([]Process, len(s.Processes))
+	for i, p := range s.Processes {
+		p.Name, p.Signal = r.String(p.Name), r.String(p.Signal)
+		p.Argv = r.Argv(p.Argv)
+		if p.ExitCode != nil {
+			code := *p.ExitCode
+			p.ExitCode = &code
+		}
+		p.StdoutTail, p.StderrTail = r.Tail(p.StdoutTail, TailLimit), r.Tail(p.StderrTail, TailLimit)
+		c.Processes[i] = p
+	}
+	c.Barriers = make([]BarrierArrival, len(s.Barriers))
+	for i, b := range s.Barriers {
+		b.ID, b.Phase, b.Method, b.Path = r.String(b.ID), r.String(b.Phase), r.String(b.Method), r.String(b.Path)
+		c.Barriers[i] = b
+	}
+	c.Traffic = map[string]int{}
+	for k, v := range s.Traffic {
+		c.Traffic[r.String(k)] += v
+	}
+	c.Cleanup.Actions = r.strings(s.Cleanup.Actions)
+	c.Cleanup.Error = r.String(s.Cleanup.Error)
+	if c.Tags == nil {
+		c.Tags = []string{}
+	}
+	if c.Cleanup.Actions == nil {
+		c.Cleanup.Actions = []string{}
+	}
+	return &c
+}
+
+// redactRun returns a redacted deep copy of run.
+func (r *Redactor) redactRun(run *Run) *Run {
+	c := *run
+	c.RunnerVersion, c.Target, c.Profile = r.String(c.RunnerVersion), r.String(c.Target), r.String(c.Profile)
+	c.OS, c.TagExpression, c.Label, c.State = r.String(c.OS), r.String(c.TagExpression), r.String(c.Label), r.String(c.State)
+	c.SUT.Commit, c.SUT.CommitSource, c.SUT.Branch = r.String(c.SUT.Commit), r.String(c.SUT.CommitSource), r.String(c.SUT.Branch)
+	c.SUT.Versions = r.stringMap(run.SUT.Versions)
+	c.Environment = r.stringMap(run.Environment)
+	c.RunOrder = r.strings(run.RunOrder)
+	c.Scenarios = make([]ScenarioSummary, len(run.Scenarios))
+	for i, s := range run.Scenarios {
+		s.ID, s.Name, s.Feature, s.Series = r.String(s.ID), r.String(s.Name), r.String(s.Feature), r.String(s.Series)
+		s.Tags = r.strings(s.Tags)
+		s.Status, s.Reason, s.NotRunCategory, s.File = r.String(s.Status), r.String(s.Reason), r.String(s.NotRunCategory), r.String(s.File)
+		c.Scenarios[i] = s
+	}
+	c.Evidence = make([]EvidenceRow, len(run.Evidence))
+	for i, e := range run.Evidence {
+		e.Criterion, e.Environment, e.Result, e.Limits = r.String(e.Criterion), r.String(e.Environment), r.String(e.Result), r.String(e.Limits)
+		e.Scenarios = r.strings(e.Scenarios)
+		c.Evidence[i] = e
+	}
+	if c.RunOrder == nil {
+		c.RunOrder = []string{}
+	}
+	return &c
+}
+
+func (r *Redactor) strings(in []string) []string {
+	if in == nil {
+		return nil
+	}
+	out := make([]string, len(in))
+	for i, s := range in {
+		out[i] = r.String(s)
+	}
+	return out
+}
+
+func (r *Redactor) stringMap(in map[string]string) map[string]string {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		if isSensitiveKey(k) && v != "" {
+			v = "[REDACTED:" + sanitizeName(strings.ToUpper(k), "SECRET") + "]"
+		}
+		out[r.String(k)] = r.String(v)
+	}
+	return out
+}
+
+// Tail redacts a child's output and keeps at most max bytes of its end. The head of s is
+// checked for the end of a secret (s may already be a tail cut in the middle of one), and the
+// cut never splits a placeholder or a UTF-8 sequence.
+func (r *Redactor) Tail(s string, max int) string {
+	if s == "" {
+		return s
+	}
+	s = r.cutSecretHead(s)
+	s = r.String(s)
+	if len(s) <= max {
+		return s
+	}
+	cut := len(s) - max
+	for cut < len(s) && !utf8.RuneStart(s[cut]) {
+		cut++
+	}
+	// If the cut falls inside "[REDACTED:…]", move it past the placeholder.
+	if open := strings.LastIndex(s[:cut], "[REDACTED:"); open >= 0 {
+		if close := strings.IndexByte(s[open:], ']'); close >= 0 && open+close >= cut {
+			cut = open + close + 1
+		}
+	}
+	return s[cut:]
+}
+
+// cutSecretHead replaces a prefix of s that is the last ≥4 bytes of a secret encoding of at
+// least 8 bytes.
+func (r *Redactor) cutSecretHead(s string) string {
+	m := r.m.Load()
+	if m.empty() {
+		return s
+	}
+	best, repl := 0, ""
+	sb := []byte(s)
+	for _, p := range m.pats {
+		if len(p.text) < 8 {
+			continue
+		}
+		for k := len(p.text) - 1; k >= 4 && k > best; k-- {
+			if bytes.HasPrefix(sb, p.text[len(p.text)-k:]) {
+				best, repl = k, p.repl
+				break
+			}
+		}
+	}
+	if best == 0 {
+		return s
+	}
+	return repl + s[best:]
+}

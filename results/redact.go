@@ -1,0 +1,471 @@
+package results
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// SecretsFromEnv picks the variables whose name contains TOKEN, SECRET or PASSWORD
+// (case-insensitive) and whose value is not empty. An empty value is ignored rather than
+// matched (it would match everywhere).
+func SecretsFromEnv(env map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range env {
+		u := strings.ToUpper(k)
+		if v != "" && (strings.Contains(u, "TOKEN") || strings.Contains(u, "SECRET") || strings.Contains(u, "PASSWORD")) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Redactor rewrites text so that it holds no secret value (in any of the encodings of
+// encodings()), no registered request reason body and no real app id in an app position
+// (see appHits). It is safe for concurrent use.
+type Redactor struct {
+	mu      sync.Mutex // serialises Add*; readers use the atomic matcher
+	secrets map[string]string
+	reasons map[string]bool
+	apps    map[string]string // app id -> role
+	idLens  [32]bool          // lengths of app ids, to skip most digit runs cheaply
+	m       atomic.Pointer[matcher]
+}
+
+// NewRedactor builds a redactor for secrets (env name -> value) and apps (app id -> role,
+// e.g. "4257" -> "state"). Empty secret values and empty app ids are ignored.
+func NewRedactor(secrets map[string]string, apps map[string]string) *Redactor {
+	r := &Redactor{secrets: map[string]string{}, reasons: map[string]bool{}, apps: map[string]string{}}
+	for k, v := range secrets {
+		if v != "" {
+			r.secrets[k] = v
+		}
+	}
+	for id, role := range apps {
+		id = strings.TrimSpace(id)
+		if id == "" || !allDigits(id) || len(id) >= len(r.idLens) {
+			continue // kintone app ids are positive integers; anything else cannot be located safely
+		}
+		r.apps[id] = sanitizeName(role, "app")
+		r.idLens[len(id)] = true
+	}
+	r.rebuild()
+	return r
+}
+
+// AddSecret registers a value captured at run time (e.g. a token a scenario generated) as
+// if it came from the environment under name.
+func (r *Redactor) AddSecret(name, value string) {
+	if value == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.secrets[name] = value
+	r.rebuild()
+}
+
+// AddReason registers a request reason body the harness wrote, so that it is replaced by
+// Reason(body) wherever it shows up (CLI output, decoded records, logs).
+func (r *Redactor) AddReason(body string) {
+	if body == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reasons[body] = true
+	r.rebuild()
+}
+
+// Reason returns what is stored instead of a request reason body: "" when there was none,
+// otherwise a placeholder holding the first 12 hex digits of its SHA-256 (enough to tell two
+// reasons apart and to check one against a known text, not to read it).
+func (r *Redactor) Reason(body string) string {
+	if body == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(body))
+	return "[REDACTED:REASON sha256:" + hex.EncodeToString(sum[:6]) + "]"
+}
+
+// Roles returns the app id -> role map in use.
+func (r *Redactor) Roles() map[string]string {
+	out := map[string]string{}
+	for k, v := range r.apps {
+		out[k] = v
+	}
+	return out
+}
+
+// Warnings lists secrets short enough to over-redact unrelated text (they are still
+// redacted: a leak is worse than an unreadable record).
+func (r *Redactor) Warnings() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var w []string
+	for _, name := range sortedKeys(r.secrets) {
+		if len(r.secrets[name]) < 8 {
+			w = append(w, "secret "+name+" is shorter than 8 characters; redaction will also hit unrelated text")
+		}
+	}
+	return w
+}
+
+// rebuild compiles the matcher; callers hold r.mu (or own r exclusively).
+func (r *Redactor) rebuild() {
+	r.m.Store(newMatcher(secretPatterns(r.secrets, r.reasons, r)))
+}
+
+// secretPatterns orders patterns longest first, so that when two values share bytes (a secret
+// that is a substring of another, two names with the same value) the label is the longest and
+// the name order is deterministic.
+func secretPatterns(secrets map[string]string, reasons map[string]bool, r *Redactor) []pattern {
+	var pats []pattern
+	for _, name := range sortedKeys(secrets) {
+		repl := "[REDACTED:" + sanitizeName(name, "SECRET") + "]"
+		for _, e := range encodings(secrets[name]) {
+			pats = append(pats, pattern{text: []byte(e.text), repl: repl, kind: "secret " + name + " (" + e.kind + ")"})
+		}
+	}
+	for body := range reasons {
+		repl := r.Reason(body)
+		for _, e := range encodings(body) {
+			pats = append(pats, pattern{text: []byte(e.text), repl: repl, kind: "request reason (" + e.kind + ")"})
+		}
+	}
+	sort.SliceStable(pats, func(i, j int) bool {
+		if len(pats[i].text) != len(pats[j].text) {
+			return len(pats[i].text) > len(pats[j].text)
+		}
+		return bytes.Compare(pats[i].text, pats[j].text) < 0
+	})
+	return pats
+}
+
+// String redacts s.
+func (r *Redactor) String(s string) string {
+	if r == nil || s == "" {
+		return s
+	}
+	return string(r.Bytes([]byte(s)))
+}
+
+// Bytes redacts b: secret values and registered reasons in every encoding (also inside JSON
+// string literals that spell characters as \uXXXX), then app ids in app positions. It never
+// modifies b; when nothing needs redaction it may return b itself.
+func (r *Redactor) Bytes(b []byte) []byte {
+	if r == nil || len(b) == 0 {
+		return b
+	}
+	m := r.m.Load()
+	out := m.replace(b, m.scan(b))
+	out = redactEscapedLiterals(out, m)
+	if len(r.apps) > 0 {
+		out = r.replaceApps(out)
+	}
+	return out
+}
+
+// redactEscapedLiterals handles the one JSON spelling the pattern list cannot enumerate: any
+// character written as \uXXXX. Each double-quoted literal containing "\u" is decoded; if the
+// decoded text holds a pattern, the literal is re-encoded from the redacted text.
+func redactEscapedLiterals(b []byte, m *matcher) []byte {
+	if m.empty() || !bytes.Contains(b, []byte(`\u`)) {
+		return b
+	}
+	var out []byte
+	prev := 0
+	forEachEscapedLiteral(b, func(start, end int, decoded string) {
+		sp := m.scan([]byte(decoded))
+		if len(sp) == 0 {
+			return
+		}
+		enc, err := json.Marshal(string(m.replace([]byte(decoded), sp)))
+		if err != nil {
+			return
+		}
+		// Keep the literal's own escaping level: a literal that was itself inside a JSON
+		// string (\"…\") stays escaped.
+		inner := enc[1 : len(enc)-1]
+		out = append(out, b[prev:start]...)
+		out = append(out, inner...)
+		prev = end
+	})
+	if out == nil {
+		return b
+	}
+	return append(out, b[prev:]...)
+}
+
+// forEachEscapedLiteral calls fn with the content range [start,end) (between the quotes) and
+// decoded text of every "…" literal on one line that contains a \u escape and decodes as JSON.
+func forEachEscapedLiteral(b []byte, fn func(start, end int, decoded string)) {
+	for i := 0; i < len(b); i++ {
+		if b[i] != '"' {
+			continue
+		}
+		j := i + 1
+		hasU := false
+		for ; j < len(b) && b[j] != '"' && b[j] != '\n'; j++ {
+			if b[j] == '\\' && j+1 < len(b) {
+				if b[j+1] == 'u' {
+					hasU = true
+				}
+				j++
+			}
+		}
+		if j >= len(b) || b[j] != '"' {
+			i = j
+			continue
+		}
+		if hasU {
+			var s string
+			if json.Unmarshal(b[i:j+1], &s) == nil {
+				fn(i+1, j, s)
+			}
+		}
+		i = j
+	}
+}
+
+// Argv redacts an argument vector. Besides String on each element, the value after a flag
+// naming an app (--app, --app-id, --state-app-id …) is treated as an app field, and the value
+// after a flag naming a token, secret or password is replaced outright (it may be a token
+// captured at run time that is not in the environment).
+func (r *Redactor) Argv(argv []string) []string {
+	if argv == nil {
+		return nil
+	}
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = r.String(a)
+		if i == 0 {
+			continue
+		}
+		flag := strings.TrimLeft(argv[i-1], "-")
+		if !strings.HasPrefix(argv[i-1], "-") || strings.Contains(argv[i-1], "=") {
+			continue
+		}
+		if isSensitiveKey(flag) && a != "" && !strings.HasPrefix(a, "[REDACTED:") {
+			out[i] = "[REDACTED:" + sanitizeName(strings.ToUpper(flag), "FLAG") + "]"
+		} else if isAppKey(flag) {
+			if role, ok := r.apps[strings.TrimSpace(a)]; ok {
+				out[i] = "app:" + role
+			}
+		}
+	}
+	return out
+}
+
+// appHit is an app id found in an app position.
+type appHit struct {
+	start, end int
+	id         string
+	quote      string // quote to put around the role when the id was a bare JSON number
+	form       string // which rule matched, for leak reports
+}
+
+// replaceApps rewrites the app ids appHits finds to "app:<role>".
+func (r *Redactor) replaceApps(b []byte) []byte {
+	hits := appHits(b, r.apps, &r.idLens)
+	if len(hits) == 0 {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16*len(hits))
+	prev := 0
+	for _, h := range hits {
+		out = append(out, b[prev:h.start]...)
+		out = append(out, h.quote...)
+		out = append(out, "app:"+r.apps[h.id]...)
+		out = append(out, h.quote...)
+		prev = h.end
+	}
+	return append(out, b[prev:]...)
+}
+
+// appHits finds app ids where they are app ids, and nowhere else, so that an app id "7" never
+// rewrites "17", a duration of 7 ms or a revision 7. A digit run equal to a known id (and not
+// followed by a letter, digit or '_') counts only when it is:
+//
+//   - the value of a key named like an app: key ∈ {app, …_app, appId, app_id, …_APP_ID, …}
+//     (case-insensitive, '_', '-', '.' ignored, the last dotted segment counts), separated by
+//     '=', ':' or URL-encoded '%3D', optionally quoted ("app":"7", "app": 7, \"app\":\"7\",
+//     app=7, STATE_APP_ID=7, app%3D7, app: 7);
+//   - the value after an app flag and a space (--app 7);
+//   - a path segment after /k/ (kintone app URLs /k/7/…), /app/ or /apps/.
+func appHits(b []byte, apps map[string]string, idLens *[32]bool) []appHit {
+	var hits []appHit
+	for i := 0; i < len(b); i++ {
+		if !isDigit(b[i]) {
+			continue
+		}
+		j := i
+		for j < len(b) && isDigit(b[j]) {
+			j++
+		}
+		start := i
+		i = j
+		if j-start >= len(idLens) || !idLens[j-start] {
+			continue
+		}
+		if start > 0 && (isIdent(b[start-1]) && b[start-1] != '-') {
+			continue // part of a longer word or number
+		}
+		if j < len(b) && isIdent(b[j]) && b[j] != '-' && b[j] != '.' {
+			continue
+		}
+		if _, ok := apps[string(b[start:j])]; !ok {
+			continue
+		}
+		if quote, form, ok := appContext(b, start); ok {
+			hits = append(hits, appHit{start: start, end: j, id: string(b[start:j]), quote: quote, form: form})
+		}
+	}
+	return hits
+}
+
+// appContext decides whether the digits at b[pos] sit in an app position (see appHits).
+func appContext(b []byte, pos int) (quote, form string, ok bool) {
+	p := pos
+	valueQuoted := false
+	if p > 0 && (b[p-1] == '"' || b[p-1] == '\'') {
+		p--
+		valueQuoted = true
+		if p > 0 && b[p-1] == '\\' {
+			p--
+		}
+	}
+	spaces := 0
+	for p > 0 && b[p-1] == ' ' {
+		p--
+		spaces++
+	}
+	sep := byte(0)
+	switch {
+	case p > 0 && (b[p-1] == '=' || b[p-1] == ':' || b[p-1] == '/'):
+		sep = b[p-1]
+		p--
+	case p >= 3 && b[p-3] == '%' && b[p-2] == '3' && (b[p-1] == 'D' || b[p-1] == 'd'):
+		sep = '='
+		p -= 3
+	}
+	if sep == '/' {
+		if valueQuoted || spaces > 0 {
+			return "", "", false
+		}
+		ks := p
+		for ks > 0 && isAlnum(b[ks-1]) {
+			ks--
+		}
+		seg := strings.ToLower(string(b[ks:p]))
+		if ks > 0 && b[ks-1] == '/' && (seg == "k" || seg == "app" || seg == "apps") {
+			return "", "path /" + seg + "/", true
+		}
+		return "", "", false
+	}
+	if sep != 0 {
+		for p > 0 && b[p-1] == ' ' {
+			p--
+		}
+	}
+	keyQuote := ""
+	if p > 0 && (b[p-1] == '"' || b[p-1] == '\'') {
+		keyQuote = string(b[p-1])
+		p--
+		if p > 0 && b[p-1] == '\\' {
+			keyQuote = `\` + keyQuote
+			p--
+		}
+	}
+	ks := p
+	for ks > 0 && (isIdent(b[ks-1]) || b[ks-1] == '.') {
+		ks--
+	}
+	key := string(b[ks:p])
+	if key == "" {
+		return "", "", false
+	}
+	if sep == 0 {
+		// Only "--app 7": a flag followed by spaces.
+		if spaces == 0 || !strings.HasPrefix(key, "-") || keyQuote != "" {
+			return "", "", false
+		}
+	}
+	if i := strings.LastIndexByte(key, '.'); i >= 0 {
+		key = key[i+1:]
+	}
+	if !isAppKey(key) {
+		return "", "", false
+	}
+	// A bare number after a quoted key is a JSON number: keep the document valid by quoting
+	// the role the same way the key was quoted.
+	if !valueQuoted && keyQuote != "" && sep == ':' && !strings.HasSuffix(keyQuote, "'") {
+		quote = keyQuote
+	}
+	return quote, "field " + key, true
+}
+
+// isAppKey: a key or flag that names an app (see appHits).
+func isAppKey(k string) bool {
+	n := normKey(k)
+	return n == "app" || strings.HasSuffix(n, "app") || strings.HasSuffix(n, "appid")
+}
+
+// isSensitiveKey: a JSON key, header or flag whose value is a credential whatever it is.
+func isSensitiveKey(k string) bool {
+	n := normKey(k)
+	for _, suf := range []string{"token", "tokens", "secret", "password", "passwd", "authorization", "cookie", "apikey"} {
+		if strings.HasSuffix(n, suf) {
+			return true
+		}
+	}
+	return false
+}
+
+func normKey(k string) string {
+	k = strings.ToLower(strings.TrimLeft(k, "-"))
+	return strings.NewReplacer("_", "", "-", "", ".", "", " ", "").Replace(k)
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+func isIdent(c byte) bool { return isAlnum(c) || c == '_' || c == '-' }
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// sanitizeName keeps a name usable inside a placeholder: [A-Za-z0-9_.-] only.
+func sanitizeName(s, fallback string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if isAlnum(c) || c == '_' || c == '-' || c == '.' {
+			b.WriteByte(c)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	if b.Len() == 0 {
+		return fallback
+	}
+	return b.String()
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

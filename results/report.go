@@ -1,0 +1,436 @@
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// renderReadme writes the acceptance record a person reads. run and scen are already redacted;
+// the bytes go through the archive writer once more.
+func renderReadme(run *Run, scen []*Scenario) []byte {
+	var b bytes.Buffer
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	title := run.Label
+	if title == "" {
+		title = "all"
+	}
+	p("# Acceptance record: %s\n\n", mdInline(title))
+	p("- Date: %s to %s (%s)\n", fmtTime(run.Start), fmtTime(run.End), fmtDur(run.End.Sub(run.Start)))
+	p("- State: **%s**\n", mdInline(run.State))
+	p("- Result: %d passed, %d failed, %d not run, of %d\n", run.Totals.Passed, run.Totals.Failed, run.Totals.NotRun, run.Totals.Total)
+	p("- Files: `run.json` (schema_version %d), `scenarios/<id>.json`, `cucumber.json`, `junit.xml`; all redacted\n\n", run.SchemaVersion)
+
+	p("## Environment\n\n| | |\n| --- | --- |\n")
+	row := func(k, v string) {
+		if v != "" {
+			p("| %s | %s |\n", mdCell(k), mdCell(v))
+		}
+	}
+	row("Target", run.Target)
+	row("Profile", run.Profile)
+	row("OS", run.OS)
+	row("Runner version", run.RunnerVersion)
+	row("Tag expression", orDash(run.TagExpression))
+	commit := run.SUT.Commit
+	if commit == "" {
+		commit = "unknown (not given with --sut-commit, not detected)"
+	} else {
+		if run.SUT.CommitSource != "" {
+			commit += " (" + run.SUT.CommitSource + ")"
+		}
+		if run.SUT.Dirty {
+			commit += ", uncommitted changes"
+		}
+	}
+	row("SUT commit", commit)
+	row("SUT branch", run.SUT.Branch)
+	for _, k := range sortedKeys(run.SUT.Versions) {
+		row("Version: "+k, run.SUT.Versions[k])
+	}
+	for _, k := range sortedKeys(run.Environment) {
+		row(k, run.Environment[k])
+	}
+
+	p("\n## Run order\n\n")
+	if len(run.RunOrder) == 0 {
+		p("(none recorded)\n")
+	}
+	for i, id := range run.RunOrder {
+		p("%d. %s\n", i+1, mdInline(id))
+	}
+
+	p("\n## Results\n\n| Scenario | Acceptance | Result | Duration | Evidence |\n| --- | --- | --- | --- | --- |\n")
+	var notRun []ScenarioSummary
+	for _, s := range run.Scenarios {
+		if s.Status == StatusNotRun {
+			notRun = append(notRun, s)
+			if s.NotRunCategory == NotRunTag {
+				continue // filtered scenarios are listed below, not as results
+			}
+		}
+		result := s.Status
+		if s.Status == StatusFailed {
+			result = "**failed**"
+		}
+		file := "—"
+		if s.File != "" {
+			file = "`" + s.File + "`"
+		}
+		p("| %s | %s | %s | %s | %s |\n", mdCell(s.ID), mdCell(acceptance(s.Tags)), result, fmtDur(time.Duration(s.DurationMS)*time.Millisecond), file)
+	}
+
+	var failed []*Scenario
+	for _, s := range scen {
+		if s.Status == StatusFailed {
+			failed = append(failed, s)
+		}
+	}
+	if len(failed) > 0 {
+		p("\n## Failures\n\n")
+		for _, s := range failed {
+			p("### %s\n\n", mdInline(s.ID))
+			if s.Reason != "" {
+				p("%s\n\n", mdInline(s.Reason))
+			}
+			for _, st := range s.Steps {
+				if st.Status == "failed" || st.Status == "undefined" || st.Status == "pending" {
+					p("- step %s: `%s%s`: %s\n", st.Status, mdCode(st.Keyword), mdCode(st.Text), mdInline(orDash(st.Error)))
+				}
+			}
+			for _, a := range s.Assertions {
+				if !a.OK {
+					p("- %s: expected %s, saw %s\n", mdInline(a.What), mdInline(a.Expected), mdInline(a.Seen))
+				}
+			}
+			if !s.Cleanup.OK {
+				p("- cleanup failed: %s\n", mdInline(orDash(s.Cleanup.Error)))
+			}
+			p("\n")
+		}
+	}
+
+	p("\n## Not run\n\n")
+	if len(notRun) == 0 {
+		p("Every selected scenario ran.\n")
+	} else {
+		p("| Scenario | Why | Detail |\n| --- | --- | --- |\n")
+		for _, s := range notRun {
+			p("| %s | %s | %s |\n", mdCell(s.ID), mdCell(notRunText(s.NotRunCategory)), mdCell(orDash(s.Reason)))
+		}
+	}
+
+	p("\n## Evidence\n\n")
+	if len(run.Evidence) == 0 {
+		p("(no evidence rows recorded)\n")
+	} else {
+		p("| Criterion | Environment | Result | Limits | Scenarios |\n| --- | --- | --- | --- | --- |\n")
+		for _, e := range run.Evidence {
+			p("| %s | %s | %s | %s | %s |\n", mdCell(e.Criterion), mdCell(e.Environment), mdCell(e.Result), mdCell(orDash(e.Limits)), mdCell(strings.Join(e.Scenarios, ", ")))
+		}
+	}
+	return b.Bytes()
+}
+
+func notRunText(cat string) string {
+	switch cat {
+	case NotRunTag:
+		return "filtered by tag"
+	case NotRunPlatform:
+		return "other platform"
+	case NotRunNotImplemented:
+		return "not implemented"
+	case NotRunInterrupted:
+		return "interrupted"
+	case "":
+		return "not run"
+	}
+	return cat
+}
+
+// acceptance lists the acceptance numbers from @acc-N tags.
+func acceptance(tags []string) string {
+	var acc []string
+	for _, t := range tags {
+		t = strings.TrimPrefix(t, "@")
+		if strings.HasPrefix(t, "acc-") {
+			acc = append(acc, strings.TrimPrefix(t, "acc-"))
+		}
+	}
+	return orDash(strings.Join(acc, ", "))
+}
+
+func mdCell(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	s = strings.ReplaceAll(s, "\r\n", "<br>")
+	return strings.ReplaceAll(s, "\n", "<br>")
+}
+
+func mdInline(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", " "), "\n", " ")
+}
+func mdCode(s string) string { return strings.ReplaceAll(mdInline(s), "`", "'") }
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.Format("2006-01-02 15:04:05 MST")
+}
+
+func fmtDur(d time.Duration) string {
+	if d <= 0 {
+		return "—"
+	}
+	if d < time.Second {
+		return fmt.Sprintf("%d ms", d.Milliseconds())
+	}
+	return fmt.Sprintf("%.1f s", d.Seconds())
+}
+
+// Cucumber JSON, the subset CI report tools read.
+type cukeFeature struct {
+	URI      string     `json:"uri"`
+	ID       string     `json:"id"`
+	Keyword  string     `json:"keyword"`
+	Name     string     `json:"name"`
+	Line     int        `json:"line"`
+	Elements []cukeScen `json:"elements"`
+	Tags     []cukeTag  `json:"tags"`
+	Desc     string     `json:"description"`
+}
+
+type cukeScen struct {
+	ID      string     `json:"id"`
+	Keyword string     `json:"keyword"`
+	Name    string     `json:"name"`
+	Line    int        `json:"line"`
+	Type    string     `json:"type"`
+	Tags    []cukeTag  `json:"tags"`
+	Steps   []cukeStep `json:"steps"`
+}
+
+type cukeTag struct {
+	Name string `json:"name"`
+	Line int    `json:"line"`
+}
+
+type cukeStep struct {
+	Keyword string     `json:"keyword"`
+	Name    string     `json:"name"`
+	Line    int        `json:"line"`
+	Result  cukeResult `json:"result"`
+}
+
+type cukeResult struct {
+	Status   string `json:"status"`
+	Duration int64  `json:"duration,omitempty"` // nanoseconds
+	Error    string `json:"error_message,omitempty"`
+}
+
+func renderCucumber(scen []*Scenario) ([]byte, error) {
+	byFeature := map[string]*cukeFeature{}
+	var order []string
+	for _, s := range scen {
+		key := s.FeatureFile
+		if key == "" {
+			key = s.Feature
+		}
+		f, ok := byFeature[key]
+		if !ok {
+			f = &cukeFeature{URI: key, ID: slug(s.Feature), Keyword: "Feature", Name: s.Feature, Line: 1, Tags: []cukeTag{}}
+			byFeature[key] = f
+			order = append(order, key)
+		}
+		name := s.Name
+		if name == "" {
+			name = s.ID
+		}
+		cs := cukeScen{ID: slug(s.Feature) + ";" + slug(name), Keyword: "Scenario", Name: name, Line: s.Line, Type: "scenario", Tags: []cukeTag{}, Steps: []cukeStep{}}
+		for _, t := range s.Tags {
+			if !strings.HasPrefix(t, "@") {
+				t = "@" + t
+			}
+			cs.Tags = append(cs.Tags, cukeTag{Name: t, Line: s.Line})
+		}
+		for _, st := range s.Steps {
+			status := st.Status
+			if status == "" {
+				status = "skipped"
+			}
+			cs.Steps = append(cs.Steps, cukeStep{Keyword: st.Keyword, Name: st.Text, Line: st.Line,
+				Result: cukeResult{Status: status, Duration: st.DurationMS * int64(time.Millisecond), Error: st.Error}})
+		}
+		// A scenario that failed outside its steps (cleanup, After hook) must not look green.
+		if s.Status == StatusFailed && !anyStepFailed(s) {
+			msg := s.Reason
+			if !s.Cleanup.OK {
+				msg = strings.TrimSpace("cleanup failed: " + s.Cleanup.Error + " " + msg)
+			}
+			cs.Steps = append(cs.Steps, cukeStep{Keyword: "After ", Name: "hook", Result: cukeResult{Status: "failed", Error: orDash(msg)}})
+		}
+		f.Elements = append(f.Elements, cs)
+	}
+	out := make([]*cukeFeature, 0, len(order))
+	for _, k := range order {
+		out = append(out, byFeature[k])
+	}
+	return json.Marshal(out)
+}
+
+func anyStepFailed(s *Scenario) bool {
+	for _, st := range s.Steps {
+		if st.Status == "failed" {
+			return true
+		}
+	}
+	return false
+}
+
+func slug(s string) string { return strings.ToLower(SanitizeLabel(s)) }
+
+// JUnit XML, the common Jenkins/GitLab/GitHub dialect.
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Skipped  int          `xml:"skipped,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name      string      `xml:"name,attr"`
+	Tests     int         `xml:"tests,attr"`
+	Failures  int         `xml:"failures,attr"`
+	Skipped   int         `xml:"skipped,attr"`
+	Time      string      `xml:"time,attr"`
+	Timestamp string      `xml:"timestamp,attr,omitempty"`
+	Cases     []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitMessage `xml:"failure,omitempty"`
+	Skipped   *junitMessage `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr,omitempty"`
+	Text    string `xml:",chardata"`
+}
+
+// renderJUnit: one suite per feature; a test case per scenario written, plus scenarios not
+// run for a reason other than the tag filter (as skipped), so CI shows what the gate missed.
+func renderJUnit(run *Run, scen []*Scenario) ([]byte, error) {
+	suites := map[string]*junitSuite{}
+	dur := map[string]time.Duration{}
+	var order []string
+	suite := func(name string) *junitSuite {
+		if name == "" {
+			name = "flowtest"
+		}
+		s, ok := suites[name]
+		if !ok {
+			s = &junitSuite{Name: name}
+			suites[name] = s
+			order = append(order, name)
+		}
+		return s
+	}
+	written := map[string]bool{}
+	var total time.Duration
+	for _, s := range scen {
+		written[s.ID] = true
+		su := suite(s.Feature)
+		d := time.Duration(s.DurationMS) * time.Millisecond
+		total += d
+		c := junitCase{Name: s.ID, Classname: orDash(s.Series), Time: secs(d)}
+		if s.Name != "" {
+			c.Name = s.ID + ": " + s.Name
+		}
+		switch s.Status {
+		case StatusFailed:
+			c.Failure = &junitMessage{Message: orDash(firstLine(failureMessage(s))), Type: "failed", Text: failureMessage(s)}
+			su.Failures++
+		case StatusNotRun:
+			c.Skipped = &junitMessage{Message: orDash(s.Reason)}
+			su.Skipped++
+		}
+		su.Tests++
+		dur[su.Name] += d
+		if su.Timestamp == "" && !s.Start.IsZero() {
+			su.Timestamp = s.Start.UTC().Format("2006-01-02T15:04:05")
+		}
+		su.Cases = append(su.Cases, c)
+	}
+	for _, s := range run.Scenarios {
+		if s.Status != StatusNotRun || written[s.ID] || s.NotRunCategory == NotRunTag {
+			continue
+		}
+		su := suite(s.Feature)
+		su.Tests++
+		su.Skipped++
+		su.Cases = append(su.Cases, junitCase{Name: s.ID, Classname: orDash(s.Series), Time: "0.000",
+			Skipped: &junitMessage{Message: strings.TrimSpace(notRunText(s.NotRunCategory) + ": " + s.Reason)}})
+	}
+	root := junitSuites{Name: "flowtest " + run.Label, Time: secs(total)}
+	for _, n := range order {
+		su := suites[n]
+		su.Time = secs(dur[n])
+		root.Tests += su.Tests
+		root.Failures += su.Failures
+		root.Skipped += su.Skipped
+		root.Suites = append(root.Suites, *su)
+	}
+	out, err := xml.MarshalIndent(root, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(xml.Header), append(out, '\n')...), nil
+}
+
+func failureMessage(s *Scenario) string {
+	var lines []string
+	if s.Reason != "" {
+		lines = append(lines, s.Reason)
+	}
+	for _, st := range s.Steps {
+		if st.Status == "failed" {
+			lines = append(lines, fmt.Sprintf("step %q failed: %s", strings.TrimSpace(st.Keyword+st.Text), st.Error))
+		}
+	}
+	for _, a := range s.Assertions {
+		if !a.OK {
+			lines = append(lines, fmt.Sprintf("%s: expected %s, saw %s", a.What, a.Expected, a.Seen))
+		}
+	}
+	if !s.Cleanup.OK {
+		lines = append(lines, "cleanup failed: "+s.Cleanup.Error)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }

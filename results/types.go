@@ -1,0 +1,200 @@
+// Package results owns everything that leaves a flowtest run: one record per scenario,
+// run.json, the acceptance record README.md, cucumber.json and junit.xml, all written into a
+// dated archive folder through a single redacting writer, plus the leak check that re-scans an
+// archive (`flowtest archive verify`) and the reader behind `flowtest run --rerun`.
+//
+// The JSON layout is versioned by SchemaVersion and documented in schema/*.schema.json and
+// README.md of this package.
+package results
+
+import "time"
+
+// SchemaVersion is written as schema_version into every scenario file and run.json. Bump it
+// on any incompatible change (renamed/removed field, changed meaning); adding optional fields
+// does not require a bump. Readers refuse files with a newer version than they know.
+const SchemaVersion = 1
+
+// Scenario statuses.
+const (
+	StatusPassed = "passed"
+	StatusFailed = "failed"
+	StatusNotRun = "not-run"
+)
+
+// Why a scenario was not run (ScenarioSummary.NotRunCategory).
+const (
+	NotRunTag            = "tag"             // filtered out by the tag expression
+	NotRunPlatform       = "platform"        // needs another OS (e.g. @windows on Linux)
+	NotRunNotImplemented = "not-implemented" // undefined/pending steps
+	NotRunInterrupted    = "interrupted"     // the run stopped before reaching it
+)
+
+// Run states.
+const (
+	RunComplete    = "complete"
+	RunInterrupted = "interrupted"
+)
+
+// TailLimit is the most bytes of a child's stdout or stderr kept in a scenario file.
+const TailLimit = 8 << 10
+
+// Scenario is the record of one scenario, written as soon as the scenario ends.
+type Scenario struct {
+	SchemaVersion int      `json:"schema_version"`
+	ID            string   `json:"id"`
+	Name          string   `json:"name,omitempty"` // scenario title from the feature file
+	Feature       string   `json:"feature"`        // feature name
+	FeatureFile   string   `json:"feature_file,omitempty"`
+	Line          int      `json:"line,omitempty"`
+	Series        string   `json:"series"`
+	Tags          []string `json:"tags"`
+	Status        string   `json:"status"` // passed|failed|not-run
+	// Reason says why a scenario was not run, or summarises a failure. It is the runner's
+	// own text; the JSON name is status_reason so that `reason` keys can be treated as
+	// request reason bodies (never stored) everywhere.
+	Reason     string           `json:"status_reason,omitempty"`
+	Start      time.Time        `json:"start"`
+	End        time.Time        `json:"end"`
+	DurationMS int64            `json:"duration_ms"`
+	Steps      []Step           `json:"steps"`
+	Assertions []Assertion      `json:"assertions"`
+	Processes  []Process        `json:"processes"`
+	Barriers   []BarrierArrival `json:"barriers"`
+	Traffic    map[string]int   `json:"traffic"`
+	Cleanup    Cleanup          `json:"cleanup"`
+}
+
+// Step is one executed (or skipped) Gherkin step.
+type Step struct {
+	Text       string `json:"text"`
+	Keyword    string `json:"keyword"`
+	Status     string `json:"status"` // passed|failed|skipped|undefined|pending
+	Error      string `json:"error,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+	Line       int    `json:"line,omitempty"`
+}
+
+// Assertion is one check a step made: what was expected and what was seen.
+type Assertion struct {
+	What     string `json:"what"`
+	Expected string `json:"expected"`
+	Seen     string `json:"seen"`
+	OK       bool   `json:"ok"`
+}
+
+// Process is a child process the scenario started.
+type Process struct {
+	Name       string   `json:"name"`
+	Argv       []string `json:"argv"`
+	ExitCode   *int     `json:"exit_code"` // null when killed by a signal or never reaped
+	Signal     string   `json:"signal,omitempty"`
+	DurationMS int64    `json:"duration_ms"`
+	StdoutTail string   `json:"stdout_tail"` // redacted, at most TailLimit bytes
+	StderrTail string   `json:"stderr_tail"`
+}
+
+// BarrierArrival is one arrival at a fault-proxy barrier.
+type BarrierArrival struct {
+	ID     string    `json:"id"`
+	Phase  string    `json:"phase"`
+	Method string    `json:"method"`
+	Path   string    `json:"path"`
+	Status int       `json:"status"`
+	At     time.Time `json:"at"`
+}
+
+// Cleanup is the outcome of the After hook. A failed cleanup fails the scenario.
+type Cleanup struct {
+	OK      bool     `json:"ok"`
+	Actions []string `json:"actions"`
+	Error   string   `json:"error,omitempty"`
+}
+
+// Run is run.json: the whole run.
+type Run struct {
+	SchemaVersion int         `json:"schema_version"`
+	RunnerVersion string      `json:"runner_version"`
+	Target        string      `json:"target"`
+	Profile       string      `json:"profile"`
+	SUT           SUTIdentity `json:"sut"`
+	OS            string      `json:"os"`
+	TagExpression string      `json:"tag_expression"`
+	Label         string      `json:"label,omitempty"`
+	// Environment holds further facts for the acceptance record (e.g. "base_url",
+	// "apps": "state, audit, request, log"). Values are redacted like everything else.
+	Environment map[string]string `json:"environment,omitempty"`
+	RunOrder    []string          `json:"run_order"`
+	Scenarios   []ScenarioSummary `json:"scenarios"`
+	Totals      Totals            `json:"totals"`
+	State       string            `json:"state"` // complete|interrupted
+	Start       time.Time         `json:"start"`
+	End         time.Time         `json:"end"`
+	Evidence    []EvidenceRow     `json:"evidence"`
+}
+
+// SUTIdentity is what the system under test says it is.
+type SUTIdentity struct {
+	Commit       string            `json:"commit,omitempty"`
+	CommitSource string            `json:"commit_source,omitempty"` // "flag" (--sut-commit) | "checkout" | ""
+	Branch       string            `json:"branch,omitempty"`
+	Dirty        bool              `json:"dirty,omitempty"`
+	Versions     map[string]string `json:"versions,omitempty"` // component -> version it reports
+}
+
+// ScenarioSummary is one row of run.json's scenario list.
+type ScenarioSummary struct {
+	ID             string   `json:"id"`
+	Name           string   `json:"name,omitempty"`
+	Feature        string   `json:"feature"`
+	Series         string   `json:"series"`
+	Tags           []string `json:"tags"`
+	Status         string   `json:"status"`
+	Reason         string   `json:"status_reason,omitempty"`
+	NotRunCategory string   `json:"not_run_category,omitempty"` // tag|platform|not-implemented|interrupted
+	DurationMS     int64    `json:"duration_ms"`
+	File           string   `json:"file,omitempty"` // scenario file, relative to the archive
+}
+
+// Totals counts scenarios by status.
+type Totals struct {
+	Total      int   `json:"total"`
+	Passed     int   `json:"passed"`
+	Failed     int   `json:"failed"`
+	NotRun     int   `json:"not_run"`
+	DurationMS int64 `json:"duration_ms"`
+}
+
+// EvidenceRow is one line of the acceptance record's evidence table.
+type EvidenceRow struct {
+	Criterion   string   `json:"criterion"`
+	Environment string   `json:"environment"`
+	Result      string   `json:"result"`
+	Limits      string   `json:"limits"`
+	Scenarios   []string `json:"scenarios,omitempty"`
+}
+
+// Summarize builds the run.json row for a scenario; file is its path relative to the archive.
+func Summarize(s *Scenario, file string) ScenarioSummary {
+	return ScenarioSummary{
+		ID: s.ID, Name: s.Name, Feature: s.Feature, Series: s.Series, Tags: append([]string(nil), s.Tags...),
+		Status: s.Status, Reason: s.Reason, DurationMS: s.DurationMS, File: file,
+	}
+}
+
+// ComputeTotals counts the summaries.
+func ComputeTotals(sums []ScenarioSummary) Totals {
+	var t Totals
+	for _, s := range sums {
+		t.Total++
+		t.DurationMS += s.DurationMS
+		switch s.Status {
+		case StatusPassed:
+			t.Passed++
+		case StatusFailed:
+			t.Failed++
+		default:
+			t.NotRun++
+		}
+	}
+	return t
+}
