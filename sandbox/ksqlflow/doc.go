@@ -1,0 +1,88 @@
+// Package ksqlflow is the sandbox kSQL-Flow: a Go implementation of the
+// `ksql-flow.execution/v1` contract (product-contract.md §7) and of the small SQL subset
+// our fixture jobs use. It runs as `flowsandbox ksql-flow <command>`; FlowNet (real or
+// sandbox) starts it as KSQL_FLOW_BIN=flowsandbox, KSQL_FLOW_BIN_ARGS=ksql-flow.
+//
+// # Commands
+//
+// capabilities --json, describe-profile, inspect-job, run (orchestrator and standalone
+// mode), validate, inspect-lock, force-unlock-job; flags, JSON documents, exit codes and
+// result codes as in the contract. Machine output is one JSON object and LF on stdout;
+// progress and errors go to stderr.
+//
+// # Config file (JSON)
+//
+//	{
+//	  "formatVersion": 1,
+//	  "profiles": {
+//	    "sandbox": {
+//	      "baseUrl": "https://127.0.0.1:43123",          // trailing "/" is stripped
+//	      "guestSpaceId": null,                          // optional, reported only
+//	      "timezone": "Asia/Tokyo",                      // FlowNet requires non-null
+//	      "caFile": "/tmp/…/ca.pem",                     // optional; default SSL_CERT_FILE
+//	      "apps": {                                      // logical name -> app
+//	        "顧客管理": {"appId": "105", "token": "env:KSQL_FLOW_CUSTOMERS_API_TOKEN"},
+//	        "案件管理": {"appId": "106", "token": "env:KSQL_FLOW_DEALS_API_TOKEN"}
+//	      },
+//	      "logApp": {"name": "KSQL_FLOW_JOB_LOG", "appId": "104", "token": "env:KSQL_FLOW_LOG_WRITE_API_TOKEN"},
+//	      "limits": {"maxApiCalls": 10000, "maxReadRows": 1000000, "maxTempRows": 1000000, "batchTimeoutSec": 3600},
+//	      "retry": {"maxAttempts": 1, "initialDelayMs": 0, "maxDelayMs": 0, "respectRetryAfter": true},
+//	      "httpTimeoutMs": 60000
+//	    }
+//	  }
+//	}
+//
+// (Comments above are for the reader; the file itself is plain JSON.) Decisions:
+//   - A logical app name is what follows `LAPP_` in SQL: `LAPP_顧客管理` reads apps["顧客管理"].
+//     The runner maps emulator roles to names by the app's kintone name: customers ->
+//     "顧客管理", deals -> "案件管理", csv -> "KSQL_FLOW_TEST_CSV1".
+//   - Tokens are only `env:NAME` references (a literal is refused so no token sits in a file
+//     that may be archived). The log app token needs view/add/edit (the emulator's
+//     `ksqlflow` token); business apps need view. A variable may hold several
+//     comma-separated tokens, as kintone allows.
+//   - Zero or missing limits get the defaults shown above; describe-profile reports the
+//     effective values and never a token.
+//   - TLS: the emulator's CA is loaded explicitly from caFile or SSL_CERT_FILE (Go honours
+//     SSL_CERT_FILE by itself only on Unix).
+//
+// # Execution (run)
+//
+// Order: flags (usage errors: exit 1, no result document) → config, SQL parse and static
+// checks (VALIDATION_ERROR, executionStarted=false, with line and column) → local lock
+// `.ksql/lock-<profile>.json` in the working directory → JOB log lock (INSERT with unique
+// job_key=<profile>:<job_id>, status RUNNING; a held key → LOCK_CONFLICT exit 5) → durable
+// start marker runner_execution_started_at (expected revision 1) → statements in order →
+// final JOB log update (status, job_key cleared and copied to job_key_done, counts).
+// The local lock is taken in orchestrator mode as well: scenarios.md §2.1.4 shows an
+// orchestrator-mode holder colliding locally with a same-cwd process. No JOB log record is
+// written for a LOCK_CONFLICT (contract gap 7). A first SIGINT/SIGTERM (Windows: Ctrl-C or
+// CTRL_BREAK, which Go delivers as os.Interrupt) stops at the next statement or page
+// boundary → CANCELLED, exit 3; a second exits 3 at once without a result. The job timeout
+// is the `timeout:` header, else limits.batchTimeoutSec → EXECUTION_TIMEOUT.
+// Read failures map to AUTH_ERROR (token rejected: GAIA_IA02, GAIA_NO01, 401/403, …) or
+// API_ERROR; error.code then carries kintone's code. NO_DATA is never produced (every
+// successful job is OK). CSV import (--import-csv) is refused with VALIDATION_ERROR.
+//
+// # SQL subset (dialect 1)
+//
+//	-- @ksql name: <job_id>        header lines at the top: name, timeout (seconds),
+//	-- @ksql timeout: 600          dialect (only 1), depends_on (comma list, reported by
+//	-- @ksql dialect: 1            inspect-job only)
+//	statement := select | CREATE TEMP TABLE #t AS select | ASSERT scalar op scalar, 'message'
+//	select    := SELECT item {, item} FROM (LAPP_<app> | #t) [WHERE cond] {UNION ALL SELECT …}
+//	item      := field [AS alias] | COUNT(*) [AS alias] | SUM(field) [AS alias]
+//	cond      := field op literal | field [NOT] IN (literal, …) | cond AND cond | cond OR cond | (cond)
+//	scalar    := literal | (select)          op := = != <> < <= > >=
+//	literal   := number | 'string' | @MONTH_START() | @NEXT_MONTH_START()   (dates as 'YYYY-MM-DD')
+//
+// Statements end with ';'. Field codes are bare (`$id`, `受注予定日`). A number literal compares
+// numerically (an empty field never matches); a string compares as text, which orders DATE
+// and UTC DATETIME values, so a date range is `f >= '2026-08-01' and f < '2026-09-01'`.
+// Aggregates cannot be mixed with plain fields (no GROUP BY). An ASSERT side that is NULL
+// (empty subquery) makes the ASSERT fail. @MONTH_START() is the first day of the --as-of
+// month in the profile timezone. Reads fetch all records of the app ($id keyset paging,
+// 500 per request) with only the referenced fields and filter locally, so one SELECT arm
+// over a seed app is one request. Everything else (JOIN, GROUP BY, ORDER BY, DISTINCT,
+// LIKE, BETWEEN, SELECT *, INSERT/UPDATE/DELETE/IMPORT, block comments, quoted identifiers)
+// is refused at parse time with a VALIDATION_ERROR naming the construct.
+package ksqlflow
