@@ -1,0 +1,92 @@
+package kintone
+
+import (
+	"strconv"
+	"sync"
+	"time"
+)
+
+// fileStore holds uploaded blobs. An upload key (from POST file.json) can be attached once;
+// attaching mints a different download key, which is what records carry and what
+// GET file.json accepts — as on kintone, where the key read back differs from the upload key.
+type fileStore struct {
+	mu      sync.Mutex
+	uploads map[string]*blob // upload key -> blob, until attached
+	stored  map[string]*storedFile
+}
+
+type blob struct {
+	name, contentType string
+	data              []byte
+	at                time.Time
+}
+
+type storedFile struct {
+	blob
+	app string // id of the app whose record holds the file (download needs view on it)
+}
+
+func newFileStore() *fileStore {
+	return &fileStore{uploads: map[string]*blob{}, stored: map[string]*storedFile{}}
+}
+
+func (fs *fileStore) upload(name, contentType string, data []byte, now time.Time) string {
+	key := newUUID()
+	fs.mu.Lock()
+	fs.uploads[key] = &blob{name: name, contentType: contentType, data: data, at: now}
+	fs.mu.Unlock()
+	return key
+}
+
+// attach consumes an upload key inside t (the consumption is final only when t commits).
+func (fs *fileStore) attach(t *tx, a *app, key string) (fileVal, *apiError) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	b := fs.uploads[key]
+	if b == nil || t.used[key] {
+		return fileVal{}, errFileNotFound(key)
+	}
+	t.used[key] = true
+	dk := newDownloadKey()
+	fs.stored[dk] = &storedFile{blob: *b, app: a.id()}
+	t.minted = append(t.minted, dk)
+	return fileVal{FileKey: dk, Name: b.name, ContentType: b.contentType, Size: strconv.Itoa(len(b.data))}, nil
+}
+
+func (fs *fileStore) get(key string) *storedFile {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.stored[key]
+}
+
+// expire drops uploads never attached, as kintone does after three days.
+func (fs *fileStore) expire(now time.Time) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for k, b := range fs.uploads {
+		if now.Sub(b.at) > 72*time.Hour {
+			delete(fs.uploads, k)
+		}
+	}
+}
+
+func newUUID() string {
+	b := []byte(randomHex(32))
+	b[12] = '4'
+	return string(b[0:8]) + "-" + string(b[8:12]) + "-" + string(b[12:16]) + "-" + string(b[16:20]) + "-" + string(b[20:32])
+}
+
+// Download keys look like kintone's (timestamp + hex), distinct from upload UUIDs.
+func newDownloadKey() string {
+	return time.Now().UTC().Format("20060102150405") + randomHex(32)
+}
+
+func randomHex(n int) string {
+	const hex = "0123456789abcdef"
+	r := randomID(n)
+	out := make([]byte, n)
+	for i := 0; i < n; i++ {
+		out[i] = hex[int(r[i])%16]
+	}
+	return string(out)
+}
