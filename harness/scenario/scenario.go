@@ -1,0 +1,220 @@
+// Package scenario holds the state of the one scenario that is running: its id, work dir,
+// evidence (assertions, barrier arrivals, traffic counts), the processes it started and its
+// cleanup stack. The runner creates it in the Before hook and puts it in the context; steps
+// read it with From(ctx). There is no package-level mutable state: everything a scenario
+// owns hangs off its State, so nothing leaks into the next scenario.
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/ksqlflow/flowtest/harness/proc"
+	"github.com/ksqlflow/flowtest/results"
+)
+
+type ctxKey struct{}
+
+// With returns ctx carrying s and its process registry (so proc.Start registers every
+// child the scenario starts).
+func With(ctx context.Context, s *State) context.Context {
+	return proc.WithRegistry(context.WithValue(ctx, ctxKey{}, s), s.Procs)
+}
+
+// From returns the scenario state in ctx. It panics when there is none: a step running
+// outside a scenario is a wiring bug, and godog turns the panic into a step failure.
+func From(ctx context.Context) *State {
+	s, ok := ctx.Value(ctxKey{}).(*State)
+	if !ok {
+		panic("scenario: no scenario state in context (step called outside the runner?)")
+	}
+	return s
+}
+
+// State is one scenario's state.
+type State struct {
+	ID      string
+	Tags    []string
+	WorkDir string
+	// Log receives progress lines (long waits, process starts) for the person watching.
+	Log io.Writer
+	// Values is a scratch space for step domains (run ids captured by one step and read by
+	// the next). Keys are namespaced by the domain that writes them.
+	Values map[string]any
+	// Procs holds every child process the scenario started.
+	Procs *proc.Registry
+
+	mu         sync.Mutex
+	assertions []results.Assertion
+	barriers   []results.BarrierArrival
+	traffic    map[string]int
+	cleanups   []cleanup
+}
+
+type cleanup struct {
+	name string
+	fn   func(ctx context.Context) error
+}
+
+// New makes the state for scenario id with its own work dir under root.
+func New(id string, tags []string, root string, log io.Writer) (*State, error) {
+	if log == nil {
+		log = io.Discard
+	}
+	dir, err := os.MkdirTemp(root, id+"-")
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: create work dir: %w", id, err)
+	}
+	return &State{ID: id, Tags: tags, WorkDir: dir, Log: log, Values: map[string]any{}, Procs: proc.NewRegistry(), traffic: map[string]int{}}, nil
+}
+
+// Assert records one assertion (expected and seen) and returns an error when it failed, so a
+// step can `return s.Assert(...)`.
+func (s *State) Assert(what string, expected, seen any, ok bool) error {
+	a := results.Assertion{What: what, Expected: fmt.Sprint(expected), Seen: fmt.Sprint(seen), OK: ok}
+	s.mu.Lock()
+	s.assertions = append(s.assertions, a)
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%s: expected %s, saw %s", what, a.Expected, a.Seen)
+	}
+	return nil
+}
+
+// Equal records an equality assertion.
+func (s *State) Equal(what string, expected, seen any) error {
+	return s.Assert(what, expected, seen, fmt.Sprint(expected) == fmt.Sprint(seen))
+}
+
+// AddBarrierArrival records a barrier arrival for the scenario record.
+func (s *State) AddBarrierArrival(a results.BarrierArrival) {
+	s.mu.Lock()
+	s.barriers = append(s.barriers, a)
+	s.mu.Unlock()
+}
+
+// AddTraffic adds counted requests (by kind) for the scenario record.
+func (s *State) AddTraffic(counts map[string]int) {
+	s.mu.Lock()
+	for k, v := range counts {
+		s.traffic[k] += v
+	}
+	s.mu.Unlock()
+}
+
+// Defer pushes a cleanup action; actions run last-in first-out after the scenario, after
+// every surviving process has been killed.
+func (s *State) Defer(name string, fn func(ctx context.Context) error) {
+	s.mu.Lock()
+	s.cleanups = append(s.cleanups, cleanup{name, fn})
+	s.mu.Unlock()
+}
+
+// KillProcesses kills every process tree of the scenario that is still alive. It never
+// panics: it runs on the interrupt path, where a panic would orphan the children.
+func (s *State) KillProcesses() (killed []string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("kill leftover processes panicked: %v", r)
+		}
+	}()
+	ks, err := s.Procs.KillAll()
+	for _, k := range ks {
+		line := fmt.Sprintf("%s (pid %d, %d processes in its tree)", k.Name, k.Pid, len(k.Pids))
+		if k.Err != nil {
+			line += ": " + k.Err.Error()
+		}
+		killed = append(killed, line)
+	}
+	return killed, err
+}
+
+// Cleanup kills surviving processes, runs the cleanup stack in LIFO order (every action runs
+// even when an earlier one failed; a panic is recovered and counted as a failure) and removes
+// the work dir unless keepWorkDir. Each action gets its own deadline.
+func (s *State) Cleanup(perAction time.Duration, keepWorkDir bool) results.Cleanup {
+	out := results.Cleanup{OK: true}
+	var errs []error
+	killed, err := s.KillProcesses()
+	for _, k := range killed {
+		out.Actions = append(out.Actions, "killed leftover process "+k)
+	}
+	if err != nil {
+		errs = append(errs, err)
+	}
+	s.mu.Lock()
+	stack := s.cleanups
+	s.cleanups = nil
+	s.mu.Unlock()
+	for i := len(stack) - 1; i >= 0; i-- {
+		c := stack[i]
+		err := runCleanup(c, perAction)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", c.name, err))
+			out.Actions = append(out.Actions, c.name+": FAILED")
+		} else {
+			out.Actions = append(out.Actions, c.name+": ok")
+		}
+	}
+	if !keepWorkDir && s.WorkDir != "" {
+		if err := os.RemoveAll(s.WorkDir); err != nil {
+			errs = append(errs, fmt.Errorf("remove work dir: %w", err))
+		} else {
+			out.Actions = append(out.Actions, "removed work dir")
+		}
+	}
+	if len(errs) > 0 {
+		out.OK = false
+		out.Error = errors.Join(errs...).Error()
+	}
+	return out
+}
+
+func runCleanup(c cleanup, limit time.Duration) (err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return c.fn(ctx)
+}
+
+// Evidence copies what the scenario recorded into rec.
+func (s *State) Evidence(rec *results.Scenario) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec.Assertions = append(rec.Assertions, s.assertions...)
+	rec.Barriers = append(rec.Barriers, s.barriers...)
+	for _, p := range s.Procs.Processes() {
+		in := p.Info()
+		rp := results.Process{Name: in.Name, Argv: in.Argv, Signal: in.Signal, StdoutTail: in.StdoutTail, StderrTail: in.StderrTail}
+		if in.Exited {
+			if in.Signal == "" {
+				code := in.ExitCode
+				rp.ExitCode = &code
+			}
+			if res, ok := p.Exited(); ok {
+				rp.DurationMS = res.Duration.Milliseconds()
+			}
+		} else {
+			rp.Signal = "still running when recorded"
+		}
+		rec.Processes = append(rec.Processes, rp)
+	}
+	if len(s.traffic) > 0 {
+		if rec.Traffic == nil {
+			rec.Traffic = map[string]int{}
+		}
+		for k, v := range s.traffic {
+			rec.Traffic[k] += v
+		}
+	}
+}

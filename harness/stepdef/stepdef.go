@@ -1,0 +1,171 @@
+// Package stepdef registers step definitions with a deadline. godog calls a step handler
+// synchronously and has no per-step timeout, so a handler that blocks would hang the whole
+// run. Every step registered here gets a context with a deadline and is called on its own
+// goroutine; if it has not returned when the deadline (plus a short grace for the step to
+// notice its context) has passed, the step fails with a timeout error and the run goes on.
+// The abandoned goroutine is left to finish on its own; the scenario's cleanup kills the
+// processes it may be waiting on.
+package stepdef
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/cucumber/godog"
+)
+
+// Grace is how long after its deadline a step may take to return on its own before it is
+// abandoned.
+const Grace = 2 * time.Second
+
+// ErrStepTimeout marks a step abandoned at its deadline.
+var ErrStepTimeout = errors.New("step exceeded its deadline")
+
+// Registry registers steps on one scenario context with a per-step timeout, and hooks
+// whose panics are recovered.
+type Registry struct {
+	SC      *godog.ScenarioContext
+	Timeout time.Duration
+	// OnHookError, if set, hears about every After hook that failed or panicked.
+	OnHookError func(error)
+}
+
+// After registers an After hook. godog does not recover panics in After hooks (the runner
+// would die and orphan children), so the panic is turned into an error here.
+func (r Registry) After(h func(ctx context.Context, sc *godog.Scenario, err error) (context.Context, error)) {
+	r.SC.After(func(ctx context.Context, sc *godog.Scenario, scErr error) (out context.Context, err error) {
+		out = ctx
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("panic in After hook: %v", p)
+			}
+			if err != nil && r.OnHookError != nil {
+				r.OnHookError(err)
+			}
+		}()
+		out, err = h(ctx, sc, scErr)
+		if out == nil {
+			out = ctx
+		}
+		return out, err
+	})
+}
+
+// Before registers a Before hook (godog recovers panics in these itself).
+func (r Registry) Before(h func(ctx context.Context, sc *godog.Scenario) (context.Context, error)) {
+	r.SC.Before(h)
+}
+
+// Step registers fn for expr (a regular expression, as godog's Step) with the deadline.
+func (r Registry) Step(expr any, fn any) {
+	r.SC.Step(expr, Wrap(fn, r.Timeout))
+}
+
+var (
+	ctxType = reflect.TypeOf((*context.Context)(nil)).Elem()
+	errType = reflect.TypeOf((*error)(nil)).Elem()
+)
+
+// Wrap returns a function of the same type as fn that runs fn with a deadline. fn must be a
+// godog step handler; if its first parameter is a context.Context that context carries the
+// deadline. When the deadline passes, the wrapper returns ErrStepTimeout through fn's error
+// result, or panics with it when fn returns no error (godog turns a step panic into a
+// failure).
+func Wrap(fn any, timeout time.Duration) any {
+	v := reflect.ValueOf(fn)
+	t := v.Type()
+	if t.Kind() != reflect.Func {
+		panic(fmt.Sprintf("stepdef: handler is %s, not a func", t))
+	}
+	takesCtx := t.NumIn() > 0 && t.In(0) == ctxType
+	errIndex := -1
+	for i := 0; i < t.NumOut(); i++ {
+		if t.Out(i) == errType {
+			errIndex = i
+		}
+	}
+	return reflect.MakeFunc(t, func(args []reflect.Value) []reflect.Value {
+		base := context.Background()
+		if takesCtx {
+			base = args[0].Interface().(context.Context)
+		}
+		ctx, cancel := context.WithTimeout(base, timeout)
+		defer cancel()
+		if takesCtx {
+			args = append([]reflect.Value{reflect.ValueOf(ctx)}, args[1:]...)
+		}
+		done := make(chan []reflect.Value, 1)
+		panicked := make(chan any, 1)
+		go func() {
+			defer func() {
+				if p := recover(); p != nil {
+					panicked <- p
+				}
+			}()
+			done <- v.Call(args)
+		}()
+		hardStop := time.NewTimer(timeout + Grace)
+		defer hardStop.Stop()
+		var stopErr error
+		select {
+		case out := <-done:
+			return restoreContext(out, t, base, takesCtx)
+		case p := <-panicked:
+			panic(p) // re-raise on godog's goroutine, where it is recovered into a failure
+		case <-hardStop.C:
+			stopErr = fmt.Errorf("%w (%s)", ErrStepTimeout, timeout)
+		case <-base.Done():
+			// The scenario itself was cancelled (interrupt): give the step its grace to return.
+			select {
+			case out := <-done:
+				return restoreContext(out, t, base, takesCtx)
+			case p := <-panicked:
+				panic(p)
+			case <-time.After(Grace):
+				stopErr = fmt.Errorf("step abandoned after interrupt: %w", base.Err())
+			}
+		}
+		if errIndex < 0 {
+			panic(stopErr)
+		}
+		out := make([]reflect.Value, t.NumOut())
+		for i := range out {
+			switch {
+			case i == errIndex:
+				out[i] = reflect.ValueOf(&stopErr).Elem()
+			case t.Out(i) == ctxType:
+				out[i] = reflect.ValueOf(&base).Elem()
+			default:
+				out[i] = reflect.Zero(t.Out(i))
+			}
+		}
+		return out
+	}).Interface()
+}
+
+// restoreContext makes sure a step that returns a context does not hand godog the
+// deadline-bound one we made (it is cancelled as soon as the step returns, and the next step
+// would inherit a dead context). The returned context is replaced by one that answers
+// Value from it and takes its deadline and cancellation from the scenario's context.
+func restoreContext(out []reflect.Value, t reflect.Type, base context.Context, takesCtx bool) []reflect.Value {
+	for i := 0; i < t.NumOut(); i++ {
+		if t.Out(i) != ctxType || out[i].IsNil() {
+			continue
+		}
+		returned := out[i].Interface().(context.Context)
+		out[i] = reflect.ValueOf(&detached{Context: base, values: returned}).Convert(ctxType)
+	}
+	return out
+}
+
+// detached carries the values of the step's returned context with the lifetime of the
+// scenario's context.
+type detached struct {
+	context.Context
+	values context.Context
+}
+
+func (d *detached) Value(key any) any { return d.values.Value(key) }

@@ -1,0 +1,484 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cucumber/godog"
+
+	"github.com/ksqlflow/flowtest/harness/scenario"
+	"github.com/ksqlflow/flowtest/harness/stepdef"
+	"github.com/ksqlflow/flowtest/results"
+)
+
+// Exit codes of a run.
+const (
+	ExitPassed      = 0
+	ExitFailed      = 1
+	ExitRefused     = 2
+	ExitInterrupted = 130
+)
+
+// Options configure one run over a planned list of items.
+type Options struct {
+	Features fs.FS // the feature files (paths in Items are relative to it)
+	Items    []Item
+
+	// Initialize registers the step definitions and hooks of one scenario. Steps and hooks
+	// must be registered through reg, which gives every step a deadline and recovers panics
+	// in After hooks.
+	Initialize func(sc *godog.ScenarioContext, reg stepdef.Registry)
+	// BeforeScenario, if set, runs after the scenario state exists and before the first
+	// step (e.g. to hand the state the target). An error fails the scenario.
+	BeforeScenario func(ctx context.Context, st *scenario.State) error
+
+	StepTimeout    time.Duration // per step; default 5 minutes
+	CleanupTimeout time.Duration // per cleanup action; default 2 minutes
+	WorkRoot       string        // scenario work dirs are made here
+	KeepWorkDirs   bool
+	Formats        []string // extra godog formatters ("pretty", "junit:path" …)
+
+	Archive *results.Archive // scenario records are written here as each scenario ends
+	Run     *results.Run     // run.json skeleton (target, profile, SUT …); totals filled in
+
+	Progress io.Writer // start/end lines and interrupt notices
+	// Signals delivers interrupts (os.Interrupt, SIGTERM). The first cancels the current
+	// scenario; the second kills its children and calls Exit(130).
+	Signals <-chan os.Signal
+	Exit    func(code int)
+}
+
+// Result is what a run did.
+type Result struct {
+	Code        int
+	Scenarios   []*results.Scenario
+	Interrupted bool
+}
+
+type runState struct {
+	mu          sync.Mutex
+	current     *scenario.State
+	cancel      context.CancelFunc
+	interrupted bool
+}
+
+// Execute runs the items that are marked to run, serially and in order, and writes every
+// item's record to the archive (not-run items too, with their reason).
+func Execute(ctx context.Context, o Options) Result {
+	if o.StepTimeout <= 0 {
+		o.StepTimeout = 5 * time.Minute
+	}
+	if o.CleanupTimeout <= 0 {
+		o.CleanupTimeout = 2 * time.Minute
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	if o.Exit == nil {
+		o.Exit = os.Exit
+	}
+	rs := &runState{}
+	stopSignals := watchSignals(o, rs)
+	defer stopSignals()
+
+	res := Result{Code: ExitPassed}
+	for _, it := range o.Items {
+		rs.mu.Lock()
+		interrupted := rs.interrupted
+		rs.mu.Unlock()
+		var rec *results.Scenario
+		switch {
+		case !it.Run:
+			rec = notRun(it, it.Reason)
+		case interrupted:
+			rec = notRun(it, ReasonInterrupted)
+		default:
+			rec = runOne(ctx, o, rs, it)
+		}
+		res.Scenarios = append(res.Scenarios, rec)
+		if rec.Status == results.StatusFailed {
+			res.Code = ExitFailed
+		}
+		if o.Archive != nil {
+			if err := o.Archive.WriteScenario(rec); err != nil {
+				fmt.Fprintf(o.Progress, "ERROR writing the record of %s: %v\n", it.ID, err)
+				res.Code = ExitFailed
+			}
+		}
+	}
+	rs.mu.Lock()
+	res.Interrupted = rs.interrupted
+	rs.mu.Unlock()
+	if res.Interrupted {
+		res.Code = ExitInterrupted
+	}
+	if o.Run != nil {
+		fillRun(o.Run, o.Items, res, o.Archive)
+		if o.Archive != nil {
+			if err := o.Archive.Finish(o.Run); err != nil {
+				fmt.Fprintf(o.Progress, "ERROR writing the run record: %v\n", err)
+				if res.Code == ExitPassed {
+					res.Code = ExitFailed
+				}
+			}
+		}
+	}
+	return res
+}
+
+func watchSignals(o Options, rs *runState) (stop func()) {
+	if o.Signals == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		count := 0
+		for {
+			select {
+			case <-done:
+				return
+			case sig := <-o.Signals:
+				count++
+				rs.mu.Lock()
+				rs.interrupted = true
+				cur, cancel := rs.current, rs.cancel
+				rs.mu.Unlock()
+				if count == 1 {
+					fmt.Fprintf(o.Progress, "INTERRUPT (%v): stopping the current scenario and cleaning up; interrupt again to kill children and exit at once\n", sig)
+					if cancel != nil {
+						cancel()
+					}
+					continue
+				}
+				fmt.Fprintf(o.Progress, "INTERRUPT (%v) again: killing child processes and exiting\n", sig)
+				if cur != nil {
+					killed, err := cur.KillProcesses()
+					for _, k := range killed {
+						fmt.Fprintf(o.Progress, "killed %s\n", k)
+					}
+					if err != nil {
+						fmt.Fprintf(o.Progress, "kill: %v\n", err)
+					}
+				}
+				o.Exit(ExitInterrupted)
+				return
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+func notRun(it Item, reason string) *results.Scenario {
+	now := time.Now().UTC()
+	rec := &results.Scenario{
+		SchemaVersion: results.SchemaVersion,
+		ID:            it.ID,
+		Series:        it.Series,
+		Tags:          it.Tags(),
+		Status:        results.StatusNotRun,
+		Reason:        reason,
+		Start:         now,
+		End:           now,
+	}
+	if it.Feature != nil {
+		setFeature(rec, it.Feature)
+		for _, s := range it.Feature.StepText {
+			rec.Steps = append(rec.Steps, results.Step{Text: s, Status: "skipped"})
+		}
+	}
+	return rec
+}
+
+// runOne runs one scenario through its own godog suite, so that order, selection,
+// interrupts and the record are the runner's, and a panic that escapes godog (After hooks
+// are not recovered by godog) is caught here instead of killing the runner.
+func runOne(parent context.Context, o Options, rs *runState, it Item) (rec *results.Scenario) {
+	start := time.Now().UTC()
+	rec = &results.Scenario{
+		SchemaVersion: results.SchemaVersion,
+		ID:            it.ID,
+		Series:        it.Series,
+		Tags:          it.Feature.Tags,
+		Start:         start,
+	}
+	setFeature(rec, it.Feature)
+	fmt.Fprintf(o.Progress, "START %s (%s:%d)\n", it.ID, it.Feature.Path, it.Feature.Line)
+
+	st, err := scenario.New(safeName(it.ID), it.Feature.Tags, o.WorkRoot, o.Progress)
+	if err != nil {
+		rec.Status = results.StatusFailed
+		rec.Reason = err.Error()
+		finish(o, rec)
+		return rec
+	}
+	st.ID = it.ID
+	ctx, cancel := context.WithCancel(scenario.With(parent, st))
+	defer cancel()
+	rs.mu.Lock()
+	rs.current, rs.cancel = st, cancel
+	if rs.interrupted {
+		cancel()
+	}
+	rs.mu.Unlock()
+	defer func() {
+		rs.mu.Lock()
+		rs.current, rs.cancel = nil, nil
+		rs.mu.Unlock()
+	}()
+
+	steps := newStepLog(it.Feature.StepText)
+	var hookErrs hookErrors
+	code, panicked := runSuite(ctx, o, it, st, steps, &hookErrs)
+
+	rec.Steps = steps.records()
+	switch {
+	case panicked != nil:
+		rec.Status = results.StatusFailed
+		rec.Reason = fmt.Sprintf("panic escaped godog: %v", panicked)
+	case code == 0 && hookErrs.empty():
+		rec.Status = results.StatusPassed
+	default:
+		rec.Status = results.StatusFailed
+		rec.Reason = firstFailure(rec.Steps, hookErrs.list())
+	}
+	if ctx.Err() != nil && rec.Status != results.StatusPassed {
+		rec.Reason = "interrupted: " + rec.Reason
+	}
+
+	// Cleanup runs here, outside godog, so that it runs whatever happened inside: a
+	// failed Before hook, a panic, an interrupt. A failed cleanup revokes a pass.
+	rec.Cleanup = st.Cleanup(o.CleanupTimeout, o.KeepWorkDirs)
+	if !rec.Cleanup.OK && rec.Status == results.StatusPassed {
+		rec.Status = results.StatusFailed
+		rec.Reason = "cleanup failed: " + rec.Cleanup.Error
+	}
+	st.Evidence(rec)
+	finish(o, rec)
+	return rec
+}
+
+func setFeature(rec *results.Scenario, f *Feature) {
+	rec.Name = f.Name
+	rec.Feature = f.Feature
+	rec.FeatureFile = f.Path
+	rec.Line = int(f.Line)
+}
+
+func finish(o Options, rec *results.Scenario) {
+	rec.End = time.Now().UTC()
+	rec.DurationMS = rec.End.Sub(rec.Start).Milliseconds()
+	line := fmt.Sprintf("END   %s %s %s", rec.ID, rec.Status, rec.End.Sub(rec.Start).Round(time.Millisecond))
+	if rec.Reason != "" && rec.Status != results.StatusPassed {
+		line += " — " + firstLine(rec.Reason)
+	}
+	fmt.Fprintln(o.Progress, line)
+}
+
+func runSuite(ctx context.Context, o Options, it Item, st *scenario.State, steps *stepLog, hookErrs *hookErrors) (code int, panicked any) {
+	defer func() {
+		if p := recover(); p != nil {
+			panicked = fmt.Sprintf("%v\n%s", p, debug.Stack())
+		}
+	}()
+	logFile, err := os.Create(filepath.Join(st.WorkDir, "godog.log"))
+	if err != nil {
+		return 1, fmt.Sprintf("create godog log: %v", err)
+	}
+	defer logFile.Close()
+	formats := []string{"pretty"}
+	for _, f := range o.Formats {
+		formats = append(formats, perScenarioFormat(f, it.ID))
+	}
+	reg := func(sc *godog.ScenarioContext) {
+		registry := stepdef.Registry{SC: sc, Timeout: o.StepTimeout, OnHookError: hookErrs.add}
+		sc.Before(func(ctx context.Context, p *godog.Scenario) (context.Context, error) {
+			ctx = scenario.With(ctx, st)
+			if o.BeforeScenario != nil {
+				if err := o.BeforeScenario(ctx, st); err != nil {
+					return ctx, fmt.Errorf("prepare scenario: %w", err)
+				}
+			}
+			return ctx, nil
+		})
+		sc.StepContext().Before(func(ctx context.Context, s *godog.Step) (context.Context, error) {
+			steps.started(s)
+			return ctx, nil
+		})
+		sc.StepContext().After(func(ctx context.Context, s *godog.Step, status godog.StepResultStatus, err error) (context.Context, error) {
+			steps.finished(s, status, err)
+			return ctx, nil
+		})
+		if o.Initialize != nil {
+			o.Initialize(sc, registry)
+		}
+	}
+	suite := godog.TestSuite{
+		Name:                it.ID,
+		ScenarioInitializer: reg,
+		Options: &godog.Options{
+			FS:             o.Features,
+			Paths:          []string{fmt.Sprintf("%s:%d", it.Feature.Path, it.Feature.Line)},
+			Format:         strings.Join(formats, ","),
+			Output:         logFile,
+			Strict:         true,
+			NoColors:       true,
+			Concurrency:    1,
+			DefaultContext: ctx,
+		},
+	}
+	return suite.Run(), nil
+}
+
+// perScenarioFormat gives a file-writing formatter one file per scenario ("junit:out.xml"
+// becomes "junit:out-<id>.xml"), since the runner runs one godog suite per scenario.
+func perScenarioFormat(f, id string) string {
+	name, path, ok := strings.Cut(f, ":")
+	if !ok || path == "" {
+		return f
+	}
+	ext := filepath.Ext(path)
+	return name + ":" + strings.TrimSuffix(path, ext) + "-" + id + ext
+}
+
+// stepLog keeps one record per step of the scenario, pre-filled as skipped.
+type stepLog struct {
+	mu    sync.Mutex
+	steps []results.Step
+	next  int
+	start time.Time
+}
+
+func newStepLog(texts []string) *stepLog {
+	l := &stepLog{}
+	for _, t := range texts {
+		l.steps = append(l.steps, results.Step{Text: t, Status: "skipped"})
+	}
+	return l
+}
+
+func (l *stepLog) started(s *godog.Step) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.start = time.Now()
+}
+
+func (l *stepLog) finished(s *godog.Step, status godog.StepResultStatus, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := results.Step{Text: s.Text, Status: status.String(), DurationMS: time.Since(l.start).Milliseconds()}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	// Match by text from the current position: steps finish in order.
+	for i := l.next; i < len(l.steps); i++ {
+		if strings.HasSuffix(l.steps[i].Text, " "+s.Text) {
+			r.Keyword = strings.TrimSuffix(l.steps[i].Text, " "+s.Text)
+			r.Text = l.steps[i].Text
+			l.steps[i] = r
+			l.next = i + 1
+			return
+		}
+	}
+	l.steps = append(l.steps, r)
+}
+
+func (l *stepLog) records() []results.Step {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]results.Step(nil), l.steps...)
+}
+
+type hookErrors struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (h *hookErrors) add(err error) {
+	h.mu.Lock()
+	h.errs = append(h.errs, err)
+	h.mu.Unlock()
+}
+func (h *hookErrors) empty() bool { return len(h.list()) == 0 }
+func (h *hookErrors) list() []error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]error(nil), h.errs...)
+}
+
+func firstFailure(steps []results.Step, hookErrs []error) string {
+	for _, s := range steps {
+		if s.Status == "failed" || s.Status == "undefined" || s.Status == "pending" || s.Status == "ambiguous" {
+			if s.Error != "" {
+				return fmt.Sprintf("step %q %s: %s", s.Text, s.Status, s.Error)
+			}
+			return fmt.Sprintf("step %q %s", s.Text, s.Status)
+		}
+	}
+	if len(hookErrs) > 0 {
+		return errors.Join(hookErrs...).Error()
+	}
+	return "scenario failed (see godog.log)"
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+func safeName(id string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, id)
+}
+
+func fillRun(run *results.Run, items []Item, res Result, arch *results.Archive) {
+	run.SchemaVersion = results.SchemaVersion
+	run.RunOrder = nil
+	for _, it := range items {
+		run.RunOrder = append(run.RunOrder, it.ID)
+	}
+	if arch != nil {
+		run.Scenarios = arch.Summaries()
+	} else {
+		run.Scenarios = nil
+		for _, s := range res.Scenarios {
+			run.Scenarios = append(run.Scenarios, results.Summarize(s, ""))
+		}
+	}
+	for i := range run.Scenarios {
+		if run.Scenarios[i].Status == results.StatusNotRun {
+			run.Scenarios[i].NotRunCategory = notRunCategory(run.Scenarios[i].Reason)
+		}
+	}
+	run.Totals = results.ComputeTotals(run.Scenarios)
+	run.State = results.RunComplete
+	if res.Interrupted {
+		run.State = results.RunInterrupted
+	}
+	run.End = time.Now().UTC()
+}
+
+func notRunCategory(reason string) string {
+	switch {
+	case reason == ReasonFilteredByTag || reason == ReasonNotInRerun:
+		return results.NotRunTag
+	case strings.HasPrefix(reason, "platform:"):
+		return results.NotRunPlatform
+	case reason == ReasonNotImplemented:
+		return results.NotRunNotImplemented
+	default:
+		return results.NotRunInterrupted
+	}
+}
