@@ -272,7 +272,7 @@ func classifyStatement(toks []token, csvLogicalApp string) SQLStatement {
 		intoAllowedAt = i + 1
 		i += 2
 	case isWriteWord(toks[i].text):
-		st.Refused = fmt.Sprintf("%s writes data", asciiUpper(toks[i].text))
+		st.Refused = fmt.Sprintf("%s writes data", strings.ToUpper(toks[i].text))
 		return st
 	default:
 		st.Refused = fmt.Sprintf("unrecognised statement %q", toks[i].text)
@@ -284,7 +284,7 @@ func classifyStatement(toks []token, csvLogicalApp string) SQLStatement {
 			continue
 		}
 		if isWriteWord(t.text) {
-			st.Refused = fmt.Sprintf("%s statement contains %s", st.Kind, asciiUpper(t.text))
+			st.Refused = fmt.Sprintf("%s statement contains %s", st.Kind, strings.ToUpper(t.text))
 			st.Kind = ""
 			return st
 		}
