@@ -65,7 +65,7 @@ func encodings(v string) []encoding {
 
 func urlForms(v string) []string {
 	var forms []string
-	for _, keep := range []string{"", "-_.~", "-_.~!'()*", "-_.~!$&'()*+,;=:@/"} {
+	for _, keep := range []string{"", "-_.~", "-_.~!'()*", "-_.~$&+,;=:@", "-_.~!$&'()*+,;=:@/"} {
 		var b strings.Builder
 		for i := 0; i < len(v); i++ {
 			c := v[i]

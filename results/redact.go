@@ -313,7 +313,7 @@ func appHits(b []byte, apps map[string]string, idLens *[32]bool) []appHit {
 		if j-start >= len(idLens) || !idLens[j-start] {
 			continue
 		}
-		if start > 0 && (isIdent(b[start-1]) && b[start-1] != '-') {
+		if start > 0 && isIdent(b[start-1]) && b[start-1] != '-' && !(start >= 3 && b[start-3] == '%' && b[start-2] == '3') {
 			continue // part of a longer word or number
 		}
 		if j < len(b) && isIdent(b[j]) && b[j] != '-' && b[j] != '.' {
@@ -413,7 +413,12 @@ func appContext(b []byte, pos int) (quote, form string, ok bool) {
 // isAppKey: a key or flag that names an app (see appHits).
 func isAppKey(k string) bool {
 	n := normKey(k)
-	return n == "app" || strings.HasSuffix(n, "app") || strings.HasSuffix(n, "appid")
+	for _, suf := range []string{"app", "apps", "appid", "appids"} {
+		if strings.HasSuffix(n, suf) {
+			return true
+		}
+	}
+	return false
 }
 
 // isSensitiveKey: a JSON key, header or flag whose value is a credential whatever it is.

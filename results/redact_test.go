@@ -1,0 +1,309 @@
+package results
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/url"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const tok = "kT0ken/Value+With=Specials&x<y>\"q\"\\é"
+
+func TestSecretsFromEnv(t *testing.T) {
+	got := SecretsFromEnv(map[string]string{
+		"KSQL_FLOWNET_STATE_API_TOKEN": "a1",
+		"client_secret":                "b2",
+		"Db_PassWord":                  "c3",
+		"KSQL_FLOWNET_STATE_APP_ID":    "4257",
+		"EMPTY_TOKEN":                  "",
+		"HOME":                         "/root",
+	})
+	assert.Equal(t, map[string]string{"KSQL_FLOWNET_STATE_API_TOKEN": "a1", "client_secret": "b2", "Db_PassWord": "c3"}, got)
+}
+
+func TestRedactEachEncoding(t *testing.T) {
+	r := NewRedactor(map[string]string{"KINTONE_TOKEN": tok}, nil)
+	jsonGo, _ := json.Marshal(tok)
+	cases := map[string]string{
+		"raw":                tok,
+		"query-escaped":      url.QueryEscape(tok),
+		"path-escaped":       url.PathEscape(tok),
+		"lower-hex escaped":  lowerHexEscapes(url.QueryEscape(tok)),
+		"base64 std":         base64.StdEncoding.EncodeToString([]byte(tok)),
+		"base64 url":         base64.URLEncoding.EncodeToString([]byte(tok)),
+		"base64 raw":         base64.RawStdEncoding.EncodeToString([]byte(tok)),
+		"json go":            string(jsonGo[1 : len(jsonGo)-1]),
+		"json no html":       jsonEscape(tok, false, false),
+		"json ascii":         jsonEscape(tok, true, false),
+		"json slash":         jsonEscape(tok, false, true),
+		"json twice":         jsonEscape(jsonEscape(tok, false, false), false, false),
+		"xml":                xmlEscape(tok),
+		"html":               strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;").Replace(tok),
+		"url then json":      jsonEscape(url.QueryEscape(tok), false, true),
+		"base64 then json /": jsonEscape(base64.StdEncoding.EncodeToString([]byte(tok)), false, true),
+	}
+	for name, enc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := "before " + enc + " after"
+			out := r.String(in)
+			assert.Equal(t, "before [REDACTED:KINTONE_TOKEN] after", out)
+			// Also glued inside a longer word.
+			out = r.String("xx" + enc + "yy")
+			assert.Equal(t, "xx[REDACTED:KINTONE_TOKEN]yy", out)
+		})
+	}
+}
+
+func TestRedactBase64InsideLongerBase64(t *testing.T) {
+	secret := "s3cretPassw0rd!"
+	r := NewRedactor(map[string]string{"DB_PASSWORD": secret}, nil)
+	for _, user := range []string{"u", "us", "usr", "operator"} { // every alignment mod 3
+		basic := "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+secret+"-trailer"))
+		out := r.String(basic)
+		assert.Contains(t, out, "[REDACTED:DB_PASSWORD]", "user %q", user)
+		// What is left decodes to nothing containing the secret.
+		assert.NotContains(t, out, base64.StdEncoding.EncodeToString([]byte(secret))[:8])
+	}
+}
+
+func TestRedactSecretSplitAcrossJSONEscapes(t *testing.T) {
+	secret := "abcdefgh1234"
+	r := NewRedactor(map[string]string{"X_TOKEN": secret}, nil)
+	// Every character of the secret spelled differently: no byte pattern can list these.
+	spelled := `abc\u0064ef\u0067h12\u00334`
+	t.Run("text", func(t *testing.T) {
+		out := r.String(`log line {"msg":"` + spelled + `"} end`)
+		assert.Equal(t, `log line {"msg":"[REDACTED:X_TOKEN]"} end`, out)
+	})
+	t.Run("json document", func(t *testing.T) {
+		out, err := r.JSON([]byte(`{"msg":"pre ` + spelled + ` post","n":1}`))
+		require.NoError(t, err)
+		var v map[string]any
+		require.NoError(t, json.Unmarshal(out, &v))
+		assert.Equal(t, "pre [REDACTED:X_TOKEN] post", v["msg"])
+		assert.NotContains(t, string(out), "0064")
+	})
+	t.Run("secret with characters JSON escapes, in a JSON string in a JSON string", func(t *testing.T) {
+		s2 := `pa"ss\word`
+		r := NewRedactor(map[string]string{"P_PASSWORD": s2}, nil)
+		inner, _ := json.Marshal(map[string]string{"pw": s2})
+		outer, _ := json.Marshal(map[string]string{"stdout": string(inner)})
+		out := r.String(string(outer))
+		assert.NotContains(t, out, `pa\\\"ss`)
+		assert.Contains(t, out, "[REDACTED:P_PASSWORD]")
+	})
+}
+
+func TestRedactSubstringSecretsLongestFirst(t *testing.T) {
+	r := NewRedactor(map[string]string{"LONG_TOKEN": "abcdefgh12345678", "SHORT_TOKEN": "defgh123"}, nil)
+	assert.Equal(t, "x [REDACTED:LONG_TOKEN] y", r.String("x abcdefgh12345678 y"))
+	assert.Equal(t, "x [REDACTED:SHORT_TOKEN] y", r.String("x defgh123 y"))
+	// A secret overlapping the start of another: nothing of either may survive.
+	r2 := NewRedactor(map[string]string{"A_TOKEN": "abcdefgh12345678", "B_TOKEN": "zzzabcde"}, nil)
+	out := r2.String("-zzzabcdefgh12345678-")
+	assert.Equal(t, "-[REDACTED:A_TOKEN]-", out)
+}
+
+func TestRedactEmptySecretIgnored(t *testing.T) {
+	r := NewRedactor(map[string]string{"EMPTY_TOKEN": "", "REAL_TOKEN": "realvalue123"}, nil)
+	assert.Equal(t, "hello world", r.String("hello world"))
+	assert.Equal(t, "[REDACTED:REAL_TOKEN]", r.String("realvalue123"))
+	r.AddSecret("LATE_TOKEN", "")
+	assert.Equal(t, "hello", r.String("hello"))
+}
+
+func TestRedactIdempotentAndPlaceholdersSafe(t *testing.T) {
+	// A secret that occurs inside the placeholder text itself.
+	r := NewRedactor(map[string]string{"A_TOKEN": "REDACTED", "B_TOKEN": "s3cr3t-value"}, nil)
+	once := r.String("x s3cr3t-value REDACTED y")
+	assert.Equal(t, "x [REDACTED:B_TOKEN] [REDACTED:A_TOKEN] y", once)
+	assert.Equal(t, once, r.String(once))
+}
+
+func TestRedactAddSecretAtRunTime(t *testing.T) {
+	r := NewRedactor(nil, nil)
+	assert.Equal(t, "captured-token-1", r.String("captured-token-1"))
+	r.AddSecret("CAPTURED_TOKEN", "captured-token-1")
+	assert.Equal(t, "[REDACTED:CAPTURED_TOKEN]", r.String("captured-token-1"))
+}
+
+func TestRedactAppIDsOnlyInAppPositions(t *testing.T) {
+	r := NewRedactor(nil, map[string]string{"7": "state", "4257": "audit"})
+	cases := []struct{ in, want string }{
+		{"GET /k/v1/records.json?app=7&query=x", "GET /k/v1/records.json?app=app:state&query=x"},
+		{"https://t.cybozu.com/k/4257/show#record=7", "https://t.cybozu.com/k/app:audit/show#record=7"},
+		{"/app/7", "/app/app:state"},
+		{`{"app":"7","id":"7"}`, `{"app":"app:state","id":"7"}`},
+		{`{"app": 7, "revision": 7}`, `{"app": "app:state", "revision": 7}`},
+		{`{\"app\":7}`, `{\"app\":\"app:state\"}`},
+		{`{\"app\":\"4257\"}`, `{\"app\":\"app:audit\"}`},
+		{"KSQL_FLOWNET_STATE_APP_ID=4257", "KSQL_FLOWNET_STATE_APP_ID=app:audit"},
+		{"stateAppId: 7", "stateAppId: app:state"},
+		{"node cli --app 7 --file x", "node cli --app app:state --file x"},
+		{"q=app%3D7", "q=app%3Dapp:state"},
+		// Not app positions: untouched.
+		{"app=17 app=70 app=7x", "app=17 app=70 app=7x"},
+		{`"duration_ms": 7, took 7 ms, revision=7, id=7`, `"duration_ms": 7, took 7 ms, revision=7, id=7`},
+		{"http://127.0.0.1:7/k/v1/record.json", "http://127.0.0.1:7/k/v1/record.json"},
+		{"v7 /k/v1/7 #7 07 app=07", "v7 /k/v1/7 #7 07 app=07"},
+		{"happy=7 application: 7", "happy=7 application: 7"},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, r.String(c.in), "input %q", c.in)
+	}
+}
+
+func TestRedactJSONFields(t *testing.T) {
+	r := NewRedactor(map[string]string{"K_TOKEN": "tok-123456789"}, map[string]string{"7": "state", "4257": "request"})
+	in := `{"zeta":1,"app":7,"apps":["7","8"],"record":{"reason":{"type":"MULTI_LINE_TEXT","value":"KSQL_FLOW_TEST_x:label"},` +
+		`"status_reason":"ALL_SUCCESS_NOT_SATISFIED"},"reason":"free text","headers":{"X-Cybozu-API-Token":"captured-at-runtime","Accept":"*/*"},` +
+		`"access_token":["a","b"],"n":12,"tok-123456789":true,"url":"/k/v1/record.json?app=4257","count":4257,"alpha":null}`
+	out, err := r.JSON([]byte(in))
+	require.NoError(t, err)
+	var v map[string]any
+	require.NoError(t, json.Unmarshal(out, &v), string(out))
+	assert.Equal(t, "app:state", v["app"])
+	assert.Equal(t, []any{"app:state", "8"}, v["apps"])
+	rec := v["record"].(map[string]any)
+	assert.Equal(t, r.Reason("KSQL_FLOW_TEST_x:label"), rec["reason"].(map[string]any)["value"])
+	assert.Equal(t, "MULTI_LINE_TEXT", rec["reason"].(map[string]any)["type"])
+	assert.Equal(t, "ALL_SUCCESS_NOT_SATISFIED", rec["status_reason"])
+	assert.Equal(t, r.Reason("free text"), v["reason"])
+	assert.Equal(t, "[REDACTED:X-CYBOZU-API-TOKEN]", v["headers"].(map[string]any)["X-Cybozu-API-Token"])
+	assert.Equal(t, "*/*", v["headers"].(map[string]any)["Accept"])
+	assert.Equal(t, []any{"[REDACTED:ACCESS_TOKEN]", "[REDACTED:ACCESS_TOKEN]"}, v["access_token"])
+	assert.Equal(t, true, v["[REDACTED:K_TOKEN]"])
+	assert.Equal(t, "/k/v1/record.json?app=app:request", v["url"])
+	assert.Equal(t, float64(4257), v["count"], "a number not under an app key is kept")
+	assert.Nil(t, v["alpha"])
+	// Key order is kept.
+	assert.Less(t, strings.Index(string(out), `"zeta"`), strings.Index(string(out), `"alpha"`))
+	assert.NotContains(t, string(out), "KSQL_FLOW_TEST_x:label")
+	assert.NotContains(t, string(out), "captured-at-runtime")
+
+	_, err = r.JSON([]byte(`{"a":`))
+	assert.Error(t, err)
+}
+
+func TestRedactNumberHoldingSecret(t *testing.T) {
+	r := NewRedactor(map[string]string{"PIN_PASSWORD": "48291377"}, nil)
+	out, err := r.JSON([]byte(`{"n": 1148291377, "m": 5}`))
+	require.NoError(t, err)
+	var v map[string]any
+	require.NoError(t, json.Unmarshal(out, &v))
+	assert.Equal(t, "11[REDACTED:PIN_PASSWORD]", v["n"])
+	assert.Equal(t, float64(5), v["m"])
+}
+
+func TestReason(t *testing.T) {
+	r := NewRedactor(nil, nil)
+	assert.Equal(t, "", r.Reason(""))
+	body := "KSQL_FLOW_TEST_261129_ab12_p2-16:stop please"
+	red := r.Reason(body)
+	assert.Regexp(t, `^\[REDACTED:REASON sha256:[0-9a-f]{12}\]$`, red)
+	assert.NotEqual(t, red, r.Reason(body+"!"))
+	r.AddReason(body)
+	assert.Equal(t, "poller accepted "+red+" ok", r.String("poller accepted "+body+" ok"))
+}
+
+func TestArgv(t *testing.T) {
+	r := NewRedactor(map[string]string{"A_TOKEN": "env-token-value"}, map[string]string{"4257": "state"})
+	got := r.Argv([]string{"node", "cli", "--app", "4257", "--api-token", "runtime-captured", "--x=env-token-value", "--count", "4257", "--token=abc"})
+	assert.Equal(t, []string{"node", "cli", "--app", "app:state", "--api-token", "[REDACTED:API-TOKEN]", "--x=[REDACTED:A_TOKEN]", "--count", "4257", "--token=abc"}, got)
+	assert.Nil(t, r.Argv(nil))
+}
+
+func TestTail(t *testing.T) {
+	secret := "0123456789abcdefXYZ"
+	r := NewRedactor(map[string]string{"T_TOKEN": secret}, nil)
+	// A tail that starts in the middle of a secret.
+	assert.Equal(t, "[REDACTED:T_TOKEN] rest", r.Tail(secret[7:]+" rest", 100))
+	// Cut to the limit keeping the end, never inside a placeholder.
+	long := strings.Repeat("a", 50) + secret + "bc"
+	out := r.Tail(long, 10)
+	assert.Equal(t, "bc", out, "the cut fell inside the placeholder and moved past it")
+	out = r.Tail(strings.Repeat("x", 20000), TailLimit)
+	assert.Len(t, out, TailLimit)
+	// UTF-8 is not split.
+	out = r.Tail(strings.Repeat("é", 10), 5)
+	assert.Equal(t, "éé", out)
+}
+
+// Every string anywhere in a Scenario or Run must pass through redaction, including fields
+// added later: fill all of them with the secret by reflection and look for it.
+func TestRedactStructCopiesCoverEveryStringField(t *testing.T) {
+	secret := "reflect-secret-9876"
+	r := NewRedactor(map[string]string{"R_TOKEN": secret}, nil)
+	a := &Archive{red: r, names: map[string]bool{}}
+	var s Scenario
+	fillStrings(reflect.ValueOf(&s).Elem(), secret)
+	red := a.redactScenario(&s)
+	assertNoString(t, reflect.ValueOf(red).Elem(), secret, "Scenario")
+	var run Run
+	fillStrings(reflect.ValueOf(&run).Elem(), secret)
+	assertNoString(t, reflect.ValueOf(r.redactRun(&run)).Elem(), secret, "Run")
+}
+
+func fillStrings(v reflect.Value, s string) {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString("x " + s + " y")
+	case reflect.Struct:
+		if v.Type() == reflect.TypeOf(time.Time{}) {
+			return
+		}
+		for i := 0; i < v.NumField(); i++ {
+			if v.Field(i).CanSet() {
+				fillStrings(v.Field(i), s)
+			}
+		}
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 2, 2))
+		for i := 0; i < 2; i++ {
+			fillStrings(v.Index(i), s)
+		}
+	case reflect.Map:
+		m := reflect.MakeMap(v.Type())
+		k := reflect.New(v.Type().Key()).Elem()
+		e := reflect.New(v.Type().Elem()).Elem()
+		fillStrings(k, s)
+		fillStrings(e, s)
+		m.SetMapIndex(k, e)
+		v.Set(m)
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fillStrings(v.Elem(), s)
+	}
+}
+
+func assertNoString(t *testing.T, v reflect.Value, s, path string) {
+	switch v.Kind() {
+	case reflect.String:
+		assert.NotContains(t, v.String(), s, path)
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).IsExported() {
+				assertNoString(t, v.Field(i), s, path+"."+v.Type().Field(i).Name)
+			}
+		}
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			assertNoString(t, v.Index(i), s, path+"[]")
+		}
+	case reflect.Map:
+		for _, k := range v.MapKeys() {
+			assertNoString(t, k, s, path+"{key}")
+			assertNoString(t, v.MapIndex(k), s, path+"{}")
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			assertNoString(t, v.Elem(), s, path)
+		}
+	}
+}
