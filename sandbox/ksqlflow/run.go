@@ -393,7 +393,7 @@ func scriptApps(sc *Script) []string {
 	var walk func(q *Query)
 	walk = func(q *Query) {
 		for _, a := range q.Arms {
-			if !a.From.Temp {
+			if !a.From.Temp && !a.From.None {
 				set[a.From.Name] = true
 			}
 		}

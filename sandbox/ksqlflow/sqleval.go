@@ -183,7 +183,9 @@ func (e *Engine) query(ctx context.Context, q *Query) (*Table, error) {
 
 func (e *Engine) selectArm(ctx context.Context, s *Select) (*Table, error) {
 	var rows []Row
-	if s.From.Temp {
+	if s.From.None {
+		rows = []Row{func(string) (string, bool) { return "", false }}
+	} else if s.From.Temp {
 		t, ok := e.temps[s.From.Name]
 		if !ok {
 			return nil, &SQLError{s.From.Pos, fmt.Sprintf("temp table #%s does not exist", s.From.Name)}
@@ -230,7 +232,7 @@ func (e *Engine) selectArm(ctx context.Context, s *Select) (*Table, error) {
 	for _, it := range s.Items {
 		t.Cols = append(t.Cols, it.Alias)
 	}
-	if s.Items[0].Kind != itemField {
+	if k := s.Items[0].Kind; k == itemCount || k == itemSum {
 		row := make([]string, len(s.Items))
 		for i, it := range s.Items {
 			if it.Kind == itemCount {
@@ -260,6 +262,10 @@ func (e *Engine) selectArm(ctx context.Context, s *Select) (*Table, error) {
 	for _, r := range kept {
 		row := make([]string, len(s.Items))
 		for i, it := range s.Items {
+			if it.Kind == itemLiteral {
+				row[i] = it.Lit
+				continue
+			}
 			v, ok := r(it.Field)
 			if !ok {
 				return nil, unknownField(it.Field, s.From, it.Pos)
@@ -417,7 +423,9 @@ func CheckScript(sc *Script, apps map[string]string) error {
 	checkQuery = func(q *Query) ([]string, error) {
 		var cols []string
 		for i, s := range q.Arms {
-			if s.From.Temp {
+			if s.From.None {
+				// constants only: nothing to resolve
+			} else if s.From.Temp {
 				tc, ok := temps[s.From.Name]
 				if !ok {
 					return nil, &SyntaxError{s.From.Pos, diagUnknownTemp, fmt.Sprintf("temp table #%s is read before it is created", s.From.Name)}

@@ -260,18 +260,21 @@ const (
 	itemField = iota
 	itemCount
 	itemSum
+	itemLiteral // a constant column: SELECT 1
 )
 
 // SelItem is one select-list entry.
 type SelItem struct {
 	Kind  int
 	Field string // field code for itemField/itemSum
+	Lit   string // value of itemLiteral
 	Alias string // output column name
 	Pos   Pos
 }
 
-// Source is LAPP_<logical> or #temp.
+// Source is LAPP_<logical> or #temp; None marks a FROM-less SELECT of constants.
 type Source struct {
+	None bool
 	Temp bool
 	Name string // logical app name (without LAPP_) or temp name (without #)
 	Pos  Pos
@@ -596,9 +599,10 @@ func (p *parser) query() (*Query, error) {
 		if !p.isKw("union") {
 			break
 		}
+		unionPos := p.cur().pos
 		p.i++
 		if !p.isKw("all") {
-			return nil, p.errf(diagUnsupported, "UNION without ALL is not supported (it needs DISTINCT); write UNION ALL")
+			return nil, &SyntaxError{unionPos, diagUnsupported, "UNION without ALL is not supported (it needs DISTINCT); write UNION ALL"}
 		}
 		p.i++
 		if !p.isKw("select") {
@@ -632,6 +636,15 @@ func (p *parser) selectArm() (*Select, error) {
 		}
 		p.i++
 	}
+	allLit := true
+	for _, it := range s.Items {
+		allLit = allLit && it.Kind == itemLiteral
+	}
+	if allLit && !p.isKw("from") {
+		// SELECT 1: one row of constants, as the deterministic-failure fixtures use.
+		s.From = Source{None: true, Pos: s.Pos}
+		return s, p.checkItems(s)
+	}
 	if err := p.expectKw("from"); err != nil {
 		return nil, err
 	}
@@ -658,24 +671,28 @@ func (p *parser) selectArm() (*Select, error) {
 		}
 		s.Where = e
 	}
+	return s, p.checkItems(s)
+}
+
+func (p *parser) checkItems(s *Select) error {
 	// Aggregates without GROUP BY give one row, so a plain field next to one is meaningless.
 	agg, plain := 0, 0
 	seen := map[string]bool{}
 	for _, it := range s.Items {
-		if it.Kind == itemField {
+		if it.Kind == itemField || it.Kind == itemLiteral {
 			plain++
 		} else {
 			agg++
 		}
 		if seen[it.Alias] {
-			return nil, &SyntaxError{it.Pos, diagColumn, fmt.Sprintf("duplicate output column %q (use AS to rename)", it.Alias)}
+			return &SyntaxError{it.Pos, diagColumn, fmt.Sprintf("duplicate output column %q (use AS to rename)", it.Alias)}
 		}
 		seen[it.Alias] = true
 	}
 	if agg > 0 && plain > 0 {
-		return nil, &SyntaxError{s.Pos, diagUnsupported, "aggregates cannot be mixed with plain fields (GROUP BY is not supported)"}
+		return &SyntaxError{s.Pos, diagUnsupported, "aggregates cannot be mixed with plain fields or constants (GROUP BY is not supported)"}
 	}
-	return s, nil
+	return nil
 }
 
 func (p *parser) selItem() (SelItem, error) {
@@ -684,6 +701,9 @@ func (p *parser) selItem() (SelItem, error) {
 	switch {
 	case t.kind == tPunct && t.text == "*":
 		return it, p.errf(diagUnsupported, "SELECT * is not supported; name the fields")
+	case t.kind == tNumber || t.kind == tString:
+		p.i++
+		it.Kind, it.Lit, it.Alias = itemLiteral, t.text, t.text
 	case t.kind == tIdent && (strings.EqualFold(t.text, "count") || strings.EqualFold(t.text, "sum")) && p.toks[p.i+1].kind == tPunct && p.toks[p.i+1].text == "(":
 		isCount := strings.EqualFold(t.text, "count")
 		p.i += 2
