@@ -96,11 +96,12 @@ func (a *app) unindex(r *record) {
 }
 
 // tx is a set of writes under the write locks of the apps involved; all-or-nothing (bulk
-// APIs, bulkRequest). Record ids consumed by a rolled-back insert are not reused, as on a
-// database auto-increment.
+// APIs, bulkRequest). A rolled-back request leaves no trace, not even a consumed record id
+// (kintone validates a request before it writes anything).
 type tx struct {
 	s       *Server
 	locked  []*app
+	nextIDs []int64 // per locked app, restored on rollback
 	arrival map[*app]uint64
 	undo    []undoEntry
 	used    map[string]bool // upload file keys consumed in this tx
@@ -125,10 +126,12 @@ func (s *Server) begin(arrival map[*app]uint64, apps ...*app) *tx {
 		}
 	}
 	sort.Slice(list, func(i, j int) bool { return appIDLess(list[i].id(), list[j].id()) })
-	for _, a := range list {
+	ids := make([]int64, len(list))
+	for i, a := range list {
 		a.mu.Lock()
+		ids[i] = a.nextID
 	}
-	return &tx{s: s, locked: list, arrival: arrival, used: map[string]bool{}, now: s.now()}
+	return &tx{s: s, locked: list, nextIDs: ids, arrival: arrival, used: map[string]bool{}, now: s.now()}
 }
 
 func appIDLess(x, y string) bool {
@@ -159,6 +162,9 @@ func (t *tx) rollback() {
 		} else {
 			u.a.put(u.prev)
 		}
+	}
+	for i, a := range t.locked {
+		a.nextID = t.nextIDs[i]
 	}
 	if len(t.minted) > 0 {
 		t.s.files.mu.Lock()
