@@ -496,3 +496,13 @@ func TestFormatReport(t *testing.T) {
 	require.False(t, rep.OK())
 	require.Len(t, rep.Violations(), 1)
 }
+
+func TestNewResolved(t *testing.T) {
+	r := NewResolved("https://127.0.0.1:1", map[AppRole]ResolvedApp{
+		RoleState:     {ID: "1", Full: "sf", Read: "sr"},
+		RoleCustomers: {ID: "6", Full: "ignored", Read: "cr"},
+		RoleCSV:       {ID: "5", Full: "cf", Read: "ignored"},
+	})
+	require.Equal(t, map[string]string{VarTokenExec: "sf", VarTokenExecRO: "sr", VarTokenCustomers: "cr", VarTokenCSV: "cf"}, r.Tokens)
+	require.Equal(t, "6", r.Apps[RoleCustomers])
+}

@@ -353,3 +353,42 @@ func (in Input) WithResolved(r Resolved) Input {
 	}
 	return out
 }
+
+// ResolvedApp is one app as a target reports it: id, writable ("full") and
+// read-only token.
+type ResolvedApp struct {
+	ID, Full, Read string
+}
+
+// TokenVars names the writable and read-only token variables of a role ("" where the
+// role has none: business apps have only read tokens, the CSV app only a writable one).
+func TokenVars(role AppRole) (full, read string) {
+	for _, t := range TokenCatalog() {
+		if t.Role != role {
+			continue
+		}
+		if t.Writable {
+			full = t.Name
+		} else {
+			read = t.Name
+		}
+	}
+	return full, read
+}
+
+// NewResolved builds the Resolved of a target (e.g. the sandbox emulator's apps) so
+// CheckTarget can compare it like configuration.
+func NewResolved(baseURL string, apps map[AppRole]ResolvedApp) Resolved {
+	r := Resolved{BaseURL: baseURL, Apps: map[AppRole]string{}, Tokens: map[string]string{}}
+	for role, a := range apps {
+		r.Apps[role] = a.ID
+		full, read := TokenVars(role)
+		if full != "" && a.Full != "" {
+			r.Tokens[full] = a.Full
+		}
+		if read != "" && a.Read != "" {
+			r.Tokens[read] = a.Read
+		}
+	}
+	return r
+}
