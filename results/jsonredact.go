@@ -24,10 +24,12 @@ import (
 //     a redacted string.
 //
 // The result then goes through Bytes as a backstop. Input that is not JSON is an error.
-func (r *Redactor) JSON(data []byte) ([]byte, error) {
+func (r *Redactor) JSON(data []byte) ([]byte, error) { return r.jsonDoc(data, true) }
+
+func (r *Redactor) jsonDoc(data []byte, indent bool) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	w := &jsonWriter{r: r}
+	w := &jsonWriter{r: r, indent: indent}
 	for {
 		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) {
@@ -41,8 +43,11 @@ func (r *Redactor) JSON(data []byte) ([]byte, error) {
 	if len(w.stack) != 0 {
 		return nil, errors.New("redact json: truncated document")
 	}
+	if w.topLevel == 0 {
+		return nil, errors.New("redact json: empty document")
+	}
 	w.buf.WriteByte('\n')
-	return r.Bytes(w.buf.Bytes()), nil
+	return r.text(w.buf.Bytes()), nil
 }
 
 type jsonFrame struct {
@@ -56,6 +61,7 @@ type jsonFrame struct {
 
 type jsonWriter struct {
 	r        *Redactor
+	indent   bool
 	buf      bytes.Buffer
 	stack    []*jsonFrame
 	topLevel int
@@ -69,6 +75,9 @@ func (w *jsonWriter) top() *jsonFrame {
 }
 
 func (w *jsonWriter) newline() {
+	if !w.indent {
+		return
+	}
 	w.buf.WriteByte('\n')
 	w.buf.WriteString(strings.Repeat("  ", len(w.stack)))
 }
@@ -111,7 +120,10 @@ func (w *jsonWriter) token(tok json.Token) {
 		f.n++
 		w.newline()
 		writeJSONString(&w.buf, w.r.String(key))
-		w.buf.WriteString(": ")
+		w.buf.WriteByte(':')
+		if w.indent {
+			w.buf.WriteByte(' ')
+		}
 		f.key = key
 		f.expectKey = false
 		return

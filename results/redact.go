@@ -162,6 +162,50 @@ func (r *Redactor) Bytes(b []byte) []byte {
 	if r == nil || len(b) == 0 {
 		return b
 	}
+	return r.text(r.jsonInText(b))
+}
+
+// jsonInText gives JSON held in text (a child's --json output, a JSON log line) the key-aware
+// treatment of JSON: the whole text if it is one JSON document, else each line that is. Text
+// that is not JSON is returned as is; a document cut in the middle (a tail) falls back to the
+// text rules, which is why the harness registers the reasons it writes with AddReason.
+func (r *Redactor) jsonInText(b []byte) []byte {
+	first := bytes.TrimLeft(b, " \t\r\n")
+	if len(first) > 0 && (first[0] == '{' || first[0] == '[') {
+		if out, err := r.jsonDoc(b, bytes.Contains(bytes.TrimSpace(b), []byte("\n"))); err == nil {
+			if !bytes.HasSuffix(b, []byte("\n")) {
+				out = bytes.TrimSuffix(out, []byte("\n"))
+			}
+			return out
+		}
+	}
+	if !bytes.Contains(b, []byte("\n{")) && !bytes.Contains(b, []byte("\n[")) {
+		return b
+	}
+	var out []byte
+	changed := false
+	for line := range bytes.Lines(b) {
+		t := bytes.TrimLeft(line, " \t")
+		if len(t) > 1 && (t[0] == '{' || t[0] == '[') {
+			body := bytes.TrimRight(line, "\r\n")
+			if red, err := r.jsonDoc(body, false); err == nil {
+				out = append(out, bytes.TrimSuffix(red, []byte("\n"))...)
+				out = append(out, line[len(body):]...)
+				changed = true
+				continue
+			}
+		}
+		out = append(out, line...)
+	}
+	if !changed {
+		return b
+	}
+	return out
+}
+
+// text applies the byte-level rules: secrets and registered reasons in every encoding, then
+// \u-spelled literals, then app ids in app positions.
+func (r *Redactor) text(b []byte) []byte {
 	m := r.m.Load()
 	out := m.replace(b, m.scan(b))
 	out = redactEscapedLiterals(out, m)
@@ -251,7 +295,7 @@ func (r *Redactor) Argv(argv []string) []string {
 		if !strings.HasPrefix(argv[i-1], "-") || strings.Contains(argv[i-1], "=") {
 			continue
 		}
-		if isSensitiveKey(flag) && a != "" && !strings.HasPrefix(a, "[REDACTED:") {
+		if isSensitiveKey(flag) && a != "" && !strings.HasPrefix(out[i], "[REDACTED:") {
 			out[i] = "[REDACTED:" + sanitizeName(strings.ToUpper(flag), "FLAG") + "]"
 		} else if isAppKey(flag) {
 			if role, ok := r.apps[strings.TrimSpace(a)]; ok {
@@ -296,7 +340,7 @@ func (r *Redactor) replaceApps(b []byte) []byte {
 //     (case-insensitive, '_', '-', '.' ignored, the last dotted segment counts), separated by
 //     '=', ':' or URL-encoded '%3D', optionally quoted ("app":"7", "app": 7, \"app\":\"7\",
 //     app=7, STATE_APP_ID=7, app%3D7, app: 7);
-//   - the value after an app flag and a space (--app 7);
+//   - the value after an app flag or the word app/apps/appId and spaces (--app 7, "from app 7");
 //   - a path segment after /k/ (kintone app URLs /k/7/…), /app/ or /apps/.
 func appHits(b []byte, apps map[string]string, idLens *[32]bool) []appHit {
 	var hits []appHit
@@ -391,8 +435,11 @@ func appContext(b []byte, pos int) (quote, form string, ok bool) {
 		return "", "", false
 	}
 	if sep == 0 {
-		// Only "--app 7": a flag followed by spaces.
-		if spaces == 0 || !strings.HasPrefix(key, "-") || keyQuote != "" {
+		// Only "--app 7" (a flag followed by spaces) and prose "app 7" / "apps 7" / "appId 7".
+		if spaces == 0 || keyQuote != "" {
+			return "", "", false
+		}
+		if n := normKey(key); !strings.HasPrefix(key, "-") && n != "app" && n != "apps" && n != "appid" {
 			return "", "", false
 		}
 	}

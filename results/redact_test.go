@@ -140,7 +140,9 @@ func TestRedactAppIDsOnlyInAppPositions(t *testing.T) {
 		{"https://t.cybozu.com/k/4257/show#record=7", "https://t.cybozu.com/k/app:audit/show#record=7"},
 		{"/app/7", "/app/app:state"},
 		{`{"app":"7","id":"7"}`, `{"app":"app:state","id":"7"}`},
-		{`{"app": 7, "revision": 7}`, `{"app": "app:state", "revision": 7}`},
+		{`log {"app": 7, "revision": 7}`, `log {"app": "app:state", "revision": 7}`},
+		{`{"app": 7, "revision": 7}`, `{"app":"app:state","revision":7}`}, // a JSON document: key-aware, compacted
+		{"deleted 3 records from app 4257", "deleted 3 records from app app:audit"},
 		{`{\"app\":7}`, `{\"app\":\"app:state\"}`},
 		{`{\"app\":\"4257\"}`, `{\"app\":\"app:audit\"}`},
 		{"KSQL_FLOWNET_STATE_APP_ID=4257", "KSQL_FLOWNET_STATE_APP_ID=app:audit"},
@@ -152,7 +154,7 @@ func TestRedactAppIDsOnlyInAppPositions(t *testing.T) {
 		{`"duration_ms": 7, took 7 ms, revision=7, id=7`, `"duration_ms": 7, took 7 ms, revision=7, id=7`},
 		{"http://127.0.0.1:7/k/v1/record.json", "http://127.0.0.1:7/k/v1/record.json"},
 		{"v7 /k/v1/7 #7 07 app=07", "v7 /k/v1/7 #7 07 app=07"},
-		{"happy=7 application: 7", "happy=7 application: 7"},
+		{"happy=7 application: 7 happ 7 apple 7", "happy=7 application: 7 happ 7 apple 7"},
 	}
 	for _, c := range cases {
 		assert.Equal(t, c.want, r.String(c.in), "input %q", c.in)

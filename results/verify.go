@@ -125,6 +125,9 @@ func sensitiveValues(file string, data []byte) []Leak {
 	var stack []*frame
 	for {
 		off := dec.InputOffset()
+		for off < int64(len(data)) && strings.IndexByte(" \t\r\n:,", data[off]) >= 0 {
+			off++ // point at the value, not the separator before it
+		}
 		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) || err != nil {
 			return leaks
