@@ -1,0 +1,95 @@
+package proc
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as the child process for these tests: when PROCTEST_MODE is
+// set it acts out a role instead of running tests. Roles never live longer than
+// helperLife, so even a broken test cannot leave processes behind for long.
+const helperLife = 60 * time.Second
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("PROCTEST_MODE"); mode != "" {
+		os.Exit(helper(mode))
+	}
+	os.Exit(m.Run())
+}
+
+func argValue(name string) string {
+	for i, a := range os.Args {
+		if a == name && i+1 < len(os.Args) {
+			return os.Args[i+1]
+		}
+	}
+	return ""
+}
+
+func helper(mode string) int {
+	switch mode {
+	case "env":
+		_ = json.NewEncoder(os.Stdout).Encode(os.Environ())
+		return 0
+	case "exit":
+		fmt.Println("out-line")
+		fmt.Fprintln(os.Stderr, "err-line")
+		fmt.Println(`{"kind":"LOCK_INSPECTION_RESULT","held":true}`)
+		code, _ := strconv.Atoi(os.Getenv("PROCTEST_CODE"))
+		return code
+	case "spam":
+		line := strings.Repeat("x", 99) + "\n"
+		for i := 0; i < 1000; i++ {
+			os.Stdout.WriteString(line)
+		}
+		os.Stdout.WriteString("END\n")
+		return 0
+	case "trap":
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, os.Interrupt)
+		fmt.Println("ready")
+		select {
+		case <-ch:
+			fmt.Println("got interrupt")
+			return 7
+		case <-time.After(helperLife):
+			return 1
+		}
+	case "ignore":
+		signal.Ignore(os.Interrupt)
+		fmt.Println("ready")
+		time.Sleep(helperLife)
+		return 1
+	case "tree", "orphan":
+		// argv: <exe> proctest-helper --level N --marker M. Each level prints its pid and
+		// starts level N-1 sharing stdout; level 0 just sleeps. In "orphan" mode the
+		// middle level exits once its child is up, orphaning the grandchild.
+		level, _ := strconv.Atoi(argValue("--level"))
+		fmt.Printf("pid %d level %d\n", os.Getpid(), level)
+		if level > 0 {
+			exe, _ := os.Executable()
+			cmd := exec.Command(exe, "proctest-helper", "--level", strconv.Itoa(level-1), "--marker", argValue("--marker"))
+			cmd.Env = os.Environ()
+			cmd.Stdout = os.Stdout
+			cmd.Stderr = os.Stderr
+			if err := cmd.Start(); err != nil {
+				fmt.Fprintln(os.Stderr, "start child:", err)
+				return 2
+			}
+			if mode == "orphan" && level == 1 {
+				return 0
+			}
+		}
+		time.Sleep(helperLife)
+		return 1
+	}
+	fmt.Fprintln(os.Stderr, "unknown PROCTEST_MODE", mode)
+	return 2
+}

@@ -1,0 +1,100 @@
+//go:build !windows
+
+package proc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// Variables a child needs on Unix to behave like one started from a shell.
+var platformEnvNames = []string{"PATH", "HOME", "TMPDIR", "LANG", "TZ"}
+
+func sysProcAttr() *syscall.SysProcAttr {
+	// Own process group: pgid == pid, so a group kill uses -pid and never needs
+	// Getpgid on a leader that may already be dead.
+	return &syscall.SysProcAttr{Setpgid: true}
+}
+
+func sendStop(p *os.Process, s StopSignal) error {
+	sig := syscall.SIGINT
+	if s == Terminate {
+		sig = syscall.SIGTERM
+	}
+	return p.Signal(sig)
+}
+
+var signalNames = map[syscall.Signal]string{
+	syscall.SIGKILL: "SIGKILL", syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM",
+	syscall.SIGHUP: "SIGHUP", syscall.SIGQUIT: "SIGQUIT", syscall.SIGABRT: "SIGABRT",
+	syscall.SIGSEGV: "SIGSEGV", syscall.SIGPIPE: "SIGPIPE", syscall.SIGBUS: "SIGBUS",
+	syscall.SIGUSR1: "SIGUSR1", syscall.SIGUSR2: "SIGUSR2",
+}
+
+// exitSignal names the terminating signal the way Node does ("SIGKILL"), since the
+// scenarios were written against Node's child.signalCode.
+func exitSignal(st *os.ProcessState) string {
+	ws, ok := st.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() {
+		return ""
+	}
+	if n, ok := signalNames[ws.Signal()]; ok {
+		return n
+	}
+	return ws.Signal().String()
+}
+
+func killPid(pid int32) error {
+	err := syscall.Kill(int(pid), syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		return errGone
+	}
+	return err
+}
+
+func isTextBusy(err error) bool { return errors.Is(err, syscall.ETXTBSY) }
+
+// groupMembers lists the live, non-zombie processes whose process group is pgid.
+func groupMembers(ctx context.Context, s *snapshot, pgid int) []int32 {
+	var out []int32
+	for pid, info := range s.procs {
+		g, err := syscall.Getpgid(int(pid))
+		if err != nil || g != pgid {
+			continue
+		}
+		if sameProcess(ctx, pid, info) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// killGroup kills what is left of the child's process group: after a tree walk this is
+// the orphans (reparented away from the child). The group is signalled only if it
+// still has members, so a reused pid can never redirect the kill; the kernel does not
+// reuse a pid while a group of that id exists.
+func killGroup(ctx context.Context, pgid int, _ bool) ([]int32, error) {
+	s, err := takeSnapshot(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	members := groupMembers(ctx, s, pgid)
+	if len(members) == 0 {
+		return nil, nil
+	}
+	if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return nil, fmt.Errorf("kill process group %d: %w", pgid, err)
+	}
+	if err := awaitGone(ctx, s, members); err != nil {
+		return members, fmt.Errorf("process group %d: %w", pgid, err)
+	}
+	return members, nil
+}
+
+// survivors lists the processes a leak check counts for a child: its group (Unix).
+func groupSurvivors(ctx context.Context, s *snapshot, pgid int) []int32 {
+	return groupMembers(ctx, s, pgid)
+}
