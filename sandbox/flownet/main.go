@@ -1,9 +1,83 @@
+// Package flownet is the sandbox's reference kSQL-FlowNet CLI, run as
+// `flowsandbox flownet <command>`. It keeps the real product's contract (records, keys,
+// codes, stdout/stderr lines, exit codes; product-contract.md §0–§9) so that the step
+// definitions written against it also drive the real `node dist/cli/index.js`.
 package flownet
 
-import "io"
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
 
-// Main is the entry point of "flowsandbox flownet …"; placeholder until the package lands.
+const version = "0.1.0-sandbox"
+
+// commands maps a command name to its implementation. poll-requests, cancel-run,
+// archive-run, force-unlock-network, resolve-node and record-job-unlock are added by later
+// issues with the same signature.
+var commands = map[string]func(c *cli, args []string) int{
+	"validate":    (*cli).validate,
+	"run-network": (*cli).runNetwork,
+	"status":      (*cli).status,
+}
+
+const usage = `Usage: ksql-flownet <command> [options]
+
+Commands:
+  validate <network>                    validate a network definition (read-only)
+  run-network <network> [options]       ensure a Run and execute it serially
+      [--business-key <key>] [--scheduled-for <ts>] [--resume] [--resume-run <run_id>]
+      [--rerun-from <node_id>] [--json] [--ksql-flow-bin <path>]
+      [--ksql-flow-config <path>] [--ksql-flow-workdir <dir>]
+  status <network_id> --profile <p> [--run-id <id> | --business-key <k>] [--json]
+
+Options:
+  -h, --help     show this help
+  -V, --version  show the version
+`
+
+// Main is the entry point of `flowsandbox flownet …`.
 func Main(args []string, stdout, stderr io.Writer) int {
-	io.WriteString(stderr, "flowsandbox: flownet is not built yet\n")
-	return 2
+	return newCLI(os.Environ(), stdout, stderr).dispatch(args)
+}
+
+func (c *cli) dispatch(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(c.stderr, usage)
+		return 1
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Fprint(c.stdout, usage)
+		return 0
+	case "-V", "--version":
+		fmt.Fprintln(c.stdout, version)
+		return 0
+	}
+	run, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(c.stderr, "Error: unknown command '%s'.\n(run with --help for the list of commands)\n", args[0])
+		return 1
+	}
+	return run(c, args[1:])
+}
+
+// validate is `validate <network>`: read-only; all errors listed.
+func (c *cli) validate(args []string) int {
+	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
+		fmt.Fprintln(c.stderr, "Invalid validate arguments:")
+		fmt.Fprintln(c.stderr, "- exactly one <network> path is required")
+		return 1
+	}
+	_, errs := LoadNetwork(args[0])
+	if len(errs) > 0 {
+		fmt.Fprintf(c.stderr, "Network validation failed with %d error(s):\n", len(errs))
+		for _, e := range errs {
+			fmt.Fprintln(c.stderr, e.String())
+		}
+		return 1
+	}
+	fmt.Fprintf(c.stdout, "Valid network definition: %s\n", args[0])
+	return 0
 }

@@ -1,0 +1,229 @@
+package flownet
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/ksqlflow/flowtest/kintoneapi"
+)
+
+// networkLock is the renewable lease per (profile, network_id) (§3.7): a unique
+// `LOCK:<N1>` NETWORK_LOCK record, renewed by revision-fenced heartbeats and released by
+// rewriting it into a `LOCKDONE:` tombstone. A RUNNING lock of someone else is never taken
+// over, however stale: recovery is force-unlock-network's job.
+type networkLock struct {
+	st                          *store
+	n1, recordKey               string
+	profile, networkID          string
+	owner, instance, leaseToken string
+	lease, heartbeat            time.Duration
+	now                         func() time.Time
+
+	mu        sync.Mutex
+	id, rev   string // kintone $id / $revision we last wrote
+	bizRev    int    // business revision field
+	lastOK    time.Time
+	failures  int
+	uncertain string // non-empty: why the lease can no longer be trusted
+	stop      chan struct{}
+	stopped   chan struct{}
+}
+
+const (
+	codeLockConflict    = "LOCK_CONFLICT"
+	codeLockUnavailable = "LOCK_UNAVAILABLE"
+	leaseFailureLimit   = 3
+)
+
+// acquireLock inserts the lock record; CB_VA01 and lost responses are adjudicated by
+// reading LOCK:<N1> back.
+func acquireLock(ctx context.Context, st *store, profile, networkID, owner, instance string, lease, hb time.Duration, now func() time.Time) (*networkLock, error) {
+	n1, err := N1Key(profile, networkID)
+	if err != nil {
+		return nil, err
+	}
+	l := &networkLock{st: st, n1: n1, recordKey: "LOCK:" + n1, profile: profile, networkID: networkID,
+		owner: owner, instance: instance, leaseToken: uuid.NewString(), lease: lease, heartbeat: hb, now: now}
+	t := now()
+	rec := vals(map[string]any{
+		"record_key": l.recordKey, "record_type": "NETWORK_LOCK", "lock_key": n1, "profile": profile,
+		"network_id": networkID, "owner_invocation_id": owner, "lease_token": l.leaseToken,
+		"started_at": isoMillis(t), "heartbeat_at": isoMillis(t), "lease_expires_at": isoMillis(t.Add(lease)),
+		"status": StatusRunning, "revision": 1, "status_reason": "owner_instance_id=" + instance,
+	})
+	id, rev, err := st.kc.AddRecord(ctx, st.stateApp, rec)
+	if err == nil {
+		l.id, l.rev, l.bizRev, l.lastOK = id, rev, 1, t
+		return l, nil
+	}
+	if !kintoneapi.IsCode(err, "CB_VA01") && !kintoneapi.IsNetwork(err) {
+		return nil, &codedError{Code: codeLockUnavailable, Msg: fmt.Sprintf("acquire network lock for %s: %v", networkID, err), Err: err}
+	}
+	got, rerr := st.byKey(ctx, st.stateApp, l.recordKey)
+	switch {
+	case rerr != nil:
+		return nil, &codedError{Code: codeLockUnavailable, Msg: fmt.Sprintf("acquire network lock for %s: outcome unknown: %v", networkID, rerr), Err: err}
+	case got != nil && got.Str("lease_token") == l.leaseToken && got.Str("status") == StatusRunning:
+		l.id, l.rev, l.bizRev, l.lastOK = got.ID(), got.Revision(), atoi(got.Str("revision")), t
+		return l, nil
+	case got != nil && got.Str("status") == StatusRunning:
+		return nil, coded(codeLockConflict, "network %s (profile %s) is locked by invocation %s until %s",
+			networkID, profile, got.Str("owner_invocation_id"), got.Str("lease_expires_at"))
+	}
+	return nil, &codedError{Code: codeLockUnavailable, Msg: fmt.Sprintf("acquire network lock for %s: %v", networkID, err), Err: err}
+}
+
+// startHeartbeat renews the lease every heartbeat interval until release.
+func (l *networkLock) startHeartbeat() {
+	l.stop, l.stopped = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(l.stopped)
+		tk := time.NewTicker(l.heartbeat)
+		defer tk.Stop()
+		for {
+			select {
+			case <-l.stop:
+				return
+			case <-tk.C:
+				ctx, cancel := context.WithTimeout(context.Background(), l.heartbeat)
+				_ = l.renew(ctx)
+				cancel()
+			}
+		}
+	}()
+}
+
+func (l *networkLock) stopHeartbeat() {
+	if l.stop != nil {
+		close(l.stop)
+		<-l.stopped
+		l.stop = nil
+	}
+}
+
+// fence re-reads the lock and requires our lease token and the $revision we last wrote.
+// Caller holds l.mu.
+func (l *networkLock) fence(ctx context.Context) (kintoneapi.Record, error) {
+	got, err := l.st.byKey(ctx, l.st.stateApp, l.recordKey)
+	if err != nil {
+		return nil, &codedError{Code: codeLockUnavailable, Msg: "read network lock: " + err.Error(), Err: err}
+	}
+	switch {
+	case got == nil || got.Str("lease_token") != l.leaseToken:
+		return nil, coded("LEASE_TOKEN_MISMATCH", "network lock %s is no longer ours", l.recordKey)
+	case got.Revision() != l.rev:
+		return nil, coded("LEASE_REVISION_MISMATCH", "network lock %s revision is %s, we wrote %s", l.recordKey, got.Revision(), l.rev)
+	}
+	return got, nil
+}
+
+// renew is one heartbeat: fence read, then PUT by record_key with the fenced $revision.
+func (l *networkLock) renew(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.uncertain != "" {
+		return coded(codeLeaseInterruptedCode, "%s", l.uncertain)
+	}
+	err := l.renewLocked(ctx)
+	if err != nil {
+		l.failures++
+		if ce, ok := err.(*codedError); ok && ce.Code != codeLockUnavailable {
+			l.uncertain = err.Error() // fence lost: never trust the lease again
+		} else if l.failures >= leaseFailureLimit {
+			l.uncertain = fmt.Sprintf("%d consecutive heartbeat failures: %v", l.failures, err)
+		}
+	} else {
+		l.failures = 0
+	}
+	if l.uncertain == "" && l.now().After(l.lastOK.Add(l.lease-l.heartbeat)) {
+		l.uncertain = "remaining lease is not longer than the heartbeat interval"
+	}
+	return err
+}
+
+const codeLeaseInterruptedCode = "NETWORK_LEASE_INTERRUPTED"
+
+func (l *networkLock) renewLocked(ctx context.Context) error {
+	if _, err := l.fence(ctx); err != nil {
+		return err
+	}
+	t := l.now()
+	rec := vals(map[string]any{"heartbeat_at": isoMillis(t), "lease_expires_at": isoMillis(t.Add(l.lease)), "revision": l.bizRev + 1})
+	nr, err := l.st.kc.UpdateByKey(ctx, l.st.stateApp, "record_key", l.recordKey, rec, l.rev)
+	if err != nil {
+		if kintoneapi.IsCode(err, "GAIA_CO02") {
+			return coded("LEASE_REVISION_CONFLICT", "heartbeat of %s lost the revision race", l.recordKey)
+		}
+		if kintoneapi.IsNetwork(err) || kintoneapi.IsCode(err, "GAIA_DA02") {
+			got, rerr := l.st.byKey(ctx, l.st.stateApp, l.recordKey)
+			if rerr == nil && got != nil && got.Str("lease_token") == l.leaseToken {
+				want, _ := strconv.Atoi(l.rev)
+				if atoi(got.Revision()) == want+1 && atoi(got.Str("revision")) == l.bizRev+1 && !kintoneapi.IsCode(err, "GAIA_DA02") {
+					l.rev, l.bizRev, l.lastOK = got.Revision(), l.bizRev+1, t
+					return nil
+				}
+				if got.Revision() == l.rev {
+					return &codedError{Code: codeLockUnavailable, Msg: "heartbeat not written: " + err.Error(), Err: err}
+				}
+				return coded("LEASE_REVISION_MISMATCH", "network lock %s moved to revision %s", l.recordKey, got.Revision())
+			}
+		}
+		return &codedError{Code: codeLockUnavailable, Msg: "heartbeat: " + err.Error(), Err: err}
+	}
+	l.rev, l.bizRev, l.lastOK = nr, l.bizRev+1, t
+	return nil
+}
+
+// check is the fencing read before a node starts or a Run/Invocation is finalised: it
+// fails when the lease is uncertain or no longer ours.
+func (l *networkLock) check(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.uncertain != "" {
+		return coded(codeLeaseInterruptedCode, "network lease is uncertain: %s", l.uncertain)
+	}
+	if _, err := l.fence(ctx); err != nil {
+		if ce, ok := err.(*codedError); ok && ce.Code != codeLockUnavailable {
+			l.uncertain = err.Error()
+		}
+		return &codedError{Code: codeLeaseInterruptedCode, Msg: "network lease check failed: " + err.Error(), Err: err}
+	}
+	return nil
+}
+
+// release stops the heartbeat and rewrites the lock into its tombstone with the final
+// status and reason. One retry covers our own heartbeat having advanced the revision; a lost
+// response is adjudicated by reading the tombstone.
+func (l *networkLock) release(ctx context.Context, status, reason string) error {
+	l.stopHeartbeat()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	tomb := lockDoneKey(l.n1, l.leaseToken)
+	for try := 0; try < 2; try++ {
+		if _, err := l.fence(ctx); err != nil {
+			return err
+		}
+		rec := vals(map[string]any{
+			"record_key": tomb, "lock_key": "", "owner_invocation_id": "", "lease_token": "",
+			"status": status, "status_reason": reason, "finished_at": isoMillis(l.now()), "revision": l.bizRev + 1,
+		})
+		_, err := l.st.kc.UpdateRecord(ctx, l.st.stateApp, l.id, rec, l.rev)
+		if err == nil {
+			return nil
+		}
+		if kintoneapi.IsNetwork(err) || kintoneapi.IsCode(err, "GAIA_DA02") {
+			got, rerr := l.st.byKey(ctx, l.st.stateApp, tomb)
+			if rerr == nil && got != nil && got.ID() == l.id {
+				return nil
+			}
+		}
+		if !kintoneapi.IsCode(err, "GAIA_CO02") {
+			return &codedError{Code: codeLockUnavailable, Msg: "release network lock: " + err.Error(), Err: err}
+		}
+	}
+	return coded("LEASE_REVISION_CONFLICT", "release of %s kept losing the revision race", l.recordKey)
+}

@@ -1,0 +1,652 @@
+package flownet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/ksqlflow/flowtest/kintoneapi"
+)
+
+// runOptions are run-network's parsed arguments.
+type runOptions struct {
+	network                   string
+	businessKey, scheduledFor string
+	hasBusinessKey, hasSched  bool
+	resume                    bool
+	resumeRun, rerunFrom      string
+	json                      bool
+	bin, config, workdir      string
+}
+
+// runOutput is run-network's --json line (§1.3).
+type runOutput struct {
+	Outcome              string   `json:"outcome"`
+	RunID                *string  `json:"run_id"`
+	InvocationID         *string  `json:"invocation_id"`
+	AggregateStatus      *string  `json:"aggregate_status"`
+	InvocationResultCode string   `json:"invocation_result_code"`
+	RetryBrakeNodeIDs    []string `json:"retry_brake_node_ids"`
+	BlockedRunIDs        []string `json:"blocked_run_ids"`
+}
+
+func strp(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func parseRunArgs(args []string) (runOptions, []string) {
+	var o runOptions
+	var problems []string
+	seen := map[string]bool{}
+	value := func(i *int, name string) (string, bool) {
+		if seen[name] {
+			problems = append(problems, name+" was specified more than once")
+		}
+		seen[name] = true
+		if *i+1 >= len(args) || strings.HasPrefix(args[*i+1], "--") {
+			problems = append(problems, name+" requires a value")
+			return "", false
+		}
+		*i++
+		return args[*i], true
+	}
+	flag := func(name string) {
+		if seen[name] {
+			problems = append(problems, name+" was specified more than once")
+		}
+		seen[name] = true
+	}
+	var positional []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch a {
+		case "--business-key":
+			o.businessKey, o.hasBusinessKey = value(&i, a)
+		case "--scheduled-for":
+			o.scheduledFor, o.hasSched = value(&i, a)
+		case "--resume":
+			flag(a)
+			o.resume = true
+		case "--resume-run":
+			o.resumeRun, _ = value(&i, a)
+		case "--rerun-from":
+			o.rerunFrom, _ = value(&i, a)
+		case "--json":
+			flag(a)
+			o.json = true
+		case "--ksql-flow-bin":
+			o.bin, _ = value(&i, a)
+		case "--ksql-flow-config":
+			o.config, _ = value(&i, a)
+		case "--ksql-flow-workdir":
+			o.workdir, _ = value(&i, a)
+		default:
+			if strings.HasPrefix(a, "-") {
+				problems = append(problems, "unknown option "+a)
+			} else {
+				positional = append(positional, a)
+			}
+		}
+	}
+	if len(positional) != 1 {
+		problems = append(problems, "exactly one <network> path is required")
+	} else {
+		o.network = positional[0]
+	}
+	if seen["--resume-run"] && (o.resume || seen["--scheduled-for"] || seen["--business-key"]) {
+		problems = append(problems, "--resume-run cannot be combined with --resume, --scheduled-for or --business-key")
+	}
+	if seen["--rerun-from"] && !o.resume && !seen["--resume-run"] {
+		problems = append(problems, "--rerun-from requires --resume or --resume-run")
+	}
+	return o, problems
+}
+
+// runNetwork is `run-network <network> …`.
+func (c *cli) runNetwork(args []string) int {
+	o, problems := parseRunArgs(args)
+	if len(problems) > 0 {
+		if o.json || containsStr(args, "--json") {
+			c.printJSON(runOutput{Outcome: "REJECTED", RunID: strp(o.resumeRun), InvocationResultCode: CodeInvalidArguments})
+		}
+		fmt.Fprintln(c.stderr, "Invalid run-network arguments:")
+		for _, p := range problems {
+			fmt.Fprintln(c.stderr, "- "+p)
+		}
+		return 1
+	}
+	out, err := c.executeRunNetwork(context.Background(), o)
+	if err != nil {
+		code := errCode(err, "RUN_NETWORK_FAILED")
+		if out.Outcome == "" {
+			out.Outcome = "REJECTED"
+			out.InvocationResultCode = code
+			if out.RunID == nil {
+				out.RunID = strp(o.resumeRun)
+			}
+		}
+		if out.InvocationResultCode == "" {
+			out.InvocationResultCode = code
+		}
+		if o.json {
+			c.printJSON(out)
+		}
+		fmt.Fprintf(c.stderr, "Error [%s]: %s\n", code, err.Error())
+		if len(out.BlockedRunIDs) > 0 {
+			fmt.Fprintf(c.stderr, "Blocking run_id(s): %s\n", strings.Join(out.BlockedRunIDs, ", "))
+		}
+		return 1
+	}
+	if o.json {
+		c.printJSON(out)
+	} else if out.Outcome == "NOOP" {
+		fmt.Fprintf(c.stdout, "NO-OP: Run %s is already SUCCESS; nothing was executed.\n", *out.RunID)
+	} else {
+		fmt.Fprintf(c.stdout, "%s: Run %s finished with aggregate %s (%s).\n", out.Outcome, *out.RunID, *out.AggregateStatus, out.InvocationResultCode)
+	}
+	if out.Outcome == "NOOP" || (out.AggregateStatus != nil && *out.AggregateStatus == StatusSuccess) {
+		return 0
+	}
+	return 1
+}
+
+func containsStr(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *cli) printJSON(v any) {
+	b, _ := json.Marshal(v)
+	fmt.Fprintln(c.stdout, string(b))
+}
+
+func errCode(err error, fallback string) string {
+	var ce *codedError
+	if errors.As(err, &ce) && ce.Code != "" {
+		return ce.Code
+	}
+	var ke *KeyError
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return fallback
+}
+
+// admission is what ensure-run decided inside the lock.
+type admission struct {
+	mode     string // NEW, RESUME, RERUN_FROM
+	outcome  string // NEW, RESUME
+	run      kintoneapi.Record
+	key      DerivedKey
+	noop     bool
+	blocking []string
+}
+
+// executeRunNetwork is the admission sequence of §1.3.1 followed by the scheduler. A
+// non-nil error with an empty out.Outcome is a rejection (REJECTED); with out.Outcome set
+// the scheduler failed after the Invocation was created.
+func (c *cli) executeRunNetwork(ctx context.Context, o runOptions) (runOutput, error) {
+	var out runOutput
+	out.RetryBrakeNodeIDs, out.BlockedRunIDs = []string{}, []string{}
+
+	// 1. Definition and business key.
+	n, verrs := LoadNetwork(o.network)
+	if len(verrs) > 0 {
+		lines := make([]string, len(verrs))
+		for i, e := range verrs {
+			lines[i] = e.String()
+		}
+		return out, coded("NETWORK_VALIDATION_FAILED", "Network validation failed with %d error(s):\n%s", len(verrs), strings.Join(lines, "\n"))
+	}
+	env, err := c.requireEnv("KSQL_FLOWNET_PROFILE")
+	if err != nil {
+		return out, err
+	}
+	profile := env["KSQL_FLOWNET_PROFILE"]
+	var key DerivedKey
+	if o.resumeRun == "" {
+		key, err = DeriveBusinessKey(n, KeyInput{BusinessKey: o.businessKey, HasBusinessKey: o.hasBusinessKey,
+			ScheduledFor: o.scheduledFor, HasScheduledFor: o.hasSched,
+			Manual: !o.resume && !o.hasBusinessKey && !o.hasSched}, c.now())
+		if err != nil {
+			return out, &codedError{Code: "BUSINESS_KEY_INVALID", Msg: fmt.Sprintf("%s: %s", errCode(err, "BUSINESS_KEY_INVALID"), err.Error()), Err: err}
+		}
+	}
+
+	kf, err := c.newKsqlFlow(o, profile)
+	if err != nil {
+		return out, err
+	}
+	st, err := c.newStore(true, time.Duration(n.LeaseSec)*time.Second)
+	if err != nil {
+		return out, err
+	}
+
+	// 2. Capabilities, before the lock.
+	caps, err := kf.checkCapabilities(ctx, n)
+	if err != nil {
+		return out, err
+	}
+
+	// 3. Network lock, owned by this Invocation.
+	invID := "invoke_" + uuid.NewString()
+	lock, err := acquireLock(ctx, st, profile, n.NetworkID, invID, c.ownerInstance(),
+		time.Duration(n.LeaseSec)*time.Second, time.Duration(n.HeartbeatSec)*time.Second, c.now)
+	if err != nil {
+		return out, err
+	}
+	lock.startHeartbeat()
+	e := &execution{c: c, st: st, kf: kf, lock: lock, profile: profile, invID: invID, caps: caps}
+
+	// 4. Run lookup and outcome, inside the lock.
+	adm, err := e.admit(ctx, n, o, key)
+	if err != nil {
+		out.BlockedRunIDs = append(out.BlockedRunIDs, blockingOf(err)...)
+		if adm != nil && adm.run != nil {
+			out.RunID = strp(adm.run.Str("run_id"))
+		}
+		e.closeRejected(ctx, err)
+		return out, err
+	}
+	if adm.noop {
+		if rerr := lock.release(ctx, StatusSuccess, "ALREADY_SUCCESS"); rerr != nil {
+			return out, rerr
+		}
+		out.Outcome, out.RunID = "NOOP", strp(adm.run.Str("run_id"))
+		out.AggregateStatus = strp(StatusSuccess)
+		out.InvocationResultCode = CodeNoopAlreadySuccess
+		return out, nil
+	}
+
+	// 5. Schedule.
+	out.Outcome, out.RunID, out.InvocationID = adm.outcome, strp(e.runID), strp(invID)
+	agg, status, code, serr := e.schedule(ctx)
+	out.RetryBrakeNodeIDs = append(out.RetryBrakeNodeIDs, e.brakeNodes...)
+	if serr != nil {
+		out.InvocationResultCode = CodeSchedulerFailed
+		if errCode(serr, "") == codeLeaseInterruptedCode {
+			out.InvocationResultCode = codeLeaseInterruptedCode
+		}
+		return out, e.closeFailed(ctx, serr)
+	}
+	if cerr := e.closeInvocation(ctx, status, code); cerr != nil {
+		return out, cerr
+	}
+	out.AggregateStatus, out.InvocationResultCode = strp(agg), code
+	return out, nil
+}
+
+func blockingOf(err error) []string {
+	var ce *codedError
+	if errors.As(err, &ce) {
+		return ce.Blocking
+	}
+	return nil
+}
+
+func (c *cli) newKsqlFlow(o runOptions, profile string) (*ksqlFlow, error) {
+	bin := firstNonEmpty(o.bin, c.getenv("KSQL_FLOW_BIN"))
+	cfg := firstNonEmpty(o.config, c.getenv("KSQL_FLOW_CONFIG"))
+	wd := firstNonEmpty(o.workdir, c.getenv("KSQL_FLOW_WORKDIR"))
+	var missing []string
+	for name, v := range map[string]string{"KSQL_FLOW_BIN": bin, "KSQL_FLOW_CONFIG": cfg, "KSQL_FLOW_WORKDIR": wd} {
+		if strings.TrimSpace(v) == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return nil, coded(codeConfigMissing, "required environment variable(s) not set: %s", strings.Join(missing, ", "))
+	}
+	args, err := parseBinArgs(c.getenv("KSQL_FLOW_BIN_ARGS"))
+	if err != nil {
+		return nil, coded(codeConfigMissing, "%v", err)
+	}
+	wd, err = filepath.Abs(wd)
+	if err != nil {
+		return nil, fmt.Errorf("KSQL_FLOW_WORKDIR: %w", err)
+	}
+	if err := os.MkdirAll(wd, 0o755); err != nil {
+		return nil, fmt.Errorf("create KSQL_FLOW_WORKDIR: %w", err)
+	}
+	return &ksqlFlow{bin: bin, args: args, config: cfg, workdir: wd, profile: profile, environ: c.environ, grace: c.graceful()}, nil
+}
+
+func firstNonEmpty(v ...string) string {
+	for _, s := range v {
+		if strings.TrimSpace(s) != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// findRuns reads NETWORK_RUN records by run id or by R1 key.
+func (e *execution) findRun(ctx context.Context, byRunID, r1 string) (kintoneapi.Record, error) {
+	var recs []kintoneapi.Record
+	var err error
+	if byRunID != "" {
+		recs, err = e.st.find(ctx, e.st.stateApp, `record_type in ("NETWORK_RUN") and run_id in (`+q(byRunID)+`)`)
+	} else {
+		recs, err = e.st.find(ctx, e.st.stateApp, "record_key in ("+q(r1)+")")
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch len(recs) {
+	case 0:
+		return nil, nil
+	case 1:
+		return recs[0], nil
+	}
+	return nil, coded("MULTIPLE_RUNS", "%d NETWORK_RUN records match", len(recs))
+}
+
+// holdState reads the Run's CANCEL_REQUEST hold state ("" when none).
+func (e *execution) holdState(ctx context.Context, runID string) (string, kintoneapi.Record, error) {
+	rec, err := e.st.byKey(ctx, e.st.stateApp, "CANCEL:"+runID)
+	if err != nil || rec == nil {
+		return "", nil, err
+	}
+	var h map[string]any
+	_ = json.Unmarshal([]byte(rec.Str("status_reason")), &h)
+	s, _ := h["state"].(string)
+	return s, rec, nil
+}
+
+func (e *execution) admit(ctx context.Context, wc *Network, o runOptions, key DerivedKey) (*admission, error) {
+	adm := &admission{key: key}
+	r1 := ""
+	if o.resumeRun == "" {
+		var err error
+		if r1, err = R1Key(e.profile, wc.NetworkID, key.BusinessKey); err != nil {
+			return adm, &codedError{Code: "BUSINESS_KEY_INVALID", Msg: err.Error(), Err: err}
+		}
+	}
+	run, err := e.findRun(ctx, o.resumeRun, r1)
+	if err != nil {
+		return adm, err
+	}
+	adm.run = run
+	if run == nil {
+		switch {
+		case o.resumeRun != "":
+			return adm, coded("RUN_NOT_FOUND", "no Run with run_id %s", o.resumeRun)
+		case o.rerunFrom != "":
+			return adm, coded("RUN_NOT_FOUND", "--rerun-from needs an existing Run for business key %s", key.BusinessKey)
+		}
+		if err := e.checkActiveRuns(ctx, wc, r1); err != nil {
+			return adm, err
+		}
+		adm.mode, adm.outcome = "NEW", "NEW"
+		return adm, e.prepareNew(ctx, wc, key, r1)
+	}
+	if run.Str("network_id") != wc.NetworkID || (run.Str("profile") != "" && run.Str("profile") != e.profile) {
+		return adm, coded("RUN_ID_MISMATCH", "Run %s belongs to network %s / profile %s", run.Str("run_id"), run.Str("network_id"), run.Str("profile"))
+	}
+	e.runID = run.Str("run_id")
+	if run.Str("status") == StatusSuccess {
+		if o.rerunFrom != "" {
+			return adm, coded("RERUN_FROM_SUCCESS_RUN", "Run %s is SUCCESS and final; start a correction run with a different business key instead", e.runID)
+		}
+		adm.noop = true
+		return adm, nil
+	}
+	if !o.resume && o.resumeRun == "" {
+		return adm, &codedError{Code: "RUN_ALREADY_EXISTS", Msg: fmt.Sprintf("an unfinished Run %s exists for business key %s; use --resume to continue it", e.runID, run.Str("business_key")), Blocking: []string{e.runID}}
+	}
+	if run.Str("lifecycle_status") == "ARCHIVED" || run.Str("resume_allowed") == "false" {
+		return adm, coded("RUN_NOT_RESUMABLE", "Run %s is not resumable (lifecycle_status=%s, resume_allowed=%s)", e.runID, run.Str("lifecycle_status"), run.Str("resume_allowed"))
+	}
+	hold, _, err := e.holdState(ctx, e.runID)
+	if err != nil {
+		return adm, err
+	}
+	if hold == "REQUESTED" || hold == "ACCEPTED" {
+		return adm, coded("RUN_ON_HOLD", "Run %s is on hold (%s); release it first", e.runID, hold)
+	}
+	adm.mode, adm.outcome = "RESUME", "RESUME"
+	if o.rerunFrom != "" {
+		adm.mode = "RERUN_FROM"
+	}
+	return adm, e.prepareResume(ctx, run, adm.mode, o.rerunFrom)
+}
+
+// checkActiveRuns enforces max_active_runs over the other business keys' resumable Runs.
+func (e *execution) checkActiveRuns(ctx context.Context, n *Network, r1 string) error {
+	runs, err := e.st.findAll(ctx, e.st.stateApp, `record_type in ("NETWORK_RUN") and network_id in (`+q(n.NetworkID)+`)`)
+	if err != nil {
+		return err
+	}
+	var active []string
+	for _, r := range runs {
+		if r.Str("record_key") == r1 || (r.Str("profile") != "" && r.Str("profile") != e.profile) {
+			continue
+		}
+		if r.Str("resume_allowed") == "true" && r.Str("lifecycle_status") != "ARCHIVED" && r.Str("status") != StatusSuccess {
+			active = append(active, r.Str("run_id"))
+		}
+	}
+	if len(active) >= n.MaxActiveRuns {
+		sort.Strings(active)
+		return &codedError{Code: "MAX_ACTIVE_RUNS", Msg: fmt.Sprintf("%d active Run(s) already exist for network %s (max_active_runs %d)", len(active), n.NetworkID, n.MaxActiveRuns), Blocking: active}
+	}
+	return nil
+}
+
+// prepareNew follows the NEW write order: upload bundle → INSERT Run (the R1 key is the
+// commit point) → Invocation → re-read Run, download and verify the bundle → Node States.
+func (e *execution) prepareNew(ctx context.Context, wc *Network, key DerivedKey, r1 string) error {
+	prof, err := e.kf.describeProfile(ctx)
+	if err != nil {
+		return err
+	}
+	if err := e.kf.inspectJobs(ctx, wc, wc.SQLPath); err != nil {
+		return err
+	}
+	zipData, err := buildBundle(wc)
+	if err != nil {
+		return err
+	}
+	fileKey, err := e.st.kc.UploadFile(ctx, e.st.stateApp, "execution-bundle.zip", "application/zip", zipData)
+	if err != nil {
+		return &codedError{Code: "BUNDLE_UPLOAD_FAILED", Msg: "upload execution bundle: " + err.Error(), Err: err}
+	}
+	snap, _ := canonicalJSON(prof.Summary)
+	e.runID = "netrun_" + uuid.NewString()
+	now := e.c.now()
+	rec := vals(map[string]any{
+		"record_type": "NETWORK_RUN", "run_id": e.runID, "network_id": wc.NetworkID, "business_key": key.BusinessKey,
+		"profile": e.profile, "status": StatusCreated, "lifecycle_status": "ACTIVE", "resume_allowed": "true",
+		"definition_sha256": wc.DefinitionSHA256(), "source_bundle_sha256": sha256Hex(zipData),
+		"resolved_profile_sha256": prof.SHA256, "resolved_profile_snapshot": string(snap),
+		"ksql_flow_version": e.caps.KsqlFlowVersion, "engine_version": e.caps.EngineVersion,
+		"source_bundle_attachment": []map[string]string{{"fileKey": fileKey}},
+		"created_at":               isoMillis(now), "updated_at": isoMillis(now),
+		"max_active_runs": wc.MaxActiveRuns, "definition_schema_version": wc.SchemaVersion, "dialect": 1,
+	})
+	if key.AsOf != nil {
+		rec["as_of"] = kintoneapi.Field{Value: isoMillis(*key.AsOf)}
+	}
+	if _, _, err := e.st.insert(ctx, e.st.stateApp, r1, rec, "run_id"); err != nil {
+		if errCode(err, "") == codeDuplicateRecord {
+			return &codedError{Code: "RUN_ALREADY_EXISTS", Msg: "a Run for this business key was created concurrently", Err: err}
+		}
+		return err
+	}
+	e.mode = "NEW"
+	ids := make([]string, len(wc.Nodes))
+	for i, nd := range wc.Nodes {
+		ids[i] = nd.ID
+	}
+	if err := e.createInvocation(ctx, "new business run", ids, []string{}, []string{}); err != nil {
+		return err
+	}
+	run, err := e.findRun(ctx, e.runID, "")
+	if err != nil {
+		return err
+	}
+	if run == nil {
+		return coded(codeRecordNotFound, "Run %s vanished after creation", e.runID)
+	}
+	return e.loadRun(ctx, run, true)
+}
+
+// prepareResume re-checks the profile, verifies and extracts the stored bundle, completes a
+// partially created Run, applies the --rerun-from checks and creates the Invocation.
+func (e *execution) prepareResume(ctx context.Context, run kintoneapi.Record, mode, rerunFrom string) error {
+	prof, err := e.kf.describeProfile(ctx)
+	if err != nil {
+		return err
+	}
+	if prof.SHA256 != run.Str("resolved_profile_sha256") {
+		return coded("PROFILE_SNAPSHOT_MISMATCH", "kSQL-Flow profile %s changed since Run %s was created", e.profile, e.runID)
+	}
+	e.mode = mode
+	if err := e.loadRun(ctx, run, false); err != nil {
+		return err
+	}
+	var selected map[string]bool
+	if mode == "RERUN_FROM" {
+		if e.net.Node(rerunFrom) == nil {
+			return coded("RERUN_FROM_NODE_NOT_FOUND", "node %s is not in the Run's network", rerunFrom)
+		}
+		selected = e.net.Descendants(rerunFrom)
+		for id := range selected {
+			ns := e.states[id]
+			if ns == nil {
+				return coded("RERUN_FROM_DAG_INVALID", "Run %s has no Node State for %s", e.runID, id)
+			}
+			if ns.status == StatusUnknown {
+				return coded("RERUN_FROM_UNKNOWN_STATE", "node %s is UNKNOWN; resolve it before --rerun-from", id)
+			}
+			if !ns.node.Idempotent && ns.latestNo > 0 {
+				return coded("RERUN_FROM_NON_IDEMPOTENT", "node %s is not idempotent and has already been attempted", id)
+			}
+		}
+		e.rerunSet = selected
+	}
+	var sel, pres, blocked []string
+	for _, id := range e.order {
+		ns := e.states[id]
+		switch {
+		case selected != nil && selected[id]:
+			sel = append(sel, id)
+		case ns.status == StatusSuccess:
+			pres = append(pres, id)
+		case ns.status == StatusUnknown || ((ns.status == StatusFailed || ns.status == StatusCancelled) && !ns.node.Idempotent):
+			blocked = append(blocked, id)
+		case selected == nil:
+			sel = append(sel, id)
+		}
+	}
+	reason := "resume incomplete run"
+	if mode == "RERUN_FROM" {
+		reason = "rerun from " + rerunFrom
+	}
+	return e.createInvocation(ctx, reason, nonNil(sel), nonNil(pres), nonNil(blocked))
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// loadRun downloads and verifies the Run's bundle, extracts it under the work dir and loads
+// (creating the missing ones) the Node States.
+func (e *execution) loadRun(ctx context.Context, run kintoneapi.Record, fresh bool) error {
+	e.run, e.runRev = run, run.Revision()
+	e.runID = run.Str("run_id")
+	fk := fileKeyOf(run["source_bundle_attachment"].Value)
+	if fk == "" {
+		return coded("BUNDLE_MANIFEST_INVALID", "Run %s has no execution bundle attachment", e.runID)
+	}
+	data, err := e.st.kc.DownloadFile(ctx, e.st.stateApp, fk)
+	if err != nil {
+		return wrapRemote("download execution bundle", err)
+	}
+	dir := filepath.Join(e.kf.workdir, "bundles", e.runID, run.Str("source_bundle_sha256"))
+	ob, err := openBundle(data, run.Str("source_bundle_sha256"), dir)
+	if err != nil {
+		return err
+	}
+	e.net, e.sql = ob.Network, ob.SQL
+	e.order, _ = TopoOrder(e.net.Nodes)
+	e.asOf = run.Str("as_of")
+	if e.asOf == "" {
+		e.asOf = run.Str("created_at")
+	}
+	return e.loadStates(ctx)
+}
+
+func fileKeyOf(v any) string {
+	list, _ := v.([]any)
+	if len(list) == 0 {
+		return ""
+	}
+	m, _ := list[0].(map[string]any)
+	if k, _ := m["fileKey"].(string); k != "" {
+		return k
+	}
+	k, _ := m["name"].(string)
+	return k
+}
+
+// closeRejected releases the lock after an admission rejection; an Invocation that was
+// already created is finalised FAILED with the rejection code.
+func (e *execution) closeRejected(ctx context.Context, cause error) {
+	code := errCode(cause, "ENSURE_RUN_FAILED")
+	if e.invRecID != "" {
+		_ = e.finishInvocation(ctx, StatusFailed, code)
+	}
+	if err := e.lock.release(ctx, StatusFailed, code); err != nil {
+		fmt.Fprintf(e.c.stderr, "Warning [%s]: network lock release failed: %v\n", errCode(err, codeLockUnavailable), err)
+	}
+}
+
+// closeInvocation finalises the Invocation and releases the lock with its status and code.
+func (e *execution) closeInvocation(ctx context.Context, status, code string) error {
+	if err := e.finishInvocation(ctx, status, code); err != nil {
+		e.lock.stopHeartbeat()
+		return err
+	}
+	return e.lock.release(ctx, status, code)
+}
+
+// closeFailed handles a scheduler error: a lost lease leaves the Invocation untouched;
+// anything else closes it FAILED/SCHEDULER_FAILED.
+func (e *execution) closeFailed(ctx context.Context, serr error) error {
+	if errCode(serr, "") == codeLeaseInterruptedCode && !e.finalWriteConfirmed {
+		e.lock.stopHeartbeat()
+		return serr
+	}
+	code := CodeSchedulerFailed
+	status := StatusFailed
+	if errCode(serr, "") == codeLeaseInterruptedCode {
+		status, code = StatusCancelled, codeLeaseInterruptedCode
+	}
+	if err := e.finishInvocation(ctx, status, code); err != nil {
+		e.lock.stopHeartbeat()
+		return fmt.Errorf("%w (and the Invocation could not be finalised: %v)", serr, err)
+	}
+	if err := e.lock.release(ctx, status, code); err != nil {
+		return fmt.Errorf("%w (and the network lock release failed: %v)", serr, err)
+	}
+	return serr
+}

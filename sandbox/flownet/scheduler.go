@@ -1,0 +1,625 @@
+package flownet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/ksqlflow/flowtest/kintoneapi"
+)
+
+// execution is one Invocation against one Run: admission state plus the sequential
+// scheduler (§1.3.2). Every write is revision-fenced against what this Invocation last saw.
+type execution struct {
+	c       *cli
+	st      *store
+	kf      *ksqlFlow
+	lock    *networkLock
+	caps    *Capabilities
+	profile string
+
+	runID, runRev string
+	run           kintoneapi.Record
+	net           *Network          // the bundled definition, never the working copy
+	sql           map[string]string // node id -> extracted SQL path
+	order         []string
+	asOf          string
+	mode          string
+	rerunSet      map[string]bool
+
+	invID, invRecID, invRev string
+	invReason               string
+
+	states   map[string]*nodeState
+	attempts map[string][]*attemptRec // node id -> attempts
+
+	brakeNodes          []string
+	notes               []string // appended to the Invocation reason
+	finalWriteConfirmed bool
+	timeout             time.Duration
+}
+
+type nodeState struct {
+	node      Node
+	recID     string
+	rev       string // kintone $revision
+	bizRev    int    // business revision field
+	status    string
+	reason    string
+	latestNo  int
+	active    string
+	blockedBy []string
+}
+
+type attemptRec struct {
+	recID, rev   string
+	id           string
+	no           int
+	status, code string
+	invocationID string
+}
+
+// allowedTransitions is the repository guard of §3.2 (resolution-only moves excluded).
+var allowedTransitions = map[string][]string{
+	StatusWaiting:   {StatusWaiting, StatusRunning, StatusBlocked},
+	StatusRunning:   {StatusRunning, StatusWaiting, StatusSuccess, StatusFailed, StatusCancelled, StatusUnknown},
+	StatusSuccess:   {StatusSuccess, StatusWaiting},
+	StatusFailed:    {StatusFailed, StatusWaiting},
+	StatusBlocked:   {StatusBlocked, StatusWaiting},
+	StatusCancelled: {StatusCancelled, StatusWaiting},
+	StatusUnknown:   {StatusUnknown},
+	StatusSkipped:   {StatusSkipped},
+}
+
+func transitionAllowed(ns *nodeState, to string) bool {
+	if (ns.status == StatusFailed || ns.status == StatusCancelled) && to == StatusWaiting && !ns.node.Idempotent {
+		return false
+	}
+	for _, s := range allowedTransitions[ns.status] {
+		if s == to {
+			return true
+		}
+	}
+	return false
+}
+
+// loadStates reads the Run's Node States and creates the missing ones (WAITING, revision 1):
+// this also completes a NEW that stopped after the Run insert.
+func (e *execution) loadStates(ctx context.Context) error {
+	recs, err := e.st.findAll(ctx, e.st.stateApp, `record_type in ("NODE_STATE") and run_id in (`+q(e.runID)+`)`)
+	if err != nil {
+		return err
+	}
+	e.states = map[string]*nodeState{}
+	byNode := map[string]kintoneapi.Record{}
+	for _, r := range recs {
+		if _, dup := byNode[r.Str("node_id")]; dup {
+			return coded("NODE_STATE_NOT_UNIQUE", "Run %s has more than one Node State for %s", e.runID, r.Str("node_id"))
+		}
+		byNode[r.Str("node_id")] = r
+	}
+	for _, id := range e.order {
+		nd := *e.net.Node(id)
+		r, ok := byNode[id]
+		if !ok {
+			s1, err := S1Key(e.runID, id)
+			if err != nil {
+				return err
+			}
+			now := isoMillis(e.c.now())
+			rec := vals(map[string]any{
+				"record_type": "NODE_STATE", "run_id": e.runID, "node_state_id": "nodestate_" + uuid.NewString(),
+				"node_state_key": s1, "node_id": id, "job_id": nd.JobID, "status": StatusWaiting,
+				"idempotent": strconv.FormatBool(nd.Idempotent), "trigger_rule": "all_success",
+				"latest_attempt_no": 0, "revision": 1, "blocked_by": "[]", "created_at": now, "updated_at": now,
+			})
+			recID, rev, err := e.st.insert(ctx, e.st.stateApp, "STATE:"+s1, rec, "run_id", "node_id")
+			if err != nil {
+				return fmt.Errorf("create Node State %s: %w", id, err)
+			}
+			e.states[id] = &nodeState{node: nd, recID: recID, rev: rev, bizRev: 1, status: StatusWaiting}
+			continue
+		}
+		e.states[id] = &nodeState{node: nd, recID: r.ID(), rev: r.Revision(), bizRev: atoi(r.Str("revision")),
+			status: r.Str("status"), reason: r.Str("status_reason"), latestNo: atoi(r.Str("latest_attempt_no")),
+			active: r.Str("active_attempt_id"), blockedBy: jsonList(r.Str("blocked_by"))}
+	}
+	return nil
+}
+
+// createInvocation inserts the RUN_INVOCATION record (RUNNING / PENDING).
+func (e *execution) createInvocation(ctx context.Context, reason string, selected, preserved, blocked []string) error {
+	e.invReason = reason
+	rec := vals(map[string]any{
+		"record_type": "RUN_INVOCATION", "run_id": e.runID, "invocation_id": e.invID, "mode": e.mode,
+		"status": StatusRunning, "result_code": CodePending, "requested_by": e.c.requestedBy(), "host": e.c.host(),
+		"started_at": isoMillis(e.c.now()), "reason": reason,
+		"selected_node_ids": jsonArray(selected), "preserved_node_ids": jsonArray(preserved), "blocked_node_ids": jsonArray(blocked),
+	})
+	id, rev, err := e.st.insert(ctx, e.st.auditApp, "INV:"+e.invID, rec, "invocation_id")
+	if err != nil {
+		return fmt.Errorf("create Invocation %s: %w", e.invID, err)
+	}
+	e.invRecID, e.invRev = id, rev
+	return nil
+}
+
+func (e *execution) finishInvocation(ctx context.Context, status, code string) error {
+	reason := e.invReason
+	if len(e.notes) > 0 {
+		reason += "; " + strings.Join(e.notes, "; ")
+	}
+	rec := vals(map[string]any{"status": status, "result_code": code, "finished_at": isoMillis(e.c.now()), "reason": reason})
+	rev, err := e.st.update(ctx, e.st.auditApp, e.invRecID, rec, e.invRev)
+	if err != nil {
+		return fmt.Errorf("finalise Invocation %s: %w", e.invID, err)
+	}
+	e.invRev = rev
+	return nil
+}
+
+// putState writes a Node State change, fenced by the $revision we last saw and bumping the
+// business revision alongside.
+func (e *execution) putState(ctx context.Context, ns *nodeState, to string, fields map[string]any) error {
+	if !transitionAllowed(ns, to) {
+		return coded("INVALID_STATE_TRANSITION", "node %s: %s -> %s is not allowed", ns.node.ID, ns.status, to)
+	}
+	fields["status"] = to
+	fields["revision"] = ns.bizRev + 1
+	fields["updated_at"] = isoMillis(e.c.now())
+	rev, err := e.st.update(ctx, e.st.stateApp, ns.recID, vals(fields), ns.rev)
+	if err != nil {
+		return fmt.Errorf("update Node State %s: %w", ns.node.ID, err)
+	}
+	ns.rev, ns.bizRev, ns.status = rev, ns.bizRev+1, to
+	if v, ok := fields["status_reason"]; ok {
+		ns.reason, _ = v.(string)
+	}
+	if v, ok := fields["latest_attempt_no"]; ok {
+		ns.latestNo = v.(int)
+	}
+	if v, ok := fields["active_attempt_id"]; ok {
+		ns.active, _ = v.(string)
+	}
+	if v, ok := fields["blocked_by"]; ok {
+		ns.blockedBy = jsonList(v.(string))
+	}
+	return nil
+}
+
+// updateRun recomputes the aggregate and writes it when it changed (§3.1).
+func (e *execution) updateRun(ctx context.Context, startNow bool) (string, error) {
+	var statuses []string
+	for _, id := range e.order {
+		statuses = append(statuses, e.states[id].status)
+	}
+	started := e.run.Str("started_at") != "" || startNow
+	agg := Aggregate(statuses, started)
+	fields := map[string]any{}
+	if startNow && e.run.Str("started_at") == "" {
+		fields["started_at"] = isoMillis(e.c.now())
+	}
+	if agg != e.run.Str("status") {
+		fields["status"] = agg
+	}
+	fin := e.run.Str("finished_at")
+	if IsTerminalRun(agg) && fin == "" {
+		fields["finished_at"] = isoMillis(e.c.now())
+	} else if !IsTerminalRun(agg) && fin != "" {
+		fields["finished_at"] = ""
+	}
+	if len(fields) == 0 {
+		return agg, nil
+	}
+	fields["updated_at"] = isoMillis(e.c.now())
+	rev, err := e.st.update(ctx, e.st.stateApp, e.run.ID(), vals(fields), e.runRev)
+	if err != nil {
+		return "", fmt.Errorf("update Run %s: %w", e.runID, err)
+	}
+	e.runRev = rev
+	for k, v := range fields {
+		e.run[k] = kintoneapi.Field{Value: v}
+	}
+	return agg, nil
+}
+
+func (e *execution) loadAttempts(ctx context.Context) error {
+	recs, err := e.st.findAll(ctx, e.st.auditApp, `record_type in ("NODE_ATTEMPT") and run_id in (`+q(e.runID)+`)`)
+	if err != nil {
+		return err
+	}
+	e.attempts = map[string][]*attemptRec{}
+	for _, r := range recs {
+		a := &attemptRec{recID: r.ID(), rev: r.Revision(), id: r.Str("node_attempt_id"), no: atoi(r.Str("attempt_no")),
+			status: r.Str("status"), code: r.Str("result_code"), invocationID: r.Str("invocation_id")}
+		e.attempts[r.Str("node_id")] = append(e.attempts[r.Str("node_id")], a)
+	}
+	return nil
+}
+
+func (e *execution) attempt(nodeID, id string) *attemptRec {
+	for _, a := range e.attempts[nodeID] {
+		if a.id == id {
+			return a
+		}
+	}
+	return nil
+}
+
+// schedule runs the Invocation: orphan adjudication and resume preparation, then one node at
+// a time in stable topological order. It returns the Run aggregate and the Invocation's final
+// status and code.
+func (e *execution) schedule(ctx context.Context) (agg, status, code string, err error) {
+	if err := e.loadAttempts(ctx); err != nil {
+		return "", "", "", err
+	}
+	if e.mode != "NEW" {
+		if err := e.adjudicateOrphans(ctx); err != nil {
+			return "", "", "", err
+		}
+		if err := e.finalizeOtherInvocations(ctx); err != nil {
+			return "", "", "", err
+		}
+	}
+	switch e.mode {
+	case "RESUME":
+		if err := e.prepareResumeStates(ctx); err != nil {
+			return "", "", "", err
+		}
+	case "RERUN_FROM":
+		for _, id := range e.order {
+			ns := e.states[id]
+			if e.rerunSet[id] && ns.status != StatusWaiting {
+				if err := e.putState(ctx, ns, StatusWaiting, map[string]any{"status_reason": "", "blocked_by": "[]", "active_attempt_id": "", "started_at": "", "finished_at": ""}); err != nil {
+					return "", "", "", err
+				}
+			}
+		}
+	}
+	if d, derr := e.kf.describeTimeout(); derr == nil {
+		e.timeout = d
+	}
+	for _, id := range e.order {
+		ns := e.states[id]
+		if ns.status != StatusWaiting {
+			continue
+		}
+		var failedDeps []string
+		deferred := false
+		for _, d := range ns.node.DependsOn {
+			switch e.states[d].status {
+			case StatusFailed, StatusBlocked, StatusCancelled, StatusUnknown:
+				failedDeps = append(failedDeps, d)
+			case StatusWaiting, StatusRunning:
+				deferred = true
+			}
+		}
+		if len(failedDeps) > 0 {
+			if err := e.putState(ctx, ns, StatusBlocked, map[string]any{"blocked_by": jsonArray(failedDeps), "status_reason": CodeAllSuccessNotMet}); err != nil {
+				return "", "", "", err
+			}
+			if _, err := e.updateRun(ctx, false); err != nil {
+				return "", "", "", err
+			}
+			continue
+		}
+		if deferred {
+			continue
+		}
+		if stop, err := e.checkHold(ctx); err != nil {
+			return "", "", "", err
+		} else if stop {
+			agg, err := e.updateRun(ctx, false)
+			return agg, StatusCancelled, CodeStopRequested, err
+		}
+		if err := e.lock.check(ctx); err != nil {
+			return "", "", "", err
+		}
+		if err := e.runNode(ctx, ns); err != nil {
+			return "", "", "", err
+		}
+	}
+	agg, err = e.updateRun(ctx, false)
+	if err != nil {
+		return "", "", "", err
+	}
+	if err := e.lock.check(ctx); err != nil {
+		return "", "", "", err
+	}
+	status, code = InvocationFinal(agg)
+	return agg, status, code, nil
+}
+
+// describeTimeout is the per-run timeout from describe-profile's limits.batchTimeoutSec.
+func (k *ksqlFlow) describeTimeout() (time.Duration, error) {
+	if k.batchTimeoutSec <= 0 {
+		return 0, fmt.Errorf("no batch timeout")
+	}
+	return time.Duration(k.batchTimeoutSec * float64(time.Second)), nil
+}
+
+// prepareResumeStates: BLOCKED → WAITING; idempotent FAILED/CANCELLED → WAITING unless the
+// retry brake fires; UNKNOWN and non-idempotent FAILED/CANCELLED stay as excluded roots.
+func (e *execution) prepareResumeStates(ctx context.Context) error {
+	for _, id := range e.order {
+		ns := e.states[id]
+		switch {
+		case ns.status == StatusBlocked:
+			if err := e.putState(ctx, ns, StatusWaiting, map[string]any{"blocked_by": "[]", "status_reason": ""}); err != nil {
+				return err
+			}
+		case (ns.status == StatusFailed || ns.status == StatusCancelled) && ns.node.Idempotent:
+			var sums []AttemptSummary
+			for _, a := range e.attempts[id] {
+				sums = append(sums, AttemptSummary{a.no, a.status, a.code})
+			}
+			if c, n, fires := RetryBrake(sums); fires {
+				reason := RetryBrakeReason(c, n)
+				e.brakeNodes = append(e.brakeNodes, id)
+				e.notes = append(e.notes, "retry brake "+id+"="+reason)
+				if ns.reason != reason {
+					if err := e.putState(ctx, ns, ns.status, map[string]any{"status_reason": reason}); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if err := e.putState(ctx, ns, StatusWaiting, map[string]any{"status_reason": "", "blocked_by": "[]", "started_at": "", "finished_at": ""}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkHold reads the Run's hold before a node starts; a REQUESTED hold is accepted.
+func (e *execution) checkHold(ctx context.Context) (bool, error) {
+	state, rec, err := e.holdState(ctx, e.runID)
+	if err != nil {
+		return false, err
+	}
+	switch state {
+	case "REQUESTED":
+		var h map[string]any
+		_ = json.Unmarshal([]byte(rec.Str("status_reason")), &h)
+		h["state"] = "ACCEPTED"
+		h["accepted_at"] = isoMillis(e.c.now())
+		b, _ := json.Marshal(h)
+		if _, err := e.st.update(ctx, e.st.stateApp, rec.ID(), vals(map[string]any{"status_reason": string(b), "updated_at": isoMillis(e.c.now())}), rec.Revision()); err != nil {
+			return false, fmt.Errorf("accept hold of Run %s: %w", e.runID, err)
+		}
+		return true, nil
+	case "ACCEPTED":
+		return true, nil
+	}
+	return false, nil
+}
+
+// runNode executes one node: Attempt (RUNNING/PENDING) → Node State RUNNING → Attempt
+// execution_started_at → kSQL-Flow → Attempt terminal → Node State terminal → Run aggregate.
+func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
+	if _, err := e.updateRun(ctx, true); err != nil {
+		return err
+	}
+	no := ns.latestNo
+	for _, a := range e.attempts[ns.node.ID] {
+		if a.no > no {
+			no = a.no
+		}
+	}
+	no++
+	attemptID := "attempt_" + uuid.NewString()
+	a1, err := A1Key(e.runID, ns.node.ID, int64(no))
+	if err != nil {
+		return err
+	}
+	rec := vals(map[string]any{
+		"record_type": "NODE_ATTEMPT", "run_id": e.runID, "invocation_id": e.invID, "node_attempt_id": attemptID,
+		"attempt_key": a1, "node_id": ns.node.ID, "job_id": ns.node.JobID, "attempt_no": no,
+		"status": StatusRunning, "result_code": CodePending, "state_revision_before": ns.bizRev,
+	})
+	recID, rev, err := e.st.insert(ctx, e.st.auditApp, "ATT:"+attemptID, rec, "node_attempt_id")
+	if err != nil {
+		return fmt.Errorf("create Attempt %d of %s: %w", no, ns.node.ID, err)
+	}
+	att := &attemptRec{recID: recID, rev: rev, id: attemptID, no: no, status: StatusRunning, code: CodePending, invocationID: e.invID}
+	e.attempts[ns.node.ID] = append(e.attempts[ns.node.ID], att)
+	if err := e.putState(ctx, ns, StatusRunning, map[string]any{"active_attempt_id": attemptID, "latest_attempt_no": no,
+		"started_at": isoMillis(e.c.now()), "finished_at": "", "status_reason": "", "blocked_by": "[]"}); err != nil {
+		return err
+	}
+	if _, err := e.updateRun(ctx, true); err != nil {
+		return err
+	}
+	// The FlowNet start marker: from here on, a missing result means the SQL may have run.
+	if att.rev, err = e.st.update(ctx, e.st.auditApp, att.recID, vals(map[string]any{"execution_started_at": isoMillis(e.c.now())}), att.rev); err != nil {
+		return fmt.Errorf("mark Attempt %s started: %w", attemptID, err)
+	}
+
+	rr := e.kf.run(ctx, runSpec{SQLPath: e.sql[ns.node.ID], AsOf: e.asOf, RunID: e.runID, AttemptID: attemptID, JobID: ns.node.JobID, Timeout: e.timeout})
+
+	obs := Observation{FlowNetStarted: true, LaunchFailed: rr.LaunchErr != nil, ForcedKill: rr.ForcedKill}
+	var res ExecutionResult
+	if rr.ResultRaw != nil {
+		obs.ResultPresent = true
+		obs.ResultInvalid = ValidateResult(rr.ResultRaw, &res, e.runID, attemptID, ns.node.JobID, rr.Exit)
+		if obs.ResultInvalid == nil {
+			obs.Result = &res
+		}
+	}
+	jl, jlErr := e.jobLog(ctx, attemptID)
+	obs.RunnerStarted = jlErr != nil || (jl != nil && jl.Str("runner_execution_started_at") != "")
+	out := MapOutcome(obs)
+
+	fields := map[string]any{"status": out.AttemptStatus, "result_code": out.AttemptCode, "finished_at": isoMillis(e.c.now())}
+	if jl != nil {
+		fields["runner_execution_started_at"] = jl.Str("runner_execution_started_at")
+	}
+	if obs.Result != nil {
+		fields["execution_id"] = res.ExecutionID
+		fields["finished_at"] = res.FinishedAt
+		fields["duration_sec"] = *res.DurationMs / 1000
+		fields["read_count"] = *res.ReadCount
+		fields["written_count"] = *res.WrittenCount
+		if res.LastSuccessfulChunkNo != nil {
+			fields["last_successful_chunk_no"] = *res.LastSuccessfulChunkNo
+		}
+		if res.LastWrittenKey != nil {
+			fields["last_written_key"] = *res.LastWrittenKey
+		}
+		if res.Error != nil {
+			fields["error_message"] = res.Error.Message
+		}
+	} else {
+		fields["error_message"] = noResultMessage(rr, obs)
+	}
+	if att.rev, err = e.st.update(ctx, e.st.auditApp, att.recID, vals(fields), att.rev); err != nil {
+		return fmt.Errorf("finalise Attempt %s: %w", attemptID, err)
+	}
+	att.status, att.code = out.AttemptStatus, out.AttemptCode
+	stateFields := map[string]any{"status_reason": out.NodeReason, "finished_at": isoMillis(e.c.now())}
+	if out.NodeStatus == StatusWaiting {
+		// PREPARE_FAILED: nothing ran; the node waits for a later Invocation and keeps its
+		// attempt number so the next Attempt is numbered after this one.
+		stateFields = map[string]any{"status_reason": out.NodeReason, "started_at": "", "finished_at": "", "active_attempt_id": ""}
+	}
+	if err := e.putState(ctx, ns, out.NodeStatus, stateFields); err != nil {
+		return err
+	}
+	_, err = e.updateRun(ctx, false)
+	return err
+}
+
+func noResultMessage(rr runResult, obs Observation) string {
+	var b strings.Builder
+	switch {
+	case rr.LaunchErr != nil:
+		fmt.Fprintf(&b, "kSQL-Flow could not be started: %v", rr.LaunchErr)
+	case obs.ResultInvalid != nil:
+		fmt.Fprintf(&b, "invalid execution result: %v", obs.ResultInvalid)
+	case rr.ForcedKill:
+		b.WriteString("kSQL-Flow was killed after the grace period")
+	default:
+		fmt.Fprintf(&b, "no execution result (exit %d)", rr.Exit)
+	}
+	if t := tail(rr.Stderr, 1000); t != "" {
+		b.WriteString("; stderr: " + t)
+	}
+	return b.String()
+}
+
+// jobLog reads the JOB-log row of an attempt (nil when there is none; more than one is an error).
+func (e *execution) jobLog(ctx context.Context, attemptID string) (kintoneapi.Record, error) {
+	recs, err := e.st.find(ctx, e.st.logApp, "attempt_id = "+q(attemptID)+" order by runner_execution_started_at desc limit 2")
+	if err != nil {
+		return nil, err
+	}
+	switch len(recs) {
+	case 0:
+		return nil, nil
+	case 1:
+		return recs[0], nil
+	}
+	return nil, coded(codeMultipleRecords, "JOB log has %d rows for attempt %s", len(recs), attemptID)
+}
+
+// adjudicateOrphans settles Node States left RUNNING by an earlier Invocation: a RUNNING
+// Attempt of another Invocation is looked up in the JOB log; an Attempt that is already
+// terminal is copied to its Node State. A JOB-log read failure stops the Invocation.
+func (e *execution) adjudicateOrphans(ctx context.Context) error {
+	for _, id := range e.order {
+		ns := e.states[id]
+		if ns.status != StatusRunning {
+			continue
+		}
+		a := e.attempt(id, ns.active)
+		if a == nil {
+			e.notes = append(e.notes, "orphan "+id+": active attempt not found, left RUNNING")
+			continue
+		}
+		var out Outcome
+		fields := map[string]any{}
+		switch {
+		case a.status == StatusRunning && a.invocationID != e.invID:
+			jl, err := e.jobLog(ctx, a.id)
+			if err != nil {
+				return &codedError{Code: "JOB_LOG_UNAVAILABLE", Msg: fmt.Sprintf("orphan adjudication of %s: %v", a.id, err), Err: err}
+			}
+			out = OrphanOutcome(jobLogStatus(jl), jl != nil)
+			fields["status"], fields["result_code"] = out.AttemptStatus, out.AttemptCode
+			fields["finished_at"] = isoMillis(e.c.now())
+			if jl != nil {
+				fields["runner_execution_started_at"] = jl.Str("runner_execution_started_at")
+				fields["execution_id"] = jl.Str("execution_id")
+				if f := jl.Str("finished_at"); f != "" {
+					fields["finished_at"] = f
+				}
+			}
+			rev, err := e.st.update(ctx, e.st.auditApp, a.recID, vals(fields), a.rev)
+			if err != nil {
+				return fmt.Errorf("adjudicate Attempt %s: %w", a.id, err)
+			}
+			a.rev, a.status, a.code = rev, out.AttemptStatus, out.AttemptCode
+			e.notes = append(e.notes, fmt.Sprintf("orphan adjudication %s=%s/%s", id, out.AttemptStatus, out.AttemptCode))
+		case a.status != StatusRunning:
+			out = Outcome{a.status, a.code, a.status, a.code}
+			if a.code == CodePrepareFailed {
+				out.NodeStatus = StatusWaiting
+			}
+			e.notes = append(e.notes, "reconciled "+id+" from terminal active attempt")
+		default:
+			continue
+		}
+		if err := e.putState(ctx, ns, out.NodeStatus, map[string]any{"status_reason": out.NodeReason, "finished_at": isoMillis(e.c.now())}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func jobLogStatus(r kintoneapi.Record) string {
+	if r == nil {
+		return ""
+	}
+	return r.Str("status")
+}
+
+// finalizeOtherInvocations closes Invocations of this Run left RUNNING by a process that
+// lost its lease or died: CANCELLED / NETWORK_LEASE_INTERRUPTED, with a reconciliation audit.
+func (e *execution) finalizeOtherInvocations(ctx context.Context) error {
+	recs, err := e.st.findAll(ctx, e.st.auditApp, `record_type in ("RUN_INVOCATION") and run_id in (`+q(e.runID)+`) and status in ("RUNNING")`)
+	if err != nil {
+		return err
+	}
+	sort.Slice(recs, func(i, j int) bool { return atoi(recs[i].ID()) < atoi(recs[j].ID()) })
+	for _, r := range recs {
+		if r.Str("invocation_id") == e.invID {
+			continue
+		}
+		now := isoMillis(e.c.now())
+		if _, err := e.st.update(ctx, e.st.auditApp, r.ID(), vals(map[string]any{"status": StatusCancelled, "result_code": codeLeaseInterruptedCode, "finished_at": now}), r.Revision()); err != nil {
+			return fmt.Errorf("finalise stale Invocation %s: %w", r.Str("invocation_id"), err)
+		}
+		eventID := uuid.NewString()
+		audit := map[string]any{
+			"event_id": eventID, "event_type": "RECONCILIATION_REPAIR", "repair_type": "INVOCATION_FINALIZED",
+			"run_id": e.runID, "target_type": "RUN_INVOCATION", "target_id": r.Str("invocation_id"),
+			"before": map[string]any{"status": r.Str("status"), "result_code": r.Str("result_code")},
+			"after":  map[string]any{"status": StatusCancelled, "result_code": codeLeaseInterruptedCode},
+			"basis":  "invocation " + e.invID + " holds the network lock", "occurred_at": now,
+		}
+		b, _ := json.Marshal(audit)
+		if _, _, err := e.st.insert(ctx, e.st.auditApp, "OP:"+eventID, vals(map[string]any{
+			"record_type": "OPERATION_AUDIT", "run_id": e.runID, "result_code": "INVOCATION_FINALIZED",
+			"reason": string(b), "resolved_at": now,
+		})); err != nil {
+			return fmt.Errorf("audit finalisation of Invocation %s: %w", r.Str("invocation_id"), err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,289 @@
+package flownet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ksqlflow/flowtest/kintoneapi"
+)
+
+// store wraps the kintone client with FlowNet's persistence rules (product-contract §2.6,
+// §8.7): inserts adjudicate CB_VA01 and lost responses by re-reading the unique record_key;
+// updates are revision-fenced and adjudicate GAIA_DA02 and lost responses by re-reading.
+type store struct {
+	kc                   *kintoneapi.Client
+	stateApp, auditApp   string
+	logApp               string
+	retryEvery, retryFor time.Duration
+}
+
+// Repository error codes.
+const (
+	codeDuplicateRecord   = "DUPLICATE_RECORD"
+	codeRevisionConflict  = "REVISION_CONFLICT"
+	codeAmbiguousWrite    = "AMBIGUOUS_WRITE"
+	codeRecordNotFound    = "RECORD_NOT_FOUND"
+	codeMultipleRecords   = "MULTIPLE_RECORDS"
+	codeUniqueKeyTooLong  = "UNIQUE_KEY_TOO_LONG"
+	codeRemoteError       = "REMOTE_ERROR"
+	kintoneUniqueMaxUnits = 64
+)
+
+// q quotes a string literal for a kintone query (the client escapes only \ and ").
+func q(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
+// isoMillis formats t as JavaScript's toISOString does; kintone keeps the minute.
+func isoMillis(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+func parseTime(s string) (time.Time, bool) {
+	if s == "" {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	return t, err == nil
+}
+
+// wrapRemote turns a client error into a coded repository error.
+func wrapRemote(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *codedError
+	if errors.As(err, &ce) {
+		return err
+	}
+	switch {
+	case kintoneapi.IsCode(err, "GAIA_CO02"):
+		return &codedError{Code: codeRevisionConflict, Msg: what + ": revision conflict", Err: err}
+	case kintoneapi.IsNetwork(err):
+		return &codedError{Code: codeAmbiguousWrite, Msg: what + ": outcome unknown (transport error)", Err: err}
+	}
+	return &codedError{Code: codeRemoteError, Msg: fmt.Sprintf("%s: %v", what, err), Err: err}
+}
+
+// find reads the records matching query (one call; callers keep result sets small).
+func (s *store) find(ctx context.Context, app, query string) ([]kintoneapi.Record, error) {
+	var recs []kintoneapi.Record
+	err := s.retryRead(ctx, func() error {
+		var err error
+		recs, err = s.kc.GetRecords(ctx, app, query, nil)
+		return err
+	})
+	if err != nil {
+		return nil, wrapRemote("read app "+app, err)
+	}
+	return recs, nil
+}
+
+// findAll pages through every record matching condition.
+func (s *store) findAll(ctx context.Context, app, condition string) ([]kintoneapi.Record, error) {
+	var recs []kintoneapi.Record
+	err := s.retryRead(ctx, func() error {
+		var err error
+		recs, err = s.kc.GetAll(ctx, app, condition, nil)
+		return err
+	})
+	if err != nil {
+		return nil, wrapRemote("read app "+app, err)
+	}
+	return recs, nil
+}
+
+// byKey returns the single record with record_key k, nil when there is none.
+func (s *store) byKey(ctx context.Context, app, k string) (kintoneapi.Record, error) {
+	recs, err := s.find(ctx, app, "record_key in ("+q(k)+")")
+	if err != nil {
+		return nil, err
+	}
+	switch len(recs) {
+	case 0:
+		return nil, nil
+	case 1:
+		return recs[0], nil
+	}
+	return nil, coded(codeMultipleRecords, "%d records share record_key %s", len(recs), k)
+}
+
+func (s *store) byID(ctx context.Context, app, id string) (kintoneapi.Record, error) {
+	recs, err := s.find(ctx, app, "$id in ("+q(id)+") limit 1")
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 {
+		return nil, coded(codeRecordNotFound, "record %s not found in app %s", id, app)
+	}
+	return recs[0], nil
+}
+
+// retryRead retries transport failures of reads every retryEvery for up to retryFor
+// (control-plane drain, §3.7); kintone error responses are returned at once.
+func (s *store) retryRead(ctx context.Context, f func() error) error {
+	deadline := time.Now().Add(s.retryFor)
+	for {
+		err := f()
+		if err == nil || !kintoneapi.IsNetwork(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(s.retryEvery):
+		}
+	}
+}
+
+// insert creates a record whose unique record_key is k. On CB_VA01 or a lost response it
+// re-reads by k: if the record found is ours (same identity field values), that is success.
+func (s *store) insert(ctx context.Context, app, k string, rec kintoneapi.Record, identity ...string) (id, rev string, err error) {
+	if utf16Len(k) > kintoneUniqueMaxUnits {
+		return "", "", coded(codeUniqueKeyTooLong, "record_key %s is longer than %d characters", k, kintoneUniqueMaxUnits)
+	}
+	rec["record_key"] = kintoneapi.Field{Value: k}
+	deadline := time.Now().Add(s.retryFor)
+	for {
+		id, rev, err = s.kc.AddRecord(ctx, app, rec)
+		if err == nil {
+			return id, rev, nil
+		}
+		dup := kintoneapi.IsCode(err, "CB_VA01")
+		if !dup && !kintoneapi.IsNetwork(err) {
+			return "", "", wrapRemote("insert "+k, err)
+		}
+		got, rerr := s.byKey(ctx, app, k)
+		if rerr != nil {
+			return "", "", &codedError{Code: codeAmbiguousWrite, Msg: fmt.Sprintf("insert %s: outcome unknown and re-read failed: %v", k, rerr), Err: err}
+		}
+		if got != nil {
+			for _, f := range identity {
+				if got.Str(f) != fieldString(rec[f].Value) {
+					return "", "", &codedError{Code: codeDuplicateRecord, Msg: "record_key " + k + " already belongs to another record", Err: err}
+				}
+			}
+			return got.ID(), got.Revision(), nil
+		}
+		if dup {
+			// CB_VA01 without a record under our key: another field is invalid.
+			return "", "", wrapRemote("insert "+k, err)
+		}
+		if time.Now().After(deadline) {
+			return "", "", wrapRemote("insert "+k, err)
+		}
+		select {
+		case <-ctx.Done():
+			return "", "", wrapRemote("insert "+k, err)
+		case <-time.After(s.retryEvery):
+		}
+	}
+}
+
+// update writes rec to record id with the expected $revision. GAIA_DA02 and lost responses
+// are adjudicated by re-reading: our values at rev+1 mean the write landed; the unchanged
+// revision means it did not, and it is retried; anything else is a revision conflict.
+func (s *store) update(ctx context.Context, app, id string, rec kintoneapi.Record, rev string) (string, error) {
+	deadline := time.Now().Add(s.retryFor)
+	for {
+		nr, err := s.kc.UpdateRecord(ctx, app, id, rec, rev)
+		if err == nil {
+			return nr, nil
+		}
+		if kintoneapi.IsCode(err, "GAIA_CO02") {
+			return "", wrapRemote("update record "+id, err)
+		}
+		da02 := kintoneapi.IsCode(err, "GAIA_DA02")
+		if !da02 && !kintoneapi.IsNetwork(err) {
+			return "", wrapRemote("update record "+id, err)
+		}
+		got, rerr := s.byID(ctx, app, id)
+		if rerr != nil {
+			if ce, ok := rerr.(*codedError); ok && ce.Code == codeRecordNotFound {
+				return "", &codedError{Code: codeRevisionConflict, Msg: "update record " + id + ": record disappeared", Err: err}
+			}
+			return "", &codedError{Code: codeAmbiguousWrite, Msg: fmt.Sprintf("update record %s: outcome unknown and re-read failed: %v", id, rerr), Err: err}
+		}
+		cur, _ := strconv.Atoi(got.Revision())
+		want, _ := strconv.Atoi(rev)
+		switch {
+		case rev != "" && cur == want+1 && !da02 && sameValues(got, rec):
+			return got.Revision(), nil
+		case rev != "" && cur != want:
+			return "", &codedError{Code: codeRevisionConflict, Msg: fmt.Sprintf("update record %s: revision moved from %s to %s", id, rev, got.Revision()), Err: err}
+		}
+		if time.Now().After(deadline) {
+			return "", wrapRemote("update record "+id, err)
+		}
+		select {
+		case <-ctx.Done():
+			return "", wrapRemote("update record "+id, err)
+		case <-time.After(s.retryEvery):
+		}
+	}
+}
+
+// sameValues reports whether every written field reads back equal (DATETIMEs to the minute,
+// numbers numerically; FILE fields are skipped because kintone replaces upload keys).
+func sameValues(got, wrote kintoneapi.Record) bool {
+	for k, f := range wrote {
+		g := got[k]
+		if g.Type == "FILE" {
+			continue
+		}
+		a, b := got.Str(k), fieldString(f.Value)
+		if a == b {
+			continue
+		}
+		if ta, ok := parseTime(a); ok {
+			if tb, ok := parseTime(b); ok && ta.Truncate(time.Minute).Equal(tb.Truncate(time.Minute)) {
+				continue
+			}
+		}
+		if fa, err := strconv.ParseFloat(a, 64); err == nil {
+			if fb, err := strconv.ParseFloat(b, 64); err == nil && fa == fb {
+				continue
+			}
+		}
+		return false
+	}
+	return true
+}
+
+func fieldString(v any) string {
+	return kintoneapi.Record{"x": {Value: v}}.Str("x")
+}
+
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		if r >= 0x10000 {
+			n += 2
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+// vals builds a write record.
+func vals(kv map[string]any) kintoneapi.Record { return kintoneapi.Values(kv) }
+
+func atoi(s string) int {
+	i, _ := strconv.Atoi(strings.TrimSpace(s))
+	return i
+}
+
+// jsonList decodes a JSON-array MULTI_LINE_TEXT value ("" → nil).
+func jsonList(s string) []string {
+	var out []string
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	if err := jsonUnmarshal([]byte(s), &out); err != nil {
+		return nil
+	}
+	return out
+}
