@@ -1,0 +1,348 @@
+package kintone
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/joho/godotenv"
+	"github.com/ksqlflow/flowtest/kintoneapi"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestBulkRequest(t *testing.T) {
+	f := newFixture(t, Options{})
+	tokens := f.csv.Tokens["full"] + "," + f.state.Tokens["flownet"]
+	id := f.addCSV(t, "k1", "v1")
+	ok := map[string]any{"requests": []any{
+		map[string]any{"method": "POST", "api": "/k/v1/record.json", "payload": map[string]any{"app": f.state.ID, "record": rec("record_key", "R1", "record_type", "NETWORK_RUN")}},
+		map[string]any{"method": "PUT", "api": "/k/v1/record.json", "payload": map[string]any{"app": f.csv.ID, "id": id, "revision": "1", "record": rec("test_value", "v2")}},
+		map[string]any{"method": "POST", "api": "/k/v1/records.json", "payload": map[string]any{"app": f.csv.ID, "records": []any{rec("test_key", "k2")}}},
+	}}
+	r := f.c.do("POST", "/k/v1/bulkRequest.json", tokens, ok)
+	require.Equal(t, 200, r.status, "%s", r.body)
+	assert.Equal(t, `{"results":[{"id":"1","revision":"1"},{"revision":"2"},{"ids":["2"],"revisions":["1"]}]}`, string(r.body))
+
+	// Second sub-request fails (stale revision): everything rolled back, error at index 1.
+	bad := map[string]any{"requests": []any{
+		map[string]any{"method": "POST", "api": "/k/v1/record.json", "payload": map[string]any{"app": f.state.ID, "record": rec("record_key", "R2", "record_type", "NETWORK_RUN")}},
+		map[string]any{"method": "PUT", "api": "/k/v1/record.json", "payload": map[string]any{"app": f.csv.ID, "id": id, "revision": "1", "record": rec("test_value", "v3")}},
+		map[string]any{"method": "DELETE", "api": "/k/v1/records.json", "payload": map[string]any{"app": f.csv.ID, "ids": []string{"2"}}},
+	}}
+	r = f.c.do("POST", "/k/v1/bulkRequest.json", tokens, bad)
+	assert.Equal(t, 409, r.status, "%s", r.body)
+	res := r.json["results"].([]any)
+	require.Len(t, res, 3)
+	assert.Equal(t, map[string]any{}, res[0])
+	assert.Equal(t, "GAIA_CO02", res[1].(map[string]any)["code"])
+	assert.Equal(t, map[string]any{}, res[2])
+	q := f.query(t, f.state, `record_key = "R2"`, nil)
+	assert.Empty(t, records(q), "first sub-request rolled back")
+
+	var many []any
+	for i := 0; i < 21; i++ {
+		many = append(many, ok["requests"].([]any)[0])
+	}
+	r = f.c.do("POST", "/k/v1/bulkRequest.json", tokens, map[string]any{"requests": many})
+	assert.Equal(t, 400, r.status)
+	assert.Equal(t, "CB_VA01", r.code())
+	// Missing token for one of the apps fails at that index.
+	r = f.c.do("POST", "/k/v1/bulkRequest.json", f.csv.Tokens["full"], ok)
+	assert.Equal(t, 400, r.status)
+	assert.Equal(t, "GAIA_IA02", r.json["results"].([]any)[0].(map[string]any)["code"])
+}
+
+func TestCursor(t *testing.T) {
+	f := newFixture(t, Options{})
+	tok := f.deals.Tokens["read"]
+	r := f.c.do("POST", "/k/v1/records/cursor.json", tok, map[string]any{"app": f.deals.ID, "query": `確度 in ("A") order by $id asc`, "size": 25, "fields": []string{"$id", "案件コード"}})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	cid := r.json["id"].(string)
+	total := r.json["totalCount"].(string)
+	var got []string
+	for {
+		g := f.c.get("/k/v1/records/cursor.json", tok, url.Values{"id": {cid}})
+		require.Equal(t, 200, g.status, "%s", g.body)
+		for _, x := range records(g) {
+			got = append(got, fieldValue(x, "$id").(string))
+			assert.Len(t, x, 2)
+		}
+		if g.json["next"] != true {
+			break
+		}
+	}
+	assert.Equal(t, total, fmt.Sprint(len(got)))
+	for i := 1; i < len(got); i++ {
+		var a, b int
+		fmt.Sscan(got[i-1], &a)
+		fmt.Sscan(got[i], &b)
+		assert.Less(t, a, b, "cursor keeps the query's order")
+	}
+	g := f.c.get("/k/v1/records/cursor.json", tok, url.Values{"id": {cid}})
+	assert.Equal(t, 404, g.status, "a cursor read to the end is gone")
+
+	r = f.c.do("POST", "/k/v1/records/cursor.json", tok, map[string]any{"app": f.deals.ID, "query": `limit 10`})
+	assert.Equal(t, 400, r.status)
+	assert.Equal(t, []string{"query"}, r.errKeys())
+	r = f.c.do("POST", "/k/v1/records/cursor.json", tok, map[string]any{"app": f.deals.ID, "size": 501})
+	assert.Equal(t, 400, r.status)
+
+	var open []string
+	for i := 0; i < maxCursors; i++ {
+		r = f.c.do("POST", "/k/v1/records/cursor.json", tok, map[string]any{"app": f.deals.ID})
+		require.Equal(t, 200, r.status)
+		open = append(open, r.json["id"].(string))
+	}
+	r = f.c.do("POST", "/k/v1/records/cursor.json", tok, map[string]any{"app": f.deals.ID})
+	assert.Equal(t, "GAIA_TM12", r.code(), "at most 10 cursors")
+	d := f.c.do("DELETE", "/k/v1/records/cursor.json", tok, map[string]any{"id": open[0]})
+	assert.Equal(t, 200, d.status)
+	r = f.c.do("POST", "/k/v1/records/cursor.json", tok, map[string]any{"app": f.deals.ID})
+	assert.Equal(t, 200, r.status, "deleting freed a slot")
+}
+
+func upload(t *testing.T, f *fixture, token, name string, data []byte) resp {
+	t.Helper()
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	h := make(map[string][]string)
+	h["Content-Disposition"] = []string{fmt.Sprintf(`form-data; name="file"; filename=%q`, name)}
+	h["Content-Type"] = []string{"application/zip"}
+	part, err := mw.CreatePart(h)
+	require.NoError(t, err)
+	part.Write(data)
+	require.NoError(t, mw.Close())
+	req, err := http.NewRequest("POST", f.s.BaseURL()+"/k/v1/file.json", &buf)
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("X-Cybozu-API-Token", token)
+	return f.c.send(req)
+}
+
+func TestFiles(t *testing.T) {
+	f := newFixture(t, Options{})
+	tok := f.state.Tokens["flownet"]
+	up := upload(t, f, tok, "execution-bundle.zip", []byte("PK-bundle"))
+	require.Equal(t, 200, up.status, "%s", up.body)
+	key := up.json["fileKey"].(string)
+	require.NotEmpty(t, key)
+
+	add := func(k string) resp {
+		return f.c.do("POST", "/k/v1/record.json", tok, map[string]any{"app": f.state.ID, "record": map[string]any{
+			"record_key": v("R:" + k), "record_type": v("NETWORK_RUN"), "source_bundle_attachment": v([]any{map[string]any{"fileKey": k}})}})
+	}
+	r := add(key)
+	require.Equal(t, 200, r.status, "%s", r.body)
+	r2 := add(key)
+	assert.Equal(t, 404, r2.status, "an upload key is single use")
+	assert.Equal(t, "GAIA_BL01", r2.code())
+
+	g := f.c.get("/k/v1/record.json", tok, url.Values{"app": {f.state.ID}, "id": {r.json["id"].(string)}})
+	files := fieldValue(g.json["record"], "source_bundle_attachment").([]any)
+	require.Len(t, files, 1)
+	fv := files[0].(map[string]any)
+	assert.Equal(t, "execution-bundle.zip", fv["name"])
+	assert.Equal(t, "application/zip", fv["contentType"])
+	assert.Equal(t, "9", fv["size"])
+	dk := fv["fileKey"].(string)
+	assert.NotEqual(t, key, dk, "download key differs from the upload key")
+
+	d := f.c.get("/k/v1/file.json", tok, url.Values{"fileKey": {dk}})
+	require.Equal(t, 200, d.status)
+	assert.Equal(t, "PK-bundle", string(d.body))
+	assert.Equal(t, "application/zip", d.header.Get("Content-Type"))
+	d = f.c.get("/k/v1/file.json", tok, url.Values{"fileKey": {key}})
+	assert.Equal(t, 404, d.status, "the upload key does not download")
+	assert.Equal(t, "GAIA_BL01", d.code())
+
+	// Keeping an attachment by sending back its download key.
+	u := f.c.do("PUT", "/k/v1/record.json", tok, map[string]any{"app": f.state.ID, "id": r.json["id"], "record": map[string]any{"source_bundle_attachment": v([]any{map[string]any{"fileKey": dk}})}})
+	assert.Equal(t, 200, u.status, "%s", u.body)
+
+	// Through the shared client as well.
+	c := goClient(t, f.s, "flownet")
+	k, err := c.UploadFile(context.Background(), f.state.ID, "b.zip", "application/zip", []byte("xyz"))
+	require.NoError(t, err)
+	id, _, err := c.AddRecord(context.Background(), f.state.ID, kintoneapi.Record{"record_key": {Value: "R:b"}, "record_type": {Value: "NETWORK_RUN"}, "source_bundle_attachment": {Value: []map[string]string{{"fileKey": k}}}})
+	require.NoError(t, err)
+	got, err := c.GetRecord(context.Background(), f.state.ID, id)
+	require.NoError(t, err)
+	var fvs []fileVal
+	require.NoError(t, json.Unmarshal([]byte(got.Str("source_bundle_attachment")), &fvs))
+	data, err := c.DownloadFile(context.Background(), f.state.ID, fvs[0].FileKey)
+	require.NoError(t, err)
+	assert.Equal(t, "xyz", string(data))
+}
+
+func TestAppAndFormFields(t *testing.T) {
+	f := newFixture(t, Options{})
+	r := f.c.get("/k/v1/app.json", f.state.Tokens["read"], url.Values{"id": {f.state.ID}})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	assert.Equal(t, f.state.ID, r.json["appId"])
+	assert.Equal(t, "kSQL-FlowNet 実行管理", r.json["name"])
+
+	r = f.c.get("/k/v1/app/form/fields.json", f.state.Tokens["read"], url.Values{"app": {f.state.ID}})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	props := r.json["properties"].(map[string]any)
+	rk := props["record_key"].(map[string]any)
+	assert.Equal(t, "SINGLE_LINE_TEXT", rk["type"])
+	assert.Equal(t, true, rk["unique"])
+	assert.Equal(t, true, rk["required"])
+	st := props["record_type"].(map[string]any)
+	assert.Contains(t, st["options"], "NETWORK_LOCK")
+	assert.Equal(t, "CREATED_TIME", props[codeCreatedAt].(map[string]any)["type"])
+	assert.Equal(t, "1", r.json["revision"])
+
+	r = f.c.get("/k/v1/app/form/fields.json", f.state.Tokens["read"], url.Values{"app": {f.csv.ID}})
+	assert.Equal(t, "GAIA_IA02", r.code())
+	r = f.c.get("/k/v1/nope.json", f.state.Tokens["read"], nil)
+	assert.Equal(t, 404, r.status)
+}
+
+func TestLatencyAppliesPerApp(t *testing.T) {
+	f := newFixture(t, Options{Latency: map[string]time.Duration{"customers": 300 * time.Millisecond}})
+	cust := appInfo(t, f.s, "customers")
+	start := time.Now()
+	r := f.query(t, cust, `limit 1`, nil)
+	require.Equal(t, 200, r.status)
+	// A lower bound only: the delay is a floor, never a timing race.
+	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
+
+	_, err := Start(context.Background(), Options{Latency: map[string]time.Duration{"nope": time.Second}})
+	assert.ErrorContains(t, err, "unknown app role")
+}
+
+// TestRaceDA02 drives the race deterministically: the competing write lands after the
+// losing request arrived (its arrival snapshot is taken before the write).
+func TestRaceDA02(t *testing.T) {
+	for _, race := range []bool{false, true} {
+		t.Run(fmt.Sprint("RaceDA02=", race), func(t *testing.T) {
+			f := newFixture(t, Options{RaceDA02: race})
+			id := f.addCSV(t, "k", "v")
+			a := f.s.byID[f.csv.ID]
+			arrival := map[*app]uint64{a: a.modSeq.Load()}
+			r := f.c.do("PUT", "/k/v1/record.json", f.csv.Tokens["full"], map[string]any{"app": f.csv.ID, "id": id, "revision": 1, "record": rec("test_value", "winner")})
+			require.Equal(t, 200, r.status)
+
+			tx := f.s.begin(arrival, a)
+			_, aerr := tx.update(a, a.records[1], fieldInput{}, 1, "record")
+			tx.rollback()
+			require.NotNil(t, aerr)
+			if race {
+				assert.Equal(t, 400, aerr.status)
+				assert.Equal(t, "GAIA_DA02", aerr.code)
+			} else {
+				assert.Equal(t, "GAIA_CO02", aerr.code)
+			}
+			// A stale revision that was already stale on arrival is a plain conflict.
+			r = f.c.do("PUT", "/k/v1/record.json", f.csv.Tokens["full"], map[string]any{"app": f.csv.ID, "id": id, "revision": 1})
+			assert.Equal(t, 409, r.status)
+			assert.Equal(t, "GAIA_CO02", r.code())
+		})
+	}
+}
+
+func TestDataDirRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	s1, err := Start(context.Background(), Options{DataDir: dir})
+	require.NoError(t, err)
+	f := &fixture{s: s1, c: newRaw(t, s1), csv: appInfo(t, s1, "csv"), state: appInfo(t, s1, "state")}
+	f.addCSV(t, "k1", "v1")
+	up := upload(t, f, f.state.Tokens["flownet"], "b.zip", []byte("bytes"))
+	r := f.c.do("POST", "/k/v1/record.json", f.state.Tokens["flownet"], map[string]any{"app": f.state.ID, "record": map[string]any{
+		"record_key": v("R"), "record_type": v("NETWORK_RUN"), "status": v("RUNNING"), "blocked_by": v(`["a"]`),
+		"source_bundle_attachment": v([]any{map[string]any{"fileKey": up.json["fileKey"]}})}})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	before := f.c.get("/k/v1/record.json", f.state.Tokens["read"], url.Values{"app": {f.state.ID}, "id": {"1"}})
+	require.NoError(t, s1.Close())
+	assert.FileExists(t, filepath.Join(dir, "apps", "state.json"))
+
+	s2 := startTest(t, Options{DataDir: dir})
+	assert.Equal(t, s1.Apps(), s2.Apps(), "tokens survive a restart")
+	f2 := &fixture{s: s2, c: newRaw(t, s2), csv: appInfo(t, s2, "csv"), state: appInfo(t, s2, "state")}
+	after := f2.c.get("/k/v1/record.json", f2.state.Tokens["read"], url.Values{"app": {f2.state.ID}, "id": {"1"}})
+	assert.Equal(t, before.json, after.json)
+	dup := f2.c.do("POST", "/k/v1/record.json", f2.csv.Tokens["full"], map[string]any{"app": f2.csv.ID, "record": rec("test_key", "k1")})
+	assert.Equal(t, "CB_VA01", dup.code(), "unique index rebuilt")
+	assert.Equal(t, "2", f2.addCSV(t, "k2", ""), "ids continue")
+	dk := fieldValue(after.json["record"], "source_bundle_attachment").([]any)[0].(map[string]any)["fileKey"].(string)
+	d := f2.c.get("/k/v1/file.json", f2.state.Tokens["read"], url.Values{"fileKey": {dk}})
+	assert.Equal(t, "bytes", string(d.body))
+	deals := appInfo(t, s2, "deals")
+	q := f2.query(t, deals, ``, url.Values{"totalCount": {"true"}})
+	assert.Equal(t, "160", q.json["totalCount"], "seed loaded from the data dir, not inserted twice")
+}
+
+func TestServeCommand(t *testing.T) {
+	dir := t.TempDir()
+	envFile := filepath.Join(dir, "sandbox.env")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		code := serve(ctx, []string{"--env-out", envFile, "--data-dir", filepath.Join(dir, "data"), "--latency", "log=1ms,deals=2ms"}, pw, &stderr)
+		pw.Close()
+		done <- code
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	require.NoError(t, err, "stderr: %s", stderr.String())
+	var info struct {
+		BaseURL string    `json:"base_url"`
+		CAFile  string    `json:"ca_file"`
+		Apps    []AppInfo `json:"apps"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(line), &info))
+	assert.True(t, strings.HasPrefix(info.BaseURL, "https://127.0.0.1:"))
+	var roles []string
+	for _, a := range info.Apps {
+		roles = append(roles, a.Role)
+		assert.NotEmpty(t, a.Tokens["full"])
+	}
+	assert.Equal(t, []string{"state", "audit", "request", "log", "customers", "deals", "csv"}, roles)
+	assert.Contains(t, line, `"tokens":{`)
+
+	env, err := godotenv.Read(envFile)
+	require.NoError(t, err)
+	assert.Equal(t, info.BaseURL, env["KSQL_FLOWNET_BASE_URL"])
+	assert.Equal(t, info.CAFile, env["SSL_CERT_FILE"])
+	assert.Equal(t, info.Apps[0].Tokens["flownet"], env["KSQL_FLOWNET_STATE_API_TOKEN"])
+	assert.Equal(t, info.Apps[3].Tokens["read"], env["KSQL_FLOW_LOG_API_TOKEN"])
+	assert.Equal(t, info.Apps[6].ID, env["KINTONE_CSV_APP_ID"])
+
+	// A real client with the CA from the line works against it.
+	hc, err := kintoneapi.HTTPClientWithCA(info.CAFile)
+	require.NoError(t, err)
+	c := kintoneapi.New(info.BaseURL, hc, map[string]string{info.Apps[6].ID: info.Apps[6].Tokens["full"]})
+	_, _, err = c.AddRecord(ctx, info.Apps[6].ID, kintoneapi.Values(map[string]any{"test_key": "from-serve"}))
+	require.NoError(t, err)
+
+	cancel() // what SIGINT/SIGTERM do through signal.NotifyContext
+	select {
+	case code := <-done:
+		assert.Equal(t, 0, code, "stderr: %s", stderr.String())
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop after its context ended")
+	}
+	saved, err := os.ReadFile(filepath.Join(dir, "data", "apps", "csv.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(saved), "from-serve", "data dir saved on shutdown")
+	_, err = os.Stat(info.CAFile)
+	assert.True(t, os.IsNotExist(err), "CA file removed on shutdown")
+
+	assert.Equal(t, 2, Main(nil, io.Discard, io.Discard))
+	assert.Equal(t, 2, serve(context.Background(), []string{"--latency", "bad"}, io.Discard, io.Discard))
+}
