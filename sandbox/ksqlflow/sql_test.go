@@ -43,7 +43,7 @@ func (m *memReader) ReadApp(_ context.Context, logical string, fields []string) 
 // loadSeed reads the seed records of an emulator app file, giving them $id 1..n.
 func loadSeed(t testing.TB, role string) []map[string]string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "kintone", "apps", role+".json"))
+	data, err := os.ReadFile(filepath.Join(pkgDir, "..", "kintone", "apps", role+".json"))
 	require.NoError(t, err)
 	var f struct {
 		Fields []struct{ Code string } `json:"fields"`
@@ -295,7 +295,7 @@ var fixtureJobs = map[string]struct {
 }
 
 func TestFixtureJobs(t *testing.T) {
-	dir := filepath.Join("..", "..", "features", "fixtures", "jobs")
+	dir := filepath.Dir(fixturePath("x"))
 	files, err := filepath.Glob(filepath.Join(dir, "*.sql"))
 	require.NoError(t, err)
 	var names []string
