@@ -469,7 +469,9 @@ func TestStartMarkerBeforeFirstStatement(t *testing.T) {
 	customersApp := e.apps["customers"].ID
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/k/v1/records.json" && r.URL.Query().Get("app") == customersApp {
-			once.Do(func() { seen, seenErr = e.admin.GetRecords(r.Context(), e.apps["log"].ID, `attempt_id = "attempt_marker"`, nil) })
+			once.Do(func() {
+				seen, seenErr = e.admin.GetRecords(r.Context(), e.apps["log"].ID, `attempt_id = "attempt_marker"`, nil)
+			})
 		}
 		r.Host = target.Host
 		rp.ServeHTTP(w, r)
