@@ -23,6 +23,10 @@ type matcher struct {
 	delta  []int32 // state*ncls + class -> next state
 	outLen []int32 // longest pattern ending in this state (0: none)
 	outPat []int32 // index of that pattern
+	// fast is delta for the scan loop: entries are premultiplied (next*ncls) so the loop does
+	// no multiplication, and negative (-(next*ncls)-1) when next has an output, so the common
+	// path is one load and one sign test per byte.
+	fast []int32
 }
 
 // span is a merged region to redact: [start, end), labelled by its longest pattern.
@@ -102,7 +106,31 @@ func newMatcher(pats []pattern) *matcher {
 			queue = append(queue, t)
 		}
 	}
+	m.fast = make([]int32, len(m.delta))
+	for i, t := range m.delta {
+		if m.outLen[t] != 0 {
+			m.fast[i] = -(t * n) - 1
+		} else {
+			m.fast[i] = t * n
+		}
+	}
 	return m
+}
+
+// any reports whether some pattern occurs in data.
+func (m *matcher) any(data []byte) bool {
+	if m.empty() {
+		return false
+	}
+	fast, cls := m.fast, &m.cls
+	s := int32(0)
+	for _, c := range data {
+		s = fast[s+cls[c]]
+		if s < 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *matcher) empty() bool { return m == nil || len(m.pats) == 0 }
@@ -119,15 +147,17 @@ func (m *matcher) scan(data []byte) []span {
 	holes := placeholders(data)
 	var out []span
 	n := m.ncls
-	delta, outLen, cls := m.delta, m.outLen, &m.cls
+	fast, cls := m.fast, &m.cls
 	s := int32(0)
-	for i := 0; i < len(data); i++ {
-		s = delta[s*n+cls[data[i]]]
-		if outLen[s] == 0 {
+	for i, c := range data {
+		s = fast[s+cls[c]]
+		if s >= 0 {
 			continue
 		}
+		s = -s - 1
+		st := s / n
 		end := i + 1
-		sp := span{start: end - int(outLen[s]), end: end, pat: int(m.outPat[s])}
+		sp := span{start: end - int(m.outLen[st]), end: end, pat: int(m.outPat[st])}
 		if inHoles(holes, sp.start, sp.end) {
 			continue
 		}

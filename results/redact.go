@@ -170,6 +170,9 @@ func (r *Redactor) Bytes(b []byte) []byte {
 // that is not JSON is returned as is; a document cut in the middle (a tail) falls back to the
 // text rules, which is why the harness registers the reasons it writes with AddReason.
 func (r *Redactor) jsonInText(b []byte) []byte {
+	if !hasKeyHint(b) {
+		return b
+	}
 	first := bytes.TrimLeft(b, " \t\r\n")
 	if len(first) > 0 && (first[0] == '{' || first[0] == '[') {
 		if out, err := r.jsonDoc(b, bytes.Contains(bytes.TrimSpace(b), []byte("\n"))); err == nil {
@@ -186,7 +189,7 @@ func (r *Redactor) jsonInText(b []byte) []byte {
 	changed := false
 	for line := range bytes.Lines(b) {
 		t := bytes.TrimLeft(line, " \t")
-		if len(t) > 1 && (t[0] == '{' || t[0] == '[') {
+		if len(t) > 1 && (t[0] == '{' || t[0] == '[') && hasKeyHint(t) {
 			body := bytes.TrimRight(line, "\r\n")
 			if red, err := r.jsonDoc(body, false); err == nil {
 				out = append(out, bytes.TrimSuffix(red, []byte("\n"))...)
@@ -479,10 +482,39 @@ func isSensitiveKey(k string) bool {
 	return false
 }
 
+// normKey lower-cases k and drops '-', '_', '.' and spaces: "X-Cybozu-API-Token" ->
+// "xcybozuapitoken".
 func normKey(k string) string {
-	k = strings.ToLower(strings.TrimLeft(k, "-"))
-	return strings.NewReplacer("_", "", "-", "", ".", "", " ", "").Replace(k)
+	b := make([]byte, 0, len(k))
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case c == '-' || c == '_' || c == '.' || c == ' ':
+		case c >= 'A' && c <= 'Z':
+			b = append(b, c+('a'-'A'))
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(b)
 }
+
+// keyHints finds, case-insensitively, the words that make a key matter to the JSON rules
+// (reasons and credentials; app keys are covered by the text rules). Text without any of them
+// skips the JSON-in-text pass, which is what keeps large logs fast.
+var keyHints = func() *matcher {
+	var pats []pattern
+	for _, w := range []string{"reason", "token", "secret", "passw", "authoriz", "cookie", "apikey", "api_key", "api-key"} {
+		pats = append(pats, pattern{text: []byte(w)})
+	}
+	m := newMatcher(pats)
+	for c := 'A'; c <= 'Z'; c++ {
+		m.cls[c] = m.cls[c+('a'-'A')] // case-insensitive: upper case shares the lower-case class
+	}
+	return m
+}()
+
+func hasKeyHint(b []byte) bool { return keyHints.any(b) }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 func isIdent(c byte) bool { return isAlnum(c) || c == '_' || c == '-' }

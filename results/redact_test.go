@@ -141,7 +141,8 @@ func TestRedactAppIDsOnlyInAppPositions(t *testing.T) {
 		{"/app/7", "/app/app:state"},
 		{`{"app":"7","id":"7"}`, `{"app":"app:state","id":"7"}`},
 		{`log {"app": 7, "revision": 7}`, `log {"app": "app:state", "revision": 7}`},
-		{`{"app": 7, "revision": 7}`, `{"app":"app:state","revision":7}`}, // a JSON document: key-aware, compacted
+		{`{"app": 7, "revision": 7}`, `{"app": "app:state", "revision": 7}`},
+		{`{"app": 7, "token": "x"}`, `{"app":"app:state","token":"[REDACTED:TOKEN]"}`}, // JSON with a credential key: key-aware, compacted
 		{"deleted 3 records from app 4257", "deleted 3 records from app app:audit"},
 		{`{\"app\":7}`, `{\"app\":\"app:state\"}`},
 		{`{\"app\":\"4257\"}`, `{\"app\":\"app:audit\"}`},
