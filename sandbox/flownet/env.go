@@ -22,6 +22,9 @@ type cli struct {
 	pid int
 	// retryEvery/retryFor bound the control-plane transport retries (2 s, lease duration).
 	retryEvery time.Duration
+	// childDir is the working directory of kSQL-Flow children ("" = inherit ours, as the
+	// product does; kSQL-Flow keeps its local lock .ksql/lock-<profile>.json there).
+	childDir string
 }
 
 func newCLI(environ []string, stdout, stderr io.Writer) *cli {

@@ -24,6 +24,7 @@ type ksqlFlow struct {
 	config, workdir string
 	profile         string
 	environ         []string
+	dir             string
 	grace           time.Duration
 	// batchTimeoutSec comes from describe-profile (limits.batchTimeoutSec); 0 = no timeout.
 	batchTimeoutSec float64
@@ -48,7 +49,7 @@ func parseBinArgs(s string) ([]string, error) {
 
 func (k *ksqlFlow) command(ctx context.Context, sub ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, k.bin, append(append([]string(nil), k.args...), sub...)...)
-	cmd.Env = k.environ
+	cmd.Env, cmd.Dir = k.environ, k.dir
 	return cmd
 }
 
@@ -225,7 +226,7 @@ func (k *ksqlFlow) run(ctx context.Context, s runSpec) runResult {
 		"run", "-f", s.SQLPath, "--profile", k.profile, "--config", k.config,
 		"--as-of", s.AsOf, "--result-json", resPath,
 		"--correlation-id", s.RunID, "--attempt-id", s.AttemptID, "--expected-job-id", s.JobID)...)
-	cmd.Env = k.environ
+	cmd.Env, cmd.Dir = k.environ, k.dir
 	var errBuf tailBuffer
 	cmd.Stdout, cmd.Stderr = &errBuf, &errBuf
 	if err := cmd.Start(); err != nil {

@@ -323,7 +323,7 @@ func (c *cli) newKsqlFlow(o runOptions, profile string) (*ksqlFlow, error) {
 	if err := os.MkdirAll(wd, 0o755); err != nil {
 		return nil, fmt.Errorf("create KSQL_FLOW_WORKDIR: %w", err)
 	}
-	return &ksqlFlow{bin: bin, args: args, config: cfg, workdir: wd, profile: profile, environ: c.environ, grace: c.graceful()}, nil
+	return &ksqlFlow{bin: bin, args: args, config: cfg, workdir: wd, profile: profile, environ: c.environ, dir: c.childDir, grace: c.graceful()}, nil
 }
 
 func firstNonEmpty(v ...string) string {
