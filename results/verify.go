@@ -271,3 +271,24 @@ func ReadArchive(archiveDir string) ([]*Scenario, *Run, error) {
 	}
 	return scen, run, nil
 }
+
+// VerifyMain is `flowtest archive verify <dir>`: secrets come from env (SecretsFromEnv), app
+// ids from the caller's configuration. It prints one "file:offset: kind" line per leak (never
+// the value) and returns 1 on a leak, 0 when clean, 2 when the archive cannot be read.
+func VerifyMain(dir string, env map[string]string, appIDs []string, stdout, stderr io.Writer) int {
+	secrets := SecretsFromEnv(env)
+	leaks, err := Verify(dir, secrets, appIDs)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	for _, l := range leaks {
+		fmt.Fprintln(stdout, l.String())
+	}
+	if len(leaks) > 0 {
+		fmt.Fprintf(stderr, "archive verify: %d leak(s) in %s\n", len(leaks), dir)
+		return 1
+	}
+	fmt.Fprintf(stdout, "archive verify: no leaks in %s (%d secret value(s), %d app id(s) checked)\n", dir, len(secrets), len(appIDs))
+	return 0
+}
