@@ -129,7 +129,7 @@ func TestSchemasMatchWrittenFiles(t *testing.T) {
 
 	sums := append(a.Summaries(), ScenarioSummary{ID: "x", Status: StatusNotRun, NotRunCategory: NotRunTag, Reason: "filtered"})
 	run := &Run{RunnerVersion: "1", Target: "sandbox", Profile: "p", OS: "linux", TagExpression: "@x", Label: "x",
-		SUT: SUTIdentity{Commit: "c", CommitSource: "checkout", Branch: "main", Dirty: true, Versions: map[string]string{"a": "1"}},
+		SUT:         SUTIdentity{Commit: "c", CommitSource: "checkout", Branch: "main", Dirty: true, Versions: map[string]string{"a": "1"}},
 		Environment: map[string]string{"k": "v"}, RunOrder: []string{"p2-16-01"}, Scenarios: sums, End: time.Now(),
 		Evidence: []EvidenceRow{{Criterion: "c", Environment: "e", Result: "r", Limits: "l", Scenarios: []string{"p2-16-01"}}}}
 	require.NoError(t, a.Finish(run))
