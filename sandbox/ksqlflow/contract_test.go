@@ -577,3 +577,44 @@ func TestJobKeyRules(t *testing.T) {
 	_, err = jobKey("p", strings.Repeat("😀", 32)) // surrogate pairs: 64 units + 2
 	assert.Error(t, err)
 }
+
+func TestValidate(t *testing.T) {
+	e := startEmu(t, nil)
+	code, out, errOut := invoke("validate", "-f", fixturePath("m6-longread.sql"))
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "OK: m6-longread.sql (21 statements)")
+
+	bad := filepath.Join(t.TempDir(), "bad.sql")
+	require.NoError(t, os.WriteFile(bad, []byte("-- @ksql name: bad\nDELETE FROM LAPP_顧客管理;\n"), 0o644))
+	code, _, errOut = invoke("validate", "-f", bad)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "bad.sql:2:1: KSQL1002")
+
+	code, out, errOut = invoke("validate", "--check-logapp", "--profile", testProfile, "--config", e.cfgPath)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "OK: JOB log app "+e.apps["log"].ID)
+
+	t.Setenv(envLog, "wrong-token-00000000000000000000000000000")
+	code, _, errOut = invoke("validate", "--check-logapp", "--profile", testProfile, "--config", e.cfgPath)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "JOB log")
+
+	// inspect-lock with an unusable log app reports LOCK_QUERY_UNAVAILABLE, exit 3.
+	code, out, _ = invoke("inspect-lock", "--job-key", "sandbox:x", "--profile", testProfile, "--config", e.cfgPath, "--json")
+	assert.Equal(t, 3, code)
+	var li LockInspection
+	require.NoError(t, json.Unmarshal([]byte(out), &li))
+	assert.Nil(t, li.Locked)
+	require.NotNil(t, li.Error)
+	assert.Equal(t, "LOCK_QUERY_UNAVAILABLE", li.Error.Code)
+
+	// The same broken log token makes a run fail closed before any SQL: LOCK_UNAVAILABLE.
+	args, resPath := e.orchestratorArgs(t, fixturePath("drill-join.sql"), "m6_drill_join", "attempt_nolog")
+	code, _, _ = invoke(args...)
+	require.Equal(t, 3, code)
+	r, m := readResult(t, resPath)
+	checkResultShape(t, m, 3)
+	assert.Equal(t, "LOCK_UNAVAILABLE", r.ResultCode)
+	assert.False(t, r.ExecutionStarted)
+	assert.Zero(t, r.ReadCount)
+}

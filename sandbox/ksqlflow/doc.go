@@ -34,8 +34,8 @@
 //
 // (Comments above are for the reader; the file itself is plain JSON.) Decisions:
 //   - A logical app name is what follows `LAPP_` in SQL: `LAPP_顧客管理` reads apps["顧客管理"].
-//     The runner maps emulator roles to names by the app's kintone name: customers ->
-//     "顧客管理", deals -> "案件管理", csv -> "KSQL_FLOW_TEST_CSV1".
+//     The runner maps emulator roles to logical names: customers -> "顧客管理",
+//     deals -> "案件管理", csv -> "KSQL_FLOW_TEST_CSV1" (the name the CSV fixtures use).
 //   - Tokens are only `env:NAME` references (a literal is refused so no token sits in a file
 //     that may be archived). The log app token needs view/add/edit (the emulator's
 //     `ksqlflow` token); business apps need view. A variable may hold several
@@ -62,6 +62,24 @@
 // Read failures map to AUTH_ERROR (token rejected: GAIA_IA02, GAIA_NO01, 401/403, …) or
 // API_ERROR; error.code then carries kintone's code. NO_DATA is never produced (every
 // successful job is OK). CSV import (--import-csv) is refused with VALIDATION_ERROR.
+//
+// # Lock recovery (inspect-lock, force-unlock-job)
+//
+// inspect-lock reads the JOB log row whose job_key equals --job-key: locked true/false, or
+// null with error LOCK_QUERY_UNAVAILABLE (exit 3) when the log app cannot be read.
+// force-unlock-job decisions where the contract is silent: UNCONFIRMED (exit 3) means the
+// release was not confirmed — either --reason/--confirmed-by/--evidence-ref is missing
+// (nothing is read or written) or the JOB log could not be read or the update's outcome
+// stayed unknown; a malformed key or a relative --evidence-ref is bad input (exit 1).
+// NOT_RUNNING: a row holds the key but its status is not RUNNING; it is left untouched.
+// RELEASED is a revision-fenced update (status FAILED, job_key cleared and copied to
+// job_key_done, finished_at, log_detail prefixed `LOCK_RECOVERY event=job_unlock_<uuid> …`);
+// a revision change in between is CONFLICT (exit 5).
+//
+// Diagnostic codes (inspect-job, validate, VALIDATION_ERROR messages): KSQL1001 syntax,
+// KSQL1002 outside the subset, KSQL1003 header, KSQL1101 unknown logical app, KSQL1102 temp
+// table order, KSQL1103 columns. The real product's numbering is not public; only KSQL1306
+// (nondeterminism) is known, and no supported construct is nondeterministic.
 //
 // # SQL subset (dialect 1)
 //

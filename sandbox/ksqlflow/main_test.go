@@ -103,7 +103,7 @@ type emu struct {
 
 // startEmu starts the in-process emulator with the given per-role latency and writes the
 // config the runner would write from Apps(). baseURL overrides the emulator URL (proxy).
-func startEmu(t *testing.T, latency map[string]time.Duration) *emu {
+func startEmu(t testing.TB, latency map[string]time.Duration) *emu {
 	t.Helper()
 	srv, err := kintone.Start(context.Background(), kintone.Options{Latency: latency})
 	require.NoError(t, err)
@@ -128,7 +128,7 @@ func startEmu(t *testing.T, latency map[string]time.Duration) *emu {
 	return e
 }
 
-func (e *emu) writeConfig(t *testing.T, baseURL string) string {
+func (e *emu) writeConfig(t testing.TB, baseURL string) string {
 	t.Helper()
 	tz := "Asia/Tokyo"
 	cfg := Config{FormatVersion: 1, Profiles: map[string]*Profile{testProfile: {
