@@ -387,6 +387,8 @@ func (r *Redactor) stringMap(in map[string]string) map[string]string {
 	for k, v := range in {
 		if isSensitiveKey(k) && v != "" {
 			v = "[REDACTED:" + sanitizeName(strings.ToUpper(k), "SECRET") + "]"
+		} else if role, ok := r.apps[strings.TrimSpace(v)]; ok && isAppKey(k) {
+			v = "app:" + role
 		}
 		out[r.String(k)] = r.String(v)
 	}

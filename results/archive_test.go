@@ -141,7 +141,7 @@ func TestFinishWritesRecordsAndVerifyPasses(t *testing.T) {
 	run := &Run{
 		RunnerVersion: "0.1.0", Target: "live", Profile: "e2e", OS: "linux/amd64", TagExpression: "@p2-16",
 		SUT:         SUTIdentity{Commit: "abc1234", CommitSource: "flag", Versions: map[string]string{"ksql-flownet": "1.4.0", "ksql-flow": "2.0.1"}},
-		Environment: map[string]string{"base_url": "https://example.cybozu.com", "state app": "app=4257", "KSQL_FLOWNET_STATE_API_TOKEN": "set"},
+		Environment: map[string]string{"base_url": "https://example.cybozu.com", "state app": "app=4257", "KSQL_FLOWNET_AUDIT_APP_ID": "4258", "KSQL_FLOWNET_STATE_API_TOKEN": "set"},
 		RunOrder:    []string{"p2-16-01", "p2-16-02", "p2-16-03"}, Scenarios: sums,
 		Start: start, End: start.Add(5 * time.Minute),
 		Evidence: []EvidenceRow{{Criterion: "acc-2: one claim wins | race", Environment: "live e2e", Result: "failed", Limits: "one run", Scenarios: []string{"p2-16-02"}}},
@@ -158,11 +158,12 @@ func TestFinishWritesRecordsAndVerifyPasses(t *testing.T) {
 	assert.Equal(t, Totals{Total: 4, Passed: 1, Failed: 1, NotRun: 2, DurationMS: 3000}, gotRun.Totals)
 	assert.Equal(t, "[REDACTED:KSQL_FLOWNET_STATE_API_TOKEN]", gotRun.Environment["KSQL_FLOWNET_STATE_API_TOKEN"])
 	assert.Equal(t, "app=app:state", gotRun.Environment["state app"])
+	assert.Equal(t, "app:audit", gotRun.Environment["KSQL_FLOWNET_AUDIT_APP_ID"])
 
 	readme, _ := os.ReadFile(filepath.Join(a.Dir(), "README.md"))
 	for _, want := range []string{"# Acceptance record: p2-16", "| SUT commit | abc1234 (flag) |", "| Version: ksql-flownet | 1.4.0 |",
 		"1. p2-16-01", "| p2-16-02 | 2 | **failed** | 1.5 s | `scenarios/p2-16-02.json` |", "## Failures",
-		"| p2-16-03 | other platform | @windows on linux |", "| m5-01 | filtered by tag |", `acc-2: one claim wins \| race`} {
+		"| p2-16-03 | other platform | @windows on linux |", "| KSQL_FLOWNET_AUDIT_APP_ID | app:audit |", "| m5-01 | filtered by tag |", `acc-2: one claim wins \| race`} {
 		assert.Contains(t, string(readme), want)
 	}
 
