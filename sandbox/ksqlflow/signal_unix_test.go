@@ -119,7 +119,7 @@ func TestSIGTERMMidReadCancels(t *testing.T) {
 
 func TestSecondSignalExitsAtOnce(t *testing.T) {
 	// A long per-request delay keeps the first read in flight while both signals arrive.
-	e := startEmu(t, map[string]time.Duration{"customers": 3 * time.Second, "deals": 3 * time.Second})
+	e := startEmu(t, map[string]time.Duration{"customers": 1500 * time.Millisecond, "deals": 1500 * time.Millisecond})
 	args, resPath := e.orchestratorArgs(t, fixturePath("job-longread.sql"), "m5_shared_read", "attempt_twice")
 	c := startChild(t, t.TempDir(), args...)
 	waitRunningWithMarker(t, e, c, "attempt_twice")
