@@ -166,10 +166,24 @@ func (s *Server) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		var errs []error
-		if err := s.srv.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("shutdown: %w", err))
-			s.srv.Close()
+		// Shutdown stops accepting and waits for handlers, but it would also wait ~5 s for
+		// connections a client dialled and never used (TLS conns in StateNew). So wait for
+		// the handlers in flight ourselves, then close whatever connections remain.
+		shut := make(chan error, 1)
+		go func() { shut <- s.srv.Shutdown(ctx) }()
+		tick := time.NewTicker(5 * time.Millisecond)
+	wait:
+		for s.running.Load() > 0 {
+			select {
+			case <-ctx.Done():
+				errs = append(errs, fmt.Errorf("shutdown: %d requests still running after 10 s", s.running.Load()))
+				break wait
+			case <-tick.C:
+			}
 		}
+		tick.Stop()
+		s.srv.Close()
+		<-shut
 		if s.opts.DataDir != "" {
 			if err := s.save(s.opts.DataDir); err != nil {
 				errs = append(errs, fmt.Errorf("save data dir %s: %w", s.opts.DataDir, err))
