@@ -309,3 +309,26 @@ func TestKilledRunKeepsCompletedScenarios(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, leaks)
 }
+
+func TestConcurrentWritesAndAddSecret(t *testing.T) {
+	a, err := Create(t.TempDir(), "all", time.Now(), testRedactor())
+	require.NoError(t, err)
+	done := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		go func(i int) {
+			a.Redactor().AddSecret(fmt.Sprintf("RUNTIME_%d_TOKEN", i), fmt.Sprintf("runtime-secret-%d-xyz", i))
+			s := sampleScenario(fmt.Sprintf("c-%d", i%4), StatusPassed)
+			s.Steps[0].Error = fmt.Sprintf("saw runtime-secret-%d-xyz", i)
+			done <- a.WriteScenario(s)
+		}(i)
+	}
+	for i := 0; i < 8; i++ {
+		require.NoError(t, <-done)
+	}
+	scen, _, err := ReadArchive(a.Dir())
+	require.NoError(t, err)
+	assert.Len(t, scen, 8, "same ids got distinct files")
+	for _, s := range scen {
+		assert.NotContains(t, s.Steps[0].Error, "runtime-secret-")
+	}
+}

@@ -360,7 +360,7 @@ func renderJUnit(run *Run, scen []*Scenario) ([]byte, error) {
 		su := suite(s.Feature)
 		d := time.Duration(s.DurationMS) * time.Millisecond
 		total += d
-		c := junitCase{Name: s.ID, Classname: orDash(s.Series), Time: secs(d)}
+		c := junitCase{Name: s.ID, Classname: orName(s.Series), Time: secs(d)}
 		if s.Name != "" {
 			c.Name = s.ID + ": " + s.Name
 		}
@@ -386,7 +386,7 @@ func renderJUnit(run *Run, scen []*Scenario) ([]byte, error) {
 		su := suite(s.Feature)
 		su.Tests++
 		su.Skipped++
-		su.Cases = append(su.Cases, junitCase{Name: s.ID, Classname: orDash(s.Series), Time: "0.000",
+		su.Cases = append(su.Cases, junitCase{Name: s.ID, Classname: orName(s.Series), Time: "0.000",
 			Skipped: &junitMessage{Message: strings.TrimSpace(notRunText(s.NotRunCategory) + ": " + s.Reason)}})
 	}
 	root := junitSuites{Name: "flowtest " + run.Label, Time: secs(total)}
@@ -434,3 +434,10 @@ func firstLine(s string) string {
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
+
+func orName(series string) string {
+	if series == "" {
+		return "flowtest"
+	}
+	return series
+}
