@@ -618,3 +618,12 @@ func TestValidate(t *testing.T) {
 	assert.False(t, r.ExecutionStarted)
 	assert.Zero(t, r.ReadCount)
 }
+
+func TestExampleConfigLoads(t *testing.T) {
+	p, err := LoadConfig(filepath.Join(pkgDir, "testdata", "config.example.json"), "sandbox")
+	require.NoError(t, err)
+	assert.Equal(t, "https://127.0.0.1:43123", p.BaseURL)
+	assert.Equal(t, map[string]string{"顧客管理": "105", "案件管理": "106", "KSQL_FLOW_TEST_CSV1": "107"}, p.appIDs())
+	assert.Equal(t, "104", p.LogApp.AppID)
+	assert.Equal(t, defaultLimits, p.Limits)
+}

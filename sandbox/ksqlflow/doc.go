@@ -32,7 +32,8 @@
 //	  }
 //	}
 //
-// (Comments above are for the reader; the file itself is plain JSON.) Decisions:
+// (Comments above are for the reader; the file itself is plain JSON — a copy without them is
+// testdata/config.example.json.) Decisions:
 //   - A logical app name is what follows `LAPP_` in SQL: `LAPP_顧客管理` reads apps["顧客管理"].
 //     The runner maps emulator roles to logical names: customers -> "顧客管理",
 //     deals -> "案件管理", csv -> "KSQL_FLOW_TEST_CSV1" (the name the CSV fixtures use).
