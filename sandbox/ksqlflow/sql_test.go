@@ -267,6 +267,10 @@ func TestParseHeader(t *testing.T) {
 	assert.Equal(t, 600, *sc.Header.TimeoutSec)
 	assert.Equal(t, 1, sc.Header.Dialect)
 	require.Len(t, sc.Stmts, 1)
+	// A BOM, CRLF line ends and loose spacing in the header are accepted.
+	sc, err = ParseScript("\ufeff-- customers\r\n--   @ksql   name :  m5_shared_read\r\n\r\nSELECT 1; -- @ksql name: not_header\r\n")
+	require.NoError(t, err)
+	assert.Equal(t, "m5_shared_read", sc.Header.Name)
 	// A header line after the first statement is an ordinary comment, not a header.
 	sc, err = ParseScript("SELECT 1;\n-- @ksql name: late\n")
 	require.NoError(t, err)

@@ -342,6 +342,7 @@ var reserved = map[string]bool{
 
 // ParseScript parses a job file. The header is read from the leading comment lines.
 func ParseScript(src string) (*Script, error) {
+	src = strings.TrimPrefix(src, "\ufeff") // editors on Windows save a BOM
 	h, err := parseHeader(src)
 	if err != nil {
 		return nil, err
