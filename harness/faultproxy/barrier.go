@@ -1,0 +1,220 @@
+package faultproxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Mode is what the proxy does with requests.
+type Mode string
+
+const (
+	ModePass        Mode = "pass"
+	ModeBlock       Mode = "block"
+	ModeBlockWrites Mode = "block-writes"
+)
+
+// ParseMode accepts pass, block and block-writes (surrounding space ignored).
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(strings.TrimSpace(s)); m {
+	case ModePass, ModeBlock, ModeBlockWrites:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown fault mode %q (want pass, block or block-writes)", s)
+}
+
+func (m Mode) blocks(method string) bool {
+	switch m {
+	case ModeBlock:
+		return true
+	case ModeBlockWrites:
+		return method != "GET"
+	}
+	return false
+}
+
+// Phase is when a barrier holds its request.
+type Phase string
+
+const (
+	// PhaseBefore holds the request before it is forwarded.
+	PhaseBefore Phase = "before"
+	// PhaseAfterSuccess forwards the request and holds a 2xx response.
+	PhaseAfterSuccess Phase = "after-success"
+)
+
+// BodyMatch conditions a barrier on the request's JSON body. Empty fields are not checked.
+type BodyMatch struct {
+	App   string `json:"app,omitempty"`   // top-level "app", string-compared
+	ID    string `json:"id,omitempty"`    // top-level "id", string-compared
+	Field string `json:"field,omitempty"` // must be a key of the top-level "record" object
+}
+
+func (b *BodyMatch) empty() bool { return b == nil || (b.App == "" && b.ID == "" && b.Field == "") }
+
+// Match selects the requests a barrier applies to.
+type Match struct {
+	Path   string     `json:"path"`             // regexp on the URL path (no query)
+	Method string     `json:"method,omitempty"` // e.g. PUT; "" = any
+	Body   *BodyMatch `json:"body,omitempty"`
+}
+
+// Barrier holds one matching request until released. See the package comment.
+type Barrier struct {
+	ID    string `json:"id"`
+	Phase Phase  `json:"phase"`
+	// Release is an optional file whose creation releases the barrier (for operators
+	// and other processes); Release(id) works either way.
+	Release string `json:"release,omitempty"`
+	Match   Match  `json:"match"`
+}
+
+// Arrival records a request held at a barrier.
+type Arrival struct {
+	At        time.Time `json:"at"`
+	BarrierID string    `json:"barrier_id"`
+	Phase     Phase     `json:"phase"`
+	Method    string    `json:"method"`
+	Path      string    `json:"path"`
+	// ResponseStatus is the upstream status held by an after-success barrier (0 for before).
+	ResponseStatus int `json:"response_status,omitempty"`
+}
+
+// compiled is a validated barrier ready for matching.
+type compiled struct {
+	b      Barrier
+	re     *regexp.Regexp
+	method string
+}
+
+func compile(b Barrier) (*compiled, error) {
+	if strings.TrimSpace(b.ID) == "" {
+		return nil, errors.New("barrier id is empty")
+	}
+	if b.Phase != PhaseBefore && b.Phase != PhaseAfterSuccess {
+		return nil, fmt.Errorf("barrier %s: phase %q (want before or after-success)", b.ID, b.Phase)
+	}
+	if b.Match.Path == "" {
+		return nil, fmt.Errorf("barrier %s: match.path is empty", b.ID)
+	}
+	re, err := regexp.Compile(b.Match.Path)
+	if err != nil {
+		return nil, fmt.Errorf("barrier %s: match.path: %w", b.ID, err)
+	}
+	return &compiled{b: b, re: re, method: strings.ToUpper(strings.TrimSpace(b.Match.Method))}, nil
+}
+
+// requestView is what matching sees of a request.
+type requestView struct {
+	method string
+	path   string
+	body   []byte // nil when not buffered (too large, multipart, GET)
+	parsed bool
+	obj    map[string]json.RawMessage
+	record map[string]json.RawMessage
+}
+
+func (v *requestView) parse() bool {
+	if !v.parsed {
+		v.parsed = true
+		trimmed := bytes.TrimSpace(v.body)
+		if len(trimmed) > 0 && trimmed[0] == '{' && json.Unmarshal(trimmed, &v.obj) == nil {
+			if raw, ok := v.obj["record"]; ok {
+				_ = json.Unmarshal(raw, &v.record)
+			}
+		}
+	}
+	return v.obj != nil
+}
+
+// scalar renders a JSON string or number as the string the original hook compared
+// (String(body.app)).
+func scalar(raw json.RawMessage) (string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "", false
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return "", false
+		}
+		return s, true
+	}
+	return string(raw), true
+}
+
+func (c *compiled) matches(v *requestView) bool {
+	if c.method != "" && c.method != v.method {
+		return false
+	}
+	if !c.re.MatchString(v.path) {
+		return false
+	}
+	bm := c.b.Match.Body
+	if bm.empty() {
+		return true
+	}
+	if !v.parse() {
+		return false // any body condition with a non-JSON body is no match
+	}
+	if bm.App != "" {
+		s, ok := scalar(v.obj["app"])
+		if !ok || s != bm.App {
+			return false
+		}
+	}
+	if bm.ID != "" {
+		s, ok := scalar(v.obj["id"])
+		if !ok || s != bm.ID {
+			return false
+		}
+	}
+	if bm.Field != "" {
+		if v.record == nil {
+			return false
+		}
+		if _, ok := v.record[bm.Field]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// isHeartbeat: a PUT whose JSON record has heartbeat_at (the original's definition).
+func (v *requestView) isHeartbeat() bool {
+	if v.method != "PUT" || !v.parse() || v.record == nil {
+		return false
+	}
+	_, ok := v.record["heartbeat_at"]
+	return ok
+}
+
+// barrierState is the per-id state, kept for the proxy's life.
+type barrierState struct {
+	id       string
+	defined  bool // false for a placeholder created by WaitArrival before the barrier exists
+	fromFile bool
+	c        *compiled
+
+	fired    bool
+	arrived  chan struct{} // closed at arrival
+	arrival  Arrival
+	released chan struct{} // closed by Release or the release file
+	relDone  bool
+}
+
+func newState(id string) *barrierState {
+	return &barrierState{id: id, arrived: make(chan struct{}), released: make(chan struct{})}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
