@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
 )
 
 // memReader serves seed rows from the emulator's schema files, counting reads per app.
@@ -329,4 +330,41 @@ func TestFixtureJobs(t *testing.T) {
 			assert.Equal(t, want.reads, r.reads["顧客管理"]+r.reads["案件管理"], "read requests")
 		})
 	}
+}
+
+// TestNetworkFixturesMatchJobHeaders checks every network fixture node against the job file
+// it names: the file exists, parses, and its `-- @ksql name:` equals the node's job_id
+// (FlowNet and kSQL-Flow both refuse a mismatch).
+func TestNetworkFixturesMatchJobHeaders(t *testing.T) {
+	nets, err := filepath.Glob(filepath.Join(pkgDir, "..", "..", "features", "fixtures", "networks", "*.yaml"))
+	require.NoError(t, err)
+	if len(nets) == 0 {
+		t.Skip("no network fixtures yet")
+	}
+	checked := 0
+	for _, n := range nets {
+		raw, err := os.ReadFile(n)
+		require.NoError(t, err)
+		var doc struct {
+			Nodes []struct {
+				ID    string `yaml:"id"`
+				JobID string `yaml:"job_id"`
+				SQL   string `yaml:"sql"`
+			} `yaml:"nodes"`
+		}
+		require.NoError(t, yaml.Unmarshal(raw, &doc), n)
+		for _, node := range doc.Nodes {
+			sqlPath := filepath.Join(filepath.Dir(n), filepath.FromSlash(node.SQL))
+			if _, err := os.Stat(sqlPath); err != nil {
+				continue // a job file another helper owns (CSV, P2 series) may not exist yet
+			}
+			src, err := os.ReadFile(sqlPath)
+			require.NoError(t, err)
+			sc, err := ParseScript(string(src))
+			require.NoError(t, err, "%s: %s", filepath.Base(n), node.SQL)
+			assert.Equal(t, node.JobID, sc.Header.Name, "%s node %s: job_id vs header of %s", filepath.Base(n), node.ID, node.SQL)
+			checked++
+		}
+	}
+	assert.Positive(t, checked, "no node's job file was found")
 }
