@@ -73,7 +73,11 @@ func checkTargetChoice(rep *Report, in Input) {
 		if in.Target == TargetLive {
 			rep.pass("target", "--target", "live, chosen explicitly")
 		} else {
-			rep.pass("target", "--target", "sandbox (%s)", originText(in.TargetOrigin))
+			if in.TargetOrigin == OriginFlag {
+				rep.pass("target", "--target", "sandbox, chosen with --target")
+			} else {
+				rep.pass("target", "--target", "sandbox (default)")
+			}
 		}
 	}
 }
