@@ -1,0 +1,427 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/ksqlflow/flowtest/harness/config"
+	"github.com/ksqlflow/flowtest/harness/scope"
+	"github.com/ksqlflow/flowtest/harness/target"
+	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/runner"
+	"github.com/ksqlflow/flowtest/safety"
+	"github.com/ksqlflow/flowtest/steps"
+)
+
+// multiFlag collects a repeatable flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// runFlags are the flags of `flowtest run` and `flowtest check`.
+type runFlags struct {
+	common
+	out          string
+	dryRun       bool
+	stepTimeout  time.Duration
+	formats      multiFlag
+	sutCommit    string
+	keepWorkDirs bool
+	config       map[string]*string // configuration flags handed to harness/config
+}
+
+var configFlags = []struct{ name, usage string }{
+	{"profile", "FlowNet / kSQL-Flow profile (default e2e; prod is refused)"},
+	{"base-url", "kintone base URL of a live tenant (https only)"},
+	{"concurrency", "scenarios at once (live mode refuses anything but 1)"},
+	{"flownet-dir", "kSQL-FlowNet checkout (live: the CLI is node <dir>/dist/cli/index.js)"},
+	{"denylist-file", "operator-maintained production deny list"},
+	{"lock-dir", "where the exclusive run lock lives"},
+	{"ca-file", "extra PEM CA bundle to trust for the live tenant"},
+}
+
+func (f *runFlags) bind(fs *flag.FlagSet, withRun bool) {
+	f.common.bind(fs)
+	f.config = map[string]*string{}
+	for _, cf := range configFlags {
+		f.config[cf.name] = fs.String(cf.name, "", cf.usage)
+	}
+	if withRun {
+		fs.StringVar(&f.out, "out", "test-results", "results archive root: <out>/<YYYY-MM-DD>/<HHMMSS>-<label>/")
+		fs.BoolVar(&f.dryRun, "dry-run", false, "preflight and the ordered list of what would run, with reasons; nothing starts")
+		fs.DurationVar(&f.stepTimeout, "step-timeout", 5*time.Minute, "deadline of every step")
+		fs.Var(&f.formats, "format", "extra godog formatter (repeatable), e.g. pretty or junit:out.xml (one file per scenario)")
+		fs.StringVar(&f.sutCommit, "sut-commit", "", "commit of the system under test, for the acceptance record")
+		fs.BoolVar(&f.keepWorkDirs, "keep-workdirs", false, "keep scenario work dirs (unredacted logs) after the run")
+	}
+}
+
+func (f *runFlags) configFlags() map[string]string {
+	out := map[string]string{}
+	for k, v := range f.config {
+		if *v != "" {
+			out[k] = *v
+		}
+	}
+	return out
+}
+
+// preparation is what preflight makes for the selected scenarios: their scopes, every
+// identifier they will use and their rendered fixtures.
+type preparation struct {
+	scopes   map[string]*scope.Scope
+	idents   []safety.Identifier
+	fixtures []safety.Fixture
+	selected []string
+}
+
+// prepare makes each selected scenario's scope and renders the fixtures its steps name, so
+// that the safety checks see exactly what the scenarios will use. Nothing is started.
+func prepare(items []runner.Item, fixturesDir, profile, dir string) (*preparation, error) {
+	p := &preparation{scopes: map[string]*scope.Scope{}, selected: []string{}}
+	for _, it := range items {
+		if !it.Run {
+			continue
+		}
+		p.selected = append(p.selected, it.ID)
+		sc, err := scope.New(it.ID, time.Now(), nil)
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: scope: %w", it.ID, err)
+		}
+		p.scopes[it.ID] = sc
+		add := func(kind safety.IdentKind, v string) {
+			p.idents = append(p.idents, safety.Identifier{Scenario: it.ID, Kind: kind, Value: v})
+		}
+		add(safety.IdentScope, sc.ID())
+		add(safety.IdentOther, sc.BusinessKey())
+		add(safety.IdentRequester, sc.Principal("requester"))
+		add(safety.IdentServicePrincipal, sc.Principal("service"))
+		add(safety.IdentPollerHost, sc.Host())
+		networks, sqls := steps.FixturesOf(it.Feature.StepText)
+		for _, n := range networks {
+			r, err := sc.Render(filepath.Join(fixturesDir, "networks", n), filepath.Join(dir, it.ID, strings.TrimSuffix(n, ".yaml")), scope.RenderOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("scenario %s: fixture %s: %w", it.ID, n, err)
+			}
+			add(safety.IdentNetworkID, r.NetworkID)
+			for _, node := range r.Nodes {
+				add(safety.IdentNodeID, node.ID)
+				add(safety.IdentJobID, node.JobID)
+			}
+			for _, file := range r.Files {
+				data, err := os.ReadFile(file)
+				if err != nil {
+					return nil, fmt.Errorf("scenario %s: read rendered %s: %w", it.ID, file, err)
+				}
+				fx := safety.Fixture{Scenario: it.ID, Path: file, Content: data}
+				switch {
+				case file == r.Path:
+					fx.Kind, fx.Name = safety.FixtureNetwork, n
+					for _, node := range r.Nodes {
+						fx.JobIDs = append(fx.JobIDs, node.FixtureJobID)
+					}
+				case strings.HasSuffix(file, ".sql"):
+					fx.Kind = safety.FixtureSQL
+				default:
+					continue
+				}
+				p.fixtures = append(p.fixtures, fx)
+			}
+		}
+		for _, s := range sqls {
+			src := filepath.Join(fixturesDir, "jobs", s)
+			data, err := os.ReadFile(src)
+			if err != nil {
+				return nil, fmt.Errorf("scenario %s: fixture SQL %s: %w", it.ID, s, err)
+			}
+			p.fixtures = append(p.fixtures, safety.Fixture{Scenario: it.ID, Kind: safety.FixtureSQL, Path: src, Content: data})
+		}
+		for _, id := range sc.Identifiers() {
+			if !hasIdent(p.idents, it.ID, id) {
+				add(safety.IdentOther, id)
+			}
+		}
+	}
+	return p, nil
+}
+
+func hasIdent(list []safety.Identifier, scenario, v string) bool {
+	for _, i := range list {
+		if i.Scenario == scenario && i.Value == v {
+			return true
+		}
+	}
+	return false
+}
+
+// killScenarios need a named confirmer for their force-unlock cleanup.
+var killScenarios = map[string]bool{"m5-kill-unknown": true, "m6-02-unknown-isolation": true, "m6-04-force-unlock-drill": true}
+
+// confirmerCheck is the preflight rule for kill scenarios: live mode needs a named confirmer
+// (--confirmed-by or M5_FORCE_UNLOCK_CONFIRMED_BY) before anything starts.
+func confirmerCheck(target safety.Target, selected []string, confirmer string) safety.Check {
+	c := safety.Check{Name: "kill-confirmer", Subject: "--confirmed-by", OK: true, Reason: "no kill scenario selected"}
+	var kills []string
+	for _, id := range selected {
+		if killScenarios[id] {
+			kills = append(kills, id)
+		}
+	}
+	switch {
+	case len(kills) == 0:
+	case confirmer != "":
+		c.Reason = "force-unlock cleanups confirmed by " + confirmer
+	case target == safety.TargetLive:
+		c.OK, c.Reason = false, "live kill scenarios ("+strings.Join(kills, ", ")+") need a named confirmer: --confirmed-by or M5_FORCE_UNLOCK_CONFIRMED_BY"
+	default:
+		c.Reason = "sandbox: the scope's principal confirms"
+	}
+	return c
+}
+
+// session is everything a run or check resolved before the gate.
+type session struct {
+	flags   runFlags
+	items   []runner.Item
+	fsys    fs.FS
+	cfg     *config.Config
+	prep    *preparation
+	in      safety.Input
+	workDir string // run-level work dir (rendered preflight fixtures, sandbox emulator)
+}
+
+func openSession(f runFlags) (*session, error) {
+	items, fsys, _, err := f.plan()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := config.Load(config.Options{Target: f.target, EnvFile: f.envFile, OSEnv: os.Environ(), Flags: f.configFlags()})
+	if err != nil {
+		return nil, refuse("configuration: %v", err)
+	}
+	work, err := os.MkdirTemp("", "flowtest-run-")
+	if err != nil {
+		return nil, err
+	}
+	fixtures, err := filepath.Abs(filepath.Join(f.features, "fixtures"))
+	if err != nil {
+		return nil, err
+	}
+	prep, err := prepare(items, fixtures, cfg.Profile(), filepath.Join(work, "preflight"))
+	if err != nil {
+		os.RemoveAll(work)
+		return nil, refuse("preflight: %v", err)
+	}
+	if f.confirmedBy == "" {
+		f.confirmedBy = cfg.Get("M5_FORCE_UNLOCK_CONFIRMED_BY")
+	}
+	in := cfg.SafetyInput(prep.idents, prep.fixtures)
+	in.Scenarios = prep.selected
+	return &session{flags: f, items: items, fsys: fsys, cfg: cfg, prep: prep, in: in, workDir: work}, nil
+}
+
+func (s *session) close() { os.RemoveAll(s.workDir) }
+
+// staticReport is the safety preflight plus flowtest's own confirmer rule.
+func (s *session) staticReport() safety.Report {
+	rep := safety.Preflight(s.in)
+	rep.Checks = append(rep.Checks, confirmerCheck(s.in.Target, s.prep.selected, s.flags.confirmedBy))
+	return rep
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
+	fset := flag.NewFlagSet("run", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	var f runFlags
+	f.bind(fset, true)
+	if err := fset.Parse(args); err != nil {
+		return runner.ExitRefused
+	}
+	if fset.NArg() > 0 {
+		fmt.Fprintf(stderr, "flowtest run: unexpected arguments %q (select scenarios with --tags)\n", fset.Args())
+		return runner.ExitRefused
+	}
+	s, err := openSession(f)
+	if err != nil {
+		return exitFor(stderr, "run", err)
+	}
+	defer s.close()
+
+	static := s.staticReport()
+	if f.dryRun {
+		fmt.Fprintln(stdout, "Preflight:")
+		safety.FormatReport(stdout, static)
+		fmt.Fprintln(stdout, "\nRun order:")
+		runner.WritePlan(stdout, s.items)
+		if !static.OK() {
+			return runner.ExitRefused
+		}
+		return runner.ExitPassed
+	}
+	if !static.OK() {
+		fmt.Fprintln(stderr, "flowtest run: refused by preflight; nothing was started:")
+		safety.FormatViolations(stderr, static)
+		return runner.ExitRefused
+	}
+	var bin string
+	if s.in.Target == safety.TargetSandbox {
+		if bin, err = target.FindSandboxBinary(f.sandboxBin); err != nil {
+			fmt.Fprintf(stderr, "flowtest run: %v\n", err)
+			return runner.ExitRefused
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var tgt *target.Target
+	defer func() {
+		if tgt != nil {
+			if err := tgt.Close(); err != nil {
+				fmt.Fprintf(stderr, "flowtest run: %v\n", err)
+			}
+		}
+	}()
+	code := runner.ExitPassed
+	plan := safety.Plan{
+		Start: func(ctx context.Context, in safety.Input) error {
+			if tgt == nil { // live: resolved from configuration
+				t, err := liveTarget(s.cfg)
+				if err != nil {
+					return err
+				}
+				tgt = t
+			}
+			code = s.execute(ctx, tgt, stdout, sigs)
+			return nil
+		},
+	}
+	if s.in.Target == safety.TargetSandbox {
+		plan.Resolve = func(ctx context.Context) (safety.Resolved, error) {
+			t, err := target.StartSandbox(ctx, target.SandboxOptions{
+				Bin: bin, WorkDir: filepath.Join(s.workDir, "sandbox"), Profile: s.cfg.Profile(),
+				Latency: sandboxLatency, Log: stdout,
+			})
+			if err != nil {
+				return safety.Resolved{}, err
+			}
+			tgt = t
+			return resolvedOf(t), nil
+		}
+	} else {
+		reader, err := pendingReader(s.cfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "flowtest run: %v\n", err)
+			return runner.ExitRefused
+		}
+		plan.Pending = reader
+	}
+	rep, err := safety.Gate(ctx, s.in, plan)
+	if err != nil {
+		if errors.Is(err, safety.ErrRefused) {
+			fmt.Fprintln(stderr, "flowtest run: refused by preflight; no scenario was started:")
+			safety.FormatViolations(stderr, rep)
+		} else {
+			fmt.Fprintf(stderr, "flowtest run: %v\n", err)
+		}
+		return runner.ExitRefused
+	}
+	return code
+}
+
+// sandboxLatency makes the business apps answer like kintone (about half a second per
+// read), which gives the long-read fixtures their documented durations (job-longread.sql).
+var sandboxLatency = map[string]time.Duration{"customers": 500 * time.Millisecond, "deals": 500 * time.Millisecond}
+
+func resolvedOf(t *target.Target) safety.Resolved {
+	apps := map[safety.AppRole]safety.ResolvedApp{}
+	for role, a := range t.Apps {
+		apps[safety.AppRole(role)] = safety.ResolvedApp{ID: a.ID, Full: a.Tokens["full"], Read: a.Tokens["read"]}
+	}
+	return safety.NewResolved(t.BaseURL, apps)
+}
+
+// execute runs the scenarios against a resolved target and writes the archive.
+func (s *session) execute(ctx context.Context, tgt *target.Target, stdout io.Writer, sigs <-chan os.Signal) int {
+	f := s.flags
+	secrets := results.SecretsFromEnv(envMap(os.Environ()))
+	for k, v := range s.cfg.Secrets() {
+		secrets[k] = v
+	}
+	for k, v := range tgt.Secrets() {
+		secrets[k] = v
+	}
+	red := results.NewRedactor(secrets, tgt.AppRoles())
+	arch, err := results.Create(f.out, label(f.tags), time.Now(), red)
+	if err != nil {
+		fmt.Fprintf(stdout, "flowtest run: create the results archive: %v\n", err)
+		return runner.ExitFailed
+	}
+	fmt.Fprintf(stdout, "flowtest %s: target %s, profile %s, archive %s\n", Version, tgt.Name, tgt.Profile, arch.Dir())
+	fixtures, _ := filepath.Abs(filepath.Join(f.features, "fixtures"))
+	archAbs, _ := filepath.Abs(arch.Dir())
+	suite := &steps.Suite{
+		Target: tgt, FixturesDir: fixtures, ConfirmedBy: f.confirmedBy,
+		Scopes: s.prep.scopes, ArchiveDir: archAbs, Log: stdout,
+		Cleaner: newCleaner(tgt),
+	}
+	work := filepath.Join(s.workDir, "scenarios")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		fmt.Fprintf(stdout, "flowtest run: %v\n", err)
+		return runner.ExitFailed
+	}
+	run := &results.Run{
+		RunnerVersion: Version, Target: tgt.Name, Profile: tgt.Profile,
+		SUT:           results.SUTIdentity{Commit: f.sutCommit, Versions: tgt.Versions},
+		OS:            runtime.GOOS + "/" + runtime.GOARCH, TagExpression: f.tags,
+		Environment:   tgt.Describe(), Start: time.Now().UTC(),
+	}
+	if f.sutCommit != "" {
+		run.SUT.CommitSource = "flag"
+	}
+	res := runner.Execute(ctx, runner.Options{
+		Features: s.fsys, Items: s.items,
+		Initialize: suite.Initialize, BeforeScenario: suite.BeforeScenario,
+		StepTimeout: f.stepTimeout, WorkRoot: work, KeepWorkDirs: f.keepWorkDirs,
+		Formats: f.formats, Archive: arch, Run: run, Progress: stdout, Signals: sigs,
+	})
+	fmt.Fprintf(stdout, "%d passed, %d failed, %d not run — archive %s\n", run.Totals.Passed, run.Totals.Failed, run.Totals.NotRun, arch.Dir())
+	// The run knows every secret it used (the sandbox's tokens exist only now), so it checks
+	// its own archive for leaks before it says anything passed.
+	var appIDs []string
+	for id := range tgt.AppRoles() {
+		appIDs = append(appIDs, id)
+	}
+	leaks, err := results.Verify(arch.Dir(), secrets, appIDs)
+	switch {
+	case err != nil:
+		fmt.Fprintf(stdout, "archive verify: %v\n", err)
+		return runner.ExitFailed
+	case len(leaks) > 0:
+		for _, l := range leaks {
+			fmt.Fprintf(stdout, "archive leak: %s\n", l)
+		}
+		return runner.ExitFailed
+	}
+	fmt.Fprintf(stdout, "archive verify: no secret or raw app id in %s\n", arch.Dir())
+	return res.Code
+}
+
+func envMap(env []string) map[string]string {
+	out := map[string]string{}
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
