@@ -1,0 +1,20 @@
+Feature: M6 UNKNOWN isolation — the same isolation on the 30-second-lease drill network
+
+  scenarios.md §2.2.2. The original was Windows-only (PowerShell process discovery).
+
+  @m6-02-unknown-isolation @m6
+  Scenario: killing the long read makes it UNKNOWN, blocks the join and spares the independent node
+    Given the network fixture "network-drill.yaml"
+    And no kSQL-Flow process of this scope is alive
+    When FlowNet runs the network for the scope's business key in the background
+    And node "n1_longread" has a RUNNING attempt with its JOB log start marker
+    And the kSQL-Flow child of that attempt is killed
+    Then the FlowNet run exits with code 1
+    And the run becomes "UNKNOWN"
+    And the node states are:
+      | node           | status  | blocked_by  |
+      | n1_longread    | UNKNOWN |             |
+      | n2_independent | SUCCESS |             |
+      | n3_join        | BLOCKED | n1_longread |
+    When the job lock of node "n1_longread" is recovered by a named confirmer with this scenario's record as evidence
+    Then the job lock recovery outcome is one of "RELEASED, NOT_FOUND, NOT_RUNNING"
