@@ -90,8 +90,8 @@ type world struct {
 	network        *scope.Rendered
 	networkFixture string            // fixture file name, for re-rendering under a trial scope
 	networkSwap    map[string]string // node -> SQL swapped in
-	calls   []*flownetCall
-	runID   string // the run the scenario is about (from the first call)
+	calls          []*flownetCall
+	runID          string // the run the scenario is about (from the first call)
 
 	// snapshot of attempts taken before a resume, by fixture node id
 	attemptsBefore map[string][]kintoneapi.Record

@@ -381,9 +381,9 @@ func (s *session) execute(ctx context.Context, tgt *target.Target, stdout io.Wri
 	}
 	run := &results.Run{
 		RunnerVersion: Version, Target: tgt.Name, Profile: tgt.Profile,
-		SUT:           results.SUTIdentity{Commit: f.sutCommit, Versions: tgt.Versions},
-		OS:            runtime.GOOS + "/" + runtime.GOARCH, TagExpression: f.tags,
-		Environment:   tgt.Describe(), Start: time.Now().UTC(),
+		SUT: results.SUTIdentity{Commit: f.sutCommit, Versions: tgt.Versions},
+		OS:  runtime.GOOS + "/" + runtime.GOARCH, TagExpression: f.tags,
+		Environment: tgt.Describe(), Start: time.Now().UTC(),
 	}
 	if f.sutCommit != "" {
 		run.SUT.CommitSource = "flag"
