@@ -21,3 +21,6 @@ func processAlive(pid int) bool {
 	}
 	return code == 259
 }
+
+// ignoreBrokenPipe: Windows has no SIGPIPE; a write to a closed pipe just fails.
+func ignoreBrokenPipe() {}

@@ -139,6 +139,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	// Signals are watched from the start: the first one asks for a stop at the next
 	// statement boundary, the second ends the process at once (no result guaranteed).
+	ignoreBrokenPipe()
 	var stopped atomic.Bool
 	sigCh := make(chan os.Signal, 2)
 	signal.Notify(sigCh, os.Interrupt, syscall.SIGTERM)

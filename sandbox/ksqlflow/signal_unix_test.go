@@ -182,3 +182,23 @@ func TestSIGKILLLeavesOrphanThenForceUnlock(t *testing.T) {
 	r3, _ := readResult(t, res3)
 	assert.Equal(t, "OK", r3.ResultCode)
 }
+
+// TestOrphanSurvivesClosedPipes: when FlowNet dies its pipes close; the orphaned kSQL-Flow
+// must still finish and write its terminal JOB log status (m6-05 waits for it).
+func TestOrphanSurvivesClosedPipes(t *testing.T) {
+	e := startEmu(t, map[string]time.Duration{"customers": 20 * time.Millisecond, "deals": 20 * time.Millisecond})
+	args, resPath := e.orchestratorArgs(t, fixturePath("job-longread.sql"), "m5_shared_read", "attempt_orphan")
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	require.NoError(t, r.Close()) // nobody will ever read: every write gets EPIPE
+	cmd := exec.Command(flowsandboxBin(t), append([]string{"ksql-flow"}, args...)...)
+	cmd.Dir = t.TempDir()
+	cmd.Env = os.Environ()
+	cmd.Stdout, cmd.Stderr = w, w
+	require.NoError(t, cmd.Start())
+	w.Close()
+	require.NoError(t, cmd.Wait())
+	res, _ := readResult(t, resPath)
+	assert.Equal(t, "OK", res.ResultCode)
+	assert.Equal(t, "SUCCESS", findLog(t, e, "attempt_orphan").Str("status"))
+}
