@@ -430,7 +430,7 @@ func (r *Redactor) cutSecretHead(s string) string {
 	best, repl := 0, ""
 	sb := []byte(s)
 	for _, p := range m.pats {
-		if len(p.text) < 8 {
+		if p.hint || len(p.text) < 8 {
 			continue
 		}
 		for k := len(p.text) - 1; k >= 4 && k > best; k-- {

@@ -9,6 +9,7 @@ import (
 // request reason body.
 type pattern struct {
 	text []byte
+	hint bool   // not redacted: only reported by scanHint (see Redactor.Bytes)
 	repl string // what replaces it
 	kind string // for leak reports: "<NAME> (<encoding>)"; never the value
 }
@@ -23,6 +24,7 @@ type matcher struct {
 	delta  []int32 // state*ncls + class -> next state
 	outLen []int32 // longest pattern ending in this state (0: none)
 	outPat []int32 // index of that pattern
+	hint   []bool  // a hint pattern ends in this state
 	// fast is delta for the scan loop: entries are premultiplied (next*ncls) so the loop does
 	// no multiplication, and negative (-(next*ncls)-1) when next has an output, so the common
 	// path is one load and one sign test per byte.
@@ -63,6 +65,7 @@ func newMatcher(pats []pattern) *matcher {
 		}
 		m.outLen = append(m.outLen, 0)
 		m.outPat = append(m.outPat, -1)
+		m.hint = append(m.hint, false)
 		return int32(len(m.outLen) - 1)
 	}
 	newState() // root
@@ -76,7 +79,9 @@ func newMatcher(pats []pattern) *matcher {
 			}
 			s = m.delta[s*n+c]
 		}
-		if int32(len(p.text)) > m.outLen[s] {
+		if p.hint {
+			m.hint[s] = true
+		} else if int32(len(p.text)) > m.outLen[s] {
 			m.outLen[s], m.outPat[s] = int32(len(p.text)), int32(pi)
 		}
 	}
@@ -96,6 +101,7 @@ func newMatcher(pats []pattern) *matcher {
 		if f := fail[s]; m.outLen[f] > m.outLen[s] {
 			m.outLen[s], m.outPat[s] = m.outLen[f], m.outPat[f]
 		}
+		m.hint[s] = m.hint[s] || m.hint[fail[s]]
 		for c := int32(0); c < n; c++ {
 			t := m.delta[s*n+c]
 			if t < 0 {
@@ -108,7 +114,7 @@ func newMatcher(pats []pattern) *matcher {
 	}
 	m.fast = make([]int32, len(m.delta))
 	for i, t := range m.delta {
-		if m.outLen[t] != 0 {
+		if m.outLen[t] != 0 || m.hint[t] {
 			m.fast[i] = -(t * n) - 1
 		} else {
 			m.fast[i] = t * n
@@ -135,17 +141,23 @@ func (m *matcher) any(data []byte) bool {
 
 func (m *matcher) empty() bool { return m == nil || len(m.pats) == 0 }
 
-// scan returns the merged regions covered by any pattern occurrence, in order. Overlapping
+func (m *matcher) scan(data []byte) []span {
+	spans, _ := m.scanHint(data)
+	return spans
+}
+
+// scanHint returns the merged regions covered by any pattern occurrence, in order. Overlapping
 // occurrences are merged so that no part of any secret survives (a short secret overlapping a
 // longer one cannot leave the longer one's tail behind); the label is the longest pattern in
 // the region. Occurrences wholly inside an existing "[REDACTED:…]" placeholder are ignored, so
 // redacting twice is a no-op and a placeholder is not reported as a leak.
-func (m *matcher) scan(data []byte) []span {
+//
+// hint reports whether a hint pattern occurs (hint patterns never make spans).
+func (m *matcher) scanHint(data []byte) (out []span, hint bool) {
 	if m.empty() {
-		return nil
+		return nil, false
 	}
 	holes := placeholders(data)
-	var out []span
 	n := m.ncls
 	fast, cls := m.fast, &m.cls
 	s := int32(0)
@@ -156,6 +168,12 @@ func (m *matcher) scan(data []byte) []span {
 		}
 		s = -s - 1
 		st := s / n
+		if m.hint[st] {
+			hint = true
+		}
+		if m.outLen[st] == 0 {
+			continue
+		}
 		end := i + 1
 		sp := span{start: end - int(m.outLen[st]), end: end, pat: int(m.outPat[st])}
 		if inHoles(holes, sp.start, sp.end) {
@@ -174,7 +192,7 @@ func (m *matcher) scan(data []byte) []span {
 		}
 		out = append(out, sp)
 	}
-	return out
+	return out, hint
 }
 
 // replace writes data with every span replaced by its pattern's replacement.

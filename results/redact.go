@@ -144,8 +144,26 @@ func secretPatterns(secrets map[string]string, reasons map[string]bool, r *Redac
 		}
 		return bytes.Compare(pats[i].text, pats[j].text) < 0
 	})
+	if r != nil {
+		// Hints last: a hint identical to a secret encoding is dropped as a duplicate, so the
+		// secret is still redacted (and the hint is then not needed: the value is gone).
+		pats = append(pats, hintPatterns...)
+	}
 	return pats
 }
+
+// hintPatterns are the key words (in their common casings) that make the JSON-in-text pass
+// worth running: request reasons and credential keys. Lower-case, Title-case and UPPER-case
+// forms of: reason, token, secret, passw, authoriz, cookie, apikey/api_key/api-key/apiKey.
+var hintPatterns = func() []pattern {
+	var pats []pattern
+	for _, w := range []string{"reason", "token", "secret", "passw", "authoriz", "cookie", "apikey", "api_key", "api-key"} {
+		for _, v := range []string{w, strings.ToUpper(w[:1]) + w[1:], strings.ToUpper(w)} {
+			pats = append(pats, pattern{text: []byte(v), hint: true})
+		}
+	}
+	return append(pats, pattern{text: []byte("apiKey"), hint: true}, pattern{text: []byte("ApiKey"), hint: true})
+}()
 
 // String redacts s.
 func (r *Redactor) String(s string) string {
@@ -162,7 +180,16 @@ func (r *Redactor) Bytes(b []byte) []byte {
 	if r == nil || len(b) == 0 {
 		return b
 	}
-	return r.text(r.jsonInText(b))
+	// One pass finds the secrets and whether a reason/credential key word occurs; only then is
+	// the (slower) JSON-in-text pass needed, after which the text is scanned again.
+	m := r.m.Load()
+	spans, hint := m.scanHint(b)
+	if hint {
+		if j := r.jsonInText(b); !bytes.Equal(j, b) {
+			return r.text(j)
+		}
+	}
+	return r.textSpans(b, m, spans)
 }
 
 // jsonInText gives JSON held in text (a child's --json output, a JSON log line) the key-aware
@@ -210,7 +237,11 @@ func (r *Redactor) jsonInText(b []byte) []byte {
 // \u-spelled literals, then app ids in app positions.
 func (r *Redactor) text(b []byte) []byte {
 	m := r.m.Load()
-	out := m.replace(b, m.scan(b))
+	return r.textSpans(b, m, m.scan(b))
+}
+
+func (r *Redactor) textSpans(b []byte, m *matcher, spans []span) []byte {
+	out := m.replace(b, spans)
 	out = redactEscapedLiterals(out, m)
 	if len(r.apps) > 0 {
 		out = r.replaceApps(out)
