@@ -1,0 +1,197 @@
+package main
+
+// End-to-end tests of the flowtest binary: the real runner, the real sandbox binary, the
+// real feature files. The acceptance scenarios on the sandbox are part of the test suite.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "flowtest-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	for _, pkg := range []string{"flowtest", "flowsandbox"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, pkg+exe()), "./cmd/"+pkg)
+		cmd.Dir = repoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func exe() string {
+	if runtime.GOOS == "windows" {
+		return ".exe"
+	}
+	return ""
+}
+
+func repoRoot() string {
+	wd, _ := os.Getwd()
+	return filepath.Clean(filepath.Join(wd, "..", ".."))
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// flowtest runs the built binary from the repository root with a clean environment (no
+// operator settings leak in) plus env.
+func flowtest(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "flowtest"+exe()), args...)
+	cmd.Dir = repoRoot()
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()}, env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run flowtest: %v", err)
+	}
+	return result{code, out.String(), errb.String()}
+}
+
+func archiveDir(t *testing.T, stdout string) string {
+	t.Helper()
+	for _, line := range strings.Split(stdout, "\n") {
+		if i := strings.Index(line, "archive "); i >= 0 && strings.HasPrefix(line, "flowtest ") {
+			return strings.TrimSpace(line[i+len("archive "):])
+		}
+	}
+	t.Fatalf("no archive line in output:\n%s", stdout)
+	return ""
+}
+
+// The main job: the whole manifest on the sandbox. Implemented scenarios pass, the others
+// are reported as not implemented, never as passed; the archive verifies clean.
+func TestAcceptanceSuiteOnSandbox(t *testing.T) {
+	if testing.Short() {
+		t.Skip("acceptance run skipped in -short mode")
+	}
+	out := t.TempDir()
+	r := flowtest(t, nil, "run", "--out", out)
+	require.Equal(t, 0, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	dir := archiveDir(t, r.stdout)
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(repoRoot(), dir)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	require.NoError(t, err)
+	var run struct {
+		State     string `json:"state"`
+		RunOrder  []string
+		Scenarios []struct {
+			ID, Status, NotRunCategory string
+		} `json:"scenarios"`
+	}
+	require.NoError(t, json.Unmarshal(data, &run))
+	assert.Equal(t, "complete", run.State)
+	passed := map[string]bool{}
+	for _, s := range run.Scenarios {
+		switch s.Status {
+		case "passed":
+			passed[s.ID] = true
+		case "not-run":
+		default:
+			t.Errorf("scenario %s: %s", s.ID, s.Status)
+		}
+	}
+	for _, id := range []string{"m5-serial-success", "m5-mid-failure", "m5-resume", "m5-lock-conflict", "m5-kill-unknown", "m6-01-resume-identity", "m6-02-unknown-isolation"} {
+		assert.True(t, passed[id], "%s passed", id)
+	}
+	assert.Len(t, run.Scenarios, 43)
+	assert.Contains(t, r.stdout, "archive verify: no secret or raw app id")
+
+	v := flowtest(t, nil, "archive", "verify", dir)
+	assert.Equal(t, 0, v.code, v.stdout+v.stderr)
+}
+
+func TestListShowsTheManifest(t *testing.T) {
+	r := flowtest(t, nil, "list")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "43 scenarios")
+	assert.Regexp(t, `(?m)^1\s+m5-serial-success\s+m5\s`, r.stdout)
+	assert.Regexp(t, `(?m)^43\s+csv2-03-clikintone\s+csv2\s`, r.stdout)
+	assert.Contains(t, r.stdout, "no (not implemented)")
+}
+
+func TestDryRunStartsNothing(t *testing.T) {
+	out := t.TempDir()
+	r := flowtest(t, nil, "run", "--dry-run", "--tags", "@m5 and not @m5-kill-unknown", "--out", out)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "PASS  target")
+	assert.Regexp(t, `m5-lock-conflict\s+m5\s+yes`, r.stdout)
+	assert.Regexp(t, `m5-kill-unknown\s+m5\s+no\s+filtered by tag expression`, r.stdout)
+	assert.Regexp(t, `m6-03-nonidem-no-auto-rerun\s+m6\s+no\s+filtered by tag expression`, r.stdout)
+	assert.Contains(t, r.stdout, "4 of 43 scenarios would run")
+	entries, _ := os.ReadDir(out)
+	assert.Empty(t, entries, "a dry run writes no archive")
+}
+
+func TestRefusals(t *testing.T) {
+	cases := []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"malformed tag expression", nil, []string{"run", "--tags", "@m5 and (@m6"}, "column"},
+		{"trailing operator", nil, []string{"run", "--tags", "@m5 or"}, "tag expression"},
+		{"unknown target", nil, []string{"run", "--target", "prod"}, "want sandbox or live"},
+		{"missing sandbox binary", nil, []string{"run", "--sandbox-bin", "/nonexistent/flowsandbox", "--tags", "@m5-mid-failure"}, "make build"},
+		{"production profile", []string{"KSQL_FLOWNET_PROFILE=prod"}, []string{"run", "--tags", "@m5-mid-failure"}, "profile"},
+		{"live without configuration", nil, []string{"run", "--target", "live", "--tags", "@m5-mid-failure"}, "KSQL_SPIKE_BASE_URL"},
+		{"live kill scenario without confirmer", nil, []string{"run", "--target", "live", "--tags", "@m5-kill-unknown"}, "named confirmer"},
+		{"unknown command", nil, []string{"frobnicate"}, "unknown command"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := t.TempDir()
+			r := flowtest(t, c.env, append(c.args, "--out", out)...)
+			if c.args[0] == "frobnicate" {
+				r = flowtest(t, c.env, c.args...)
+			}
+			assert.Equal(t, 2, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+			assert.Contains(t, r.stdout+r.stderr, c.want)
+			entries, _ := os.ReadDir(out)
+			assert.Empty(t, entries, "a refused run writes no archive")
+		})
+	}
+}
+
+func TestCheckPrintsEveryCheck(t *testing.T) {
+	r := flowtest(t, nil, "check", "--tags", "@m5")
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "PASS  fixture-sql")
+	assert.Contains(t, r.stdout, "preflight passed")
+
+	r = flowtest(t, []string{"KSQL_FLOWNET_PROFILE= Prod "}, "check", "--tags", "@m5")
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stdout, "FAIL  profile")
+}
