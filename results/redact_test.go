@@ -310,3 +310,17 @@ func assertNoString(t *testing.T, v reflect.Value, s, path string) {
 		}
 	}
 }
+
+func TestRedactJSONLinesInText(t *testing.T) {
+	r := NewRedactor(nil, map[string]string{"4257": "state"})
+	in := "start\n{\"X-Cybozu-API-Token\":\"captured\",\"app\":4257}\n  {\"record\":{\"reason\":{\"value\":\"stop it\"}}}\nplain Token line app=4257\n"
+	out := r.String(in)
+	assert.Equal(t, "start\n{\"X-Cybozu-API-Token\":\"[REDACTED:X-CYBOZU-API-TOKEN]\",\"app\":\"app:state\"}\n"+
+		"{\"record\":{\"reason\":{\"value\":\""+r.Reason("stop it")+"\"}}}\nplain Token line app=app:state\n", out)
+	// A pretty-printed document stays pretty.
+	pretty := "{\n  \"reason\": \"stop it\",\n  \"n\": 1\n}\n"
+	assert.Equal(t, "{\n  \"reason\": \""+r.Reason("stop it")+"\",\n  \"n\": 1\n}\n", r.String(pretty))
+	// A document cut in the middle (a tail) falls back to the text rules.
+	cut := `"reason":"stop it"}, {"app":4257}`
+	assert.Equal(t, `"reason":"stop it"}, {"app":"app:state"}`, r.String(cut))
+}
