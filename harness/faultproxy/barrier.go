@@ -189,7 +189,9 @@ func (c *compiled) matches(v *requestView) bool {
 
 // isHeartbeat: a PUT whose JSON record has heartbeat_at (the original's definition).
 func (v *requestView) isHeartbeat() bool {
-	if v.method != "PUT" || !v.parse() || v.record == nil {
+	// The byte check spares a JSON parse on the hot path for the many PUTs that are not
+	// heartbeats (the field name appears literally in every heartbeat body).
+	if v.method != "PUT" || !bytes.Contains(v.body, []byte(`"heartbeat_at"`)) || !v.parse() || v.record == nil {
 		return false
 	}
 	_, ok := v.record["heartbeat_at"]

@@ -46,7 +46,7 @@
 // the request before forwarding; "after-success" forwards it and holds a 2xx response
 // before returning it; a non-2xx response passes through and does not consume the
 // barrier. A barrier fires at most once. It is released by Release(id) or by the
-// creation of its release file (checked every 5 ms, the original polled every
+// creation of its release file (checked every 2 ms, the original polled every
 // 100 ms). If neither comes within Options.BarrierTimeout (default 120 s), the held
 // request fails (connection dropped) and the timeout is written to the traffic log.
 // Closing the proxy fails held requests the same way. When several barriers match one

@@ -28,7 +28,7 @@ const (
 	DefaultBarrierTimeout = 120 * time.Second // the original hook's release timeout
 	DefaultArrivalWait    = 60 * time.Second  // WaitArrival bound when ctx has none (original: ≤60 s)
 	DefaultMaxBodyBuffer  = 8 << 20
-	releaseFilePoll       = 5 * time.Millisecond
+	releaseFilePoll       = 2 * time.Millisecond // one stat per held barrier; cheap
 )
 
 // Options configures a Proxy.
@@ -222,6 +222,7 @@ func New(opts Options) (*Proxy, error) {
 	p.srv = &http.Server{
 		Handler:           p,
 		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          log.New(io.Discard, "", 0),
 		TLSNextProto:      map[string]func(*http.Server, *tls.Conn, http.Handler){},
 	}

@@ -8,10 +8,29 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+
+	"github.com/shirou/gopsutil/v3/process"
 )
 
 // Variables a child needs on Unix to behave like one started from a shell.
 var platformEnvNames = []string{"PATH", "HOME", "TMPDIR", "LANG", "TZ"}
+
+// parentMap reads every process's parent; gopsutil reads /proc on Linux (no pgrep).
+func parentMap(ctx context.Context) (map[int32]int32, error) {
+	pids, err := process.PidsWithContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int32]int32, len(pids))
+	for _, pid := range pids {
+		ppid, err := (&process.Process{Pid: pid}).PpidWithContext(ctx)
+		if err != nil {
+			continue // exited while we looked
+		}
+		out[pid] = ppid
+	}
+	return out, nil
+}
 
 func sysProcAttr() *syscall.SysProcAttr {
 	// Own process group: pgid == pid, so a group kill uses -pid and never needs

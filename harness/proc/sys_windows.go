@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"syscall"
+	"unsafe"
 )
 
 // Variables a Windows child needs to start and find its tools (Node, PowerShell).
@@ -13,6 +14,29 @@ var platformEnvNames = []string{
 	"SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "PATH", "PATHEXT", "COMSPEC", "TEMP", "TMP",
 	"USERPROFILE", "APPDATA", "LOCALAPPDATA", "PROGRAMDATA", "PROGRAMFILES",
 	"NUMBER_OF_PROCESSORS", "PROCESSOR_ARCHITECTURE",
+}
+
+// parentMap takes one Toolhelp snapshot of all processes. (gopsutil v3 takes a whole
+// snapshot per Ppid call on Windows, which is quadratic over the process table.)
+func parentMap(context.Context) (map[int32]int32, error) {
+	snap, err := syscall.CreateToolhelp32Snapshot(syscall.TH32CS_SNAPPROCESS, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer syscall.CloseHandle(snap)
+	var pe syscall.ProcessEntry32
+	pe.Size = uint32(unsafe.Sizeof(pe))
+	if err := syscall.Process32First(snap, &pe); err != nil {
+		return nil, err
+	}
+	out := map[int32]int32{}
+	for {
+		out[int32(pe.ProcessID)] = int32(pe.ParentProcessID)
+		if err := syscall.Process32Next(snap, &pe); err != nil {
+			break
+		}
+	}
+	return out, nil
 }
 
 func sysProcAttr() *syscall.SysProcAttr {

@@ -31,25 +31,30 @@ type snapshot struct {
 }
 
 func takeSnapshot(ctx context.Context, withArgv bool) (*snapshot, error) {
-	ps, err := process.ProcessesWithContext(ctx)
+	parents, err := parentMap(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list processes: %w", err)
 	}
-	s := &snapshot{procs: make(map[int32]*procInfo, len(ps)), children: make(map[int32][]int32)}
-	for _, p := range ps {
-		ppid, err := p.PpidWithContext(ctx)
-		if err != nil {
-			continue // exited while we looked
-		}
-		ct, _ := p.CreateTimeWithContext(ctx)
-		info := &procInfo{PID: p.Pid, PPID: ppid, CreateTime: ct}
+	s := &snapshot{procs: make(map[int32]*procInfo, len(parents)), children: make(map[int32][]int32)}
+	for pid, ppid := range parents {
+		p := &process.Process{Pid: pid}
+		info := &procInfo{PID: pid, PPID: ppid}
+		info.CreateTime, _ = p.CreateTimeWithContext(ctx)
 		if withArgv {
 			info.Argv, _ = p.CmdlineSliceWithContext(ctx)
 		}
-		s.procs[p.Pid] = info
-		if ppid != p.Pid { // pid 0 on some systems is its own parent
-			s.children[ppid] = append(s.children[ppid], p.Pid)
+		s.procs[pid] = info
+	}
+	for pid, info := range s.procs {
+		if info.PPID == pid { // pid 0 on some systems is its own parent
+			continue
 		}
+		// Windows keeps a dead parent's pid in the child's entry; if that pid was reused,
+		// the "parent" is younger than the child. Such links are not real.
+		if parent := s.procs[info.PPID]; parent != nil && parent.CreateTime != 0 && info.CreateTime != 0 && info.CreateTime < parent.CreateTime {
+			continue
+		}
+		s.children[info.PPID] = append(s.children[info.PPID], pid)
 	}
 	return s, nil
 }
