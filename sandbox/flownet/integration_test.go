@@ -627,3 +627,71 @@ func TestRunNetworkRejections(t *testing.T) {
 }
 
 var _ = io.Discard
+
+func TestResumeAdjudicatesOrphanOfKilledFlowNet(t *testing.T) {
+	s := newSandbox(t, map[string]time.Duration{"customers": 50 * time.Millisecond, "deals": 50 * time.Millisecond})
+	net := s.network("network-drill.yaml")
+	// FlowNet as a real process this time, so that it can be killed while its kSQL-Flow
+	// child keeps running (the child is orphaned and finishes on its own).
+	cmd := exec.Command(flowsandboxBin(t), "flownet", "run-network", net, "--business-key", "orphan")
+	cmd.Env, cmd.Dir = s.environ, s.childDir
+	outPath := filepath.Join(t.TempDir(), "flownet.out")
+	outFile, err := os.Create(outPath)
+	require.NoError(t, err)
+	defer outFile.Close()
+	cmd.Stdout, cmd.Stderr = outFile, outFile
+	require.NoError(t, cmd.Start())
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+
+	var attemptID string
+	waitFor(t, "the JOB-log start marker of m6_longread", 30*time.Second, func() (bool, string) {
+		rows, err := s.admin.GetRecords(context.Background(), s.apps["log"].ID, `job_id = "m6_longread"`, nil)
+		if err != nil || len(rows) == 0 {
+			b, _ := os.ReadFile(outPath)
+			return false, fmt.Sprint(err, string(b))
+		}
+		attemptID = rows[0].Str("attempt_id")
+		return rows[0].Str("runner_execution_started_at") != "", rows[0].Str("status")
+	})
+	require.NoError(t, cmd.Process.Kill())
+	<-exited
+	waitFor(t, "the orphaned kSQL-Flow child to finish", 60*time.Second, func() (bool, string) {
+		rows, err := s.admin.GetRecords(context.Background(), s.apps["log"].ID, `attempt_id = "`+attemptID+`"`, nil)
+		if err != nil || len(rows) != 1 {
+			return false, fmt.Sprint(err, len(rows))
+		}
+		return rows[0].Str("status") == "SUCCESS", rows[0].Str("status")
+	})
+	runID := s.all("state", `record_type in ("NETWORK_RUN")`)[0].Str("run_id")
+
+	// The dead owner's lock is still RUNNING and is never taken over.
+	r := s.flownet("run-network", net, "--resume-run", runID)
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "Error [LOCK_CONFLICT]: ")
+	locks := s.runningLocks()
+	require.Len(t, locks, 1)
+	// Stand-in for force-unlock-network (a later issue): the operator releases it.
+	_, err = s.admin.UpdateRecord(context.Background(), s.apps["state"].ID, locks[0].ID(), kintoneapi.Values(map[string]any{
+		"record_key": "LOCKDONE:test-force-release", "lock_key": "", "owner_invocation_id": "", "lease_token": "",
+		"status": "CANCELLED", "status_reason": "NETWORK_LOCK_FORCE_RELEASED"}), locks[0].Revision())
+	require.NoError(t, err)
+
+	r = s.flownet("run-network", net, "--resume-run", runID)
+	require.Equal(t, 0, r.code, "stdout %s stderr %s", r.stdout, r.stderr)
+	g := s.graph(runID)
+	assert.Equal(t, "SUCCESS", g.run.Str("status"))
+	require.Len(t, g.attempts["n1_longread"], 1, "the orphan's result is adopted, not re-run")
+	a := g.attempts["n1_longread"][0]
+	assert.Equal(t, []string{"SUCCESS", "OK"}, []string{a.Str("status"), a.Str("result_code")})
+	assert.NotEmpty(t, a.Str("execution_id"))
+	assert.Equal(t, "SUCCESS", g.states["n3_join"].Str("status"))
+	require.Len(t, g.invocations, 2)
+	assert.Equal(t, []string{"CANCELLED", "NETWORK_LEASE_INTERRUPTED"}, []string{g.invocations[0].Str("status"), g.invocations[0].Str("result_code")})
+	assert.Contains(t, g.invocations[1].Str("reason"), "orphan adjudication n1_longread=SUCCESS/OK")
+	ops := s.all("audit", `record_type in ("OPERATION_AUDIT") and run_id in ("`+runID+`")`)
+	require.Len(t, ops, 1)
+	assert.Equal(t, "INVOCATION_FINALIZED", ops[0].Str("result_code"))
+	assert.Contains(t, ops[0].Str("reason"), `"event_type":"RECONCILIATION_REPAIR"`)
+}

@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -227,8 +226,18 @@ func (k *ksqlFlow) run(ctx context.Context, s runSpec) runResult {
 		"--as-of", s.AsOf, "--result-json", resPath,
 		"--correlation-id", s.RunID, "--attempt-id", s.AttemptID, "--expected-job-id", s.JobID)...)
 	cmd.Env, cmd.Dir = k.environ, k.dir
-	var errBuf tailBuffer
-	cmd.Stdout, cmd.Stderr = &errBuf, &errBuf
+	// The child writes its output to a file, not a pipe: if FlowNet dies, an orphaned
+	// kSQL-Flow must be able to finish (a write to a broken pipe would kill it).
+	logPath := filepath.Join(k.workdir, "logs", unsafeIDChars.ReplaceAllString(s.AttemptID, "_")+".log")
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return runResult{LaunchErr: fmt.Errorf("create log dir: %w", err)}
+	}
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return runResult{LaunchErr: fmt.Errorf("create child log: %w", err)}
+	}
+	defer logFile.Close()
+	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return runResult{LaunchErr: err}
 	}
@@ -255,7 +264,10 @@ func (k *ksqlFlow) run(ctx context.Context, s runSpec) runResult {
 		terminate(cmd.Process)
 		werr = <-done
 	}
-	r := runResult{Exit: cmd.ProcessState.ExitCode(), ForcedKill: forced, Stderr: errBuf.String()}
+	r := runResult{Exit: cmd.ProcessState.ExitCode(), ForcedKill: forced}
+	if b, err := os.ReadFile(logPath); err == nil {
+		r.Stderr = tail(string(b), 8192)
+	}
 	var ee *exec.ExitError
 	if errors.As(werr, &ee) && ee.ExitCode() == -1 {
 		r.Signaled = true
@@ -274,26 +286,4 @@ func terminate(p *os.Process) {
 		return
 	}
 	_ = p.Signal(syscall.SIGTERM)
-}
-
-// tailBuffer keeps the last 8 KiB written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > 8192 {
-		t.buf = t.buf[len(t.buf)-8192:]
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
 }

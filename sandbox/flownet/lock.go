@@ -195,6 +195,15 @@ func (l *networkLock) check(ctx context.Context) error {
 	return nil
 }
 
+// confirm tries one heartbeat even when the lease is marked uncertain: success proves the
+// lock is still ours, which allows the just-finished work to be closed with
+// NETWORK_LEASE_INTERRUPTED (FINAL_WRITE_CONFIRMED, §3.7) instead of being left open.
+func (l *networkLock) confirm(ctx context.Context) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.renewLocked(ctx) == nil
+}
+
 // release stops the heartbeat and rewrites the lock into its tombstone with the final
 // status and reason. One retry covers our own heartbeat having advanced the revision; a lost
 // response is adjudicated by reading the tombstone.

@@ -227,6 +227,16 @@ func (c *cli) executeRunNetwork(ctx context.Context, o runOptions) (runOutput, e
 		}
 	}
 
+	for _, nd := range n.Nodes {
+		if len(nd.Inputs) > 0 || len(nd.Outputs) > 0 {
+			if _, err := c.requireEnv("KSQL_FLOWNET_IO_DIR"); err != nil {
+				return out, err
+			}
+			// CSV stage 1/2 wiring (--import-csv, receipts, outputs) belongs to the CSV issue;
+			// refusing is safer than running a node without its inputs.
+			return out, coded("CSV_IO_UNSUPPORTED", "node %s declares CSV inputs/outputs, which this sandbox FlowNet build does not execute yet", nd.ID)
+		}
+	}
 	kf, err := c.newKsqlFlow(o, profile)
 	if err != nil {
 		return out, err

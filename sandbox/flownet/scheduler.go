@@ -318,7 +318,7 @@ func (e *execution) schedule(ctx context.Context) (agg, status, code string, err
 			return agg, StatusCancelled, CodeStopRequested, err
 		}
 		if err := e.lock.check(ctx); err != nil {
-			return "", "", "", err
+			return "", "", "", e.leaseLost(ctx, err)
 		}
 		if err := e.runNode(ctx, ns); err != nil {
 			return "", "", "", err
@@ -329,10 +329,22 @@ func (e *execution) schedule(ctx context.Context) (agg, status, code string, err
 		return "", "", "", err
 	}
 	if err := e.lock.check(ctx); err != nil {
-		return "", "", "", err
+		return "", "", "", e.leaseLost(ctx, err)
 	}
 	status, code = InvocationFinal(agg)
 	return agg, status, code, nil
+}
+
+// leaseLost stops the scheduler when the lease can no longer be trusted. One successful
+// heartbeat confirms the final write: the Invocation is then closed CANCELLED /
+// NETWORK_LEASE_INTERRUPTED; otherwise it is left untouched for the next resume to settle.
+func (e *execution) leaseLost(ctx context.Context, cause error) error {
+	stopped := &codedError{Code: codeLeaseInterruptedCode, Msg: cause.Error(), Err: cause}
+	e.lock.stopHeartbeat()
+	if e.lock.confirm(ctx) {
+		e.finalWriteConfirmed = true
+	}
+	return stopped
 }
 
 // describeTimeout is the per-run timeout from describe-profile's limits.batchTimeoutSec.
