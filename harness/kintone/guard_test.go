@@ -24,18 +24,30 @@ const (
 // fakeKintone serves records.json/record.json reads from memory and records
 // every write it receives (a write reaching it after a refusal is a bug).
 type fakeKintone struct {
-	mu     sync.Mutex
-	apps   map[string][]map[string]any // app → records (field → value)
-	writes []string
+	mu      sync.Mutex
+	apps    map[string][]map[string]any // app → records (field → value)
+	writes  []string
+	deleted map[string][]string // app → ids in DELETE bodies
 }
 
-var inList = regexp.MustCompile(`(\$id|record_type|request_state) in \(([^)]*)\)`)
+var inList = regexp.MustCompile(`(\$id|record_type|request_state|run_id) in \(([^)]*)\)`)
 
 func (f *fakeKintone) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if r.Method != http.MethodGet {
 		f.writes = append(f.writes, r.Method+" "+r.URL.Path)
+		if r.Method == http.MethodDelete {
+			var body struct {
+				App string   `json:"app"`
+				IDs []string `json:"ids"`
+			}
+			_ = json.NewDecoder(r.Body).Decode(&body)
+			if f.deleted == nil {
+				f.deleted = map[string][]string{}
+			}
+			f.deleted[body.App] = append(f.deleted[body.App], body.IDs...)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		switch {
 		case r.Method == http.MethodPost && r.URL.Path == "/k/v1/record.json":

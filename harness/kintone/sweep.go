@@ -11,8 +11,9 @@ import (
 
 // SweepScope deletes what the scope left in the state and audit apps (scenarios.md §3.6):
 // every record of the scope's runs (NETWORK_RUN whose business_key or network_id starts with
-// the scope), the scope networks' NETWORK_LOCK records and their LOCKDONE tombstones, and the
-// audit records of those runs. Audit goes first, then state, in batches of 100 with ids and
+// the scope), the scope networks' NETWORK_LOCK records and their LOCKDONE tombstones, the
+// audit records of those runs, the force-release audits naming a scope network and the
+// resolutions of scope attempts. Audit goes first, then state, in batches of 100 with ids and
 // revisions, each batch through the guard. It returns how many records it deleted. The JOB
 // log is never touched: its rows stay as evidence.
 func (c *Client) SweepScope(ctx context.Context) (int, error) {
@@ -29,7 +30,18 @@ func (c *Client) SweepScope(ctx context.Context) (int, error) {
 		if err != nil {
 			return deleted, fmt.Errorf("sweep scope %s: audit records: %w", c.scope, err)
 		}
-		n, err := c.deleteInBatches(ctx, c.apps.Audit, recs)
+		// Records without a run_id: force-release audits name the network in
+		// their reason JSON (§3.6), resolutions name the attempt.
+		extra, err := c.api.GetAll(ctx, c.apps.Audit, `record_type in ("OPERATION_AUDIT", "ATTEMPT_RESOLUTION")`, nil)
+		if err != nil {
+			return deleted, fmt.Errorf("sweep scope %s: audit events: %w", c.scope, err)
+		}
+		for _, r := range extra {
+			if c.inScopeDirect(ix, r) || c.inScopeIndirect(ix, r) {
+				recs = append(recs, r)
+			}
+		}
+		n, err := c.deleteInBatches(ctx, c.apps.Audit, dedupe(recs))
 		deleted += n
 		if err != nil {
 			return deleted, fmt.Errorf("sweep scope %s: %w", c.scope, err)
