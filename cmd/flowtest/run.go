@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ksqlflow/flowtest/harness/config"
+	"github.com/ksqlflow/flowtest/harness/runlock"
 	"github.com/ksqlflow/flowtest/harness/scope"
 	"github.com/ksqlflow/flowtest/harness/target"
 	"github.com/ksqlflow/flowtest/results"
@@ -301,6 +302,19 @@ func cmdRun(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int 
 				}
 				tgt = t
 			}
+			// Serial execution is a safety rule: one runner per environment.
+			var ids []string
+			for id := range tgt.AppRoles() {
+				ids = append(ids, id)
+			}
+			lock, err := runlock.Acquire(runlock.Options{
+				Dir: s.cfg.LockDir(), BaseURL: tgt.BaseURL, AppIDs: ids,
+				Warn: func(msg string) { fmt.Fprintf(stderr, "flowtest run: warning: %s\n", msg) },
+			})
+			if err != nil {
+				return refuse("%v", err)
+			}
+			defer lock.Release()
 			code = s.execute(ctx, tgt, stdout, sigs)
 			return nil
 		},
