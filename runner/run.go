@@ -113,6 +113,15 @@ func Execute(ctx context.Context, o Options) Result {
 				fmt.Fprintf(o.Progress, "ERROR writing the record of %s: %v\n", it.ID, err)
 				res.Code = ExitFailed
 			}
+			if o.Run != nil && rec.Status != results.StatusNotRun {
+				// Keep run.json current: a run killed now was interrupted, and says so.
+				progress := *o.Run
+				fillRun(&progress, o.Items, res, o.Archive)
+				progress.State = results.RunInterrupted
+				if err := o.Archive.UpdateRun(&progress); err != nil {
+					fmt.Fprintf(o.Progress, "ERROR updating run.json: %v\n", err)
+				}
+			}
 		}
 	}
 	rs.mu.Lock()
@@ -463,6 +472,7 @@ func fillRun(run *results.Run, items []Item, res Result, arch *results.Archive) 
 		}
 	}
 	run.Totals = results.ComputeTotals(run.Scenarios)
+	run.Evidence = evidence(run, items, res)
 	run.State = results.RunComplete
 	if res.Interrupted {
 		run.State = results.RunInterrupted
@@ -481,4 +491,45 @@ func notRunCategory(reason string) string {
 	default:
 		return results.NotRunInterrupted
 	}
+}
+
+// evidence makes one acceptance-record row per scenario that ran: the criterion (acceptance
+// numbers and scenario), where it ran, what came of it, and the scenario's known limits.
+func evidence(run *results.Run, items []Item, res Result) []results.EvidenceRow {
+	status := map[string]*results.Scenario{}
+	for _, s := range res.Scenarios {
+		status[s.ID] = s
+	}
+	env := run.Target
+	if run.Profile != "" {
+		env += " / profile " + run.Profile
+	}
+	var rows []results.EvidenceRow
+	for _, it := range items {
+		s, ok := status[it.ID]
+		if !ok || s.Status == results.StatusNotRun {
+			continue
+		}
+		criterion := it.ID
+		if len(it.Acceptance) > 0 {
+			criterion = "acceptance " + strings.Join(it.Acceptance, "・") + " (" + it.ID + ")"
+		}
+		if it.Feature != nil {
+			criterion += ": " + it.Feature.Name
+		}
+		result := s.Status
+		held := 0
+		for _, a := range s.Assertions {
+			if a.OK {
+				held++
+			}
+		}
+		result += fmt.Sprintf(" (%d/%d assertions held)", held, len(s.Assertions))
+		limits := it.Limits
+		if limits == "" {
+			limits = "-"
+		}
+		rows = append(rows, results.EvidenceRow{Criterion: criterion, Environment: env, Result: result, Limits: limits, Scenarios: []string{it.ID}})
+	}
+	return rows
 }
