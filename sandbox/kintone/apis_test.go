@@ -205,6 +205,10 @@ func TestAppAndFormFields(t *testing.T) {
 	assert.Equal(t, "CREATED_TIME", props[codeCreatedAt].(map[string]any)["type"])
 	assert.Equal(t, "1", r.json["revision"])
 
+	r = f.c.get("/k/v1/app/form/layout.json", f.csv.Tokens["read"], url.Values{"app": {f.csv.ID}})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	assert.Len(t, r.json["layout"], 2)
+
 	r = f.c.get("/k/v1/app/form/fields.json", f.state.Tokens["read"], url.Values{"app": {f.csv.ID}})
 	assert.Equal(t, "GAIA_IA02", r.code())
 	r = f.c.get("/k/v1/nope.json", f.state.Tokens["read"], nil)

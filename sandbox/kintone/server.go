@@ -342,6 +342,8 @@ func (s *Server) route(method, api string) handlerFunc {
 		return s.getApp
 	case "GET app/form/fields.json":
 		return s.getFormFields
+	case "GET app/form/layout.json":
+		return s.getFormLayout
 	}
 	return nil
 }
@@ -1001,6 +1003,22 @@ func (s *Server) getFormFields(c *reqCtx) (any, *apiError) {
 		props[f.Code] = p
 	}
 	return map[string]any{"properties": props, "revision": "1"}, nil
+}
+
+// getFormLayout puts each field on its own row in schema order; clients such as
+// cli-kintone read the layout to order CSV columns.
+func (s *Server) getFormLayout(c *reqCtx) (any, *apiError) {
+	a, aerr := c.authApp(c.params["app"], "app", nil, []string{permView, permAdd})
+	if aerr != nil {
+		return nil, aerr
+	}
+	rows := make([]any, 0, len(a.ordered))
+	for _, f := range a.ordered {
+		rows = append(rows, map[string]any{"type": "ROW", "fields": []any{
+			map[string]any{"type": f.Type, "code": f.Code, "size": map[string]string{"width": "200"}},
+		}})
+	}
+	return map[string]any{"layout": rows, "revision": "1"}, nil
 }
 
 func stringDefault(f *FieldDef) string {
