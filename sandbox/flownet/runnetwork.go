@@ -37,6 +37,17 @@ type runOutput struct {
 	BlockedRunIDs        []string `json:"blocked_run_ids"`
 }
 
+// normalized makes the array fields [] rather than null.
+func (o runOutput) normalized() runOutput {
+	if o.RetryBrakeNodeIDs == nil {
+		o.RetryBrakeNodeIDs = []string{}
+	}
+	if o.BlockedRunIDs == nil {
+		o.BlockedRunIDs = []string{}
+	}
+	return o
+}
+
 func strp(s string) *string {
 	if s == "" {
 		return nil
@@ -117,7 +128,7 @@ func (c *cli) runNetwork(args []string) int {
 	o, problems := parseRunArgs(args)
 	if len(problems) > 0 {
 		if o.json || containsStr(args, "--json") {
-			c.printJSON(runOutput{Outcome: "REJECTED", RunID: strp(o.resumeRun), InvocationResultCode: CodeInvalidArguments})
+			c.printJSON(runOutput{Outcome: "REJECTED", RunID: strp(o.resumeRun), InvocationResultCode: CodeInvalidArguments}.normalized())
 		}
 		fmt.Fprintln(c.stderr, "Invalid run-network arguments:")
 		for _, p := range problems {
@@ -139,7 +150,7 @@ func (c *cli) runNetwork(args []string) int {
 			out.InvocationResultCode = code
 		}
 		if o.json {
-			c.printJSON(out)
+			c.printJSON(out.normalized())
 		}
 		fmt.Fprintf(c.stderr, "Error [%s]: %s\n", code, err.Error())
 		if len(out.BlockedRunIDs) > 0 {
@@ -148,7 +159,7 @@ func (c *cli) runNetwork(args []string) int {
 		return 1
 	}
 	if o.json {
-		c.printJSON(out)
+		c.printJSON(out.normalized())
 	} else if out.Outcome == "NOOP" {
 		fmt.Fprintf(c.stdout, "NO-OP: Run %s is already SUCCESS; nothing was executed.\n", *out.RunID)
 	} else {
