@@ -46,7 +46,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func flowsandboxBin(t *testing.T) string {
+func flowsandboxBin(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
 		binDir, binErr = os.MkdirTemp("", "flownet-test-bin-")
@@ -67,7 +67,7 @@ func flowsandboxBin(t *testing.T) string {
 }
 
 type sandbox struct {
-	t        *testing.T
+	t        testing.TB
 	srv      *kintone.Server
 	apps     map[string]kintone.AppInfo
 	admin    *kintoneapi.Client // full tokens: state, audit, log
@@ -76,7 +76,7 @@ type sandbox struct {
 	fixtures string // a private copy of features/fixtures (networks + jobs)
 }
 
-func newSandbox(t *testing.T, latency map[string]time.Duration) *sandbox {
+func newSandbox(t testing.TB, latency map[string]time.Duration) *sandbox {
 	t.Helper()
 	bin := flowsandboxBin(t)
 	srv, err := kintone.Start(context.Background(), kintone.Options{Latency: latency})
@@ -135,7 +135,7 @@ func newSandbox(t *testing.T, latency map[string]time.Duration) *sandbox {
 	return s
 }
 
-func copyDir(t *testing.T, from, to string) {
+func copyDir(t testing.TB, from, to string) {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(to, 0o755))
 	entries, err := os.ReadDir(from)
@@ -196,7 +196,7 @@ func (s *sandbox) graph(runID string) graph {
 	return g
 }
 
-func runIDOf(t *testing.T, stdout string) string {
+func runIDOf(t testing.TB, stdout string) string {
 	t.Helper()
 	for _, f := range strings.Fields(stdout) {
 		if strings.HasPrefix(f, "netrun_") {
