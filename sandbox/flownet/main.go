@@ -1,7 +1,3 @@
-// Package flownet is the sandbox's reference kSQL-FlowNet CLI, run as
-// `flowsandbox flownet <command>`. It keeps the real product's contract (records, keys,
-// codes, stdout/stderr lines, exit codes; product-contract.md §0–§9) so that the step
-// definitions written against it also drive the real `node dist/cli/index.js`.
 package flownet
 
 import (
@@ -18,6 +14,7 @@ const version = "0.1.0-sandbox"
 // issues with the same signature.
 var commands = map[string]func(c *cli, args []string) int{
 	"validate":    (*cli).validate,
+	"plan":        (*cli).plan,
 	"run-network": (*cli).runNetwork,
 	"status":      (*cli).status,
 }
@@ -26,6 +23,8 @@ const usage = `Usage: ksql-flownet <command> [options]
 
 Commands:
   validate <network>                    validate a network definition (read-only)
+  plan <network> [--business-key <key>] [--scheduled-for <ts>]
+                                        print the business key and execution order
   run-network <network> [options]       ensure a Run and execute it serially
       [--business-key <key>] [--scheduled-for <ts>] [--resume] [--resume-run <run_id>]
       [--rerun-from <node_id>] [--json] [--ksql-flow-bin <path>]

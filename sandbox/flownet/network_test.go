@@ -172,3 +172,15 @@ func TestDeriveBusinessKeyExplicit(t *testing.T) {
 		assert.Equal(t, want, ce.Code, "%+v", in)
 	}
 }
+
+func TestPlanCommand(t *testing.T) {
+	p := writeNetwork(t, validYAML, "a.sql", "b.sql")
+	var out, errb strings.Builder
+	c := newCLI(nil, &out, &errb)
+	require.Equal(t, 0, c.dispatch([]string{"plan", p, "--business-key", "k-1"}), errb.String())
+	assert.Equal(t, "Business key: k-1\nExecution plan:\n1. a | job_id=job_a | idempotent=true | depends_on=-\n2. b | job_id=job_b | idempotent=false | depends_on=a\n", out.String())
+
+	errb.Reset()
+	assert.Equal(t, 1, c.dispatch([]string{"plan", p}))
+	assert.Equal(t, "Error [BUSINESS_KEY_REQUIRED]: --business-key is required with business_key_policy explicit\n", errb.String(), "plan never generates the manual key")
+}
