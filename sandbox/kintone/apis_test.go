@@ -350,3 +350,73 @@ func TestServeCommand(t *testing.T) {
 	assert.Equal(t, 2, Main(nil, io.Discard, io.Discard))
 	assert.Equal(t, 2, serve(context.Background(), []string{"--latency", "bad"}, io.Discard, io.Discard))
 }
+
+// TestConcurrencyLimit holds 100 requests in the app latency, then checks the 101st gets
+// kintone's 429 GAIA_TO04. The held requests are cancelled afterwards (no waiting out).
+func TestConcurrencyLimit(t *testing.T) {
+	f := newFixture(t, Options{Latency: map[string]time.Duration{"deals": time.Minute}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, concurrencyLimit)
+	for i := 0; i < concurrencyLimit; i++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			req, err := http.NewRequestWithContext(ctx, "GET", f.s.BaseURL()+"/k/v1/records.json?app="+f.deals.ID, nil)
+			if err != nil {
+				return
+			}
+			req.Header.Set("X-Cybozu-API-Token", f.deals.Tokens["read"])
+			if res, err := f.c.hc.Do(req); err == nil {
+				res.Body.Close()
+			}
+		}()
+	}
+	require.Eventually(t, func() bool { return f.s.running.Load() == concurrencyLimit }, 20*time.Second, 5*time.Millisecond)
+	r := f.c.get("/k/v1/records.json", f.csv.Tokens["read"], url.Values{"app": {f.csv.ID}})
+	assert.Equal(t, 429, r.status)
+	assert.Equal(t, "GAIA_TO04", r.code())
+	assert.Equal(t, "GAIA_TO04", r.header.Get("X-Cybozu-Error"))
+	assert.Equal(t, "101", r.header.Get("X-ConcurrencyLimit-Running"))
+	cancel()
+	for i := 0; i < concurrencyLimit; i++ {
+		<-done
+	}
+	require.Eventually(t, func() bool { return f.s.running.Load() == 0 }, 20*time.Second, 5*time.Millisecond)
+	r = f.c.get("/k/v1/records.json", f.csv.Tokens["read"], url.Values{"app": {f.csv.ID}})
+	assert.Equal(t, 200, r.status)
+}
+
+func TestMiscErrorPaths(t *testing.T) {
+	f := newFixture(t, Options{})
+	up := upload(t, f, "", "a.zip", []byte("x"))
+	assert.Equal(t, 401, up.status)
+	assert.Equal(t, "CB_AU01", up.code())
+	r := f.c.get("/k/v1/records.json", f.csv.Tokens["read"], nil)
+	assert.Equal(t, 400, r.status)
+	assert.Equal(t, []string{"app"}, r.errKeys())
+	r = f.c.get("/k/v1/records.json", f.csv.Tokens["read"], url.Values{"app": {"555"}})
+	assert.Equal(t, 404, r.status)
+	assert.Equal(t, "GAIA_AP01", r.code())
+	r = f.c.get("/k/v1/file.json", f.csv.Tokens["read"], url.Values{"fileKey": {"nope"}})
+	assert.Equal(t, 404, r.status)
+	assert.Equal(t, "GAIA_BL01", r.code())
+	req := mustRequest(t, "GET", f.s.BaseURL()+"/k/v1/record.json", "")
+	req.Header.Set("X-Cybozu-Authorization", "dXNlcjpwYXNz")
+	r = f.c.send(req)
+	assert.Equal(t, 401, r.status)
+	assert.Equal(t, "CB_WA01", r.code())
+
+	// A long GET sent as POST with X-HTTP-Method-Override and a JSON body.
+	f.addCSV(t, "o1", "")
+	req = mustRequest(t, "POST", f.s.BaseURL()+"/k/v1/records.json", `{"app":"`+f.csv.ID+`","query":"test_key in (\"o1\")","totalCount":true}`)
+	req.Header.Set("X-HTTP-Method-Override", "GET")
+	req.Header.Set("X-Cybozu-API-Token", f.csv.Tokens["read"])
+	r = f.c.send(req)
+	require.Equal(t, 200, r.status, "%s", r.body)
+	assert.Equal(t, "1", r.json["totalCount"])
+	// Repeated token headers count as several tokens.
+	req = mustRequest(t, "GET", f.s.BaseURL()+"/k/v1/record.json?app="+f.csv.ID+"&id=1", "")
+	req.Header.Add("X-Cybozu-API-Token", f.state.Tokens["read"])
+	req.Header.Add("X-Cybozu-API-Token", f.csv.Tokens["read"])
+	r = f.c.send(req)
+	assert.Equal(t, 200, r.status, "%s", r.body)
+}
