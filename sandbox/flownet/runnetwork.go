@@ -276,10 +276,9 @@ func (c *cli) executeRunNetwork(ctx context.Context, o runOptions) (runOutput, e
 	// 4. Run lookup and outcome, inside the lock.
 	adm, err := e.admit(ctx, n, o, key)
 	if err != nil {
+		// run_id stays the --resume-run value (or null) on a rejection; the Run that blocks
+		// a NEW is reported in blocked_run_ids (§1.3).
 		out.BlockedRunIDs = append(out.BlockedRunIDs, blockingOf(err)...)
-		if adm != nil && adm.run != nil {
-			out.RunID = strp(adm.run.Str("run_id"))
-		}
 		e.closeRejected(ctx, err)
 		return out, err
 	}
