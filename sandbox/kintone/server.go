@@ -826,9 +826,9 @@ func updateItem(t *tx, a *app, item map[string]any, prefix string, upsert bool) 
 		// different value would silently re-key the record, which we refuse).
 		if v, present, _ := in.value(field); present {
 			if f := a.fields[field]; f != nil {
-				nk, e1 := normalizeValue(f, v, recPrefix+"."+field)
-				ok, e2 := normalizeValue(f, m["value"], "updateKey")
-				if e1 != nil || e2 != nil || nk != ok {
+				inRecord, e1 := normalizeValue(f, v, recPrefix+"."+field)
+				inKey, e2 := normalizeValue(f, m["value"], "updateKey")
+				if e1 != nil || e2 != nil || inRecord != inKey {
 					return nil, "", errField(recPrefix+"."+field+".value", "The field specified in \"updateKey\" cannot be updated.")
 				}
 			}
@@ -923,13 +923,11 @@ func opDeleteRecords(t *tx, a *app, p map[string]any) (any, *apiError) {
 			return nil, errRecordNotFound(strconv.FormatInt(id, 10))
 		}
 		if revs != nil {
-			rev, aerr := revisionParam(revs[i])
-			if aerr != nil {
-				return nil, aerr
-			}
-			if s, _ := revs[i].(string); s == "" && revs[i] != nil {
-				if _, isStr := revs[i].(string); isStr {
-					rev = -1 // blank revision: unchecked
+			rev := int64(-1) // a blank revision is unchecked, like -1
+			if s, isStr := revs[i].(string); !isStr || strings.TrimSpace(s) != "" {
+				var aerr *apiError
+				if rev, aerr = revisionParam(revs[i]); aerr != nil {
+					return nil, aerr
 				}
 			}
 			if rev >= 0 && rev != r.rev {
