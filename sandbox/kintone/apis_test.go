@@ -170,6 +170,12 @@ func TestFiles(t *testing.T) {
 	// Keeping an attachment by sending back its download key.
 	u := f.c.do("PUT", "/k/v1/record.json", tok, map[string]any{"app": f.state.ID, "id": r.json["id"], "record": map[string]any{"source_bundle_attachment": v([]any{map[string]any{"fileKey": dk}})}})
 	assert.Equal(t, 200, u.status, "%s", u.body)
+	d = f.c.get("/k/v1/file.json", tok, url.Values{"fileKey": {dk}})
+	assert.Equal(t, 200, d.status, "kept attachment still downloads")
+	u = f.c.do("PUT", "/k/v1/record.json", tok, map[string]any{"app": f.state.ID, "id": r.json["id"], "record": map[string]any{"source_bundle_attachment": v([]any{})}})
+	require.Equal(t, 200, u.status, "%s", u.body)
+	d = f.c.get("/k/v1/file.json", tok, url.Values{"fileKey": {dk}})
+	assert.Equal(t, 404, d.status, "a removed attachment is gone")
 
 	// Through the shared client as well.
 	c := goClient(t, f.s, "flownet")

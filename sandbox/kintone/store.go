@@ -106,6 +106,7 @@ type tx struct {
 	undo    []undoEntry
 	used    map[string]bool // upload file keys consumed in this tx
 	minted  []string        // download keys created in this tx
+	dropped []string        // download keys no record holds any more (removed on commit)
 	now     time.Time
 }
 
@@ -144,10 +145,14 @@ func appIDLess(x, y string) bool {
 }
 
 func (t *tx) commit() {
-	if len(t.used) > 0 {
+	if len(t.used) > 0 || len(t.dropped) > 0 {
 		t.s.files.mu.Lock()
 		for k := range t.used {
 			delete(t.s.files.uploads, k)
+		}
+		// Attachments of deleted records, and ones an update replaced, are gone as on kintone.
+		for _, k := range t.dropped {
+			delete(t.s.files.stored, k)
 		}
 		t.s.files.mu.Unlock()
 	}
@@ -183,13 +188,41 @@ func (t *tx) unlock() {
 	t.locked = nil
 }
 
+// dropFiles notes the attachments of prev that next (nil: deleted) no longer holds.
+func (t *tx) dropFiles(a *app, prev, next *record) {
+	if prev == nil {
+		return
+	}
+	for _, f := range a.ordered {
+		if f.Type != "FILE" {
+			continue
+		}
+		old, _ := prev.vals[f.Code].([]fileVal)
+		var keep []fileVal
+		if next != nil {
+			keep, _ = next.vals[f.Code].([]fileVal)
+		}
+	next:
+		for _, o := range old {
+			for _, k := range keep {
+				if k.FileKey == o.FileKey {
+					continue next
+				}
+			}
+			t.dropped = append(t.dropped, o.FileKey)
+		}
+	}
+}
+
 func (t *tx) write(a *app, r *record) {
+	t.dropFiles(a, a.records[r.id], r)
 	t.undo = append(t.undo, undoEntry{a: a, id: r.id, prev: a.records[r.id]})
 	r.modSeq = a.modSeq.Add(1)
 	a.put(r)
 }
 
 func (t *tx) delete(a *app, id int64) {
+	t.dropFiles(a, a.records[id], nil)
 	t.undo = append(t.undo, undoEntry{a: a, id: id, prev: a.records[id]})
 	a.modSeq.Add(1)
 	a.remove(id)
