@@ -300,7 +300,9 @@ func (e *execution) schedule(ctx context.Context) (agg, status, code string, err
 			}
 		}
 		if len(failedDeps) > 0 {
-			if err := e.putState(ctx, ns, StatusBlocked, map[string]any{"blocked_by": jsonArray(failedDeps), "status_reason": CodeAllSuccessNotMet}); err != nil {
+			// BLOCKED carries finished_at like the other settled states (a "safe graph" has no
+			// settled node without one); it is cleared again when a resume resets the node.
+			if err := e.putState(ctx, ns, StatusBlocked, map[string]any{"blocked_by": jsonArray(failedDeps), "status_reason": CodeAllSuccessNotMet, "finished_at": isoMillis(e.c.now())}); err != nil {
 				return "", "", "", err
 			}
 			if _, err := e.updateRun(ctx, false); err != nil {
@@ -362,7 +364,7 @@ func (e *execution) prepareResumeStates(ctx context.Context) error {
 		ns := e.states[id]
 		switch {
 		case ns.status == StatusBlocked:
-			if err := e.putState(ctx, ns, StatusWaiting, map[string]any{"blocked_by": "[]", "status_reason": ""}); err != nil {
+			if err := e.putState(ctx, ns, StatusWaiting, map[string]any{"blocked_by": "[]", "status_reason": "", "finished_at": ""}); err != nil {
 				return err
 			}
 		case (ns.status == StatusFailed || ns.status == StatusCancelled) && ns.node.Idempotent:
