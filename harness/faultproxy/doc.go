@@ -72,7 +72,9 @@
 // (at, method, path, targeted, blocked, heartbeat, status, duration_ms, and an error
 // kind when the request failed, e.g. a barrier timeout), and <name>.arrivals.jsonl,
 // one line per barrier arrival (at, barrier_id, phase, method, path,
-// response_status for after-success) — the original hook's fields. Neither ever holds
+// response_status for after-success) — the original hook's fields. Lines are written by
+// a background writer so no request waits on the disk; FlushLogs returns once every
+// line queued so far is in the files (Close flushes too). Neither ever holds
 // the query string, a header, a body or a token; error texts from the upstream
 // connection are reduced to a fixed kind. "heartbeat" is a PUT whose JSON record has
 // heartbeat_at. Counts splits requests into records (/k/v1/record.json and

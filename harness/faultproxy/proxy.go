@@ -1,6 +1,7 @@
 package faultproxy
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -105,9 +106,19 @@ type Proxy struct {
 	counts       Counts
 	isClosed     bool
 
-	logMu      sync.Mutex
+	// Log lines go through one writer goroutine so no request waits on a file write.
+	logMu      sync.RWMutex // guards logClosed against sends on a closed logCh
+	logClosed  bool
+	logCh      chan logLine
+	logDone    chan struct{}
 	trafficLog *os.File
 	arrivalLog *os.File
+}
+
+type logLine struct {
+	f       *os.File
+	b       []byte
+	flushed chan struct{} // a flush marker, when non-nil
 }
 
 // New starts a proxy listening on loopback.
@@ -191,7 +202,7 @@ func New(opts Options) (*Proxy, error) {
 
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
-		p.closeLogs()
+		p.closeFiles()
 		return nil, fmt.Errorf("fault proxy %s: listen: %w", opts.Name, err)
 	}
 	scheme := "http"
@@ -200,7 +211,7 @@ func New(opts Options) (*Proxy, error) {
 		if ca == nil {
 			if ca, err = NewCA(); err != nil {
 				ln.Close()
-				p.closeLogs()
+				p.closeFiles()
 				return nil, fmt.Errorf("fault proxy %s: %w", opts.Name, err)
 			}
 		}
@@ -211,13 +222,16 @@ func New(opts Options) (*Proxy, error) {
 		}
 		if err != nil {
 			ln.Close()
-			p.closeLogs()
+			p.closeFiles()
 			return nil, fmt.Errorf("fault proxy %s: %w", opts.Name, err)
 		}
 		// HTTP/1.1 only: dropping a connection needs Hijack, which HTTP/2 lacks.
 		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
 		scheme = "https"
 	}
+	p.logCh = make(chan logLine, 1024)
+	p.logDone = make(chan struct{})
+	go p.logWriter()
 	p.url = scheme + "://" + ln.Addr().String()
 	p.srv = &http.Server{
 		Handler:           p,
@@ -411,7 +425,16 @@ func (p *Proxy) Close() error {
 
 func (p *Proxy) closeLogs() error {
 	p.logMu.Lock()
-	defer p.logMu.Unlock()
+	if !p.logClosed {
+		p.logClosed = true
+		close(p.logCh)
+	}
+	p.logMu.Unlock()
+	<-p.logDone
+	return p.closeFiles()
+}
+
+func (p *Proxy) closeFiles() error {
 	var errs []error
 	for _, f := range []*os.File{p.trafficLog, p.arrivalLog} {
 		if f != nil {
@@ -458,6 +481,8 @@ type reqState struct {
 	view   *requestView
 	afters []*barrierState
 	entry  *trafficEntry
+	start  time.Time
+	logged bool
 }
 
 type trafficEntry struct {
@@ -494,10 +519,6 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	view := &requestView{method: r.Method, path: r.URL.Path}
 	p.bufferBody(r, view)
 	entry := &trafficEntry{At: start.UTC(), Method: r.Method, Path: r.URL.Path, Targeted: true, Heartbeat: view.isHeartbeat()}
-	defer func() {
-		entry.DurationMS = float64(time.Since(start).Microseconds()) / 1000
-		p.writeLog(p.trafficLog, entry)
-	}()
 
 	p.mu.Lock()
 	p.counts.Total++
@@ -515,6 +536,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p.isClosed {
 		p.mu.Unlock()
 		entry.Error = "proxy closed"
+		p.logTraffic(entry, start)
 		drop(w)
 		return
 	}
@@ -523,6 +545,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		entry.Blocked = true
 		p.counts.Blocked++
 		p.mu.Unlock()
+		p.logTraffic(entry, start)
 		drop(w)
 		return
 	}
@@ -532,12 +555,24 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for _, st := range befores {
 		if err := p.hold(r.Context(), st); err != nil {
 			entry.Error = err.Error()
+			p.logTraffic(entry, start)
 			drop(w)
 			return
 		}
 	}
-	rs := &reqState{view: view, afters: afters, entry: entry}
+	rs := &reqState{view: view, afters: afters, entry: entry, start: start}
 	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, rs)))
+	if !rs.logged {
+		p.logTraffic(entry, start)
+	}
+}
+
+// logTraffic queues the request's traffic line. Failed requests are logged before
+// their connection is dropped, so a client that saw the failure finds the line after
+// FlushLogs.
+func (p *Proxy) logTraffic(e *trafficEntry, start time.Time) {
+	e.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+	p.writeLog(p.trafficLog, e)
 }
 
 // bufferBody reads a (bounded) copy of the body for matching and heartbeat detection,
@@ -679,6 +714,10 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 			rs.entry.Error = "upstream request failed"
 		}
 	}
+	if rs != nil {
+		rs.logged = true
+		p.logTraffic(rs.entry, rs.start)
+	}
 	drop(w)
 }
 
@@ -707,7 +746,49 @@ func (p *Proxy) writeLog(f *os.File, v any) {
 		return
 	}
 	line = append(line, '\n')
-	p.logMu.Lock()
-	defer p.logMu.Unlock()
-	_, _ = f.Write(line) // a closed log (after Close) drops the line
+	p.logMu.RLock()
+	defer p.logMu.RUnlock()
+	if !p.logClosed {
+		p.logCh <- logLine{f: f, b: line}
+	}
+}
+
+// FlushLogs returns once every log line queued so far is written to its file.
+func (p *Proxy) FlushLogs() {
+	done := make(chan struct{})
+	p.logMu.RLock()
+	if p.logClosed {
+		p.logMu.RUnlock()
+		return // Close already wrote everything
+	}
+	p.logCh <- logLine{flushed: done}
+	p.logMu.RUnlock()
+	<-done
+}
+
+func (p *Proxy) logWriter() {
+	defer close(p.logDone)
+	bufs := map[*os.File]*bufio.Writer{}
+	flushAll := func() {
+		for _, b := range bufs {
+			_ = b.Flush() // a failing log disk must not fail the proxied traffic
+		}
+	}
+	for l := range p.logCh {
+		if l.flushed != nil {
+			flushAll()
+			close(l.flushed)
+			continue
+		}
+		b := bufs[l.f]
+		if b == nil {
+			b = bufio.NewWriter(l.f)
+			bufs[l.f] = b
+		}
+		_, _ = b.Write(l.b)
+		if len(p.logCh) == 0 {
+			flushAll() // batch only while lines are queued; never sit on a line
+		}
+	}
+	flushAll()
 }

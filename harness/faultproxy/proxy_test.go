@@ -74,6 +74,7 @@ func TestBlockDropsConnectionWithoutResponse(t *testing.T) {
 	require.NoError(t, r.err)
 	assert.Equal(t, 200, r.status)
 
+	p.FlushLogs()
 	lines := readLines(t, p.TrafficLogPath())
 	require.Len(t, lines, 3)
 	var first struct {
@@ -178,6 +179,7 @@ func TestBarrierBeforeHoldsUntilReleaseAndFiresOnce(t *testing.T) {
 	require.NoError(t, r.err)
 	assert.Equal(t, 200, r.status)
 	assert.Len(t, p.Arrivals(), 1)
+	p.FlushLogs()
 	lines := readLines(t, p.ArrivalLogPath())
 	require.Len(t, lines, 1)
 	var logged map[string]any
@@ -213,6 +215,7 @@ func TestBarrierAfterSuccessHoldsResponse(t *testing.T) {
 	assert.Equal(t, 200, r.status)
 	assert.Contains(t, r.body, plantedResponse)
 
+	p.FlushLogs()
 	lines := readLines(t, p.ArrivalLogPath())
 	require.Len(t, lines, 1)
 	assert.Contains(t, lines[0], `"response_status":200`)
@@ -347,6 +350,7 @@ func TestBarrierTimeoutFailsHeldRequest(t *testing.T) {
 	assert.Equal(t, 1, u.hitCount(), "an after-success barrier forwarded, then failed the held response")
 
 	assert.Equal(t, 2, p.Counts().BarrierTimeouts)
+	p.FlushLogs()
 	traffic, err := os.ReadFile(p.TrafficLogPath())
 	require.NoError(t, err)
 	assert.Contains(t, string(traffic), "barrier never_released: release timed out after 200ms")

@@ -203,7 +203,9 @@ func AllOf(ms ...ArgvMatch) ArgvMatch {
 }
 
 // FindByArgv returns the pids (ascending) of every live process, other than the
-// runner itself, whose command line matches.
+// runner itself, whose command line matches. On Windows the command line is one
+// string that gopsutil splits at spaces (quotes are not honoured), so match on
+// tokens without spaces (flags, ids, the scope), not on whole quoted paths.
 func FindByArgv(ctx context.Context, match ArgvMatch) ([]int32, error) {
 	s, err := takeSnapshot(ctx, true)
 	if err != nil {
