@@ -407,6 +407,8 @@ func (s *session) execute(ctx context.Context, tgt *target.Target, stdout io.Wri
 		Initialize: suite.Initialize, BeforeScenario: suite.BeforeScenario,
 		StepTimeout: f.stepTimeout, WorkRoot: work, KeepWorkDirs: f.keepWorkDirs,
 		Formats: f.formats, Archive: arch, Run: run, Progress: stdout, Signals: sigs,
+		// A second interrupt exits at once: the emulator must not outlive the runner.
+		Exit: func(code int) { tgt.Abort(); os.Exit(code) },
 	})
 	fmt.Fprintf(stdout, "%d passed, %d failed, %d not run — archive %s\n", run.Totals.Passed, run.Totals.Failed, run.Totals.NotRun, arch.Dir())
 	// The run knows every secret it used (the sandbox's tokens exist only now), so it checks

@@ -71,6 +71,15 @@ type Target struct {
 	Versions map[string]string
 
 	closers []func() error
+	aborts  []func()
+}
+
+// Abort kills what the target started, at once (the runner is exiting on a second interrupt
+// and cannot wait for a graceful stop).
+func (t *Target) Abort() {
+	for _, a := range t.aborts {
+		a()
+	}
 }
 
 // Token returns the app's first token of the given kinds ("" if none). The sandbox mints a
@@ -244,6 +253,7 @@ func StartSandbox(ctx context.Context, o SandboxOptions) (*Target, error) {
 	for _, a := range info.Apps {
 		t.Apps[a.Role] = a
 	}
+	t.aborts = append(t.aborts, func() { p.KillTree() })
 	t.closers = append(t.closers, func() error {
 		// The emulator saves its data dir on a graceful stop, so a person can inspect it.
 		if _, err := p.Stop(10 * time.Second); err != nil {
