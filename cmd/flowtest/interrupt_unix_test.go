@@ -1,0 +1,91 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ksqlflow/flowtest/harness/proc"
+	"github.com/ksqlflow/flowtest/harness/wait"
+)
+
+// Ctrl-C in the middle of a scenario that has child processes running: the scenario stops,
+// its children (and the sandbox emulator) are gone, the archive says interrupted, exit 130.
+func TestInterruptMidScenarioLeavesNothingBehind(t *testing.T) {
+	if testing.Short() {
+		t.Skip("acceptance run skipped in -short mode")
+	}
+	out := t.TempDir()
+	cmd := exec.Command(filepath.Join(binDir, "flowtest"), "run", "--out", out, "--tags", "@m5-lock-conflict or @m5-kill-unknown")
+	cmd.Dir = repoRoot()
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()}
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+
+	var lines []string
+	sc := bufio.NewScanner(stdout)
+	signalled := false
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		// The lock-conflict scenario holds a standalone kSQL-Flow and a FlowNet run.
+		if !signalled && strings.Contains(sc.Text(), "started flownet-run-1") {
+			require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+			signalled = true
+		}
+	}
+	err = cmd.Wait()
+	require.True(t, signalled, "never saw the scenario start its processes:\n%s", strings.Join(lines, "\n"))
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, strings.Join(lines, "\n"))
+	assert.Equal(t, 130, ee.ExitCode(), strings.Join(lines, "\n"))
+
+	// Nothing started from the test's binaries is still alive.
+	err = wait.Until(context.Background(), "children of the interrupted run to be gone", 10*time.Second, 100*time.Millisecond,
+		func(ctx context.Context) (bool, string, error) {
+			pids, err := proc.FindByArgv(ctx, proc.ArgvContains(binDir))
+			if err != nil {
+				return false, "", err
+			}
+			return len(pids) == 0, fmt.Sprintf("%d processes alive: %v", len(pids), pids), nil
+		})
+	assert.NoError(t, err)
+
+	var dir string
+	for _, l := range lines {
+		if i := strings.Index(l, "archive "); i >= 0 && strings.HasPrefix(l, "flowtest ") {
+			dir = strings.TrimSpace(l[i+len("archive "):])
+		}
+	}
+	require.NotEmpty(t, dir)
+	data, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	require.NoError(t, err)
+	var run struct {
+		State     string
+		Scenarios []struct{ ID, Status, StatusReason string }
+	}
+	require.NoError(t, json.Unmarshal(data, &run))
+	assert.Equal(t, "interrupted", run.State)
+	for _, s := range run.Scenarios {
+		switch s.ID {
+		case "m5-lock-conflict":
+			assert.Equal(t, "failed", s.Status)
+		case "m5-kill-unknown":
+			assert.Equal(t, "not-run", s.Status)
+		}
+	}
+}
