@@ -354,11 +354,19 @@ func (p *Proxy) WaitArrival(ctx context.Context, id string) (Arrival, error) {
 		p.states[id] = st
 	}
 	p.mu.Unlock()
-	select {
-	case <-st.arrived:
+	arrived := func() Arrival {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		return st.arrival, nil
+		return st.arrival
+	}
+	select {
+	case <-st.arrived: // an arrival before Close or the deadline still counts
+		return arrived(), nil
+	default:
+	}
+	select {
+	case <-st.arrived:
+		return arrived(), nil
 	case <-ctx.Done():
 		c := p.Counts()
 		return Arrival{}, fmt.Errorf("waiting for a request at barrier %s on proxy %s: %w (proxy saw %d requests, %d blocked, arrivals so far: %s)",

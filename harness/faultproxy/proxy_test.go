@@ -499,6 +499,9 @@ func TestCloseFailsHeldRequests(t *testing.T) {
 	assert.Zero(t, u.hitCount())
 	_, err = p.WaitArrival(ctx, "other")
 	assert.ErrorContains(t, err, "closed")
+	a, err := p.WaitArrival(ctx, "held")
+	require.NoError(t, err, "an arrival before Close is still reported")
+	assert.Equal(t, "held", a.BarrierID)
 	require.NoError(t, p.Close(), "Close is idempotent")
 }
 

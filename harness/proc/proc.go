@@ -308,8 +308,10 @@ func (p *Process) Signal(s StopSignal) error {
 }
 
 // Stop asks the process to stop (Interrupt), waits up to grace for it to exit, then
-// kills its whole tree. It returns how the process ended; the error is non-nil only
-// if the process could not be ended at all.
+// kills its whole tree. A process that exits within grace is not killed, and neither
+// are children it chose to leave running (the registry's KillAll sweeps those). It
+// returns how the process ended; the error is non-nil only if the process could not
+// be ended at all.
 func (p *Process) Stop(grace time.Duration) (Result, error) {
 	if res, ok := p.Exited(); ok {
 		return res, nil
@@ -378,7 +380,8 @@ func (p *Process) KillTree() ([]int32, error) {
 			errs = append(errs, err)
 		}
 	}
-	k, err := killGroup(ctx, p.pid, true)
+	// The leader is reaped by now (or was before): it cannot be alive in its group.
+	k, err := killGroup(ctx, p.pid, false)
 	killed = append(killed, k...)
 	if err != nil {
 		errs = append(errs, err)

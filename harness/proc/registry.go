@@ -122,13 +122,14 @@ func (r *Registry) Survivors(ctx context.Context) ([]Survivor, error) {
 		out = append(out, Survivor{Of: of, Pid: pid, Argv: argv})
 	}
 	for _, p := range r.Processes() {
-		if _, exited := p.Exited(); !exited {
+		_, exited := p.Exited()
+		if !exited {
 			addPid(p.Name(), int32(p.Pid()))
 			for _, m := range snap.descendants(int32(p.Pid())) {
 				addPid(p.Name(), m.pid)
 			}
 		}
-		for _, pid := range groupSurvivors(ctx, snap, p.Pid()) {
+		for _, pid := range groupSurvivors(ctx, snap, p.Pid(), !exited) {
 			addPid(p.Name(), pid)
 		}
 	}

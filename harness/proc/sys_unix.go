@@ -77,7 +77,10 @@ func killPid(pid int32) error {
 func isTextBusy(err error) bool { return errors.Is(err, syscall.ETXTBSY) }
 
 // groupMembers lists the live, non-zombie processes whose process group is pgid.
-func groupMembers(ctx context.Context, s *snapshot, pgid int) []int32 {
+// Once our leader is gone, a live process whose pid equals pgid can only be a
+// stranger that reused the pid and leads a group of the same id: then the group is
+// not ours and nothing is returned.
+func groupMembers(ctx context.Context, s *snapshot, pgid int, leaderAlive bool) []int32 {
 	var out []int32
 	for pid, info := range s.procs {
 		g, err := syscall.Getpgid(int(pid))
@@ -85,6 +88,9 @@ func groupMembers(ctx context.Context, s *snapshot, pgid int) []int32 {
 			continue
 		}
 		if sameProcess(ctx, pid, info) {
+			if int(pid) == pgid && !leaderAlive {
+				return nil
+			}
 			out = append(out, pid)
 		}
 	}
@@ -95,12 +101,12 @@ func groupMembers(ctx context.Context, s *snapshot, pgid int) []int32 {
 // the orphans (reparented away from the child). The group is signalled only if it
 // still has members, so a reused pid can never redirect the kill; the kernel does not
 // reuse a pid while a group of that id exists.
-func killGroup(ctx context.Context, pgid int, _ bool) ([]int32, error) {
+func killGroup(ctx context.Context, pgid int, leaderAlive bool) ([]int32, error) {
 	s, err := takeSnapshot(ctx, false)
 	if err != nil {
 		return nil, err
 	}
-	members := groupMembers(ctx, s, pgid)
+	members := groupMembers(ctx, s, pgid, leaderAlive)
 	if len(members) == 0 {
 		return nil, nil
 	}
@@ -113,7 +119,7 @@ func killGroup(ctx context.Context, pgid int, _ bool) ([]int32, error) {
 	return members, nil
 }
 
-// survivors lists the processes a leak check counts for a child: its group (Unix).
-func groupSurvivors(ctx context.Context, s *snapshot, pgid int) []int32 {
-	return groupMembers(ctx, s, pgid)
+// groupSurvivors lists the processes a leak check counts for a child: its group (Unix).
+func groupSurvivors(ctx context.Context, s *snapshot, pgid int, leaderAlive bool) []int32 {
+	return groupMembers(ctx, s, pgid, leaderAlive)
 }

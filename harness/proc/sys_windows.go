@@ -86,4 +86,4 @@ func isTextBusy(error) bool { return false }
 // first while the root still lives.
 func killGroup(context.Context, int, bool) ([]int32, error) { return nil, nil }
 
-func groupSurvivors(context.Context, *snapshot, int) []int32 { return nil }
+func groupSurvivors(context.Context, *snapshot, int, bool) []int32 { return nil }
