@@ -46,30 +46,31 @@ func (w *world) requireRunID(ctx context.Context) (string, error) {
 	return w.runID, nil
 }
 
-func (w *world) run(ctx context.Context) (kintoneapi.Record, error) {
+// recordsOfRun reads the records of one type that belong to the scenario's run, in
+// creation order.
+func (w *world) recordsOfRun(ctx context.Context, role, recordType string) ([]kintoneapi.Record, error) {
 	id, err := w.requireRunID(ctx)
 	if err != nil {
 		return nil, err
 	}
-	recs, err := w.reader.GetAll(ctx, w.app(target.RoleState),
-		fmt.Sprintf(`record_type in ("NETWORK_RUN") and run_id = %s`, quote(id)), nil)
+	return w.reader.GetAll(ctx, w.app(role),
+		fmt.Sprintf(`record_type in (%s) and run_id = %s`, quote(recordType), quote(id)), nil)
+}
+
+func (w *world) run(ctx context.Context) (kintoneapi.Record, error) {
+	recs, err := w.recordsOfRun(ctx, target.RoleState, "NETWORK_RUN")
 	if err != nil {
 		return nil, err
 	}
 	if len(recs) != 1 {
-		return nil, fmt.Errorf("expected one NETWORK_RUN record for run %s, found %d", id, len(recs))
+		return nil, fmt.Errorf("expected one NETWORK_RUN record for run %s, found %d", w.runID, len(recs))
 	}
 	return recs[0], nil
 }
 
 // nodeStates returns the NODE_STATE records of the run keyed by rendered node id.
 func (w *world) nodeStates(ctx context.Context) (map[string]kintoneapi.Record, error) {
-	id, err := w.requireRunID(ctx)
-	if err != nil {
-		return nil, err
-	}
-	recs, err := w.reader.GetAll(ctx, w.app(target.RoleState),
-		fmt.Sprintf(`record_type in ("NODE_STATE") and run_id = %s`, quote(id)), nil)
+	recs, err := w.recordsOfRun(ctx, target.RoleState, "NODE_STATE")
 	if err != nil {
 		return nil, err
 	}
@@ -81,16 +82,7 @@ func (w *world) nodeStates(ctx context.Context) (map[string]kintoneapi.Record, e
 }
 
 func (w *world) auditRecords(ctx context.Context, recordType string) ([]kintoneapi.Record, error) {
-	id, err := w.requireRunID(ctx)
-	if err != nil {
-		return nil, err
-	}
-	recs, err := w.reader.GetAll(ctx, w.app(target.RoleAudit),
-		fmt.Sprintf(`record_type in (%s) and run_id = %s`, quote(recordType), quote(id)), nil)
-	if err != nil {
-		return nil, err
-	}
-	return recs, nil // ascending $id: creation order
+	return w.recordsOfRun(ctx, target.RoleAudit, recordType)
 }
 
 // attemptsOf returns the NODE_ATTEMPT records of one rendered node id, by attempt number.

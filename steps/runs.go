@@ -72,11 +72,8 @@ func addRunSteps(reg stepdef.Registry) {
 	})
 	reg.Step(`^the FlowNet run exits with code (\d+)$`, func(ctx context.Context, code int) error {
 		w := worldFrom(ctx)
-		c, err := w.lastCall()
+		c, err := w.finishedLastCall(ctx)
 		if err != nil {
-			return err
-		}
-		if err := w.finish(ctx, c); err != nil {
 			return err
 		}
 		err = w.st.Equal("exit code of "+c.name, code, c.result.ExitCode)
@@ -87,11 +84,8 @@ func addRunSteps(reg stepdef.Registry) {
 	})
 	reg.Step(`^its stdout has a line starting with "([^"]*)"$`, func(ctx context.Context, prefix string) error {
 		w := worldFrom(ctx)
-		c, err := w.lastCall()
+		c, err := w.finishedLastCall(ctx)
 		if err != nil {
-			return err
-		}
-		if err := w.finish(ctx, c); err != nil {
 			return err
 		}
 		found := ""
@@ -210,11 +204,13 @@ func (w *world) startFlowNet(ctx context.Context, extra []string) (*flownetCall,
 	return c, nil
 }
 
-func (w *world) lastCall() (*flownetCall, error) {
+// finishedLastCall waits for the latest FlowNet call to end and returns it.
+func (w *world) finishedLastCall(ctx context.Context) (*flownetCall, error) {
 	if len(w.calls) == 0 {
 		return nil, fmt.Errorf("no FlowNet call was made")
 	}
-	return w.calls[len(w.calls)-1], nil
+	c := w.calls[len(w.calls)-1]
+	return c, w.finish(ctx, c)
 }
 
 // finish waits for a FlowNet call to exit (bounded by the step's deadline) and resolves the

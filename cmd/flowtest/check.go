@@ -20,16 +20,9 @@ import (
 // the target checks need the emulator, so they are run only with --start-sandbox; in live
 // mode the pending-request read (rule 9) is the only request sent.
 func cmdCheck(args []string, stdout, stderr io.Writer) int {
-	fset := flag.NewFlagSet("check", flag.ContinueOnError)
-	fset.SetOutput(stderr)
-	var f runFlags
-	f.bind(fset, false)
-	if err := fset.Parse(args); err != nil {
-		return runner.ExitRefused
-	}
-	s, err := openSession(f)
-	if err != nil {
-		return exitFor(stderr, "check", err)
+	s, code := startCommand("check", args, false, stderr)
+	if s == nil {
+		return code
 	}
 	defer s.close()
 	static := s.staticReport()

@@ -240,23 +240,35 @@ func (s *session) staticReport() safety.Report {
 	return rep
 }
 
-func cmdRun(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
-	fset := flag.NewFlagSet("run", flag.ContinueOnError)
+// startCommand parses the flags of run or check and opens the session; a non-zero code
+// means the command is refused (and the message printed).
+func startCommand(name string, args []string, withRun bool, stderr io.Writer) (*session, int) {
+	fset := flag.NewFlagSet(name, flag.ContinueOnError)
 	fset.SetOutput(stderr)
 	var f runFlags
-	f.bind(fset, true)
+	f.bind(fset, withRun)
 	if err := fset.Parse(args); err != nil {
-		return runner.ExitRefused
+		return nil, runner.ExitRefused
 	}
 	if fset.NArg() > 0 {
-		fmt.Fprintf(stderr, "flowtest run: unexpected arguments %q (select scenarios with --tags)\n", fset.Args())
-		return runner.ExitRefused
+		fmt.Fprintf(stderr, "flowtest %s: unexpected arguments %q (select scenarios with --tags)\n", name, fset.Args())
+		return nil, runner.ExitRefused
 	}
 	s, err := openSession(f)
 	if err != nil {
-		return exitFor(stderr, "run", err)
+		return nil, exitFor(stderr, name, err)
+	}
+	return s, 0
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
+	s, code := startCommand("run", args, true, stderr)
+	if s == nil {
+		return code
 	}
 	defer s.close()
+	f := s.flags
+	var err error
 
 	static := s.staticReport()
 	if f.dryRun {
@@ -292,7 +304,7 @@ func cmdRun(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int 
 			}
 		}
 	}()
-	code := runner.ExitPassed
+	code = runner.ExitPassed
 	plan := safety.Plan{
 		Start: func(ctx context.Context, in safety.Input) error {
 			if tgt == nil { // live: resolved from configuration
