@@ -13,7 +13,7 @@ import (
 const (
 	ReasonNotImplemented = "not implemented: no feature file"
 	ReasonFilteredByTag  = "filtered by tag expression"
-	ReasonNotInRerun     = "filtered: passed in the archive being rerun"
+	ReasonNotInRerun     = "filtered: did not fail in the archive being rerun"
 	ReasonInterrupted    = "interrupted before it started"
 )
 

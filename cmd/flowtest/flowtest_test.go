@@ -195,3 +195,25 @@ func TestCheckPrintsEveryCheck(t *testing.T) {
 	assert.Equal(t, 2, r.code)
 	assert.Contains(t, r.stdout, "FAIL  profile")
 }
+
+// --rerun selects the scenarios that failed in an earlier archive, read from its scenario
+// files.
+func TestRerunSelectsWhatFailed(t *testing.T) {
+	prev := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(prev, "scenarios"), 0o755))
+	for id, status := range map[string]string{"m5-resume": "failed", "m5-mid-failure": "passed", "m6-02-unknown-isolation": "failed"} {
+		rec := fmt.Sprintf(`{"schema_version":1,"id":%q,"status":%q,"series":"m5","tags":[],"steps":[],"assertions":[],"processes":[],"barriers":[],"traffic":{},"cleanup":{"ok":true,"actions":[]}}`, id, status)
+		require.NoError(t, os.WriteFile(filepath.Join(prev, "scenarios", id+".json"), []byte(rec), 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(prev, "run.json"), []byte(`{"schema_version":1,"state":"complete","scenarios":[]}`), 0o644))
+	r := flowtest(t, nil, "run", "--dry-run", "--rerun", prev)
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.Regexp(t, `m5-resume\s+m5\s+yes`, r.stdout)
+	assert.Regexp(t, `m6-02-unknown-isolation\s+m6\s+yes`, r.stdout)
+	assert.Regexp(t, `m5-mid-failure\s+m5\s+no\s+filtered: did not fail in the archive being rerun`, r.stdout)
+	assert.Contains(t, r.stdout, "2 of 43 scenarios would run")
+
+	r = flowtest(t, nil, "run", "--dry-run", "--rerun", t.TempDir())
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, "--rerun")
+}
