@@ -190,6 +190,9 @@ func New(opts Options) (*Proxy, error) {
 		ErrorHandler:   p.errorHandler,
 		// The default logger would print upstream errors, which can carry URLs.
 		ErrorLog: log.New(io.Discard, "", 0),
+		// Without a pool every response copy allocates 32 KiB; the garbage shows up
+		// as tail latency.
+		BufferPool: &bufferPool{},
 	}
 
 	if p.trafficLog, err = openLog(filepath.Join(opts.LogDir, name+".traffic.jsonl")); err != nil {
@@ -525,8 +528,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.refreshControl()
 
 	view := &requestView{method: r.Method, path: r.URL.Path}
-	p.bufferBody(r, view)
+	bodyErr := p.bufferBody(r, view)
 	entry := &trafficEntry{At: start.UTC(), Method: r.Method, Path: r.URL.Path, Targeted: true, Heartbeat: view.isHeartbeat()}
+	if bodyErr != nil {
+		// Nothing sensible can be forwarded; fail the way the broken connection already has.
+		entry.Error = "request body could not be read"
+		p.logTraffic(entry, start)
+		drop(w)
+		return
+	}
 
 	p.mu.Lock()
 	p.counts.Total++
@@ -584,22 +594,41 @@ func (p *Proxy) logTraffic(e *trafficEntry, start time.Time) {
 }
 
 // bufferBody reads a (bounded) copy of the body for matching and heartbeat detection,
-// and puts an equivalent body back for forwarding.
-func (p *Proxy) bufferBody(r *http.Request, view *requestView) {
+// and puts an equivalent body back for forwarding. An error means the client's body
+// could not be read (it went away mid-request).
+func (p *Proxy) bufferBody(r *http.Request, view *requestView) error {
 	if r.Body == nil || r.Body == http.NoBody || r.Method == http.MethodGet || r.Method == http.MethodHead {
-		return
+		return nil
 	}
 	if strings.HasPrefix(strings.ToLower(r.Header.Get("Content-Type")), "multipart/") {
-		return // file uploads: never matched, not worth copying
+		return nil // file uploads: never matched, not worth copying
 	}
+	if n := r.ContentLength; n >= 0 && n <= p.opts.MaxBodyBuffer {
+		// The usual case: read exactly the declared length in one allocation.
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, buf); err != nil {
+			return err
+		}
+		r.Body.Close()
+		view.body = buf
+		r.Body = io.NopCloser(bytes.NewReader(buf))
+		return nil
+	}
+	if r.ContentLength > p.opts.MaxBodyBuffer {
+		return nil // too large to buffer: streamed, never matches body conditions
+	}
+	// Unknown length (chunked): read up to the limit.
 	buf, err := io.ReadAll(io.LimitReader(r.Body, p.opts.MaxBodyBuffer+1))
-	if err != nil || int64(len(buf)) > p.opts.MaxBodyBuffer {
-		// Too large (or broken): forward what was read plus the rest, unmatched.
+	if err != nil {
+		return err
+	}
+	if int64(len(buf)) > p.opts.MaxBodyBuffer {
+		// Too large: forward what was read plus the rest, unmatched.
 		r.Body = struct {
 			io.Reader
 			io.Closer
 		}{io.MultiReader(bytes.NewReader(buf), r.Body), r.Body}
-		return
+		return nil
 	}
 	r.Body.Close()
 	view.body = buf
@@ -607,6 +636,7 @@ func (p *Proxy) bufferBody(r *http.Request, view *requestView) {
 	r.ContentLength = int64(len(buf))
 	r.Header.Del("Transfer-Encoding")
 	r.TransferEncoding = nil
+	return nil
 }
 
 // matchLocked returns the unfired barriers matching the request. "before" barriers are
@@ -800,3 +830,14 @@ func (p *Proxy) logWriter() {
 	}
 	flushAll()
 }
+
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.p.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -557,4 +558,32 @@ func TestSharedCAAndBundle(t *testing.T) {
 	loaded, err := LoadCA(ca.CertPEM(), nil)
 	assert.Error(t, err, "a CA without its key cannot sign")
 	assert.Nil(t, loaded)
+}
+
+func TestChunkedBodyIsMatchedAndForwardedIntact(t *testing.T) {
+	u := newUpstream(t)
+	p := newProxy(t, u, nil)
+	c := clientFor(t, p.CAFile())
+	require.NoError(t, p.AddBarrier(claimBarrier("chunked", PhaseBefore)))
+	ch := make(chan reply, 1)
+	go func() {
+		// A reader of unknown length makes the client send the body chunked.
+		req, _ := http.NewRequest("PUT", p.URL()+"/k/v1/record.json", struct{ io.Reader }{strings.NewReader(claimBody)})
+		resp, err := c.Do(req)
+		if err != nil {
+			ch <- reply{err: err}
+			return
+		}
+		resp.Body.Close()
+		ch <- reply{status: resp.StatusCode}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := p.WaitArrival(ctx, "chunked")
+	require.NoError(t, err)
+	require.NoError(t, p.Release("chunked"))
+	assert.Equal(t, 200, recv(t, ch).status)
+	hits := u.hitList()
+	require.Len(t, hits, 1)
+	assert.Equal(t, claimBody, hits[0].Body)
 }
