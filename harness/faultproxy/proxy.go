@@ -514,17 +514,23 @@ var (
 )
 
 // barrierError is a hold that ended without a release; its text is ours alone.
-type barrierError struct {
-	id, reason string
-	timeout    bool
-}
+type barrierError struct{ id, reason string }
 
 func (e *barrierError) Error() string { return fmt.Sprintf("barrier %s: %s", e.id, e.reason) }
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p.inflight.Add(1)
-	defer p.inflight.Done()
 	start := time.Now()
+	// Register under the lock that Close takes to set isClosed, so no request joins
+	// the in-flight group after Close has started waiting for it.
+	p.mu.Lock()
+	if p.isClosed {
+		p.mu.Unlock()
+		drop(w)
+		return
+	}
+	p.inflight.Add(1)
+	p.mu.Unlock()
+	defer p.inflight.Done()
 	p.refreshControl()
 
 	view := &requestView{method: r.Method, path: r.URL.Path}
@@ -550,13 +556,6 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if entry.Heartbeat {
 		p.counts.Heartbeat++
-	}
-	if p.isClosed {
-		p.mu.Unlock()
-		entry.Error = "proxy closed"
-		p.logTraffic(entry, start)
-		drop(w)
-		return
 	}
 	if p.mode.blocks(r.Method) {
 		// Blocked requests never reach barriers (as in the original hook).
@@ -696,7 +695,7 @@ func (p *Proxy) hold(ctx context.Context, st *barrierState) error {
 			p.mu.Lock()
 			p.counts.BarrierTimeouts++
 			p.mu.Unlock()
-			return &barrierError{id: st.id, timeout: true, reason: fmt.Sprintf("release timed out after %s", p.opts.BarrierTimeout)}
+			return &barrierError{id: st.id, reason: fmt.Sprintf("release timed out after %s", p.opts.BarrierTimeout)}
 		case <-ctx.Done():
 			return &barrierError{id: st.id, reason: "client went away while held"}
 		case <-p.closed:
