@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+
+	"github.com/ksqlflow/flowtest/sandbox/defect"
 )
 
 // Run, Node State, Attempt and Invocation status values (product-contract §3).
@@ -211,7 +213,8 @@ func MapOutcome(o Observation) Outcome {
 		return Outcome{StatusUnknown, CodeForcedTermination, StatusUnknown, CodeForcedTermination}
 	case o.ResultPresent && o.ResultInvalid == nil && o.Result != nil:
 		r := o.Result
-		if r.ResultCode == "LOCK_CONFLICT" {
+		// defect.LockConflictFailsNode plants (issue 10) taking a conflict as an ordinary FAILED result.
+		if r.ResultCode == "LOCK_CONFLICT" && !defect.LockConflictFailsNode {
 			return Outcome{StatusCancelled, CodePrepareFailed, StatusWaiting, CodePrepareFailed}
 		}
 		return Outcome{r.Status, r.ResultCode, r.Status, r.ResultCode}
@@ -221,6 +224,10 @@ func MapOutcome(o Observation) Outcome {
 	case o.ResultPresent && o.ResultInvalid != nil:
 		return Outcome{StatusUnknown, CodeInvalidResult, StatusUnknown, CodeInvalidResult}
 	default:
+		if defect.KilledChildFailed {
+			// planted defect (issue 10): a child that died without a result is taken as failed
+			return Outcome{StatusFailed, CodeNoExecutionResult, StatusFailed, CodeNoExecutionResult}
+		}
 		return Outcome{StatusUnknown, CodeNoExecutionResult, StatusUnknown, CodeNoExecutionResult}
 	}
 }

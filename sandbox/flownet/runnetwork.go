@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/ksqlflow/flowtest/kintoneapi"
+	"github.com/ksqlflow/flowtest/sandbox/defect"
 )
 
 // runOptions are run-network's parsed arguments.
@@ -163,7 +164,11 @@ func (c *cli) runNetwork(args []string) int {
 	} else if out.Outcome == "NOOP" {
 		fmt.Fprintf(c.stdout, "NO-OP: Run %s is already SUCCESS; nothing was executed.\n", *out.RunID)
 	} else {
-		fmt.Fprintf(c.stdout, "%s: Run %s finished with aggregate %s (%s).\n", out.Outcome, *out.RunID, *out.AggregateStatus, out.InvocationResultCode)
+		label := out.Outcome
+		if defect.ResumePrintsNew && label == "RESUME" {
+			label = "NEW" // planted defect (issue 10): the summary line names every Invocation NEW
+		}
+		fmt.Fprintf(c.stdout, "%s: Run %s finished with aggregate %s (%s).\n", label, *out.RunID, *out.AggregateStatus, out.InvocationResultCode)
 	}
 	if out.Outcome == "NOOP" || (out.AggregateStatus != nil && *out.AggregateStatus == StatusSuccess) {
 		return 0

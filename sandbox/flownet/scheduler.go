@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/ksqlflow/flowtest/kintoneapi"
+	"github.com/ksqlflow/flowtest/sandbox/defect"
 )
 
 // execution is one Invocation against one Run: admission state plus the sequential
@@ -299,10 +300,17 @@ func (e *execution) schedule(ctx context.Context) (agg, status, code string, err
 				deferred = true
 			}
 		}
+		if defect.DownstreamNotBlocked && len(failedDeps) > 0 {
+			continue // planted defect (issue 10): a failed upstream only skips the node; it stays WAITING
+		}
 		if len(failedDeps) > 0 {
+			blockedBy := jsonArray(failedDeps)
+			if defect.BlockedByMissing {
+				blockedBy = "[]" // planted defect (issue 10): BLOCKED without naming the upstream
+			}
 			// BLOCKED carries finished_at like the other settled states (a "safe graph" has no
 			// settled node without one); it is cleared again when a resume resets the node.
-			if err := e.putState(ctx, ns, StatusBlocked, map[string]any{"blocked_by": jsonArray(failedDeps), "status_reason": CodeAllSuccessNotMet, "finished_at": isoMillis(e.c.now())}); err != nil {
+			if err := e.putState(ctx, ns, StatusBlocked, map[string]any{"blocked_by": blockedBy, "status_reason": CodeAllSuccessNotMet, "finished_at": isoMillis(e.c.now())}); err != nil {
 				return "", "", "", err
 			}
 			if _, err := e.updateRun(ctx, false); err != nil {
@@ -363,6 +371,11 @@ func (e *execution) prepareResumeStates(ctx context.Context) error {
 	for _, id := range e.order {
 		ns := e.states[id]
 		switch {
+		case defect.ResumeRerunsSuccess && ns.status == StatusSuccess:
+			// planted defect (issue 10): a resume resets every settled node, SUCCESS included
+			if err := e.putState(ctx, ns, StatusWaiting, map[string]any{"status_reason": "", "started_at": "", "finished_at": ""}); err != nil {
+				return err
+			}
 		case ns.status == StatusBlocked:
 			if err := e.putState(ctx, ns, StatusWaiting, map[string]any{"blocked_by": "[]", "status_reason": "", "finished_at": ""}); err != nil {
 				return err
@@ -427,6 +440,9 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 		}
 	}
 	no++
+	if defect.ResumeRestartsAttemptNo && e.mode == "RESUME" {
+		no = 1 // planted defect (issue 10): a resume numbers attempts as if the node had never run
+	}
 	attemptID := "attempt_" + uuid.NewString()
 	a1, err := A1Key(e.runID, ns.node.ID, int64(no))
 	if err != nil {

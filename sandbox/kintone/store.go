@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ksqlflow/flowtest/sandbox/defect"
 )
 
 // record is one stored kintone record. Records are replaced, never mutated in place, so a
@@ -298,7 +300,8 @@ func (t *tx) buildValues(a *app, base map[string]any, in fieldInput, prefix stri
 		}
 		if idx, ok := a.unique[f.Code]; ok {
 			if s, _ := vals[f.Code].(string); s != "" {
-				if other, taken := idx[s]; taken && other != id {
+				// defect.KintoneAcceptsDuplicateUnique plants (issue 10) a unique index that is kept but never enforced.
+				if other, taken := idx[s]; taken && other != id && !defect.KintoneAcceptsDuplicateUnique {
 					errs[key] = append(errs[key], msgDuplicate)
 				}
 			}
@@ -405,7 +408,8 @@ func (t *tx) find(a *app, tg target) (*record, *apiError) {
 
 // update applies one PUT item. revision < 0 means unchecked.
 func (t *tx) update(a *app, r *record, in fieldInput, revision int64, prefix string) (*record, *apiError) {
-	if revision >= 0 && revision != r.rev {
+	// defect.KintoneIgnoresStaleRevision plants (issue 10) an update that never checks the revision.
+	if revision >= 0 && revision != r.rev && !defect.KintoneIgnoresStaleRevision {
 		// A write that landed after this request arrived means the two raced; real kintone
 		// then sometimes answers GAIA_DA02 instead of GAIA_CO02 (opt-in switch).
 		if t.s.opts.RaceDA02 && r.modSeq > t.arrival[a] {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ksqlflow/flowtest/kintoneapi"
+	"github.com/ksqlflow/flowtest/sandbox/defect"
 )
 
 // idPattern is the contract's pattern for correlation, attempt and expected job ids.
@@ -283,6 +284,9 @@ func execute(o *runOpts, stopRequested func() bool, stderr io.Writer) *Execution
 		}
 		if o.asOf != "" {
 			rec["as_of"] = kintoneTime(asOf)
+		}
+		if defect.JobLogWrongCorrelation {
+			rec["correlation_id"] = o.attemptID // planted defect (issue 10): the two orchestrator ids mixed up
 		}
 		recID, rev, err = jl.acquire(ctx, key, execID, kintoneapi.Values(rec))
 		if err != nil {
