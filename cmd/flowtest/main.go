@@ -53,6 +53,8 @@ func Main(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 		return cmdList(args[1:], stdout, stderr)
 	case "check":
 		return cmdCheck(args[1:], stdout, stderr)
+	case "defects": // planted defects: prove each scenario can fail (defects.go)
+		return cmdDefects(args[1:], stdout, stderr, sigs)
 	case "archive":
 		if len(args) > 1 && args[1] == "verify" {
 			return cmdVerify(args[2:], stdout, stderr)

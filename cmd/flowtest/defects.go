@@ -1,0 +1,708 @@
+package main
+
+// flowtest defects: the proof that every implemented scenario can fail (issue 10). For each
+// planted defect of sandbox/defect/defects.yaml it builds a broken flowsandbox
+// (`go build -tags defect_<name>`), runs the scenarios that must catch it with this very
+// executable (`flowtest run --sandbox-bin …`), and reads their records: a defect is caught
+// only when each declared scenario failed on the declared assertion. A crash, a timeout or
+// any other failure elsewhere is reported as ESCAPED, with what failed instead.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/runner"
+)
+
+// modulePath is the module whose root `flowtest defects` must run in: it builds the sandbox
+// from source.
+const modulePath = "github.com/ksqlflow/flowtest"
+
+// catalogueFile is the defect catalogue, relative to the module root.
+var catalogueFile = filepath.Join("sandbox", "defect", "defects.yaml")
+
+// defectCatalogue is sandbox/defect/defects.yaml.
+type defectCatalogue struct {
+	Defects []plantedDefect `yaml:"defects"`
+}
+
+// plantedDefect is one catalogue entry.
+type plantedDefect struct {
+	Name        string `yaml:"name"`
+	Component   string `yaml:"component"`
+	Description string `yaml:"description"`
+	// Fast defects run in CI (`go test` → `flowtest defects --fast`); the rest only in
+	// `make defects`.
+	Fast    bool          `yaml:"fast"`
+	Catches []defectCatch `yaml:"catches"`
+	// Awaiting names scenarios, not implemented yet, that will catch the defect. A defect
+	// with no catches yet is reported as "not yet covered", never as caught.
+	Awaiting  []string     `yaml:"awaiting"`
+	UnitTests []defectUnit `yaml:"unit_tests"`
+}
+
+// defectCatch is one scenario that must catch a defect, and how.
+type defectCatch struct {
+	Scenario string `yaml:"scenario"`
+	// Assertion is a substring of the `what` of the scenario's first failing assertion, or
+	// of its failing step's error.
+	Assertion string `yaml:"assertion"`
+	// Seen, when set, must also occur in that assertion's `seen` (or the step error): it
+	// pins the reason when the assertion alone could fail for another one.
+	Seen string `yaml:"seen"`
+}
+
+// defectUnit is a package's unit tests that must fail when built with the defect's tag.
+type defectUnit struct {
+	Package string   `yaml:"package"`
+	Tests   []string `yaml:"tests"`
+}
+
+var defectNamePattern = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
+
+// tag is the build tag that plants the defect.
+func (d plantedDefect) tag() string { return "defect_" + strings.ReplaceAll(d.Name, "-", "_") }
+
+func (d plantedDefect) scenarios() []string {
+	var ids []string
+	for _, c := range d.Catches {
+		ids = append(ids, c.Scenario)
+	}
+	return ids
+}
+
+// loadDefectCatalogue reads and validates the catalogue. known, when non-nil, is the set of
+// scenario ids of the manifest.
+func loadDefectCatalogue(path string, known map[string]bool) (*defectCatalogue, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the defect catalogue: %w", err)
+	}
+	var cat defectCatalogue
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cat); err != nil {
+		return nil, fmt.Errorf("defect catalogue %s: %w", path, err)
+	}
+	if len(cat.Defects) == 0 {
+		return nil, fmt.Errorf("defect catalogue %s: no defects", path)
+	}
+	seen := map[string]bool{}
+	for i, d := range cat.Defects {
+		where := fmt.Sprintf("defect catalogue %s: defect %d (%s)", path, i+1, d.Name)
+		switch {
+		case !defectNamePattern.MatchString(d.Name):
+			return nil, fmt.Errorf("%s: name must be lower-case words joined by '-'", where)
+		case seen[d.Name]:
+			return nil, fmt.Errorf("%s: duplicate name", where)
+		case d.Description == "":
+			return nil, fmt.Errorf("%s: no description", where)
+		case len(d.Catches) == 0 && len(d.Awaiting) == 0:
+			return nil, fmt.Errorf("%s: names neither the scenarios that catch it nor those it awaits", where)
+		}
+		seen[d.Name] = true
+		scen := map[string]bool{}
+		for _, c := range d.Catches {
+			switch {
+			case c.Scenario == "" || c.Assertion == "":
+				return nil, fmt.Errorf("%s: every catch needs a scenario and the failing assertion", where)
+			case scen[c.Scenario]:
+				return nil, fmt.Errorf("%s: scenario %s listed twice", where, c.Scenario)
+			case known != nil && !known[c.Scenario]:
+				return nil, fmt.Errorf("%s: scenario %s is not in the manifest", where, c.Scenario)
+			}
+			scen[c.Scenario] = true
+		}
+		for _, a := range d.Awaiting {
+			if known != nil && !known[a] {
+				return nil, fmt.Errorf("%s: awaited scenario %s is not in the manifest", where, a)
+			}
+		}
+		for _, u := range d.UnitTests {
+			if u.Package == "" || len(u.Tests) == 0 {
+				return nil, fmt.Errorf("%s: unit_tests need a package and test names", where)
+			}
+		}
+	}
+	return &cat, nil
+}
+
+// selectDefects applies --only (names, either form: resume-prints-new or
+// defect_resume_prints_new) and --fast.
+func selectDefects(all []plantedDefect, only []string, fast bool) ([]plantedDefect, error) {
+	want := map[string]bool{}
+	for _, o := range only {
+		for _, n := range strings.Split(o, ",") {
+			n = strings.TrimSpace(n)
+			n = strings.ReplaceAll(strings.TrimPrefix(n, "defect_"), "_", "-")
+			if n != "" {
+				want[n] = true
+			}
+		}
+	}
+	var out []plantedDefect
+	found := map[string]bool{}
+	for _, d := range all {
+		if len(want) > 0 && !want[d.Name] {
+			continue
+		}
+		found[d.Name] = true
+		if fast && !d.Fast {
+			continue
+		}
+		out = append(out, d)
+	}
+	var names []string
+	for n := range want {
+		if !found[n] {
+			names = append(names, n)
+		}
+	}
+	if len(names) > 0 {
+		sort.Strings(names)
+		return nil, refuse("--only: no defect named %s in the catalogue", strings.Join(names, ", "))
+	}
+	if len(out) == 0 {
+		return nil, refuse("no defect selected")
+	}
+	return out, nil
+}
+
+// Verdicts of one scenario against one defect.
+const (
+	verdictCaught     = "yes"
+	verdictEscaped    = "ESCAPED"
+	verdictNotCovered = "not yet covered"
+	verdictControlOK  = "passes"
+	verdictControlBad = "FAILS"
+)
+
+// defectRow is one line of the table.
+type defectRow struct {
+	defect   string
+	wall     string // on the first row of a defect only
+	scenario string
+	verdict  string
+	why      string // escape reason
+	failing  string // the failing assertion seen
+	dur      time.Duration
+}
+
+func (r defectRow) bad() bool {
+	return r.verdict == verdictEscaped || r.verdict == verdictControlBad
+}
+
+// judge decides whether a scenario record shows the catch: the scenario failed, and its first
+// failing assertion (or, without one, its failing step) is the declared one.
+func judge(c defectCatch, rec *results.Scenario) (verdict, why, failing string) {
+	if rec == nil {
+		return verdictEscaped, "no scenario record was written", ""
+	}
+	switch rec.Status {
+	case results.StatusPassed:
+		return verdictEscaped, "the scenario passed", ""
+	case results.StatusNotRun:
+		return verdictEscaped, "the scenario did not run: " + rec.Reason, ""
+	case results.StatusFailed:
+	default:
+		return verdictEscaped, "unknown scenario status " + rec.Status, ""
+	}
+	var a *results.Assertion
+	for i := range rec.Assertions {
+		if !rec.Assertions[i].OK {
+			a = &rec.Assertions[i]
+			break
+		}
+	}
+	var s *results.Step
+	for i := range rec.Steps {
+		if rec.Steps[i].Status == "failed" {
+			s = &rec.Steps[i]
+			break
+		}
+	}
+	switch {
+	case a != nil:
+		failing = fmt.Sprintf("%s: expected %s, seen %s", a.What, a.Expected, a.Seen)
+		if strings.Contains(a.What, c.Assertion) && (c.Seen == "" || strings.Contains(a.Seen, c.Seen)) {
+			return verdictCaught, "", failing
+		}
+	case s != nil:
+		failing = "step " + s.Text + ": " + s.Error
+	default:
+		failing = "cleanup: " + rec.Cleanup.Error
+		return verdictEscaped, "failed only in cleanup (no step failed)", failing
+	}
+	if s != nil && strings.Contains(s.Error, c.Assertion) && (c.Seen == "" || strings.Contains(s.Error, c.Seen)) {
+		return verdictCaught, "", failing
+	}
+	want := fmt.Sprintf("%q", c.Assertion)
+	if c.Seen != "" {
+		want += fmt.Sprintf(" seeing %q", c.Seen)
+	}
+	return verdictEscaped, "failed for another reason (wanted " + want + ")", failing
+}
+
+// defectsRun is one `flowtest defects` invocation.
+type defectsRun struct {
+	root, goBin, self, work string
+	log                     io.Writer
+	ctx                     context.Context
+}
+
+func cmdDefects(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
+	fset := flag.NewFlagSet("defects", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	var only multiFlag
+	fset.Var(&only, "only", "run only these defects (comma-separated or repeated names)")
+	fast := fset.Bool("fast", false, "run only the defects marked fast (the CI subset)")
+	goBin := fset.String("go", "go", "the go command that builds the broken sandboxes")
+	keep := fset.Bool("keep", false, "keep the work dir (broken binaries, run logs, archives) even when every defect is caught")
+	noControl := fset.Bool("no-control", false, "skip the control run of the declared scenarios on the correct sandbox")
+	fset.Usage = func() {
+		fmt.Fprintf(stderr, "usage: flowtest defects [--only <names>] [--fast]\n\nBuild each planted defect of %s into a broken flowsandbox and show that its scenarios catch it.\n\n", catalogueFile)
+		fset.PrintDefaults()
+	}
+	if err := fset.Parse(args); err != nil {
+		return runner.ExitRefused
+	}
+	if fset.NArg() > 0 {
+		fmt.Fprintf(stderr, "flowtest defects: unexpected arguments %q\n", fset.Args())
+		return runner.ExitRefused
+	}
+	root, err := moduleRoot(*goBin)
+	if err != nil {
+		fmt.Fprintf(stderr, "flowtest defects: %v\n", err)
+		return runner.ExitRefused
+	}
+	m, err := runner.LoadManifest(os.DirFS(filepath.Join(root, "features")), "manifest.yaml")
+	if err != nil {
+		fmt.Fprintf(stderr, "flowtest defects: %v\n", err)
+		return runner.ExitRefused
+	}
+	known := map[string]bool{}
+	for _, e := range m.Scenarios {
+		known[e.ID] = true
+	}
+	cat, err := loadDefectCatalogue(filepath.Join(root, catalogueFile), known)
+	if err != nil {
+		fmt.Fprintf(stderr, "flowtest defects: %v\n", err)
+		return runner.ExitRefused
+	}
+	selected, err := selectDefects(cat.Defects, only, *fast)
+	if err != nil {
+		fmt.Fprintf(stderr, "flowtest defects: %v\n", err)
+		return runner.ExitRefused
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "flowtest defects: find this executable: %v\n", err)
+		return runner.ExitRefused
+	}
+	work, err := os.MkdirTemp("", "flowtest-defects-")
+	if err != nil {
+		fmt.Fprintf(stderr, "flowtest defects: %v\n", err)
+		return runner.ExitFailed
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var interrupted atomic.Bool
+	go func() {
+		select {
+		case <-sigs:
+			interrupted.Store(true)
+			fmt.Fprintln(stderr, "flowtest defects: interrupted; stopping the current run")
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	r := &defectsRun{root: root, goBin: *goBin, self: self, work: work, log: stdout, ctx: ctx}
+	start := time.Now()
+	fmt.Fprintf(stdout, "flowtest defects: %d of %d planted defects (%s), work dir %s\n", len(selected), len(cat.Defects), catalogueFile, work)
+
+	var rows []defectRow
+	if !*noControl {
+		rows = append(rows, r.control(selected)...)
+	}
+	for _, d := range selected {
+		if ctx.Err() != nil {
+			break
+		}
+		rows = append(rows, r.defect(d)...)
+	}
+	fmt.Fprintln(stdout)
+	writeDefectTable(stdout, rows)
+
+	caught, escaped, pending := 0, 0, 0
+	for _, d := range selected {
+		switch verdictOf(d.Name, rows) {
+		case verdictCaught:
+			caught++
+		case verdictNotCovered:
+			pending++
+		default:
+			escaped++
+		}
+	}
+	controlBad := false
+	for _, row := range rows {
+		if row.verdict == verdictControlBad {
+			controlBad = true
+		}
+	}
+	fmt.Fprintf(stdout, "\n%d caught, %d escaped, %d not yet covered by a scenario; wall time %s\n", caught, escaped, pending, time.Since(start).Round(100*time.Millisecond))
+	code := runner.ExitPassed
+	switch {
+	case interrupted.Load():
+		code = runner.ExitInterrupted
+	case controlBad:
+		fmt.Fprintln(stdout, "the control run failed: a scenario that fails on the correct sandbox proves nothing about a defect")
+		code = runner.ExitFailed
+	case escaped > 0:
+		code = runner.ExitFailed
+	}
+	if code != runner.ExitPassed || *keep {
+		fmt.Fprintf(stdout, "work dir kept (run logs, archives, broken binaries): %s\n", work)
+	} else {
+		os.RemoveAll(work)
+	}
+	return code
+}
+
+// verdictOf is a defect's overall verdict: caught when every declared scenario caught it.
+func verdictOf(name string, rows []defectRow) string {
+	v := ""
+	for _, row := range rows {
+		if row.defect != name {
+			continue
+		}
+		switch {
+		case row.verdict == verdictEscaped:
+			return verdictEscaped
+		case v == "":
+			v = row.verdict
+		}
+	}
+	if v == "" {
+		return verdictEscaped
+	}
+	return v
+}
+
+// moduleRoot is the directory of this module's go.mod, found by the go command from the
+// working directory: the broken sandboxes are built from source.
+func moduleRoot(goBin string) (string, error) {
+	out, err := exec.Command(goBin, "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("`%s env GOMOD`: %w (flowtest defects builds the sandbox from source and needs the go command)", goBin, err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", fmt.Errorf("not inside a module: run flowtest defects from the flowtest checkout")
+	}
+	data, err := os.ReadFile(gomod)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", gomod, err)
+	}
+	first := strings.SplitN(string(data), "\n", 2)[0]
+	if strings.TrimSpace(strings.TrimPrefix(first, "module")) != modulePath {
+		return "", fmt.Errorf("%s is not the %s module: run flowtest defects from the flowtest checkout", gomod, modulePath)
+	}
+	return filepath.Dir(gomod), nil
+}
+
+// build builds flowsandbox with the given tags (none: the correct sandbox) into dir.
+func (r *defectsRun) build(dir, tags string) (string, error) {
+	bin := filepath.Join(dir, "flowsandbox")
+	if runtime.GOOS == "windows" {
+		bin += ".exe"
+	}
+	args := []string{"build"}
+	if tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	args = append(args, "-o", bin, "./cmd/flowsandbox")
+	cmd := exec.CommandContext(r.ctx, r.goBin, args...)
+	cmd.Dir = r.root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%s %s: %w\n%s", r.goBin, strings.Join(args, " "), err, out)
+	}
+	return bin, nil
+}
+
+// runScenarios runs `flowtest run` (this executable) on the given sandbox binary and returns
+// the records of the scenarios, by id, plus the run's exit code.
+func (r *defectsRun) runScenarios(dir, bin string, ids []string) (map[string]*results.Scenario, int, error) {
+	tags := make([]string, len(ids))
+	for i, id := range ids {
+		tags[i] = "@" + id
+	}
+	out := filepath.Join(dir, "archive")
+	logPath := filepath.Join(dir, "run.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer logf.Close()
+	cmd := exec.CommandContext(r.ctx, r.self, "run", "--sandbox-bin", bin, "--tags", strings.Join(tags, " or "), "--out", out,
+		"--features", filepath.Join(r.root, "features"))
+	cmd.Dir = r.root
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// An interrupt is passed on so that the run cleans up and stops its emulator; a kill
+	// would orphan it.
+	cmd.Cancel = func() error {
+		if runtime.GOOS == "windows" {
+			return cmd.Process.Kill()
+		}
+		return cmd.Process.Signal(os.Interrupt)
+	}
+	cmd.WaitDelay = time.Minute
+	err = cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		return nil, 0, fmt.Errorf("flowtest run: %w", err)
+	}
+	if code == runner.ExitRefused {
+		return nil, code, fmt.Errorf("flowtest run refused (exit 2): %s", lastLines(logPath, 3))
+	}
+	recs := map[string]*results.Scenario{}
+	for _, id := range ids {
+		matches, _ := filepath.Glob(filepath.Join(out, "*", "*", "scenarios", id+".json"))
+		if len(matches) != 1 {
+			continue
+		}
+		data, err := os.ReadFile(matches[0])
+		if err != nil {
+			return nil, code, err
+		}
+		var rec results.Scenario
+		if err := json.Unmarshal(data, &rec); err != nil {
+			return nil, code, fmt.Errorf("scenario record %s: %w", matches[0], err)
+		}
+		recs[id] = &rec
+	}
+	return recs, code, nil
+}
+
+// control runs the union of the selected defects' scenarios on the correct sandbox: a
+// scenario that already fails there proves nothing about a defect.
+func (r *defectsRun) control(selected []plantedDefect) []defectRow {
+	var ids []string
+	have := map[string]bool{}
+	for _, d := range selected {
+		for _, id := range d.scenarios() {
+			if !have[id] {
+				have[id] = true
+				ids = append(ids, id)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	const name = "(control: no defect)"
+	start := time.Now()
+	fail := func(why string) []defectRow {
+		return []defectRow{{defect: name, wall: time.Since(start).Round(100 * time.Millisecond).String(), scenario: strings.Join(ids, ", "), verdict: verdictControlBad, why: why}}
+	}
+	dir := filepath.Join(r.work, "control")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fail(err.Error())
+	}
+	bin, err := r.build(dir, "")
+	if err != nil {
+		return fail("build: " + err.Error())
+	}
+	recs, _, err := r.runScenarios(dir, bin, ids)
+	if err != nil {
+		return fail(err.Error())
+	}
+	fmt.Fprintf(r.log, "  control: %s in %s\n", strings.Join(ids, ", "), time.Since(start).Round(100*time.Millisecond))
+	var rows []defectRow
+	for i, id := range ids {
+		row := defectRow{defect: name, scenario: id, verdict: verdictControlOK}
+		if i == 0 {
+			row.wall = time.Since(start).Round(100 * time.Millisecond).String()
+		}
+		rec := recs[id]
+		switch {
+		case rec == nil:
+			row.verdict, row.why = verdictControlBad, "no scenario record was written"
+		case rec.Status != results.StatusPassed:
+			row.verdict, row.why = verdictControlBad, rec.Status+" "+rec.Reason
+		}
+		if rec != nil {
+			row.dur = time.Duration(rec.DurationMS) * time.Millisecond
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// defect builds one broken sandbox, runs its scenarios and judges each record.
+func (r *defectsRun) defect(d plantedDefect) []defectRow {
+	start := time.Now()
+	dir := filepath.Join(r.work, d.Name)
+	rows := r.defectRows(d, dir)
+	wall := time.Since(start).Round(100 * time.Millisecond)
+	rows[0].wall = wall.String()
+	fmt.Fprintf(r.log, "  %s: %s in %s\n", d.Name, verdictOf(d.Name, rows), wall)
+	return rows
+}
+
+func (r *defectsRun) defectRows(d plantedDefect, dir string) []defectRow {
+	escapedAll := func(why string) []defectRow {
+		var rows []defectRow
+		for _, id := range append(d.scenarios(), d.Awaiting...) {
+			rows = append(rows, defectRow{defect: d.Name, scenario: id, verdict: verdictEscaped, why: why})
+		}
+		if len(rows) == 0 {
+			rows = append(rows, defectRow{defect: d.Name, verdict: verdictEscaped, why: why})
+		}
+		return rows
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return escapedAll(err.Error())
+	}
+	var rows []defectRow
+	if len(d.Catches) > 0 {
+		bin, err := r.build(dir, d.tag())
+		if err != nil {
+			return escapedAll("build: " + err.Error())
+		}
+		recs, _, err := r.runScenarios(dir, bin, d.scenarios())
+		if err != nil {
+			return escapedAll(err.Error())
+		}
+		for _, c := range d.Catches {
+			v, why, failing := judge(c, recs[c.Scenario])
+			row := defectRow{defect: d.Name, scenario: c.Scenario, verdict: v, why: why, failing: failing}
+			if rec := recs[c.Scenario]; rec != nil {
+				row.dur = time.Duration(rec.DurationMS) * time.Millisecond
+			}
+			rows = append(rows, row)
+		}
+	}
+	if len(d.Awaiting) > 0 && len(d.Catches) == 0 {
+		row := defectRow{defect: d.Name, scenario: "awaiting " + strings.Join(d.Awaiting, ", "), verdict: verdictNotCovered}
+		if len(d.UnitTests) == 0 {
+			row.failing = "(no unit test declared)"
+		}
+		rows = append(rows, row)
+	}
+	// Unit tests that must fail on the defect: the proof below the scenarios, and the only
+	// one for a defect no implemented scenario reaches yet.
+	for _, u := range d.UnitTests {
+		t0 := time.Now()
+		failed, why := r.unitTests(d, u)
+		row := defectRow{defect: d.Name, scenario: "go test " + u.Package, verdict: verdictCaught, dur: time.Since(t0)}
+		if why != "" {
+			row.verdict, row.why = verdictEscaped, why
+		} else {
+			row.failing = "--- FAIL: " + strings.Join(failed, ", ")
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`)
+
+// unitTests runs `go test -tags defect_<name> -run '^(A|B)$' <pkg>` and requires every named
+// test to fail.
+func (r *defectsRun) unitTests(d plantedDefect, u defectUnit) (failed []string, why string) {
+	names := make([]string, len(u.Tests))
+	for i, t := range u.Tests {
+		names[i] = regexp.QuoteMeta(t)
+	}
+	args := []string{"test", "-count=1", "-tags", d.tag(), "-run", "^(" + strings.Join(names, "|") + ")$", u.Package}
+	cmd := exec.CommandContext(r.ctx, r.goBin, args...)
+	cmd.Dir = r.root
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		return nil, "the unit tests pass on the defect: " + strings.Join(u.Tests, ", ")
+	}
+	got := map[string]bool{}
+	for _, m := range failLine.FindAllStringSubmatch(string(out), -1) {
+		got[m[1]] = true
+	}
+	for _, t := range u.Tests {
+		if !got[t] {
+			return nil, fmt.Sprintf("%s did not fail (go test: %v; %s)", t, err, lastLinesOf(string(out), 2))
+		}
+		failed = append(failed, t)
+	}
+	return failed, ""
+}
+
+func lastLines(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	return lastLinesOf(string(data), n)
+}
+
+func lastLinesOf(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// oneLine collapses whitespace and cuts s to max runes for a table cell.
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > max {
+		s = string(r[:max-1]) + "…"
+	}
+	return s
+}
+
+// writeDefectTable prints the table: defect, wall time, scenario, caught, the failing
+// assertion seen (or why it escaped), scenario time.
+func writeDefectTable(w io.Writer, rows []defectRow) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "DEFECT\tWALL\tSCENARIO\tCAUGHT\tTIME\tFAILING ASSERTION")
+	last := ""
+	for _, r := range rows {
+		name := r.defect
+		if name == last {
+			name = ""
+		}
+		last = r.defect
+		verdict, detail := r.verdict, r.failing
+		if r.why != "" {
+			verdict += " (" + oneLine(r.why, 90) + ")"
+		}
+		dur := ""
+		if r.dur > 0 {
+			dur = r.dur.Round(100 * time.Millisecond).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, r.wall, r.scenario, verdict, dur, oneLine(detail, 140))
+	}
+	tw.Flush()
+}

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/runner"
+)
+
+func manifestIDs(t *testing.T) map[string]bool {
+	t.Helper()
+	m, err := runner.LoadManifest(os.DirFS(filepath.Join(repoRoot(), "features")), "manifest.yaml")
+	require.NoError(t, err)
+	ids := map[string]bool{}
+	for _, e := range m.Scenarios {
+		ids[e.ID] = true
+	}
+	return ids
+}
+
+// The shipped catalogue is valid, every implemented scenario catches at least one defect,
+// and the CI subset covers each of them too.
+func TestCatalogueCoversEveryImplementedScenario(t *testing.T) {
+	cat, err := loadDefectCatalogue(filepath.Join(repoRoot(), catalogueFile), manifestIDs(t))
+	require.NoError(t, err)
+	all, fast := map[string]bool{}, map[string]bool{}
+	for _, d := range cat.Defects {
+		for _, id := range d.scenarios() {
+			all[id] = true
+			if d.Fast {
+				fast[id] = true
+			}
+		}
+	}
+	for _, id := range []string{"m5-serial-success", "m5-mid-failure", "m5-resume", "m5-lock-conflict", "m5-kill-unknown", "m6-01-resume-identity", "m6-02-unknown-isolation"} {
+		assert.True(t, all[id], "no defect proves %s can fail", id)
+		assert.True(t, fast[id], "no fast defect proves %s can fail in CI", id)
+	}
+}
+
+func writeCatalogue(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "defects.yaml")
+	require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+	return p
+}
+
+func TestCatalogueRefusals(t *testing.T) {
+	known := map[string]bool{"m5-resume": true, "p2-01-05-claim-stale": true}
+	cases := map[string]struct{ body, want string }{
+		"bad name":       {"defects:\n- {name: Bad_Name, description: x, catches: [{scenario: m5-resume, assertion: a}]}\n", "lower-case"},
+		"duplicate":      {"defects:\n- {name: a, description: x, awaiting: [m5-resume]}\n- {name: a, description: y, awaiting: [m5-resume]}\n", "duplicate name"},
+		"no description": {"defects:\n- {name: a, catches: [{scenario: m5-resume, assertion: a}]}\n", "no description"},
+		"nothing":        {"defects:\n- {name: a, description: x}\n", "neither"},
+		"no assertion":   {"defects:\n- {name: a, description: x, catches: [{scenario: m5-resume}]}\n", "failing assertion"},
+		"unknown":        {"defects:\n- {name: a, description: x, catches: [{scenario: m9-nope, assertion: a}]}\n", "not in the manifest"},
+		"unknown await":  {"defects:\n- {name: a, description: x, awaiting: [m9-nope]}\n", "not in the manifest"},
+		"typo field":     {"defects:\n- {name: a, description: x, awaitng: [m5-resume]}\n", "awaitng"},
+		"empty":          {"defects: []\n", "no defects"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := loadDefectCatalogue(writeCatalogue(t, tc.body), known)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	cat, err := loadDefectCatalogue(writeCatalogue(t, "defects:\n- {name: resume-prints-new, description: x, fast: true, catches: [{scenario: m5-resume, assertion: a}]}\n"), known)
+	require.NoError(t, err)
+	assert.Equal(t, "defect_resume_prints_new", cat.Defects[0].tag())
+}
+
+func TestSelectDefects(t *testing.T) {
+	all := []plantedDefect{{Name: "a-b", Fast: true}, {Name: "c", Fast: false}, {Name: "d", Fast: true}}
+	names := func(ds []plantedDefect) (out []string) {
+		for _, d := range ds {
+			out = append(out, d.Name)
+		}
+		return out
+	}
+	got, err := selectDefects(all, nil, false)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a-b", "c", "d"}, names(got))
+	got, err = selectDefects(all, nil, true)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a-b", "d"}, names(got))
+	got, err = selectDefects(all, []string{"defect_a_b, c"}, false)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a-b", "c"}, names(got))
+	_, err = selectDefects(all, []string{"c"}, true)
+	assert.ErrorContains(t, err, "no defect selected")
+	_, err = selectDefects(all, []string{"zz"}, false)
+	assert.ErrorContains(t, err, "no defect named zz")
+}
+
+// judge must call a defect caught only for the declared failure: these records are the ways
+// a scenario can fail (or not) against a broken sandbox.
+func TestJudge(t *testing.T) {
+	c := defectCatch{Scenario: "m5-resume", Assertion: "attempt numbers of node n1_extract", Seen: "1,2"}
+	failedOn := func(as ...results.Assertion) *results.Scenario {
+		return &results.Scenario{ID: "m5-resume", Status: results.StatusFailed, Assertions: as,
+			Steps: []results.Step{{Text: "Given x", Status: "passed"}, {Text: "Then y", Status: "failed", Error: "boom"}}}
+	}
+	ok := results.Assertion{What: "exit code of flownet-run-1", Expected: "1", Seen: "1", OK: true}
+	right := results.Assertion{What: "attempt numbers of node n1_extract", Expected: "1", Seen: "1,2"}
+
+	v, why, failing := judge(c, failedOn(ok, right))
+	assert.Equal(t, verdictCaught, v, why)
+	assert.Equal(t, `attempt numbers of node n1_extract: expected 1, seen 1,2`, failing)
+
+	// The right assertion, but not the first failure: something broke earlier.
+	v, why, _ = judge(c, failedOn(results.Assertion{What: "exit code of flownet-run-2", Expected: "1", Seen: "2"}, right))
+	assert.Equal(t, verdictEscaped, v)
+	assert.Contains(t, why, "another reason")
+
+	// The right assertion failing for another reason (seen does not match).
+	v, _, _ = judge(c, failedOn(results.Assertion{What: "attempt numbers of node n1_extract", Expected: "1", Seen: ""}))
+	assert.Equal(t, verdictEscaped, v)
+
+	// A timeout or crash in a step, no assertion failed.
+	v, why, failing = judge(c, failedOn())
+	assert.Equal(t, verdictEscaped, v)
+	assert.Contains(t, why, "another reason")
+	assert.Equal(t, "step Then y: boom", failing)
+
+	// The step error may carry the declared text when no assertion was recorded.
+	rec := failedOn()
+	rec.Steps[1].Error = "attempt numbers of node n1_extract: expected 1, saw 1,2"
+	v, _, _ = judge(c, rec)
+	assert.Equal(t, verdictCaught, v)
+
+	v, why, _ = judge(c, &results.Scenario{Status: results.StatusPassed})
+	assert.Equal(t, verdictEscaped, v)
+	assert.Equal(t, "the scenario passed", why)
+	v, why, _ = judge(c, &results.Scenario{Status: results.StatusNotRun, Reason: "undefined step"})
+	assert.Equal(t, verdictEscaped, v)
+	assert.Contains(t, why, "undefined step")
+	v, why, _ = judge(c, nil)
+	assert.Equal(t, verdictEscaped, v)
+	assert.Contains(t, why, "no scenario record")
+	v, why, _ = judge(c, &results.Scenario{Status: results.StatusFailed, Steps: []results.Step{{Status: "passed"}}, Cleanup: results.Cleanup{Error: "delete failed"}})
+	assert.Equal(t, verdictEscaped, v)
+	assert.Contains(t, why, "cleanup")
+}
+
+func TestVerdictOf(t *testing.T) {
+	rows := []defectRow{
+		{defect: "a", verdict: verdictCaught}, {defect: "a", verdict: verdictCaught},
+		{defect: "b", verdict: verdictCaught}, {defect: "b", verdict: verdictEscaped},
+		{defect: "c", verdict: verdictNotCovered}, {defect: "c", verdict: verdictCaught},
+	}
+	assert.Equal(t, verdictCaught, verdictOf("a", rows))
+	assert.Equal(t, verdictEscaped, verdictOf("b", rows))
+	assert.Equal(t, verdictNotCovered, verdictOf("c", rows))
+	assert.Equal(t, verdictEscaped, verdictOf("missing", rows))
+}
+
+func TestDefectsRefusesUnknownNames(t *testing.T) {
+	r := flowtest(t, nil, "defects", "--only", "no-such-defect")
+	assert.Equal(t, 2, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, "no defect named no-such-defect")
+}
+
+// The CI subset of the planted defects, end to end: each broken sandbox is built, its
+// scenarios run against it and fail on the declared assertion. The table is logged so CI
+// shows it.
+func TestFastDefectsAreCaught(t *testing.T) {
+	if testing.Short() {
+		t.Skip("planted-defect runs skipped in -short mode")
+	}
+	// The go command's own settings (GOCACHE, GOFLAGS, GOTOOLCHAIN…) reach the builds.
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "GO") {
+			env = append(env, kv)
+		}
+	}
+	r := flowtest(t, env, "defects", "--fast")
+	t.Logf("flowtest defects --fast:\n%s", r.stdout)
+	require.Equal(t, 0, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+
+	cat, err := loadDefectCatalogue(filepath.Join(repoRoot(), catalogueFile), nil)
+	require.NoError(t, err)
+	for _, d := range cat.Defects {
+		if !d.Fast {
+			continue
+		}
+		want := "yes"
+		if len(d.Catches) == 0 {
+			want = "not yet covered"
+		}
+		line := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(d.Name) + `\s.*$`).FindString(r.stdout)
+		if assert.NotEmpty(t, line, "table row of %s", d.Name) {
+			assert.Contains(t, line, want, "row of %s", d.Name)
+			assert.NotContains(t, line, "ESCAPED")
+		}
+	}
+	assert.NotContains(t, r.stdout, "ESCAPED")
+	assert.Contains(t, r.stdout, "(control: no defect)")
+	assert.Regexp(t, `\d+ caught, 0 escaped, \d+ not yet covered`, r.stdout)
+}
