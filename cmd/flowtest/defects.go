@@ -25,6 +25,7 @@ import (
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -241,7 +242,7 @@ func judge(c defectCatch, rec *results.Scenario) (verdict, why, failing string) 
 	}
 	switch {
 	case a != nil:
-		failing = fmt.Sprintf("%s: expected %s, seen %s", a.What, a.Expected, a.Seen)
+		failing = fmt.Sprintf("%s: expected %s, seen %s", a.What, a.Expected, excerpt(a.Seen, c.Seen, 60))
 		if strings.Contains(a.What, c.Assertion) && (c.Seen == "" || strings.Contains(a.Seen, c.Seen)) {
 			return verdictCaught, "", failing
 		}
@@ -606,11 +607,8 @@ func (r *defectsRun) defectRows(d plantedDefect, dir string) []defectRow {
 		}
 	}
 	if len(d.Awaiting) > 0 && len(d.Catches) == 0 {
-		row := defectRow{defect: d.Name, scenario: "awaiting " + strings.Join(d.Awaiting, ", "), verdict: verdictNotCovered}
-		if len(d.UnitTests) == 0 {
-			row.failing = "(no unit test declared)"
-		}
-		rows = append(rows, row)
+		rows = append(rows, defectRow{defect: d.Name, scenario: "(none implemented)", verdict: verdictNotCovered,
+			failing: "awaiting " + strings.Join(d.Awaiting, ", ")})
 	}
 	// Unit tests that must fail on the defect: the proof below the scenarios, and the only
 	// one for a defect no implemented scenario reaches yet.
@@ -655,6 +653,30 @@ func (r *defectsRun) unitTests(d plantedDefect, u defectUnit) (failed []string, 
 		failed = append(failed, t)
 	}
 	return failed, ""
+}
+
+// excerpt cuts a long seen value down to the part around the declared text, so that the
+// table shows why it counts (e.g. "…NO_CONFLICT (node FAILED/LOCK_CONFLICT, …").
+func excerpt(seen, around string, ctx int) string {
+	i := strings.Index(seen, around)
+	if around == "" || i < 0 || len(seen) <= len(around)+2*ctx {
+		return seen
+	}
+	start, end := max(0, i-ctx), min(len(seen), i+len(around)+ctx)
+	for start > 0 && !utf8.RuneStart(seen[start]) {
+		start--
+	}
+	for end < len(seen) && !utf8.RuneStart(seen[end]) {
+		end++
+	}
+	out := seen[start:end]
+	if start > 0 {
+		out = "…" + out
+	}
+	if end < len(seen) {
+		out += "…"
+	}
+	return out
 }
 
 func lastLines(path string, n int) string {

@@ -150,6 +150,15 @@ func TestJudge(t *testing.T) {
 	assert.Contains(t, why, "cleanup")
 }
 
+func TestExcerptKeepsTheDeclaredPart(t *testing.T) {
+	long := strings.Repeat("x", 100) + "node FAILED/LOCK_CONFLICT" + strings.Repeat("y", 100)
+	assert.Equal(t, "…xxxxnode FAILED/LOCK_CONFLICTyyyy…", excerpt(long, "node FAILED/LOCK_CONFLICT", 4))
+	assert.Equal(t, long, excerpt(long, "", 4))
+	assert.Equal(t, long, excerpt(long, "absent", 4))
+	assert.Equal(t, "short", excerpt("short", "or", 4))
+	assert.Equal(t, "…ééAéé…", excerpt("éééééAééééé", "A", 4), "never cuts inside a rune")
+}
+
 func TestVerdictOf(t *testing.T) {
 	rows := []defectRow{
 		{defect: "a", verdict: verdictCaught}, {defect: "a", verdict: verdictCaught},
