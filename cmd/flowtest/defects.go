@@ -242,7 +242,7 @@ func judge(c defectCatch, rec *results.Scenario) (verdict, why, failing string) 
 	}
 	switch {
 	case a != nil:
-		failing = fmt.Sprintf("%s: expected %s, seen %s", a.What, a.Expected, excerpt(a.Seen, c.Seen, 60))
+		failing = fmt.Sprintf("%s: expected %s, seen %s", a.What, a.Expected, excerpt(a.Seen, c.Seen, 40))
 		if strings.Contains(a.What, c.Assertion) && (c.Seen == "" || strings.Contains(a.Seen, c.Seen)) {
 			return verdictCaught, "", failing
 		}
@@ -724,7 +724,7 @@ func writeDefectTable(w io.Writer, rows []defectRow) {
 		if r.dur > 0 {
 			dur = r.dur.Round(100 * time.Millisecond).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, r.wall, r.scenario, verdict, dur, oneLine(detail, 140))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, r.wall, r.scenario, verdict, dur, oneLine(detail, 200))
 	}
 	tw.Flush()
 }
