@@ -155,11 +155,17 @@ func addRecordSteps(reg stepdef.Registry) {
 		w := worldFrom(ctx)
 		var seen string
 		err := wait.Until(ctx, "run status "+status, 2*time.Minute, 250*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+			// Read whether FlowNet is done before the status: a status read after FlowNet
+			// exited is final, since nothing else writes this run.
+			done := w.flowNetDone()
 			r, err := w.run(ctx)
 			if err != nil {
 				return false, "", err
 			}
 			seen = r.Str("status")
+			if seen != status && done {
+				return false, "", wait.Permanent(fmt.Errorf("FlowNet has exited and the run stays %s", seen))
+			}
 			return seen == status, "status " + seen, nil
 		})
 		if err != nil {
@@ -179,11 +185,15 @@ func addRecordSteps(reg stepdef.Registry) {
 		}
 		header := table.Rows[0].Cells
 		for _, row := range table.Rows[1:] {
-			cells := map[string]string{}
-			for i, c := range row.Cells {
-				cells[header[i].Value] = strings.TrimSpace(c.Value)
+			if len(row.Cells) != len(header) {
+				return fmt.Errorf("node state table: a row has %d cells, the header %d", len(row.Cells), len(header))
 			}
-			fixture := cells["node"]
+			fixture := ""
+			for i, c := range row.Cells {
+				if header[i].Value == "node" {
+					fixture = strings.TrimSpace(c.Value)
+				}
+			}
 			id, err := w.nodeID(fixture)
 			if err != nil {
 				return err
@@ -192,7 +202,10 @@ func addRecordSteps(reg stepdef.Registry) {
 			if err := w.st.Assert("NODE_STATE of "+fixture+" exists", "present", presence(ok), ok); err != nil {
 				return err
 			}
-			for col, want := range cells {
+			// Columns are checked in the table's order, so the first failure is always the
+			// same one for the same defect.
+			for i, c := range row.Cells {
+				col, want := header[i].Value, strings.TrimSpace(c.Value)
 				var seen string
 				switch col {
 				case "node":

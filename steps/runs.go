@@ -204,6 +204,16 @@ func (w *world) startFlowNet(ctx context.Context, extra []string) (*flownetCall,
 	return c, nil
 }
 
+// flowNetDone reports whether every FlowNet process of the scenario has exited.
+func (w *world) flowNetDone() bool {
+	for _, c := range w.calls {
+		if _, done := c.proc.Exited(); !done {
+			return false
+		}
+	}
+	return len(w.calls) > 0
+}
+
 // finishedLastCall waits for the latest FlowNet call to end and returns it.
 func (w *world) finishedLastCall(ctx context.Context) (*flownetCall, error) {
 	if len(w.calls) == 0 {
