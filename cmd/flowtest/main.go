@@ -4,6 +4,7 @@
 //	flowtest list                                                          the 43 scenarios in run order
 //	flowtest check  [--target sandbox|live] [--tags EXPR]                  preflight only
 //	flowtest archive verify DIR                                            scan an archive for leaks
+//	flowtest defects [--only a,b] [--fast]                                 planted defects must be caught
 //
 // Exit codes: 0 all selected scenarios passed (or the command succeeded); 1 a scenario
 // failed (or a leak was found); 2 refused (usage, preflight); 130 interrupted.
@@ -29,6 +30,7 @@ commands:
   list             list the 43 acceptance scenarios in run order
   check            preflight only: every safety check with PASS/FAIL
   archive verify   scan a results archive for secrets and raw app ids
+  defects          prove each scenario can fail: run it against planted-defect sandboxes
   version          print the runner version
 
 Run "flowtest <command> -h" for the flags of a command.
