@@ -231,7 +231,15 @@ func openSession(f runFlags) (*session, error) {
 	return &session{flags: f, items: items, fsys: fsys, cfg: cfg, prep: prep, in: in, workDir: work}, nil
 }
 
-func (s *session) close() { os.RemoveAll(s.workDir) }
+// close removes the run-level work dir (rendered preflight fixtures, the emulator's data and
+// logs, unredacted) unless --keep-workdirs asked to keep it for inspection.
+func (s *session) close() {
+	if s.flags.keepWorkDirs {
+		fmt.Fprintf(os.Stderr, "flowtest: kept the run work dir (unredacted) at %s\n", s.workDir)
+		return
+	}
+	os.RemoveAll(s.workDir)
+}
 
 // staticReport is the safety preflight plus flowtest's own confirmer rule.
 func (s *session) staticReport() safety.Report {
