@@ -45,31 +45,15 @@ func (s *Server) bulkRequest(c *reqCtx) (any, *apiError) {
 			return fail(i, errField(fmt.Sprintf("requests[%d].payload", i), msgRequiredPar))
 		}
 		api, _ = strings.CutPrefix(api, "/k/v1/")
-		var op txOp
-		var perm string
-		switch strings.ToUpper(method) + " " + api {
-		case "POST record.json":
-			op, perm = opAddRecord, permAdd
-		case "PUT record.json":
-			op, perm = opUpdateRecord, permEdit
-		case "POST records.json":
-			op, perm = opAddRecords, permAdd
-		case "PUT records.json":
-			op, perm = opUpdateRecords, permEdit
-		case "DELETE records.json":
-			op, perm = opDeleteRecords, permDelete
-		default:
+		w, ok := writeAPIs[strings.ToUpper(method)+" "+api]
+		if !ok {
 			return fail(i, errField(fmt.Sprintf("requests[%d].api", i), "The API cannot be used in a bulk request."))
 		}
-		all := []string{perm}
-		if perm == permEdit && p["upsert"] == true {
-			all = append(all, permAdd)
-		}
-		a, aerr := c.authApp(p["app"], "app", all, nil)
+		a, aerr := c.authApp(p["app"], "app", w.perms(p), nil)
 		if aerr != nil {
 			return fail(i, aerr)
 		}
-		subs[i] = sub{op: op, a: a, p: p}
+		subs[i] = sub{op: w.op, a: a, p: p}
 	}
 	var apps []*app
 	var latency time.Duration

@@ -33,11 +33,7 @@ const (
 func newCursorStore() *cursorStore { return &cursorStore{cursors: map[string]*cursor{}} }
 
 func (s *Server) createCursor(c *reqCtx) (any, *apiError) {
-	a, aerr := c.authApp(c.params["app"], "app", []string{permView}, nil)
-	if aerr != nil {
-		return nil, aerr
-	}
-	fields, aerr := fieldSet(c.params["fields"])
+	a, fields, q, aerr := c.searchParams()
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -51,11 +47,6 @@ func (s *Server) createCursor(c *reqCtx) (any, *apiError) {
 			return nil, errField("size", "must be between 1 and 500")
 		}
 		size = n
-	}
-	qs, _ := c.params["query"].(string)
-	q, aerr := parseQuery(a, qs, s.now())
-	if aerr != nil {
-		return nil, aerr
 	}
 	if q.hasLimit || q.hasOff {
 		return nil, errField("query", "limit and offset cannot be specified in the query of a cursor.")

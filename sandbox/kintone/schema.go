@@ -110,11 +110,6 @@ func LoadSchemas() ([]*AppSchema, error) {
 	return out, nil
 }
 
-var supportedTypes = map[string]bool{
-	"SINGLE_LINE_TEXT": true, "MULTI_LINE_TEXT": true, "NUMBER": true, "DATETIME": true,
-	"DATE": true, "DROP_DOWN": true, "CHECK_BOX": true, "FILE": true,
-}
-
 func (s *AppSchema) check() error {
 	if s.Role == "" || s.ID == "" || s.Name == "" {
 		return fmt.Errorf("role, id and name are required")
@@ -133,7 +128,7 @@ func (s *AppSchema) check() error {
 	}
 	seen := map[string]bool{}
 	for _, f := range s.Fields {
-		if !supportedTypes[f.Type] {
+		if _, ok := kindByType[f.Type]; !ok { // the field types the emulator implements
 			return fmt.Errorf("field %q: unsupported type %q", f.Code, f.Type)
 		}
 		if seen[f.Code] || f.Code == codeID || f.Code == codeRevision {
