@@ -135,8 +135,10 @@ func (k *ksqlFlow) describeProfile(ctx context.Context) (*profileDescription, er
 	if raw["kind"] != "PROFILE_DESCRIPTION" {
 		return nil, coded("KSQL_FLOW_OUTPUT_INVALID", "describe-profile returned kind %v", raw["kind"])
 	}
-	if raw["timezone"] == nil {
-		return nil, coded("KSQL_FLOW_OUTPUT_INVALID", "profile %s has no timezone; FlowNet requires one", k.profile)
+	if tz, _ := raw["timezone"].(string); tz == "" {
+		// A well-formed description FlowNet cannot use is an ensure-run preflight problem
+		// (§1.3.1 PROFILE_DESCRIPTION_INVALID), not a broken kSQL-Flow output.
+		return nil, coded("PROFILE_DESCRIPTION_INVALID", "kSQL-Flow profile %s has no timezone; FlowNet requires one", k.profile)
 	}
 	canon, err := canonicalJSON(raw)
 	if err != nil {

@@ -200,6 +200,26 @@ type Observation struct {
 	FlowNetStarted bool // the Attempt's execution_started_at was written before launch
 }
 
+// observe turns what came back from one kSQL-Flow run into an Observation. A result file
+// that is not complete JSON (the child died while writing it) counts as no result at all:
+// §1.3.3 maps "no result file / incomplete JSON" to NO_EXECUTION_RESULT and keeps
+// INVALID_EXECUTION_RESULT for a document that parses but breaks the contract.
+// runnerStarted is whether the JOB log shows runner_execution_started_at (or could not be
+// read, which must not be taken as "nothing ran").
+func observe(rr runResult, runID, attemptID, jobID string, runnerStarted bool) Observation {
+	obs := Observation{FlowNetStarted: true, LaunchFailed: rr.LaunchErr != nil, ForcedKill: rr.ForcedKill, RunnerStarted: runnerStarted}
+	if rr.ResultRaw == nil || !json.Valid(rr.ResultRaw) {
+		return obs
+	}
+	var res ExecutionResult
+	obs.ResultPresent = true
+	obs.ResultInvalid = ValidateResult(rr.ResultRaw, &res, runID, attemptID, jobID, rr.Exit)
+	if obs.ResultInvalid == nil {
+		obs.Result = &res
+	}
+	return obs
+}
+
 // Outcome is the Attempt's terminal status/result_code and the Node State it leads to.
 type Outcome struct {
 	AttemptStatus, AttemptCode string

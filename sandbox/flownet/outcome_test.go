@@ -140,3 +140,21 @@ func TestRetryBrake(t *testing.T) {
 	}
 	assert.Equal(t, "RETRY_BRAKE:SQL_ERRORx3", RetryBrakeReason("SQL_ERROR", 3))
 }
+
+// A result file cut short (the child died while writing it) is "no result", not an invalid
+// one: §1.3.3 maps incomplete JSON to UNKNOWN / NO_EXECUTION_RESULT once the JOB log shows
+// the start marker; a complete document that breaks the contract stays INVALID_EXECUTION_RESULT.
+func TestObserveIncompleteResultIsNoExecutionResult(t *testing.T) {
+	full := result("SUCCESS", "OK", 0, true)
+	cut := runResult{Exit: -1, ResultRaw: full[:40]}
+	assert.Equal(t, Outcome{"UNKNOWN", "NO_EXECUTION_RESULT", "UNKNOWN", "NO_EXECUTION_RESULT"},
+		MapOutcome(observe(cut, "netrun_1", "attempt_1", "job", true)))
+
+	wrongEcho := runResult{Exit: 0, ResultRaw: full}
+	assert.Equal(t, Outcome{"UNKNOWN", "INVALID_EXECUTION_RESULT", "UNKNOWN", "INVALID_EXECUTION_RESULT"},
+		MapOutcome(observe(wrongEcho, "netrun_2", "attempt_1", "job", true)))
+
+	ok := observe(runResult{Exit: 0, ResultRaw: full}, "netrun_1", "attempt_1", "job", true)
+	require.NotNil(t, ok.Result)
+	assert.Equal(t, Outcome{"SUCCESS", "OK", "SUCCESS", "OK"}, MapOutcome(ok))
+}

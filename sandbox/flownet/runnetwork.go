@@ -315,6 +315,8 @@ func (c *cli) executeRunNetwork(ctx context.Context, o runOptions) (runOutput, e
 	return out, nil
 }
 
+const codeEnsureRunFailed = "ENSURE_RUN_FAILED"
+
 func blockingOf(err error) []string {
 	var ce *codedError
 	if errors.As(err, &ce) {
@@ -634,13 +636,15 @@ func fileKeyOf(v any) string {
 }
 
 // closeRejected releases the lock after an admission rejection; an Invocation that was
-// already created is finalised FAILED with the rejection code.
+// already created is finalised FAILED with the rejection code. The lock tombstone says
+// FAILED / ENSURE_RUN_FAILED whatever the rejection was (§1.3.1): the specific code lives on
+// the Invocation and in the command's output, the lock only records that ensure-run failed.
 func (e *execution) closeRejected(ctx context.Context, cause error) {
-	code := errCode(cause, "ENSURE_RUN_FAILED")
+	code := errCode(cause, codeEnsureRunFailed)
 	if e.invRecID != "" {
 		_ = e.finishInvocation(ctx, StatusFailed, code)
 	}
-	if err := e.lock.release(ctx, StatusFailed, code); err != nil {
+	if err := e.lock.release(ctx, StatusFailed, codeEnsureRunFailed); err != nil {
 		fmt.Fprintf(e.c.stderr, "Warning [%s]: network lock release failed: %v\n", errCode(err, codeLockUnavailable), err)
 	}
 }

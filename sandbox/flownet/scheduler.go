@@ -473,17 +473,8 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 
 	rr := e.kf.run(ctx, runSpec{SQLPath: e.sql[ns.node.ID], AsOf: e.asOf, RunID: e.runID, AttemptID: attemptID, JobID: ns.node.JobID, Timeout: e.timeout})
 
-	obs := Observation{FlowNetStarted: true, LaunchFailed: rr.LaunchErr != nil, ForcedKill: rr.ForcedKill}
-	var res ExecutionResult
-	if rr.ResultRaw != nil {
-		obs.ResultPresent = true
-		obs.ResultInvalid = ValidateResult(rr.ResultRaw, &res, e.runID, attemptID, ns.node.JobID, rr.Exit)
-		if obs.ResultInvalid == nil {
-			obs.Result = &res
-		}
-	}
 	jl, jlErr := e.jobLog(ctx, attemptID)
-	obs.RunnerStarted = jlErr != nil || (jl != nil && jl.Str("runner_execution_started_at") != "")
+	obs := observe(rr, e.runID, attemptID, ns.node.JobID, jlErr != nil || (jl != nil && jl.Str("runner_execution_started_at") != ""))
 	out := MapOutcome(obs)
 
 	fields := map[string]any{"status": out.AttemptStatus, "result_code": out.AttemptCode, "finished_at": isoMillis(e.c.now())}
@@ -491,6 +482,7 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 		fields["runner_execution_started_at"] = jl.Str("runner_execution_started_at")
 	}
 	if obs.Result != nil {
+		res := *obs.Result
 		fields["execution_id"] = res.ExecutionID
 		fields["finished_at"] = res.FinishedAt
 		fields["duration_sec"] = *res.DurationMs / 1000
