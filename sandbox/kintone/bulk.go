@@ -44,9 +44,10 @@ func (s *Server) bulkRequest(c *reqCtx) (any, *apiError) {
 		if !ok {
 			return fail(i, errField(fmt.Sprintf("requests[%d].payload", i), msgRequiredPar))
 		}
-		api, _ = strings.CutPrefix(api, "/k/v1/")
+		// The api is the full path ("/k/v1/record.json"), as kintone's docs and clients send it.
+		api, full := strings.CutPrefix(api, "/k/v1/")
 		w, ok := writeAPIs[strings.ToUpper(method)+" "+api]
-		if !ok {
+		if !ok || !full {
 			return fail(i, errField(fmt.Sprintf("requests[%d].api", i), "The API cannot be used in a bulk request."))
 		}
 		a, aerr := c.authApp(p["app"], "app", w.perms(p), nil)

@@ -83,6 +83,13 @@ func errDBLock() *apiError {
 	return &apiError{status: 400, code: "GAIA_DA02", message: "Failed to save the changes because the database could not be locked. Please wait a while and try again."}
 }
 
+// errRecordIDField: a write set $id or the RECORD_NUMBER field. Code and Japanese text as
+// captured from real kintone (go-kintone issue 35); the English text is ours, the status
+// assumed 400 like the other write refusals.
+func errRecordIDField() *apiError {
+	return &apiError{status: 400, code: "GAIA_UN10", message: "A value cannot be set for a field of the RECORD_ID type."}
+}
+
 func errNoLogin() *apiError {
 	return &apiError{status: 401, code: "CB_AU01", message: "Please login."}
 }

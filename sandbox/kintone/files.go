@@ -15,7 +15,11 @@ import (
 type fileStore struct {
 	mu      sync.Mutex
 	uploads map[string]*blob // upload key -> blob, until attached
-	stored  map[string]*storedFile
+	// reserved: upload keys attached by a transaction not yet ended. Transactions on
+	// different apps hold different locks, so without this two of them could both attach
+	// one single-use key.
+	reserved map[string]*tx
+	stored   map[string]*storedFile
 }
 
 type blob struct {
@@ -30,7 +34,7 @@ type storedFile struct {
 }
 
 func newFileStore() *fileStore {
-	return &fileStore{uploads: map[string]*blob{}, stored: map[string]*storedFile{}}
+	return &fileStore{uploads: map[string]*blob{}, reserved: map[string]*tx{}, stored: map[string]*storedFile{}}
 }
 
 func (fs *fileStore) upload(name, contentType string, data []byte, now time.Time) string {
@@ -41,19 +45,53 @@ func (fs *fileStore) upload(name, contentType string, data []byte, now time.Time
 	return key
 }
 
-// attach consumes an upload key inside t (the consumption is final only when t commits).
+// attach reserves an upload key for t (consumed when t commits, freed if it rolls back)
+// and mints the download key of the new attachment.
 func (fs *fileStore) attach(t *tx, a *app, key string) (fileVal, *apiError) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	b := fs.uploads[key]
-	if b == nil || t.used[key] {
+	if b == nil || fs.reserved[key] != nil {
 		return fileVal{}, errFileNotFound(key)
 	}
-	t.used[key] = true
+	fs.reserved[key] = t
+	t.used = append(t.used, key)
 	dk := newDownloadKey()
 	fs.stored[dk] = &storedFile{blob: *b, app: a.id()}
 	t.minted = append(t.minted, dk)
 	return fileVal{FileKey: dk, Name: b.name, ContentType: b.contentType, Size: strconv.Itoa(len(b.data))}, nil
+}
+
+// commit makes t's file changes final: its upload keys are used up, and the attachments of
+// records it deleted, or that an update replaced, are gone as on kintone.
+func (fs *fileStore) commit(t *tx) {
+	if len(t.used) == 0 && len(t.dropped) == 0 {
+		return
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for _, k := range t.used {
+		delete(fs.uploads, k)
+		delete(fs.reserved, k)
+	}
+	for _, k := range t.dropped {
+		delete(fs.stored, k)
+	}
+}
+
+// rollback undoes t's file changes: its reservations end and what it minted is dropped.
+func (fs *fileStore) rollback(t *tx) {
+	if len(t.used) == 0 && len(t.minted) == 0 {
+		return
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for _, k := range t.used {
+		delete(fs.reserved, k)
+	}
+	for _, k := range t.minted {
+		delete(fs.stored, k)
+	}
 }
 
 func (fs *fileStore) get(key string) *storedFile {

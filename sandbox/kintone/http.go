@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"mime"
 	"net/http"
 	"sort"
 	"strconv"
@@ -25,6 +26,11 @@ type reqCtx struct {
 
 type handlerFunc func(c *reqCtx) (any, *apiError)
 
+// maxURLLength: kintone refuses request URLs over about 8 KB ("Request URL Too Large";
+// long GETs are meant to go as POST with X-HTTP-Method-Override). We take 8192 bytes of
+// path and query, and answer as a front end would: 414 with a plain-text body.
+const maxURLLength = 8192
+
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n := s.running.Add(1)
 	defer s.running.Add(-1)
@@ -33,6 +39,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if n > concurrencyLimit {
 		w.Header().Set("X-Cybozu-Error", "GAIA_TO04")
 		writeError(w, errTooManyRequests())
+		return
+	}
+	if len(r.RequestURI) > maxURLLength {
+		http.Error(w, "Request URL Too Large", http.StatusRequestURITooLong)
 		return
 	}
 	method := r.Method
@@ -127,7 +137,10 @@ func (c *reqCtx) parseParams() *apiError {
 	if err != nil {
 		return errJSON()
 	}
-	if len(bytes.TrimSpace(body)) > 0 {
+	// kintone reads a body as parameters only with Content-Type: application/json; any
+	// other body is not read, so its parameters count as missing (kintone's exact answer to
+	// a wrong Content-Type is not documented; a missing parameter is its natural one).
+	if len(bytes.TrimSpace(body)) > 0 && isJSONContent(c.r.Header.Get("Content-Type")) {
 		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.UseNumber()
 		var m map[string]any
@@ -185,6 +198,11 @@ func (c *reqCtx) parseParams() *apiError {
 		c.params[name] = arr
 	}
 	return nil
+}
+
+func isJSONContent(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
 }
 
 // scalar reads a string-or-number parameter.

@@ -106,9 +106,9 @@ type tx struct {
 	nextIDs []int64 // per locked app, restored on rollback
 	arrival map[*app]uint64
 	undo    []undoEntry
-	used    map[string]bool // upload file keys consumed in this tx
-	minted  []string        // download keys created in this tx
-	dropped []string        // download keys no record holds any more (removed on commit)
+	used    []string // upload file keys this tx reserved (consumed on commit, freed on rollback)
+	minted  []string // download keys created in this tx
+	dropped []string // download keys no record holds any more (removed on commit)
 	now     time.Time
 }
 
@@ -134,7 +134,7 @@ func (s *Server) begin(arrival map[*app]uint64, apps ...*app) *tx {
 		a.mu.Lock()
 		ids[i] = a.nextID
 	}
-	return &tx{s: s, locked: list, nextIDs: ids, arrival: arrival, used: map[string]bool{}, now: s.now()}
+	return &tx{s: s, locked: list, nextIDs: ids, arrival: arrival, now: s.now()}
 }
 
 func appIDLess(x, y string) bool {
@@ -147,17 +147,7 @@ func appIDLess(x, y string) bool {
 }
 
 func (t *tx) commit() {
-	if len(t.used) > 0 || len(t.dropped) > 0 {
-		t.s.files.mu.Lock()
-		for k := range t.used {
-			delete(t.s.files.uploads, k)
-		}
-		// Attachments of deleted records, and ones an update replaced, are gone as on kintone.
-		for _, k := range t.dropped {
-			delete(t.s.files.stored, k)
-		}
-		t.s.files.mu.Unlock()
-	}
+	t.s.files.commit(t)
 	t.unlock()
 }
 
@@ -173,13 +163,7 @@ func (t *tx) rollback() {
 	for i, a := range t.locked {
 		a.nextID = t.nextIDs[i]
 	}
-	if len(t.minted) > 0 {
-		t.s.files.mu.Lock()
-		for _, k := range t.minted {
-			delete(t.s.files.stored, k)
-		}
-		t.s.files.mu.Unlock()
-	}
+	t.s.files.rollback(t)
 	t.unlock()
 }
 
@@ -254,6 +238,13 @@ func (t *tx) buildValues(a *app, base map[string]any, in fieldInput, prefix stri
 	for k, v := range base {
 		vals[k] = v
 	}
+	// kintone refuses a value for the record id or RECORD_NUMBER (a record read back and
+	// sent unchanged carries both), while other unknown codes are ignored below.
+	for _, code := range []string{codeID, codeRecordNo} {
+		if _, sent := in[code]; sent {
+			return nil, errRecordIDField()
+		}
+	}
 	errs := map[string][]string{}
 	for _, f := range a.ordered {
 		key := prefix + "." + f.Code
@@ -287,8 +278,9 @@ func (t *tx) buildValues(a *app, base map[string]any, in fieldInput, prefix stri
 		}
 		vals[f.Code] = nv
 	}
-	// Unknown field codes (and system fields such as $id, 作成者) are ignored, as kintone does
-	// for unknown codes; token requests lack the app-management right to set system fields.
+	// Unknown field codes (and the other system fields: $revision, 作成者, 作成日時, …) are
+	// ignored, as kintone does for unknown codes; token requests lack the app-management
+	// right to set the system fields, and kintone's answer to trying is not documented.
 	for _, f := range a.ordered {
 		key := prefix + "." + f.Code + ".value"
 		if len(errs[key]) > 0 {
