@@ -66,8 +66,9 @@
 //     rather than a pipe, so an orphaned child can finish after FlowNet dies (m6-05/m6-06).
 //   - Lease loss: the scheduler stops before the next node; one successful heartbeat
 //     confirms the final write and the Invocation closes CANCELLED /
-//     NETWORK_LEASE_INTERRUPTED; otherwise the Invocation is left RUNNING for the next
-//     resume to finalise (with an OPERATION_AUDIT RECONCILIATION_REPAIR).
+//     NETWORK_LEASE_INTERRUPTED, an ordinary finish (aggregate reported, lock released with
+//     that status and code); otherwise it is an error and the Invocation is left RUNNING for
+//     the next resume to finalise (with an OPERATION_AUDIT RECONCILIATION_REPAIR).
 //   - Canonical keys NFC-normalise by refusing identifiers with combining marks (no
 //     normaliser in the standard library; every identifier we generate is ASCII).
 //   - Nodes with CSV inputs/outputs are refused (CSV_IO_UNSUPPORTED) until the CSV issue

@@ -301,6 +301,13 @@ func (c *cli) executeRunNetwork(ctx context.Context, o runOptions) (runOutput, e
 	out.Outcome, out.RunID, out.InvocationID = adm.outcome, strp(e.runID), strp(invID)
 	agg, status, code, serr := e.schedule(ctx)
 	out.RetryBrakeNodeIDs = append(out.RetryBrakeNodeIDs, e.brakeNodes...)
+	if serr != nil && errCode(serr, "") == codeLeaseInterruptedCode && e.finalWriteConfirmed {
+		// A lease lost after a confirmed final write is an ordinary close (§1.3.2): the
+		// Invocation ends CANCELLED / NETWORK_LEASE_INTERRUPTED and run-network reports the
+		// persisted aggregate like any other finish. Only an unconfirmed loss is an error.
+		status, code = StatusCancelled, codeLeaseInterruptedCode
+		agg, serr = e.run.Str("status"), nil
+	}
 	if serr != nil {
 		out.InvocationResultCode = CodeSchedulerFailed
 		if errCode(serr, "") == codeLeaseInterruptedCode {
@@ -658,18 +665,15 @@ func (e *execution) closeInvocation(ctx context.Context, status, code string) er
 	return e.lock.release(ctx, status, code)
 }
 
-// closeFailed handles a scheduler error: a lost lease leaves the Invocation untouched;
-// anything else closes it FAILED/SCHEDULER_FAILED.
+// closeFailed handles a scheduler error: an unconfirmed lease loss leaves the Invocation
+// untouched (a confirmed one never gets here: it is an ordinary close); anything else closes
+// it FAILED/SCHEDULER_FAILED.
 func (e *execution) closeFailed(ctx context.Context, serr error) error {
-	if errCode(serr, "") == codeLeaseInterruptedCode && !e.finalWriteConfirmed {
+	if errCode(serr, "") == codeLeaseInterruptedCode {
 		e.lock.stopHeartbeat()
 		return serr
 	}
-	code := CodeSchedulerFailed
-	status := StatusFailed
-	if errCode(serr, "") == codeLeaseInterruptedCode {
-		status, code = StatusCancelled, codeLeaseInterruptedCode
-	}
+	code, status := CodeSchedulerFailed, StatusFailed
 	if err := e.finishInvocation(ctx, status, code); err != nil {
 		e.lock.stopHeartbeat()
 		return fmt.Errorf("%w (and the Invocation could not be finalised: %v)", serr, err)

@@ -1,0 +1,101 @@
+package flownet
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ksqlflow/flowtest/kintoneapi"
+)
+
+// heartbeatDropper sits between FlowNet and the emulator and drops the connection of the
+// first n Network-lock heartbeats (PUT by updateKey carrying heartbeat_at), so FlowNet sees
+// transport failures there and nowhere else; later heartbeats go through.
+type heartbeatDropper struct {
+	mu      sync.Mutex
+	left    int
+	dropped int
+}
+
+func (d *heartbeatDropper) start(t *testing.T, target string, hc *http.Client) *httptest.Server {
+	u, err := url.Parse(target)
+	require.NoError(t, err)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.Transport = hc.Transport
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if r.Method == http.MethodPut && strings.Contains(string(body), `"updateKey"`) && strings.Contains(string(body), `"heartbeat_at"`) {
+			d.mu.Lock()
+			drop := d.left > 0
+			if drop {
+				d.left--
+				d.dropped++
+			}
+			d.mu.Unlock()
+			if drop {
+				panic(http.ErrAbortHandler) // the client sees the connection die: outcome unknown
+			}
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// Two failed heartbeats (lease 3 s, heartbeat 1 s) leave no more than one heartbeat
+// interval of lease, which makes it uncertain; the next node is not started, one
+// successful heartbeat confirms the final write, and the Invocation closes CANCELLED /
+// NETWORK_LEASE_INTERRUPTED. That is an ordinary close (§1.3.2: only an *unconfirmed* loss
+// is an error): run-network reports the persisted aggregate and the lock is released with
+// the Invocation's status and code.
+func TestConfirmedLeaseLossClosesTheInvocationNormally(t *testing.T) {
+	s := newSandbox(t, map[string]time.Duration{"customers": 250 * time.Millisecond, "deals": 250 * time.Millisecond})
+	raw, err := os.ReadFile(s.network("network-drill.yaml"))
+	require.NoError(t, err)
+	yaml := strings.Replace(strings.Replace(string(raw), "lease_duration_sec: 30", "lease_duration_sec: 3", 1),
+		"heartbeat_interval_sec: 10", "heartbeat_interval_sec: 1", 1)
+	net := s.network("network-lease.yaml")
+	require.NoError(t, os.WriteFile(net, []byte(yaml), 0o644))
+
+	hc, err := kintoneapi.HTTPClientWithCA(s.srv.CAFile())
+	require.NoError(t, err)
+	d := &heartbeatDropper{left: 2}
+	proxy := d.start(t, s.srv.BaseURL(), hc)
+	env := append(append([]string(nil), s.environ...), "KSQL_FLOWNET_BASE_URL="+proxy.URL)
+	var out, errb bytes.Buffer
+	c := newCLI(env, &out, &errb)
+	c.childDir, c.retryEvery = s.childDir, 50*time.Millisecond
+	code := c.dispatch([]string{"run-network", net, "--business-key", "lease", "--json"})
+
+	require.Equal(t, 2, d.dropped, "stdout %s stderr %s", out.String(), errb.String())
+	o := decodeRunJSON(t, out.String())
+	runs := s.all("state", `record_type in ("NETWORK_RUN")`)
+	require.Len(t, runs, 1)
+	g := s.graph(runs[0].Str("run_id"))
+	assert.Equal(t, "NEW", o.Outcome)
+	require.NotNil(t, o.AggregateStatus, "a confirmed lease loss reports the aggregate: %s", errb.String())
+	assert.Equal(t, g.run.Str("status"), *o.AggregateStatus)
+	assert.Equal(t, "NETWORK_LEASE_INTERRUPTED", o.InvocationResultCode)
+	assert.NotContains(t, errb.String(), "Error [", "a confirmed loss is not an error")
+	wantExit := 1
+	if *o.AggregateStatus == StatusSuccess {
+		wantExit = 0
+	}
+	assert.Equal(t, wantExit, code)
+	require.Len(t, g.invocations, 1)
+	assert.Equal(t, []string{"CANCELLED", "NETWORK_LEASE_INTERRUPTED"}, []string{g.invocations[0].Str("status"), g.invocations[0].Str("result_code")})
+	assert.Equal(t, []recordSummary{{"CANCELLED", "NETWORK_LEASE_INTERRUPTED"}}, s.lockTombstones())
+	assert.Empty(t, s.runningLocks())
+}
