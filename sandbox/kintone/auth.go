@@ -50,8 +50,6 @@ func tokenList(h http.Header) []string {
 	return out
 }
 
-// parseParams reads a JSON body (POST/PUT/DELETE, or GET with a body / method override) and
-
 // resolveTokens checks every token sent: none -> CB_AU01; unknown -> GAIA_IA02; two for
 // one app -> GAIA_DA03.
 func (c *reqCtx) resolveTokens() (map[*app]grant, *apiError) {

@@ -130,6 +130,7 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	writeJSON(w, e.status, e.body())
 }
 
+// parseParams reads a JSON body (POST/PUT/DELETE, or GET with a body / method override) and
 // URL parameters (GET/DELETE: app=1&ids[0]=1&fields[0]=a).
 func (c *reqCtx) parseParams() *apiError {
 	c.params = map[string]any{}

@@ -3,6 +3,7 @@ package kintone
 // Query field kinds: what each field type is for the query language, and which operators
 // kintone allows on it (a wrong one is GAIA_IQ03).
 
+// qkind is a field kind for query purposes.
 type qkind int
 
 const (
