@@ -3,6 +3,7 @@ package flownet
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/ksqlflow/flowtest/sandbox/defect"
@@ -123,6 +124,8 @@ type ExecutionResult struct {
 	APICalls              *float64       `json:"apiCalls"`
 	LastSuccessfulChunkNo *float64       `json:"lastSuccessfulChunkNo"`
 	LastWrittenKey        *string        `json:"lastWrittenKey"`
+	KsqlFlowVersion       string         `json:"ksqlFlowVersion"`
+	EngineVersion         string         `json:"engineVersion"`
 	Error                 *ResultError   `json:"error"`
 	Extra                 map[string]any `json:"-"`
 }
@@ -156,10 +159,20 @@ func ValidateResult(raw []byte, r *ExecutionResult, runID, attemptID, jobID stri
 	case *r.ExitCode != exit:
 		return fmt.Errorf("result exitCode %d differs from the process exit %d", *r.ExitCode, exit)
 	}
-	for _, c := range []*float64{r.DurationMs, r.ReadCount, r.WrittenCount, r.APICalls} {
-		if c == nil || *c < 0 {
-			return fmt.Errorf("result counters must be non-negative numbers")
+	if r.ExecutionID == "" || r.KsqlFlowVersion == "" || r.EngineVersion == "" {
+		return fmt.Errorf("result lacks executionId, ksqlFlowVersion or engineVersion")
+	}
+	if r.DurationMs == nil || *r.DurationMs < 0 {
+		return fmt.Errorf("result durationMs must be a non-negative number")
+	}
+	// §7: the counters are non-negative integers; lastSuccessfulChunkNo an integer >= 0 or null.
+	for name, c := range map[string]*float64{"readCount": r.ReadCount, "writtenCount": r.WrittenCount, "deletedCount": r.DeletedCount, "apiCalls": r.APICalls} {
+		if c == nil || *c < 0 || *c != math.Trunc(*c) {
+			return fmt.Errorf("result %s must be a non-negative integer", name)
 		}
+	}
+	if c := r.LastSuccessfulChunkNo; c != nil && (*c < 0 || *c != math.Trunc(*c)) {
+		return fmt.Errorf("result lastSuccessfulChunkNo must be an integer >= 0 or null")
 	}
 	switch r.Status {
 	case StatusSuccess:

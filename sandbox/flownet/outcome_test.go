@@ -60,11 +60,25 @@ func result(status, code string, exit int, started bool) []byte {
 	return b
 }
 
+// resultWith is a valid SUCCESS result with one field replaced (nil removes it).
+func resultWith(field string, v any) []byte {
+	var m map[string]any
+	_ = json.Unmarshal(result("SUCCESS", "OK", 0, true), &m)
+	if v == nil {
+		delete(m, field)
+	} else {
+		m[field] = v
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
 func TestValidateResult(t *testing.T) {
 	var r ExecutionResult
 	require.NoError(t, ValidateResult(result("SUCCESS", "OK", 0, true), &r, "netrun_1", "attempt_1", "job", 0))
 	require.NoError(t, ValidateResult(result("FAILED", "ASSERT_FAILED", 2, true), &r, "netrun_1", "attempt_1", "job", 2))
 	require.NoError(t, ValidateResult(result("FAILED", "LOCK_CONFLICT", 5, false), &r, "netrun_1", "attempt_1", "job", 5))
+	require.NoError(t, ValidateResult(resultWith("lastSuccessfulChunkNo", 4), &r, "netrun_1", "attempt_1", "job", 0))
 
 	bad := []struct {
 		name string
@@ -78,6 +92,12 @@ func TestValidateResult(t *testing.T) {
 		{"success not started", result("SUCCESS", "OK", 0, false), 0, "netrun_1"},
 		{"lock conflict started", result("FAILED", "LOCK_CONFLICT", 5, true), 5, "netrun_1"},
 		{"truncated", result("SUCCESS", "OK", 0, true)[:40], 0, "netrun_1"},
+		{"negative deletedCount", resultWith("deletedCount", -1), 0, "netrun_1"},
+		{"missing deletedCount", resultWith("deletedCount", nil), 0, "netrun_1"},
+		{"fractional readCount", resultWith("readCount", 1.5), 0, "netrun_1"},
+		{"negative chunk", resultWith("lastSuccessfulChunkNo", -1), 0, "netrun_1"},
+		{"no executionId", resultWith("executionId", ""), 0, "netrun_1"},
+		{"no engineVersion", resultWith("engineVersion", nil), 0, "netrun_1"},
 	}
 	for _, c := range bad {
 		var r ExecutionResult
