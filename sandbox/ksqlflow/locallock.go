@@ -40,9 +40,10 @@ func (e *localLockHeld) Error() string {
 	return fmt.Sprintf("local lock %s is held by pid %d on %s since %s (batch %s)", e.path, e.by.PID, e.by.Host, e.by.StartedAt, e.by.BatchID)
 }
 
-// acquireLocalLock creates the lock file exclusively. An existing file is stale when it is
-// unreadable, its process (same host) is gone, or it is older than batchTimeout; a stale
-// file is removed and the create tried again once.
+// acquireLocalLock creates the lock file exclusively. An existing file is stale when its
+// process (same host) is gone or it is older than batchTimeout (for a file whose content
+// cannot be read: its modification time); a stale file is removed and the create tried
+// again once.
 func acquireLocalLock(dir string, l localLock, batchTimeout time.Duration) (release func(), err error) {
 	path := localLockPath(dir, l.Profile)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -68,8 +69,15 @@ func acquireLocalLock(dir string, l localLock, batchTimeout time.Duration) (rele
 		}
 		var held localLock
 		raw, rerr := os.ReadFile(path)
-		if rerr == nil && json.Unmarshal(raw, &held) == nil && !localLockStale(held, l.Host, batchTimeout) {
-			return nil, &localLockHeld{path: path, by: held}
+		if rerr == nil && json.Unmarshal(raw, &held) == nil {
+			if !localLockStale(held, l.Host, batchTimeout) {
+				return nil, &localLockHeld{path: path, by: held}
+			}
+		} else if fi, serr := os.Stat(path); serr == nil && time.Since(fi.ModTime()) <= batchTimeout {
+			// Unreadable content may be a holder between its exclusive create and its write:
+			// only age (older than batchTimeoutSec) makes such a file stale, or two processes
+			// could both take the lock.
+			return nil, &localLockHeld{path: path, by: localLock{Profile: l.Profile, StartedAt: fi.ModTime().UTC().Format(time.RFC3339Nano)}}
 		}
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("remove stale local lock %s: %w", path, err)
