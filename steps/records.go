@@ -245,11 +245,8 @@ func addRecordSteps(reg stepdef.Registry) {
 	})
 	reg.Step(`^the run has (\d+) invocations? and the last one is "([^"]+)"$`, func(ctx context.Context, n int, status string) error {
 		w := worldFrom(ctx)
-		invs, err := w.auditRecords(ctx, "RUN_INVOCATION")
+		invs, err := w.invocationsCounted(ctx, n)
 		if err != nil {
-			return err
-		}
-		if err := w.st.Equal("invocations of the run", n, len(invs)); err != nil {
 			return err
 		}
 		return w.st.Equal("status of the last invocation", status, invs[len(invs)-1].Str("status"))
@@ -351,11 +348,8 @@ func addRecordSteps(reg stepdef.Registry) {
 	})
 	reg.Step(`^the run has (\d+) invocations and exactly one with mode "([^"]+)" preserving "([^"]+)"$`, func(ctx context.Context, n int, mode, preserved string) error {
 		w := worldFrom(ctx)
-		invs, err := w.auditRecords(ctx, "RUN_INVOCATION")
+		invs, err := w.invocationsCounted(ctx, n)
 		if err != nil {
-			return err
-		}
-		if err := w.st.Equal("invocations of the run", n, len(invs)); err != nil {
 			return err
 		}
 		var withMode []kintoneapi.Record
@@ -371,11 +365,8 @@ func addRecordSteps(reg stepdef.Registry) {
 	})
 	reg.Step(`^the run has (\d+) invocations with distinct non-empty invocation ids$`, func(ctx context.Context, n int) error {
 		w := worldFrom(ctx)
-		invs, err := w.auditRecords(ctx, "RUN_INVOCATION")
+		invs, err := w.invocationsCounted(ctx, n)
 		if err != nil {
-			return err
-		}
-		if err := w.st.Equal("invocations of the run", n, len(invs)); err != nil {
 			return err
 		}
 		ids := map[string]bool{}
@@ -516,6 +507,15 @@ func (w *world) jobLogForRun(ctx context.Context) ([]kintoneapi.Record, error) {
 		return nil, err
 	}
 	return w.reader.GetAll(ctx, w.app(target.RoleLog), fmt.Sprintf(`correlation_id = %s`, quote(id)), nil)
+}
+
+// invocationsCounted reads the run's invocations (creation order) and asserts there are n.
+func (w *world) invocationsCounted(ctx context.Context, n int) ([]kintoneapi.Record, error) {
+	invs, err := w.auditRecords(ctx, "RUN_INVOCATION")
+	if err != nil {
+		return nil, err
+	}
+	return invs, w.st.Equal("invocations of the run", n, len(invs))
 }
 
 // snapshotAttempts records every node's attempts before a resume.

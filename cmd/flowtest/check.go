@@ -80,11 +80,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 			appIDs = append(appIDs, v)
 		}
 	}
-	return verifyArchive(fset.Arg(0), env, appIDs, stdout, stderr)
-}
-
-func verifyArchive(dir string, env map[string]string, appIDs []string, stdout, stderr io.Writer) int {
-	return results.VerifyMain(dir, env, appIDs, stdout, stderr)
+	return results.VerifyMain(fset.Arg(0), env, appIDs, stdout, stderr)
 }
 
 // readDotEnv reads a dotenv file; a missing file is empty.

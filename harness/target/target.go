@@ -103,7 +103,7 @@ func (t *Target) App(role string) (App, error) {
 	return a, nil
 }
 
-// Client returns a kintone client that reads the given roles with their read-only tokens.
+// ReadClient returns a kintone client that reads the given roles with their read-only tokens.
 // The harness never needs more for reading; writes go through harness/kintone's guard.
 func (t *Target) ReadClient(roles ...string) (*kintoneapi.Client, error) {
 	hc, err := kintoneapi.HTTPClientWithCA(t.CAFile)

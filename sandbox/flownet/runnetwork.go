@@ -369,25 +369,15 @@ func firstNonEmpty(v ...string) string {
 	return ""
 }
 
-// findRuns reads NETWORK_RUN records by run id or by R1 key.
+// findRun reads the NETWORK_RUN by run id or by R1 key (nil when there is none).
 func (e *execution) findRun(ctx context.Context, byRunID, r1 string) (kintoneapi.Record, error) {
-	var recs []kintoneapi.Record
-	var err error
+	query := "record_key in (" + q(r1) + ")"
 	if byRunID != "" {
-		recs, err = e.st.find(ctx, e.st.stateApp, `record_type in ("NETWORK_RUN") and run_id in (`+q(byRunID)+`)`)
-	} else {
-		recs, err = e.st.find(ctx, e.st.stateApp, "record_key in ("+q(r1)+")")
+		query = `record_type in ("NETWORK_RUN") and run_id in (` + q(byRunID) + `)`
 	}
-	if err != nil {
-		return nil, err
-	}
-	switch len(recs) {
-	case 0:
-		return nil, nil
-	case 1:
-		return recs[0], nil
-	}
-	return nil, coded("MULTIPLE_RUNS", "%d NETWORK_RUN records match", len(recs))
+	return e.st.findOne(ctx, e.st.stateApp, query, func(n int) error {
+		return coded("MULTIPLE_RUNS", "%d NETWORK_RUN records match", n)
+	})
 }
 
 // holdState reads the Run's CANCEL_REQUEST hold state ("" when none).

@@ -537,17 +537,9 @@ func noResultMessage(rr runResult, obs Observation) string {
 
 // jobLog reads the JOB-log row of an attempt (nil when there is none; more than one is an error).
 func (e *execution) jobLog(ctx context.Context, attemptID string) (kintoneapi.Record, error) {
-	recs, err := e.st.find(ctx, e.st.logApp, "attempt_id = "+q(attemptID)+" order by runner_execution_started_at desc limit 2")
-	if err != nil {
-		return nil, err
-	}
-	switch len(recs) {
-	case 0:
-		return nil, nil
-	case 1:
-		return recs[0], nil
-	}
-	return nil, coded(codeMultipleRecords, "JOB log has %d rows for attempt %s", len(recs), attemptID)
+	return e.st.findOne(ctx, e.st.logApp, "attempt_id = "+q(attemptID)+" order by runner_execution_started_at desc limit 2", func(n int) error {
+		return coded(codeMultipleRecords, "JOB log has %d rows for attempt %s", n, attemptID)
+	})
 }
 
 // adjudicateOrphans settles Node States left RUNNING by an earlier Invocation: a RUNNING

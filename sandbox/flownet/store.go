@@ -95,9 +95,10 @@ func (s *store) findAll(ctx context.Context, app, condition string) ([]kintoneap
 	return recs, nil
 }
 
-// byKey returns the single record with record_key k, nil when there is none.
-func (s *store) byKey(ctx context.Context, app, k string) (kintoneapi.Record, error) {
-	recs, err := s.find(ctx, app, "record_key in ("+q(k)+")")
+// findOne returns the single record query matches, nil when there is none; more than one
+// is the error tooMany builds from the count.
+func (s *store) findOne(ctx context.Context, app, query string, tooMany func(n int) error) (kintoneapi.Record, error) {
+	recs, err := s.find(ctx, app, query)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +108,14 @@ func (s *store) byKey(ctx context.Context, app, k string) (kintoneapi.Record, er
 	case 1:
 		return recs[0], nil
 	}
-	return nil, coded(codeMultipleRecords, "%d records share record_key %s", len(recs), k)
+	return nil, tooMany(len(recs))
+}
+
+// byKey returns the single record with record_key k, nil when there is none.
+func (s *store) byKey(ctx context.Context, app, k string) (kintoneapi.Record, error) {
+	return s.findOne(ctx, app, "record_key in ("+q(k)+")", func(n int) error {
+		return coded(codeMultipleRecords, "%d records share record_key %s", n, k)
+	})
 }
 
 func (s *store) byID(ctx context.Context, app, id string) (kintoneapi.Record, error) {
