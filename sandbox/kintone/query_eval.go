@@ -78,6 +78,29 @@ func compileCond(f *qfield, op string, vals []literal) (pred, *indexHint, *apiEr
 				hint.values = append(hint.values, v.s)
 			}
 		}
+		if f.kind == kText && !f.def.Unique {
+			// kintone searches a non-unique text field through its token index, so = and
+			// in also return values that merely contain the term's tokens (see tokenTerm).
+			terms := make([]tokenTerm, len(vals))
+			for i, v := range vals {
+				terms[i] = newTokenTerm(v.s)
+			}
+			hit := func(r *record) bool {
+				s := get(r)
+				for i := range terms {
+					if terms[i].matches(s) {
+						return true
+					}
+				}
+				return false
+			}
+			switch op {
+			case "=", "in":
+				return hit, nil, nil
+			case "!=", "not in":
+				return func(r *record) bool { return !hit(r) }, nil, nil
+			}
+		}
 		switch op {
 		case "=", "in":
 			return func(r *record) bool { return set[get(r)] }, hint, nil
@@ -236,6 +259,69 @@ func isASCIIAlnum(r rune) bool {
 func isASCIIWord(s string) bool {
 	for _, r := range s {
 		if !isASCIIAlnum(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// tokenTerm is a search term of = / in on a non-unique SINGLE_LINE_TEXT field. Real kintone
+// answers those from its search index, not by string equality (recorded by the product's
+// authors: "kintone = on non-unique single-line text is token matching"), so a value matches
+// when it equals the term exactly or when the term's tokens appear as a contiguous run of
+// the value's tokens. Tokens are maximal runs of letters and digits (any script); every
+// other character (_ - space . : / @ and the like, U+3000 included) only separates them.
+// Letters compare case-insensitively for ASCII. A term without tokens ("" or only
+// separators) matches exactly only, so `= ""` keeps finding the empty values.
+// Consequence: `run_id = "k"` also returns "k_trial2" and "x-k", never "kx" or "k2".
+type tokenTerm struct {
+	exact  string
+	tokens []string
+}
+
+func newTokenTerm(s string) tokenTerm { return tokenTerm{exact: s, tokens: textTokens(s)} }
+
+func (t *tokenTerm) matches(value string) bool {
+	if value == t.exact {
+		return true
+	}
+	n := len(t.tokens)
+	if n == 0 || len(value) < len(t.tokens[0]) {
+		return false
+	}
+	vt := textTokens(value)
+	for i := 0; i+n <= len(vt); i++ {
+		j := 0
+		for j < n && asciiEqualFold(vt[i+j], t.tokens[j]) {
+			j++
+		}
+		if j == n {
+			return true
+		}
+	}
+	return false
+}
+
+// textTokens splits s into its tokens (see tokenTerm).
+func textTokens(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}
+
+// asciiEqualFold compares a and b ignoring the case of ASCII letters only (kintone's index
+// folds ASCII case; other scripts are compared as they are).
+func asciiEqualFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
 			return false
 		}
 	}

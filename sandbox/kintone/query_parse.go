@@ -11,7 +11,9 @@ import (
 // not like, is empty, is not empty, and/or (and binds tighter), parentheses; order by several
 // keys; limit; offset; date functions. Decisions where kintone's docs are silent:
 //   - keywords (and, or, in, like, order by, asc, desc, limit, offset) are case-insensitive;
-//   - string = / in / != compare exactly (case-sensitive), as do unique checks;
+//   - string = / in / != / not in compare exactly (case-sensitive) on unique text fields,
+//     drop-downs and users, as do unique checks; on non-unique SINGLE_LINE_TEXT they are
+//     kintone's token match (tokenTerm in query_eval.go);
 //   - order by without asc/desc sorts descending (like kintone's default $id desc), and ties
 //     are broken by $id descending; empty values sort as the smallest;
 //   - date functions use JST (+09:00), the time zone of the API-token "Administrator" user.
