@@ -309,6 +309,12 @@ func (a *Archive) redactScenario(s *Scenario) *Scenario {
 		as.What, as.Expected, as.Seen = r.String(as.What), r.String(as.Expected), r.String(as.Seen)
 		c.Assertions[i] = as
 	}
+	if s.Notes != nil {
+		c.Notes = make([]Note, len(s.Notes))
+		for i, n := range s.Notes {
+			c.Notes[i] = Note{What: r.String(n.What), Detail: r.String(n.Detail)}
+		}
+	}
 	c.Processes = make([]Process, len(s.Processes))
 	for i, p := range s.Processes {
 		p.Name, p.Signal = r.String(p.Name), r.String(p.Signal)
@@ -324,6 +330,12 @@ func (a *Archive) redactScenario(s *Scenario) *Scenario {
 	for i, b := range s.Barriers {
 		b.ID, b.Phase, b.Method, b.Path = r.String(b.ID), r.String(b.Phase), r.String(b.Method), r.String(b.Path)
 		c.Barriers[i] = b
+	}
+	c.Waits = make([]Wait, len(s.Waits))
+	for i, w := range s.Waits {
+		w.Name, w.What, w.Outcome = r.String(w.Name), r.String(w.What), r.String(w.Outcome)
+		w.LastObservation, w.LastError = r.String(w.LastObservation), r.String(w.LastError)
+		c.Waits[i] = w
 	}
 	c.Traffic = map[string]int{}
 	for k, v := range s.Traffic {

@@ -118,6 +118,10 @@ func TestSchemasMatchWrittenFiles(t *testing.T) {
 	full.Processes[0].Signal = "SIGKILL"
 	full.Processes[0].ExitCode = nil
 	full.Cleanup = Cleanup{OK: false, Actions: []string{"x"}, Error: "boom"}
+	full.Waits = []Wait{
+		{Name: "RunStatus", What: "run status FAILED", LimitMS: 360000, ElapsedMS: 1200, Outcome: WaitReached, Checks: 5, LastObservation: "status=RUNNING"},
+		{What: "poller exit", LimitMS: 2000, ElapsedMS: 2000, Outcome: WaitTimedOut, Checks: 20, LastError: "kintone 503"},
+	}
 	require.NoError(t, a.WriteScenario(full))
 	require.NoError(t, a.WriteScenario(&Scenario{ID: "minimal", Status: StatusNotRun}))
 

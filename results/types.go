@@ -60,8 +60,13 @@ type Scenario struct {
 	Assertions []Assertion      `json:"assertions"`
 	Processes  []Process        `json:"processes"`
 	Barriers   []BarrierArrival `json:"barriers"`
-	Traffic    map[string]int   `json:"traffic"`
-	Cleanup    Cleanup          `json:"cleanup"`
+	// Waits are the bounded waits the steps made (harness/wait), in the order they ended.
+	Waits []Wait `json:"waits"`
+	// Notes is evidence that is not an assertion: what a trial observed, what an
+	// inspection printed.
+	Notes   []Note         `json:"notes,omitempty"`
+	Traffic map[string]int `json:"traffic"`
+	Cleanup Cleanup        `json:"cleanup"`
 }
 
 // Step is one executed (or skipped) Gherkin step.
@@ -82,6 +87,12 @@ type Assertion struct {
 	OK       bool   `json:"ok"`
 }
 
+// Note is one piece of evidence a step recorded without asserting on it.
+type Note struct {
+	What   string `json:"what"`
+	Detail string `json:"detail"`
+}
+
 // Process is a child process the scenario started.
 type Process struct {
 	Name       string   `json:"name"`
@@ -91,6 +102,26 @@ type Process struct {
 	DurationMS int64    `json:"duration_ms"`
 	StdoutTail string   `json:"stdout_tail"` // redacted, at most TailLimit bytes
 	StderrTail string   `json:"stderr_tail"`
+}
+
+// Wait outcomes.
+const (
+	WaitReached  = "reached"
+	WaitTimedOut = "timed-out"
+	WaitGaveUp   = "gave-up" // the step's context ended first, or the condition reported a permanent error
+)
+
+// Wait is one bounded wait of a step: what it awaited, its limit, how long it took and how it
+// ended, so a slow or failed scenario shows where its time went.
+type Wait struct {
+	Name            string `json:"name,omitempty"` // the named limit (e.g. RunStatus); empty for an explicit bound
+	What            string `json:"what"`
+	LimitMS         int64  `json:"limit_ms"` // the bound used, after FLOWTEST_TIMEOUT_SCALE
+	ElapsedMS       int64  `json:"elapsed_ms"`
+	Outcome         string `json:"outcome"` // reached|timed-out|gave-up
+	Checks          int    `json:"checks"`
+	LastObservation string `json:"last_observation,omitempty"`
+	LastError       string `json:"last_error,omitempty"`
 }
 
 // BarrierArrival is one arrival at a fault-proxy barrier.

@@ -3,6 +3,7 @@
 //	flowtest run    [--target sandbox|live] [--tags EXPR] [--dry-run] …   run scenarios
 //	flowtest list                                                          the 43 scenarios in run order
 //	flowtest check  [--target sandbox|live] [--tags EXPR]                  preflight only
+//	flowtest steps  [--features DIR] [--unused]                            step definitions and their use
 //	flowtest archive verify DIR                                            scan an archive for leaks
 //	flowtest defects [--only a,b] [--fast]                                 planted defects must be caught
 //
@@ -29,6 +30,7 @@ commands:
   run              run the selected acceptance scenarios (default: all, on the sandbox)
   list             list the 43 acceptance scenarios in run order
   check            preflight only: every safety check with PASS/FAIL
+  steps            step definitions (regexp, handler, file:line) and the scenarios using them
   archive verify   scan a results archive for secrets and raw app ids
   defects          prove each scenario can fail: run it against planted-defect sandboxes
   version          print the runner version
@@ -53,6 +55,8 @@ func Main(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 		return cmdRun(args[1:], stdout, stderr, sigs)
 	case "list":
 		return cmdList(args[1:], stdout, stderr)
+	case "steps": // step definitions, where they are and which scenarios use them (steps.go)
+		return cmdSteps(args[1:], stdout, stderr)
 	case "check":
 		return cmdCheck(args[1:], stdout, stderr)
 	case "defects": // planted defects: prove each scenario can fail (defects.go)

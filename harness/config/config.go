@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,6 +73,8 @@ type Config struct {
 	EnvFileFound bool
 
 	Concurrency int
+	// TimeoutScale multiplies every named wait limit (FLOWTEST_TIMEOUT_SCALE); 1 unless set.
+	TimeoutScale float64
 
 	DenyList        safety.DenyList
 	DenyListSources []string
@@ -180,6 +183,16 @@ func Load(o Options) (*Config, error) {
 			return nil, fmt.Errorf("%s (%s): %q is not an integer", VarConcurrency, v.Origin, v.Value)
 		}
 		c.Concurrency = n
+	}
+
+	c.TimeoutScale = 1
+	if v, ok := c.vars[VarTimeoutScale]; ok {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v.Value), 64)
+		// NaN and infinities parse but scale nothing meaningfully; refuse them with the rest.
+		if err != nil || !(f > 0) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("%s (%s): %q is not a positive decimal (e.g. 3 for a slow live tenant)", VarTimeoutScale, v.Origin, v.Value)
+		}
+		c.TimeoutScale = f
 	}
 
 	c.loadDenyList(o)

@@ -13,6 +13,7 @@ const (
 	KindPath          Kind = "path"
 	KindText          Kind = "text"
 	KindInt           Kind = "integer"
+	KindDecimal       Kind = "decimal"
 )
 
 // VarSpec documents one variable flowtest reads.
@@ -34,6 +35,7 @@ const (
 	VarLockDir        = "FLOWTEST_LOCK_DIR"
 	VarConcurrency    = "FLOWTEST_CONCURRENCY"
 	VarCAFile         = "FLOWTEST_CA_FILE"
+	VarTimeoutScale   = "FLOWTEST_TIMEOUT_SCALE"
 
 	VarFlowBin        = "KSQL_FLOW_BIN"
 	VarFlowBinArgs    = "KSQL_FLOW_BIN_ARGS"
@@ -86,6 +88,7 @@ func Variables() []VarSpec {
 		{VarLockDir, KindPath, "lock-dir", true, "Directory of run-lock files; default <temp>/flowtest-locks."},
 		{VarConcurrency, KindInt, "concurrency", true, "Scenarios at once; live mode refuses anything but 1."},
 		{VarCAFile, KindPath, "ca-file", true, "Extra PEM CA to trust for the live tenant (optional)."},
+		{VarTimeoutScale, KindDecimal, "timeout-scale", true, "Multiplies every named wait limit of the steps (positive decimal; default 1; e.g. 3 for a slow live tenant)."},
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ksqlflow/flowtest/harness/proc"
+	"github.com/ksqlflow/flowtest/harness/wait"
 	"github.com/ksqlflow/flowtest/results"
 )
 
@@ -44,15 +45,15 @@ type State struct {
 	WorkDir string
 	// Log receives progress lines (long waits, process starts) for the person watching.
 	Log io.Writer
-	// Values is a scratch space for step domains (run ids captured by one step and read by
-	// the next). Keys are namespaced by the domain that writes them.
-	Values map[string]any
 	// Procs holds every child process the scenario started.
 	Procs *proc.Registry
 
 	mu         sync.Mutex
+	domains    map[any]any // each step domain's typed state, by its *Key
+	notes      []results.Note
 	assertions []results.Assertion
 	barriers   []results.BarrierArrival
+	waits      []results.Wait
 	traffic    map[string]int
 	cleanups   []cleanup
 }
@@ -71,7 +72,35 @@ func New(id string, tags []string, root string, log io.Writer) (*State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: create work dir: %w", id, err)
 	}
-	return &State{ID: id, Tags: tags, WorkDir: dir, Log: log, Values: map[string]any{}, Procs: proc.NewRegistry(), traffic: map[string]int{}}, nil
+	return &State{ID: id, Tags: tags, WorkDir: dir, Log: log, domains: map[any]any{}, Procs: proc.NewRegistry(), traffic: map[string]int{}}, nil
+}
+
+// Key names one step domain's state. Each domain declares one package-level key for its own
+// state type, so no domain reads or writes another's fields through a shared map or struct.
+type Key[T any] struct{ name string }
+
+// NewKey declares the key of a domain's state; name is used in messages only.
+func NewKey[T any](name string) *Key[T] { return &Key[T]{name: name} }
+
+// Of returns the domain's state in s, creating its zero value on first use.
+func (k *Key[T]) Of(s *State) *T {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.domains[k]; ok {
+		return v.(*T)
+	}
+	v := new(T)
+	s.domains[k] = v
+	return v
+}
+
+// Note records evidence that is not an assertion (a trial's classification and timings, an
+// inspection's output) for the scenario record.
+func (s *State) Note(what, detail string) {
+	s.mu.Lock()
+	s.notes = append(s.notes, results.Note{What: what, Detail: detail})
+	s.mu.Unlock()
+	fmt.Fprintf(s.Log, "  note: %s: %s\n", what, detail)
 }
 
 // Assert records one assertion (expected and seen) and returns an error when it failed, so a
@@ -96,6 +125,16 @@ func (s *State) Equal(what string, expected, seen any) error {
 func (s *State) AddBarrierArrival(a results.BarrierArrival) {
 	s.mu.Lock()
 	s.barriers = append(s.barriers, a)
+	s.mu.Unlock()
+}
+
+// AddWait records one finished wait for the scenario record. The runner hands it to
+// wait.Config.OnDone, so every wait of the scenario's steps lands here.
+func (s *State) AddWait(r wait.Record) {
+	w := results.Wait{Name: r.Name, What: r.What, LimitMS: r.Limit.Milliseconds(), ElapsedMS: r.Elapsed.Milliseconds(),
+		Outcome: string(r.Outcome), Checks: r.Checks, LastObservation: r.LastObservation, LastError: r.LastErr}
+	s.mu.Lock()
+	s.waits = append(s.waits, w)
 	s.mu.Unlock()
 }
 
@@ -192,7 +231,9 @@ func (s *State) Evidence(rec *results.Scenario) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec.Assertions = append(rec.Assertions, s.assertions...)
+	rec.Notes = append(rec.Notes, s.notes...)
 	rec.Barriers = append(rec.Barriers, s.barriers...)
+	rec.Waits = append(rec.Waits, s.waits...)
 	for _, p := range s.Procs.Processes() {
 		in := p.Info()
 		rp := results.Process{Name: in.Name, Argv: in.Argv, Signal: in.Signal, StdoutTail: in.StdoutTail, StderrTail: in.StderrTail}

@@ -31,11 +31,21 @@ type Registry struct {
 	Timeout time.Duration
 	// OnHookError, if set, hears about every After hook that failed or panicked.
 	OnHookError func(error)
+	// Index, if set, records every step definition (expression, handler, file:line). With
+	// Index set and SC nil the registry only records: tooling builds the step library that
+	// way without a godog suite.
+	Index *Index
 }
+
+// recordingOnly is true for a registry that lists steps without registering them on godog.
+func (r Registry) recordingOnly() bool { return r.SC == nil && r.Index != nil }
 
 // After registers an After hook. godog does not recover panics in After hooks (the runner
 // would die and orphan children), so the panic is turned into an error here.
 func (r Registry) After(h func(ctx context.Context, sc *godog.Scenario, err error) (context.Context, error)) {
+	if r.recordingOnly() {
+		return
+	}
 	r.SC.After(func(ctx context.Context, sc *godog.Scenario, scErr error) (out context.Context, err error) {
 		out = ctx
 		defer func() {
@@ -56,11 +66,20 @@ func (r Registry) After(h func(ctx context.Context, sc *godog.Scenario, err erro
 
 // Before registers a Before hook (godog recovers panics in these itself).
 func (r Registry) Before(h func(ctx context.Context, sc *godog.Scenario) (context.Context, error)) {
+	if r.recordingOnly() {
+		return
+	}
 	r.SC.Before(h)
 }
 
 // Step registers fn for expr (a regular expression, as godog's Step) with the deadline.
 func (r Registry) Step(expr any, fn any) {
+	if r.Index != nil {
+		r.Index.Add(expr, fn)
+	}
+	if r.recordingOnly() {
+		return
+	}
 	r.SC.Step(expr, Wrap(fn, r.Timeout))
 }
 

@@ -5,7 +5,10 @@
 // limit passes, the error says what was awaited, the limit, and the last
 // observation and error, so a failed scenario explains itself. Waits that run longer
 // than a few seconds (lease expiry takes minutes) print progress lines so an
-// operator watching a serial run sees why it is quiet.
+// operator watching a serial run sees why it is quiet. Steps take their bounds from
+// the table of named Limits (For), which one setting, FLOWTEST_TIMEOUT_SCALE,
+// stretches for a slow tenant; every finished wait is reported to Config.OnDone for
+// the scenario record.
 package wait
 
 import (
@@ -13,7 +16,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -38,21 +43,25 @@ var ErrTimeout = errors.New("wait timed out")
 // the caller's context ended first.
 type TimeoutError struct {
 	What            string
-	Timeout         time.Duration
+	Timeout         time.Duration // the bound actually used (scaled, for a named Limit)
 	Elapsed         time.Duration
 	Attempts        int
 	LastObservation string
 	LastErr         error
 	// Cause is set when the caller's context ended before the limit.
 	Cause error
+	// Limit names the Limit the bound came from ("" for Until's explicit bounds) and
+	// Scale is the factor applied to it, so a timeout tells the operator which knob to turn.
+	Limit string
+	Scale float64
 }
 
 func (e *TimeoutError) Error() string {
 	var b strings.Builder
 	if e.Cause != nil {
-		fmt.Fprintf(&b, "gave up waiting for %s after %s (limit %s): %v", e.What, round(e.Elapsed), e.Timeout, e.Cause)
+		fmt.Fprintf(&b, "gave up waiting for %s after %s (limit %s%s): %v", e.What, round(e.Elapsed), round(e.Timeout), e.limitName(), e.Cause)
 	} else {
-		fmt.Fprintf(&b, "timed out after %s waiting for %s", e.Timeout, e.What)
+		fmt.Fprintf(&b, "timed out after %s%s waiting for %s", round(e.Timeout), e.limitName(), e.What)
 	}
 	fmt.Fprintf(&b, " (%d checks)", e.Attempts)
 	if e.LastObservation != "" {
@@ -65,6 +74,17 @@ func (e *TimeoutError) Error() string {
 		b.WriteString("; nothing was observed")
 	}
 	return b.String()
+}
+
+// limitName is " [RunStatus]" or " [RunStatus ×3]" for a named limit, "" otherwise.
+func (e *TimeoutError) limitName() string {
+	if e.Limit == "" {
+		return ""
+	}
+	if e.Scale > 0 && e.Scale != 1 {
+		return fmt.Sprintf(" [%s ×%s]", e.Limit, strconv.FormatFloat(e.Scale, 'f', -1, 64))
+	}
+	return " [" + e.Limit + "]"
 }
 
 // Is makes errors.Is(err, ErrTimeout) true, and errors.Is(err, context.Canceled /
@@ -106,6 +126,14 @@ type Config struct {
 	ProgressAfter time.Duration
 	// ProgressEvery is the spacing of later progress lines (default 10 s).
 	ProgressEvery time.Duration
+	// Scale multiplies the bound of every named Limit (For, Limit.In), so one setting
+	// (FLOWTEST_TIMEOUT_SCALE, e.g. 3 for a slow live tenant) stretches every wait the
+	// steps name instead of each step growing its own knob. <= 0 means 1. Until's
+	// explicit bounds are not scaled: they are the caller's own decision.
+	Scale float64
+	// OnDone, if set, hears about every wait when it ends, however it ended, so the
+	// scenario record can show what was awaited and for how long.
+	OnDone func(Record)
 }
 
 type configKey struct{}
@@ -134,15 +162,92 @@ func configFrom(ctx context.Context) Config {
 // interval <= 0 means DefaultInterval. cond is called at once, then after each
 // interval; each call gets a context that ends at the overall limit, so a hanging
 // check cannot stretch the wait. The returned error is a *TimeoutError (or the
-// permanent error wrapped with what was awaited).
+// permanent error wrapped with what was awaited). The timeout is used as given;
+// waits the steps name should use For, whose bound follows the configured scale.
 func Until(ctx context.Context, what string, timeout, interval time.Duration, cond Cond) error {
+	return until(ctx, configFrom(ctx), "", what, timeout, interval, cond)
+}
+
+// For is Until with l's bound (scaled by the context's Config.Scale) and interval.
+func For(ctx context.Context, l Limit, what string, cond Cond) error {
+	cfg := configFrom(ctx)
+	return until(ctx, cfg, l.Name, what, l.scaled(cfg.Scale), l.Interval, cond)
+}
+
+// Limit is a named, scalable wait bound. Steps wait with For and one of the limits
+// below, so every bound lives in one table and one setting stretches them all.
+type Limit struct {
+	Name     string
+	Base     time.Duration // the bound at scale 1
+	Interval time.Duration // how often the condition is checked (not scaled)
+}
+
+// In returns l's bound scaled by the scale in ctx's Config.
+func (l Limit) In(ctx context.Context) time.Duration {
+	return l.scaled(configFrom(ctx).Scale)
+}
+
+func (l Limit) scaled(scale float64) time.Duration {
+	if scale <= 0 || scale == 1 || math.IsNaN(scale) {
+		return l.Base
+	}
+	d := float64(l.Base) * scale
+	if d >= math.MaxInt64 { // a huge scale must not wrap around into a negative bound
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(d)
+}
+
+// The named limits the steps wait with. Bases are what the sandbox and a responsive
+// tenant need with room to spare; FLOWTEST_TIMEOUT_SCALE stretches them for slow ones.
+var (
+	// ProcessExit: a FlowNet or kSQL-Flow child to exit (a whole network run).
+	ProcessExit = Limit{"ProcessExit", 10 * time.Minute, 100 * time.Millisecond}
+	// RunStatus: the NETWORK_RUN record to reach a status.
+	RunStatus = Limit{"RunStatus", 2 * time.Minute, 250 * time.Millisecond}
+	// RunningAttempt: a node's attempt to be RUNNING.
+	RunningAttempt = Limit{"RunningAttempt", 2 * time.Minute, 200 * time.Millisecond}
+	// JobLogRunning: a kSQL-Flow JOB log row to be RUNNING.
+	JobLogRunning = Limit{"JobLogRunning", time.Minute, 100 * time.Millisecond}
+	// LeaseExpiry: a lock or claim lease to expire (minutes by design).
+	LeaseExpiry = Limit{"LeaseExpiry", 5 * time.Minute, time.Second}
+	// RequestState: an operation request to reach a state.
+	RequestState = Limit{"RequestState", 2 * time.Minute, 250 * time.Millisecond}
+	// BarrierArrival: a request to arrive at a fault-proxy barrier (polled fast: the
+	// request is being held, and the scenario's timing depends on noticing it).
+	BarrierArrival = Limit{"BarrierArrival", time.Minute, 20 * time.Millisecond}
+)
+
+// Outcome is how a wait ended.
+type Outcome string
+
+// The spellings are the scenario record's (results.WaitReached …).
+const (
+	Reached  Outcome = "reached"
+	TimedOut Outcome = "timed-out"
+	// GaveUp: the caller's context ended first, or the condition returned a Permanent error.
+	GaveUp Outcome = "gave-up"
+)
+
+// Record is what Config.OnDone hears about one finished wait.
+type Record struct {
+	Name            string        // the Limit's name; "" for Until's explicit bounds
+	What            string        // what was awaited
+	Limit           time.Duration // the bound used (scaled for a named Limit)
+	Elapsed         time.Duration
+	Outcome         Outcome
+	Checks          int
+	LastObservation string
+	LastErr         string // the last condition error, or the permanent one, or why the caller gave up
+}
+
+func until(ctx context.Context, cfg Config, name, what string, timeout, interval time.Duration, cond Cond) error {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
-	cfg := configFrom(ctx)
 	start := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -152,19 +257,31 @@ func Until(ctx context.Context, what string, timeout, interval time.Duration, co
 	var lastObs string
 	var lastErr error
 	attempts := 0
+	done := func(outcome Outcome, err error) {
+		if cfg.OnDone == nil {
+			return
+		}
+		r := Record{Name: name, What: what, Limit: timeout, Elapsed: time.Since(start), Outcome: outcome,
+			Checks: attempts, LastObservation: lastObs}
+		if err != nil {
+			r.LastErr = err.Error()
+		}
+		cfg.OnDone(r)
+	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C // the first check runs immediately below
 
 	for {
 		attempts++
-		done, obs, err := cond(wctx)
+		ok, obs, err := cond(wctx)
 		if obs != "" {
 			lastObs = obs
 		}
 		if err != nil {
 			var perm permanentError
 			if errors.As(err, &perm) {
+				done(GaveUp, perm.err)
 				return fmt.Errorf("waiting for %s: %w", what, perm.err)
 			}
 			// A check cut short by the overall deadline says nothing new; keep the
@@ -172,10 +289,11 @@ func Until(ctx context.Context, what string, timeout, interval time.Duration, co
 			if wctx.Err() == nil || lastErr == nil {
 				lastErr = err
 			}
-		} else if done {
+		} else if ok {
 			if progressed {
 				fmt.Fprintf(cfg.Progress, "wait: %s reached after %s\n", what, round(time.Since(start)))
 			}
+			done(Reached, nil)
 			return nil
 		} else {
 			lastErr = nil // the latest check succeeded; an older error is stale
@@ -184,7 +302,7 @@ func Until(ctx context.Context, what string, timeout, interval time.Duration, co
 		now := time.Now()
 		if !now.Before(nextProgress) {
 			progressed = true
-			line := fmt.Sprintf("wait: still waiting for %s (%s of %s)", what, round(now.Sub(start)), timeout)
+			line := fmt.Sprintf("wait: still waiting for %s (%s of %s)", what, round(now.Sub(start)), round(timeout))
 			if lastObs != "" {
 				line += ": " + lastObs
 			}
@@ -200,18 +318,32 @@ func Until(ctx context.Context, what string, timeout, interval time.Duration, co
 		case <-timer.C:
 		case <-wctx.Done():
 			te := &TimeoutError{What: what, Timeout: timeout, Elapsed: time.Since(start), Attempts: attempts,
-				LastObservation: lastObs, LastErr: lastErr}
+				LastObservation: lastObs, LastErr: lastErr, Limit: name, Scale: cfg.Scale}
+			outcome, why := TimedOut, lastErr
 			if ctx.Err() != nil {
 				te.Cause = context.Cause(ctx)
+				outcome, why = GaveUp, te.Cause
+				if lastErr != nil {
+					why = fmt.Errorf("%w; last error: %v", te.Cause, lastErr)
+				}
 			}
+			done(outcome, why)
 			return te
 		}
 	}
 }
 
+// round keeps durations in messages readable (4m59s, 1.2s, 350ms, 42µs): the precision
+// shrinks with the size, since nobody reads nanoseconds of a five-minute wait.
 func round(d time.Duration) time.Duration {
-	if d > time.Second {
+	switch {
+	case d >= time.Minute:
+		return d.Round(time.Second)
+	case d >= time.Second:
 		return d.Round(100 * time.Millisecond)
+	case d >= time.Millisecond:
+		return d.Round(time.Millisecond)
+	default:
+		return d.Round(time.Microsecond)
 	}
-	return d.Round(time.Millisecond)
 }
