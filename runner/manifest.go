@@ -5,10 +5,11 @@
 package runner
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"regexp"
-	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -18,8 +19,10 @@ type Entry struct {
 	ID         string   `yaml:"id"`
 	Series     string   `yaml:"series"`
 	Acceptance []string `yaml:"acceptance"`
-	// Platform is "any" (default) or a GOOS the scenario can only run on.
-	Platform string `yaml:"platform"`
+	// Needs are what the scenario requires beyond the base E2E environment. This is the one
+	// declaration of them: preflight, fixture preparation, the dry-run plan, `flowtest list`
+	// and not-run reasons all read it.
+	Needs Needs `yaml:"needs"`
 	// Limits says what the scenario cannot show or where it differs from the original.
 	Limits string `yaml:"limits"`
 }
@@ -43,45 +46,47 @@ type Manifest struct {
 
 var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 
-// LoadManifest reads and validates the manifest at path in fsys.
+// LoadManifest reads and validates the manifest at path in fsys; errors name path.
 func LoadManifest(fsys fs.FS, path string) (*Manifest, error) {
 	data, err := fs.ReadFile(fsys, path)
 	if err != nil {
 		return nil, fmt.Errorf("read run-order manifest: %w", err)
 	}
-	return ParseManifest(data)
+	return ParseManifest(path, data)
 }
 
-// ParseManifest parses and validates manifest text.
-func ParseManifest(data []byte) (*Manifest, error) {
+// ParseManifest parses and validates manifest text; name (the file) prefixes every error, with
+// the line where the YAML has one.
+func ParseManifest(name string, data []byte) (*Manifest, error) {
 	var m Manifest
-	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("parse run-order manifest: %w", err)
+		var ne *needError
+		if errors.As(err, &ne) {
+			return nil, fmt.Errorf("%s:%d: %s", name, ne.line, ne.msg)
+		}
+		return nil, fmt.Errorf("%s: parse run-order manifest: %w", name, err)
 	}
 	if m.SchemaVersion != 1 {
-		return nil, fmt.Errorf("run-order manifest: schema_version %d, want 1", m.SchemaVersion)
+		return nil, fmt.Errorf("%s: schema_version %d, want 1", name, m.SchemaVersion)
 	}
 	if len(m.Scenarios) == 0 {
-		return nil, fmt.Errorf("run-order manifest lists no scenarios")
+		return nil, fmt.Errorf("%s: the run-order manifest lists no scenarios", name)
 	}
 	seen := map[string]int{}
 	for i := range m.Scenarios {
 		e := &m.Scenarios[i]
 		if !idPattern.MatchString(e.ID) {
-			return nil, fmt.Errorf("run-order manifest entry %d: id %q is not lower-case letters, digits and dashes", i+1, e.ID)
+			return nil, fmt.Errorf("%s: entry %d: id %q is not lower-case letters, digits and dashes", name, i+1, e.ID)
 		}
 		if !idPattern.MatchString(e.Series) {
-			return nil, fmt.Errorf("run-order manifest entry %s: series %q is not lower-case letters, digits and dashes", e.ID, e.Series)
+			return nil, fmt.Errorf("%s: entry %s: series %q is not lower-case letters, digits and dashes", name, e.ID, e.Series)
 		}
 		if prev, dup := seen[e.ID]; dup {
-			return nil, fmt.Errorf("run-order manifest: id %s listed twice (entries %d and %d)", e.ID, prev, i+1)
+			return nil, fmt.Errorf("%s: id %s listed twice (entries %d and %d)", name, e.ID, prev, i+1)
 		}
 		seen[e.ID] = i + 1
-		if e.Platform == "" {
-			e.Platform = "any"
-		}
 	}
 	return &m, nil
 }

@@ -15,6 +15,9 @@ const (
 	ReasonFilteredByTag  = "filtered by tag expression"
 	ReasonNotInRerun     = "filtered: did not fail in the archive being rerun"
 	ReasonInterrupted    = "interrupted before it started"
+	// ReasonNeedsPrefix starts the reason of a scenario whose declared needs this machine
+	// cannot meet ("needs windows (this is linux)").
+	ReasonNeedsPrefix = "needs "
 )
 
 // Item is one manifest entry with what the run will do with it.
@@ -52,8 +55,8 @@ func Plan(m *Manifest, feats map[string]*Feature, sel Selection) []Item {
 			it.Reason = ReasonNotInRerun
 		case !sel.Expr.Eval(it.Tags()):
 			it.Reason = ReasonFilteredByTag
-		case e.Platform != "any" && e.Platform != sel.GOOS:
-			it.Reason = fmt.Sprintf("platform: runs only on %s", e.Platform)
+		case unmetOnHost(e.Needs, sel.GOOS) != "":
+			it.Reason = unmetOnHost(e.Needs, sel.GOOS)
 		case it.Feature == nil:
 			it.Reason = ReasonNotImplemented
 		default:
@@ -64,27 +67,43 @@ func Plan(m *Manifest, feats map[string]*Feature, sel Selection) []Item {
 	return items
 }
 
-// WritePlan prints the ordered plan: what would run, and for everything else why not.
+// WritePlan prints the ordered plan: what would run, and for everything else why not; every
+// row shows the scenario's declared needs, and a legend explains the needs of what would run.
 func WritePlan(w io.Writer, items []Item) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tID\tSERIES\tWILL RUN\tREASON / FEATURE")
+	fmt.Fprintln(tw, "#\tID\tSERIES\tWILL RUN\tREASON / FEATURE\tNEEDS")
 	n := 0
+	users := map[Need][]string{}
 	for i, it := range items {
 		what := it.Reason
 		if it.Run {
 			n++
 			what = fmt.Sprintf("%s:%d", it.Feature.Path, it.Feature.Line)
+			for _, need := range it.Needs {
+				users[need] = append(users[need], it.ID)
+			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", i+1, it.ID, it.Series, yesNo(it.Run), what)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", i+1, it.ID, it.Series, yesNo(it.Run), what, it.Needs)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d of %d scenarios would run\n", n, len(items))
+	if len(users) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "Needs of the scenarios that would run:")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, need := range KnownNeeds() {
+		if ids := users[need]; len(ids) > 0 {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", need, strings.Join(ids, ", "), need.About())
+		}
+	}
+	tw.Flush()
 }
 
 // WriteList prints the manifest for `flowtest list`.
 func WriteList(w io.Writer, items []Item) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tID\tSERIES\tACCEPTANCE\tTAGS\tPLATFORM\tFEATURE\tLIMITS")
+	fmt.Fprintln(tw, "#\tID\tSERIES\tACCEPTANCE\tNEEDS\tTAGS\tFEATURE\tLIMITS")
 	for i, it := range items {
 		feature := "no (not implemented)"
 		if it.Feature != nil {
@@ -98,7 +117,7 @@ func WriteList(w io.Writer, items []Item) {
 		if limits == "" {
 			limits = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, it.ID, it.Series, acc, strings.Join(it.Tags(), " "), it.Platform, feature, limits)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, it.ID, it.Series, acc, it.Needs, strings.Join(it.Tags(), " "), feature, limits)
 	}
 	tw.Flush()
 }

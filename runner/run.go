@@ -17,6 +17,7 @@ import (
 
 	"github.com/ksqlflow/flowtest/harness/scenario"
 	"github.com/ksqlflow/flowtest/harness/stepdef"
+	"github.com/ksqlflow/flowtest/harness/wait"
 	"github.com/ksqlflow/flowtest/results"
 )
 
@@ -42,6 +43,7 @@ type Options struct {
 	BeforeScenario func(ctx context.Context, st *scenario.State) error
 
 	StepTimeout    time.Duration // per step; default 5 minutes
+	TimeoutScale   float64       // multiplies every named wait limit (FLOWTEST_TIMEOUT_SCALE); <= 0 means 1
 	CleanupTimeout time.Duration // per cleanup action; default 2 minutes
 	WorkRoot       string        // scenario work dirs are made here
 	KeepWorkDirs   bool
@@ -311,6 +313,9 @@ func runSuite(ctx context.Context, o Options, it Item, st *scenario.State, steps
 		registry := stepdef.Registry{SC: sc, Timeout: o.StepTimeout, OnHookError: hookErrs.add}
 		sc.Before(func(ctx context.Context, p *godog.Scenario) (context.Context, error) {
 			ctx = scenario.With(ctx, st)
+			// Waits report progress to the scenario's log and land in its record, with
+			// their named limits stretched by the run's scale.
+			ctx = wait.WithConfig(ctx, wait.Config{Progress: st.Log, Scale: o.TimeoutScale, OnDone: st.AddWait})
 			if o.BeforeScenario != nil {
 				if err := o.BeforeScenario(ctx, st); err != nil {
 					return ctx, fmt.Errorf("prepare scenario: %w", err)
@@ -484,8 +489,8 @@ func notRunCategory(reason string) string {
 	switch {
 	case reason == ReasonFilteredByTag || reason == ReasonNotInRerun:
 		return results.NotRunTag
-	case strings.HasPrefix(reason, "platform:"):
-		return results.NotRunPlatform
+	case strings.HasPrefix(reason, ReasonNeedsPrefix):
+		return results.NotRunPlatform // the only need a machine cannot meet is its OS
 	case reason == ReasonNotImplemented:
 		return results.NotRunNotImplemented
 	default:

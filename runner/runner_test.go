@@ -39,11 +39,12 @@ func TestMain(m *testing.M) {
 
 const selfManifest = `schema_version: 1
 scenarios:
-  - {id: alpha, series: s1, acceptance: ["1"]}
+  - {id: alpha, series: s1, acceptance: ["1"], needs: [fault-proxy, confirmer]}
   - {id: beta, series: s1}
   - {id: gamma, series: s2}
   - {id: delta, series: s2, acceptance: ["7"]}
-  - {id: win-only, series: s2, platform: plan9}
+  - {id: win-only, series: s2, needs: [windows, lease-wait]}
+  - {id: epsilon, series: s1, needs: [request-app, confirmer]}
 `
 
 // Files are named so that alphabetical order differs from the manifest order.
@@ -70,7 +71,7 @@ func selfFeatures(extra map[string]string) fstest.MapFS {
 `)},
 		"w/win.feature": {Data: []byte(`Feature: platform
   @win-only @s2
-  Scenario: only on plan9
+  Scenario: only on windows
     Given a step that passes
 `)},
 	}
@@ -147,7 +148,7 @@ func TestRunOrderFollowsManifestNotFileNames(t *testing.T) {
 	assert.Equal(t, []string{"alpha", "beta", "delta"}, startedOrder(r.progress.String()))
 	assert.Equal(t, map[string]string{
 		"alpha": results.StatusPassed, "beta": results.StatusFailed, "gamma": results.StatusNotRun,
-		"delta": results.StatusPassed, "win-only": results.StatusNotRun,
+		"delta": results.StatusPassed, "win-only": results.StatusNotRun, "epsilon": results.StatusNotRun,
 	}, statuses(r.res))
 	assert.Equal(t, ExitFailed, r.res.Code)
 }
@@ -161,7 +162,21 @@ func TestNotImplementedIsNeverPassed(t *testing.T) {
 			assert.Equal(t, ReasonNotImplemented, s.Reason)
 		}
 		if s.ID == "win-only" {
-			assert.Equal(t, "platform: runs only on plan9", s.Reason)
+			assert.Equal(t, "needs windows (this is linux)", s.Reason)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(r.archive.Dir(), "run.json"))
+	require.NoError(t, err)
+	var run struct {
+		Scenarios []struct {
+			ID             string `json:"id"`
+			NotRunCategory string `json:"not_run_category"`
+		} `json:"scenarios"`
+	}
+	require.NoError(t, json.Unmarshal(data, &run))
+	for _, s := range run.Scenarios {
+		if s.ID == "win-only" {
+			assert.Equal(t, results.NotRunPlatform, s.NotRunCategory, "an unmet platform need is reported as another platform")
 		}
 	}
 	// The archive holds a record for every manifest entry, run or not.
@@ -201,8 +216,15 @@ func TestDryRunOutputListsEveryEntryWithReason(t *testing.T) {
 	out := buf.String()
 	assert.Contains(t, out, "z/alpha.feature:3")
 	assert.Regexp(t, `gamma\s+s2\s+no\s+not implemented: no feature file`, out)
-	assert.Regexp(t, `win-only\s+s2\s+no\s+platform: runs only on plan9`, out)
-	assert.Contains(t, out, "3 of 5 scenarios would run")
+	assert.Regexp(t, `win-only\s+s2\s+no\s+needs windows \(this is linux\)\s+lease-wait,windows\n`, out)
+	assert.Contains(t, out, "3 of 6 scenarios would run")
+	// needs: a column on every row (canonical order, "-" for none) and a legend for what runs
+	assert.Regexp(t, `alpha\s+s1\s+yes\s+z/alpha.feature:3\s+confirmer,fault-proxy\n`, out)
+	assert.Regexp(t, `beta\s+s1\s+yes\s+m/beta.feature:3\s+-\n`, out)
+	assert.Regexp(t, `epsilon\s+s1\s+no\s+not implemented: no feature file\s+confirmer,request-app\n`, out)
+	assert.Regexp(t, `(?m)^Needs of the scenarios that would run:\n\s+confirmer\s+alpha\s+a named operator confirms`, out)
+	assert.Regexp(t, `(?m)^\s+fault-proxy\s+alpha\s+kintone traffic through the fault proxy`, out)
+	assert.NotRegexp(t, `(?m)^\s+(request-app|windows|lease-wait)\s`, out, "needs of scenarios that do not run are not in the legend")
 	// order of rows is the manifest's
 	assert.Less(t, strings.Index(out, "alpha"), strings.Index(out, "beta"))
 	assert.Less(t, strings.Index(out, "gamma"), strings.Index(out, "delta"))
@@ -346,7 +368,6 @@ func TestInterruptStopsScenarioKillsChildAndMarksArchive(t *testing.T) {
 				p, err := startSleeper(ctx, "sleeper")
 				if err == nil {
 					childUp <- p
-					scenario.From(ctx).Values["child"] = p
 				}
 				return err
 			})
@@ -386,11 +407,75 @@ func TestManifestErrors(t *testing.T) {
 		"unknown field":  "schema_version: 1\nscenarios:\n  - {id: a, series: s, colour: red}\n",
 		"wrong version":  "schema_version: 2\nscenarios:\n  - {id: a, series: s}\n",
 		"empty scenario": "schema_version: 1\nscenarios: []\n",
+		"old platform":   "schema_version: 1\nscenarios:\n  - {id: a, series: s, platform: windows}\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := ParseManifest([]byte(text))
-			assert.Error(t, err)
+			_, err := ParseManifest("features/manifest.yaml", []byte(text))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "features/manifest.yaml")
 		})
+	}
+}
+
+// A need is declared once and read everywhere, so a misspelt one must stop everything: the
+// error names the file, the line and the known needs.
+func TestManifestRefusesUnknownNeed(t *testing.T) {
+	known := "known: confirmer, request-app, csv-io, fault-proxy, lease-wait, cli-kintone, windows"
+	for name, tc := range map[string]struct{ text, want string }{
+		"unknown in flow list": {"schema_version: 1\nscenarios:\n  - {id: a, series: s}\n  - {id: b, series: s, needs: [confirmer, confirmr]}\n",
+			`features/manifest.yaml:4: unknown need "confirmr" (` + known + ")"},
+		"unknown in block list": {"schema_version: 1\nscenarios:\n  - id: a\n    series: s\n    needs:\n      - request-app\n      - platform-windows\n",
+			`features/manifest.yaml:7: unknown need "platform-windows" (` + known + ")"},
+		"listed twice": {"schema_version: 1\nscenarios:\n  - {id: a, series: s, needs: [csv-io, csv-io]}\n",
+			`features/manifest.yaml:3: need "csv-io" listed twice`},
+		"not a list": {"schema_version: 1\nscenarios:\n  - {id: a, series: s, needs: windows}\n",
+			"features/manifest.yaml:3: needs must be a list"},
+		"not a name": {"schema_version: 1\nscenarios:\n  - {id: a, series: s, needs: [{windows: true}]}\n",
+			"features/manifest.yaml:3: a need is a name"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseManifest("features/manifest.yaml", []byte(tc.text))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	_, err := LoadManifest(fstest.MapFS{"m.yaml": {Data: []byte("schema_version: 1\nscenarios:\n  - {id: a, series: s, needs: [gpu]}\n")}}, "m.yaml")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `m.yaml:3: unknown need "gpu"`)
+}
+
+func TestNeedsParseInCanonicalOrder(t *testing.T) {
+	m, err := ParseManifest("m.yaml", []byte("schema_version: 1\nscenarios:\n  - {id: a, series: s, needs: [windows, lease-wait, confirmer]}\n  - {id: b, series: s, needs: []}\n  - {id: c, series: s}\n"))
+	require.NoError(t, err)
+	assert.Equal(t, Needs{NeedConfirmer, NeedLeaseWait, NeedWindows}, m.Scenarios[0].Needs)
+	assert.True(t, m.Scenarios[0].Needs.Has(NeedWindows))
+	assert.False(t, m.Scenarios[0].Needs.Has(NeedRequestApp))
+	assert.Equal(t, "confirmer,lease-wait,windows", m.Scenarios[0].Needs.String())
+	assert.Equal(t, "-", m.Scenarios[1].Needs.String())
+	assert.Equal(t, "-", m.Scenarios[2].Needs.String())
+	for _, n := range KnownNeeds() {
+		assert.NotEmpty(t, n.About(), "every known need explains itself: %s", n)
+	}
+}
+
+// The windows need decides whether a scenario can run here; no other need skips a scenario
+// (preflight refuses instead).
+func TestWindowsNeedDecidesPlatform(t *testing.T) {
+	fsys := selfFeatures(nil)
+	m, err := LoadManifest(fsys, "manifest.yaml")
+	require.NoError(t, err)
+	feats, err := Discover(fsys, ".", m)
+	require.NoError(t, err)
+	for goos, want := range map[string]string{"linux": "needs windows (this is linux)", "darwin": "needs windows (this is darwin)", "windows": ""} {
+		for _, it := range Plan(m, feats, Selection{GOOS: goos}) {
+			switch it.ID {
+			case "win-only":
+				assert.Equal(t, want, it.Reason, goos)
+				assert.Equal(t, want == "", it.Run, goos)
+			case "alpha":
+				assert.True(t, it.Run, "confirmer and fault-proxy do not stop a scenario from being planned")
+			}
+		}
 	}
 }
 
@@ -432,6 +517,24 @@ func TestRealManifest(t *testing.T) {
 	assert.Equal(t, []string{"p2-16-01-cancel-before-claim", "p2-16-04-close", "p2-16-03-terminal-hold-release", "p2-16-05-close-rerun-race", "p2-16-02-cancel-claim-race"}, ids("p2-16"))
 	assert.Equal(t, []string{"csv1-03-rejections", "csv1-01-import-run", "csv1-02-mutated-resume", "csv1-04-10k-measure"}, ids("csv1"))
 	assert.Equal(t, []string{"csv2-04-failclosed", "csv2-01-export-run", "csv2-02-roundtrip", "csv2-03-clikintone"}, ids("csv2"))
+	// The needs whose absence would skip a safety check (scenarios.md §3) or a platform rule.
+	with := func(n Need) []string {
+		var out []string
+		for _, e := range m.Scenarios {
+			if e.Needs.Has(n) {
+				out = append(out, e.ID)
+			}
+		}
+		return out
+	}
+	assert.Equal(t, []string{"m5-kill-unknown", "m6-02-unknown-isolation", "m6-04-force-unlock-drill"}, with(NeedConfirmer))
+	assert.Equal(t, []string{"m7-04-windows-sigbreak"}, with(NeedWindows))
+	assert.Equal(t, []string{"csv2-03-clikintone"}, with(NeedCLIKintone))
+	for _, e := range m.Scenarios {
+		request := strings.HasPrefix(e.Series, "p2-") || strings.HasPrefix(e.Series, "csv")
+		assert.Equal(t, request, e.Needs.Has(NeedRequestApp), "%s: the request-app gate covers P2-01, P2-11, P2-16 and CSV", e.ID)
+		assert.Equal(t, strings.HasPrefix(e.Series, "csv"), e.Needs.Has(NeedCSVIO), "%s: csv-io is the CSV series", e.ID)
+	}
 	feats, err := Discover(os.DirFS("../features"), ".", m)
 	require.NoError(t, err, "every feature file maps to exactly one manifest id")
 	for id := range feats {

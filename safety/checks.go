@@ -552,3 +552,13 @@ func networkJobIDs(content []byte) ([]string, error) {
 	}
 	return ids, nil
 }
+
+// CheckIdentifiers runs rule 7 alone on identifiers made after preflight (a lock-conflict
+// trial's sub-scope), with the same profile and deny list as the preflight that checked the
+// scenario's first scope.
+func CheckIdentifiers(in Input, ids []Identifier) Report {
+	var rep Report
+	in.Identifiers = ids
+	checkIdentifiers(&rep, in)
+	return rep
+}

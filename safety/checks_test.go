@@ -114,15 +114,33 @@ func TestRule3AppIDs(t *testing.T) {
 		in := withSetting(validLive(), VarAppAudit, "", OriginFlag)
 		requireOnlyViolation(t, Preflight(in), "app-id", VarAppAudit, "empty")
 	})
-	t.Run("request app optional without request series", func(t *testing.T) {
+	t.Run("request and CSV apps required by declared needs", func(t *testing.T) {
 		in := withSetting(validLive(), VarAppReq, "", OriginUnset)
 		in = withSetting(in, VarAppCSV, "", OriginUnset)
+		in.ScenarioNeeds = map[string]Needs{
+			"m5-serial-success":          {},
+			"p2-16-02-cancel-claim-race": {RequestApp: true},
+			"csv1-01-import-run":         {RequestApp: true, CSV: true},
+		}
 		in.Scenarios = []string{"m5-serial-success"}
 		require.True(t, Preflight(in).OK(), "%+v", Preflight(in).Violations())
 		in.Scenarios = []string{"p2-16-02-cancel-claim-race"}
 		requireOnlyViolation(t, Preflight(in), "app-id", VarAppReq, "required")
+		in.Scenarios = []string{"csv1-01-import-run"}
+		require.Len(t, failed(Preflight(in), "app-id"), 2, "request and CSV apps")
+		in.Scenarios = []string{"m5-serial-success", "m6-01-resume-identity"} // m6-01 declared nothing
+		require.Len(t, failed(Preflight(in), "app-id"), 2, "an undeclared scenario fails closed")
 		in.Scenarios = nil // nil = all scenarios
 		require.NotEmpty(t, failed(Preflight(in), "app-id"))
+	})
+	t.Run("request tokens required by declared needs", func(t *testing.T) {
+		in := withSetting(validLive(), VarTokenRequests, "", OriginUnset)
+		in = withSetting(in, VarTokenRequestsRO, "", OriginUnset)
+		in.Scenarios = []string{"m5-serial-success"}
+		in.ScenarioNeeds = map[string]Needs{"m5-serial-success": {}}
+		require.Empty(t, failed(Preflight(in), "token-present"))
+		in.ScenarioNeeds["m5-serial-success"] = Needs{RequestApp: true}
+		require.Len(t, failed(Preflight(in), "token-present"), 2)
 	})
 	distinct := []struct{ a, b string }{
 		{VarAppExec, VarAppAudit}, {VarAppReq, VarAppExec}, {VarAppReq, VarAppLog},

@@ -147,8 +147,16 @@ func TestCheckPendingRequests(t *testing.T) {
 
 	in := validLive()
 	in.Scenarios = []string{"m5-serial-success", "m6-01-resume-identity"}
+	in.ScenarioNeeds = map[string]Needs{"m5-serial-success": {}, "m6-01-resume-identity": {}}
 	c = CheckPendingRequests(ctx, in, errPending{})
-	require.True(t, c.OK, "not applicable without request series")
+	require.True(t, c.OK, "not applicable when no selected scenario declares the request app")
+
+	// The declaration decides, not the id: a scenario declaring request-app is checked
+	// whatever it is called, and one without a declaration is taken to need it.
+	in.ScenarioNeeds = map[string]Needs{"m5-serial-success": {}, "m6-01-resume-identity": {RequestApp: true}}
+	require.False(t, CheckPendingRequests(ctx, in, errPending{}).OK)
+	in.ScenarioNeeds = map[string]Needs{"m5-serial-success": {}}
+	require.False(t, CheckPendingRequests(ctx, in, errPending{}).OK, "an undeclared scenario fails closed")
 
 	in = validLive()
 	in.Target = TargetSandbox
@@ -157,12 +165,6 @@ func TestCheckPendingRequests(t *testing.T) {
 	c = CheckPendingRequests(ctx, validLive(), nil)
 	require.False(t, c.OK)
 
-	for _, id := range []string{"p2-01-01-rerun", "P2-11-04-rejections", "p2-16-02-cancel-claim-race", "csv1-03-rejections", "csv2-04-failclosed"} {
-		require.True(t, IsRequestSeries(id), id)
-	}
-	for _, id := range []string{"m5-serial-success", "m7-03-control-plane-api-calls", "m8-01-cancel-hold"} {
-		require.False(t, IsRequestSeries(id), id)
-	}
 }
 
 func TestGateCheckOnlySandboxDefersTarget(t *testing.T) {

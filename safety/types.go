@@ -251,8 +251,14 @@ type Input struct {
 	Concurrency int
 
 	// Scenarios are the selected scenario ids; nil means "all" (so every
-	// series' requirements apply).
-	Scenarios   []string
+	// need's requirements apply).
+	Scenarios []string
+	// ScenarioNeeds are the selected scenarios' needs as the run-order
+	// manifest declares them (features/manifest.yaml `needs`), by id. A
+	// selected scenario without an entry is taken to need everything: a
+	// caller that forgets the declaration gets the stricter checks.
+	ScenarioNeeds map[string]Needs
+
 	Identifiers []Identifier
 	Fixtures    []Fixture
 
@@ -281,29 +287,27 @@ func DefaultNetworkAllowList() []string {
 	}
 }
 
-// IsRequestSeries reports whether a scenario id belongs to the request series
-// (P2-01, P2-11, P2-16, CSV), which use the request app (rule 9, §3.2).
-func IsRequestSeries(id string) bool {
-	l := strings.ToLower(strings.TrimSpace(id))
-	for _, p := range []string{"p2-01", "p2-11", "p2-16", "csv"} {
-		if strings.HasPrefix(l, p) {
-			return true
-		}
-	}
-	return false
+// Needs are what one scenario uses beyond the base apps (state, audit, JOB
+// log), as the run-order manifest declares it; the caller translates the
+// manifest's need names, so this package keeps importing nothing of ours.
+type Needs struct {
+	RequestApp bool // "request-app": the E2E request app and its two tokens (§3.2)
+	CSV        bool // "csv-io": the CSV fixture app and its token (§3.4)
 }
 
-// IsCSVSeries reports whether a scenario id belongs to CSV1/CSV2.
-func IsCSVSeries(id string) bool {
-	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(id)), "csv")
+func (in Input) needsOf(id string) Needs {
+	if n, ok := in.ScenarioNeeds[id]; ok {
+		return n
+	}
+	return Needs{RequestApp: true, CSV: true}
 }
 
 func (in Input) needsRequest() bool {
-	return in.Scenarios == nil || slices.ContainsFunc(in.Scenarios, IsRequestSeries)
+	return in.Scenarios == nil || slices.ContainsFunc(in.Scenarios, func(id string) bool { return in.needsOf(id).RequestApp })
 }
 
 func (in Input) needsCSV() bool {
-	return in.Scenarios == nil || slices.ContainsFunc(in.Scenarios, IsCSVSeries)
+	return in.Scenarios == nil || slices.ContainsFunc(in.Scenarios, func(id string) bool { return in.needsOf(id).CSV })
 }
 
 // EffectiveProfile is the profile the run uses (default e2e when unset).

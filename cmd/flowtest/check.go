@@ -39,7 +39,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 			return runner.ExitRefused
 		}
 		rep = r2
-		rep.Checks = append(rep.Checks, static.Checks[len(static.Checks)-1]) // the confirmer rule
+		rep.Checks = append(rep.Checks, s.needChecks()...)
 	}
 	safety.FormatReport(stdout, rep)
 	if !rep.OK() {

@@ -139,6 +139,26 @@ func TestListShowsTheManifest(t *testing.T) {
 	assert.Regexp(t, `(?m)^1\s+m5-serial-success\s+m5\s`, r.stdout)
 	assert.Regexp(t, `(?m)^43\s+csv2-03-clikintone\s+csv2\s`, r.stdout)
 	assert.Contains(t, r.stdout, "no (not implemented)")
+	// needs replace the old platform column
+	assert.Regexp(t, `(?m)^\s*5\s+m5-kill-unknown\s+m5\s+23\s+confirmer\s`, r.stdout)
+	assert.Regexp(t, `(?m)^\s*15\s+m7-04-windows-sigbreak\s+m7\s+-\s+lease-wait,windows\s`, r.stdout)
+	assert.Regexp(t, `(?m)^\s*1\s+m5-serial-success\s+m5\s+serial-success,job-log-correlation\s+-\s`, r.stdout)
+	assert.NotContains(t, r.stdout, "PLATFORM")
+}
+
+// The dry run shows every scenario's declared needs, a legend for those that would run, and
+// reports an unmet platform need as the reason a scenario will not run.
+func TestDryRunShowsNeeds(t *testing.T) {
+	r := flowtest(t, nil, "run", "--dry-run", "--tags", "@m5 or @m7-04-windows-sigbreak")
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.Regexp(t, `m5-kill-unknown\s+m5\s+yes\s+m5/m5-kill-unknown.feature:\d+\s+confirmer\n`, r.stdout)
+	assert.Regexp(t, `m5-serial-success\s+m5\s+yes\s+\S+\s+-\n`, r.stdout)
+	assert.Regexp(t, `(?m)^\s+confirmer\s+m5-kill-unknown\s+a named operator confirms`, r.stdout)
+	assert.Regexp(t, `PASS  kill-confirmer\s+--confirmed-by\s+sandbox: the scope's principal confirms`, r.stdout)
+	assert.Regexp(t, `PASS  csv-io-dir\s+KSQL_FLOWNET_IO_DIR\s+no selected scenario needs csv-io`, r.stdout)
+	if runtime.GOOS != "windows" {
+		assert.Regexp(t, `m7-04-windows-sigbreak\s+m7\s+no\s+needs windows \(this is `+runtime.GOOS+`\)\s+lease-wait,windows\n`, r.stdout)
+	}
 }
 
 func TestDryRunStartsNothing(t *testing.T) {
@@ -168,6 +188,7 @@ func TestRefusals(t *testing.T) {
 		{"production profile", []string{"KSQL_FLOWNET_PROFILE=prod"}, []string{"run", "--tags", "@m5-mid-failure"}, "profile"},
 		{"live without configuration", nil, []string{"run", "--target", "live", "--tags", "@m5-mid-failure"}, "KSQL_SPIKE_BASE_URL"},
 		{"live kill scenario without confirmer", nil, []string{"run", "--target", "live", "--tags", "@m5-kill-unknown"}, "named confirmer"},
+		{"unknown need in the manifest", nil, []string{"run", "--dry-run", "--features", badNeedFeatures(t)}, `manifest.yaml:4: unknown need "confirmr" (known: confirmer, request-app,`},
 		{"unknown command", nil, []string{"frobnicate"}, "unknown command"},
 	}
 	for _, c := range cases {
@@ -183,6 +204,14 @@ func TestRefusals(t *testing.T) {
 			assert.Empty(t, entries, "a refused run writes no archive")
 		})
 	}
+}
+
+// badNeedFeatures is a features dir whose manifest misspells a need on line 4.
+func badNeedFeatures(t *testing.T) string {
+	dir := t.TempDir()
+	manifest := "schema_version: 1\nscenarios:\n  - {id: a, series: s}\n  - {id: b, series: s, needs: [confirmr]}\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.yaml"), []byte(manifest), 0o644))
+	return dir
 }
 
 func TestCheckPrintsEveryCheck(t *testing.T) {

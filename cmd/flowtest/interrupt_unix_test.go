@@ -42,8 +42,9 @@ func TestInterruptMidScenarioLeavesNothingBehind(t *testing.T) {
 	signalled := false
 	for sc.Scan() {
 		lines = append(lines, sc.Text())
-		// The lock-conflict scenario holds a standalone kSQL-Flow and a FlowNet run.
-		if !signalled && strings.Contains(sc.Text(), "started flownet-run-1") {
+		// The lock-conflict scenario holds a standalone kSQL-Flow and a FlowNet run (whatever
+		// the steps name them: `started FlowNet "<name>" (pid N)`).
+		if !signalled && strings.Contains(sc.Text(), "started FlowNet ") {
 			require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 			signalled = true
 		}

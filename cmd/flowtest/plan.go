@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -33,7 +34,7 @@ func (c *common) bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.features, "features", "features", "directory of feature files and the run-order manifest")
 	fs.StringVar(&c.rerun, "rerun", "", "archive dir of an earlier run: run only the scenarios that failed there")
 	fs.StringVar(&c.sandboxBin, "sandbox-bin", "", "path of the flowsandbox binary (default: beside flowtest, else on PATH)")
-	fs.StringVar(&c.confirmedBy, "confirmed-by", "", "operator named as confirmer of force-unlock cleanups (live mode requires it for kill scenarios)")
+	fs.StringVar(&c.confirmedBy, "confirmed-by", "", "operator named as confirmer of force-unlock cleanups (live mode requires it for scenarios that need confirmer)")
 }
 
 // usageError is a refusal with exit 2.
@@ -57,7 +58,14 @@ func (c *common) plan() ([]runner.Item, fs.FS, tagexpr.Expr, error) {
 		return nil, nil, expr, refuse("--features %s: not a directory (run flowtest from the repository root, or pass --features)", c.features)
 	}
 	fsys := os.DirFS(c.features)
-	m, err := runner.LoadManifest(fsys, "manifest.yaml")
+	// Read here rather than through fsys so that errors name the file as the operator knows
+	// it (features/manifest.yaml:12).
+	manifest := filepath.Join(c.features, "manifest.yaml")
+	data, err := os.ReadFile(manifest)
+	if err != nil {
+		return nil, nil, expr, refuse("read the run-order manifest: %v", err)
+	}
+	m, err := runner.ParseManifest(manifest, data)
 	if err != nil {
 		return nil, nil, expr, refuse("%v", err)
 	}

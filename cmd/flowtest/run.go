@@ -49,6 +49,7 @@ var configFlags = []struct{ name, usage string }{
 	{"denylist-file", "operator-maintained production deny list"},
 	{"lock-dir", "where the exclusive run lock lives"},
 	{"ca-file", "extra PEM CA bundle to trust for the live tenant"},
+	{"timeout-scale", "multiply every named wait limit of the steps (positive decimal, default 1; e.g. 3 for a slow live tenant)"},
 }
 
 func (f *runFlags) bind(fs *flag.FlagSet, withRun bool) {
@@ -60,7 +61,7 @@ func (f *runFlags) bind(fs *flag.FlagSet, withRun bool) {
 	if withRun {
 		fs.StringVar(&f.out, "out", "test-results", "results archive root: <out>/<YYYY-MM-DD>/<HHMMSS>-<label>/")
 		fs.BoolVar(&f.dryRun, "dry-run", false, "preflight and the ordered list of what would run, with reasons; nothing starts")
-		fs.DurationVar(&f.stepTimeout, "step-timeout", 5*time.Minute, "deadline of every step")
+		fs.DurationVar(&f.stepTimeout, "step-timeout", 0, "deadline of every step (default 5m, times FLOWTEST_TIMEOUT_SCALE)")
 		fs.Var(&f.formats, "format", "extra godog formatter (repeatable), e.g. pretty or junit:out.xml (one file per scenario)")
 		fs.StringVar(&f.sutCommit, "sut-commit", "", "commit of the system under test, for the acceptance record")
 		fs.BoolVar(&f.keepWorkDirs, "keep-workdirs", false, "keep scenario work dirs (unredacted logs) after the run")
@@ -87,8 +88,10 @@ type preparation struct {
 }
 
 // prepare makes each selected scenario's scope and renders the fixtures its steps name, so
-// that the safety checks see exactly what the scenarios will use. Nothing is started.
-func prepare(items []runner.Item, fixturesDir, profile, dir string) (*preparation, error) {
+// that the safety checks see exactly what the scenarios will use. Which identifiers beyond the
+// base ones a scenario will use follows its declared needs (the manifest). Nothing is started.
+// confirmer is the named confirmer ("" when the scope's principal confirms).
+func prepare(items []runner.Item, fixturesDir, profile, dir, confirmer string) (*preparation, error) {
 	p := &preparation{scopes: map[string]*scope.Scope{}, selected: []string{}}
 	for _, it := range items {
 		if !it.Run {
@@ -107,7 +110,12 @@ func prepare(items []runner.Item, fixturesDir, profile, dir string) (*preparatio
 		add(safety.IdentOther, sc.BusinessKey())
 		add(safety.IdentRequester, sc.Principal("requester"))
 		add(safety.IdentServicePrincipal, sc.Principal("service"))
-		add(safety.IdentPollerHost, sc.Host())
+		if it.Needs.Has(runner.NeedRequestApp) { // only request scenarios run pollers
+			add(safety.IdentPollerHost, sc.Host())
+		}
+		if it.Needs.Has(runner.NeedConfirmer) && confirmer == "" { // the scope's principal confirms
+			add(safety.IdentOther, sc.Principal("confirmer"))
+		}
 		networks, sqls := steps.FixturesOf(it.Feature.StepText)
 		for _, n := range networks {
 			r, err := sc.Render(filepath.Join(fixturesDir, "networks", n), filepath.Join(dir, it.ID, strings.TrimSuffix(n, ".yaml")), scope.RenderOptions{})
@@ -165,27 +173,72 @@ func hasIdent(list []safety.Identifier, scenario, v string) bool {
 	return false
 }
 
-// killScenarios need a named confirmer for their force-unlock cleanup.
-var killScenarios = map[string]bool{"m5-kill-unknown": true, "m6-02-unknown-isolation": true, "m6-04-force-unlock-drill": true}
-
-// confirmerCheck is the preflight rule for kill scenarios: live mode needs a named confirmer
-// (--confirmed-by or M5_FORCE_UNLOCK_CONFIRMED_BY) before anything starts.
-func confirmerCheck(target safety.Target, selected []string, confirmer string) safety.Check {
-	c := safety.Check{Name: "kill-confirmer", Subject: "--confirmed-by", OK: true, Reason: "no kill scenario selected"}
-	var kills []string
-	for _, id := range selected {
-		if killScenarios[id] {
-			kills = append(kills, id)
+// needing lists, in run order, the selected scenarios whose manifest entry declares need.
+func needing(items []runner.Item, need runner.Need) []string {
+	var ids []string
+	for _, it := range items {
+		if it.Run && it.Needs.Has(need) {
+			ids = append(ids, it.ID)
 		}
 	}
+	return ids
+}
+
+// safetyNeeds hands the selected scenarios' declared needs to the safety layer (which imports
+// nothing of ours, so it gets booleans, not need names).
+func safetyNeeds(items []runner.Item) map[string]safety.Needs {
+	out := map[string]safety.Needs{}
+	for _, it := range items {
+		if it.Run {
+			out[it.ID] = safety.Needs{RequestApp: it.Needs.Has(runner.NeedRequestApp), CSV: it.Needs.Has(runner.NeedCSVIO)}
+		}
+	}
+	return out
+}
+
+// confirmerCheck is the preflight rule of the confirmer need: a selected scenario that kills a
+// kSQL-Flow child and force-unlocks its job lock needs, in live mode, a named confirmer
+// (--confirmed-by or M5_FORCE_UNLOCK_CONFIRMED_BY) before anything starts.
+func confirmerCheck(target safety.Target, items []runner.Item, confirmer string) safety.Check {
+	c := safety.Check{Name: "kill-confirmer", Subject: "--confirmed-by", OK: true, Reason: "no selected scenario needs a confirmer"}
+	ids := needing(items, runner.NeedConfirmer)
 	switch {
-	case len(kills) == 0:
+	case len(ids) == 0:
 	case confirmer != "":
 		c.Reason = "force-unlock cleanups confirmed by " + confirmer
 	case target == safety.TargetLive:
-		c.OK, c.Reason = false, "live kill scenarios ("+strings.Join(kills, ", ")+") need a named confirmer: --confirmed-by or M5_FORCE_UNLOCK_CONFIRMED_BY"
+		c.OK, c.Reason = false, "live scenarios needing a confirmer ("+strings.Join(ids, ", ")+") need a named confirmer: --confirmed-by or M5_FORCE_UNLOCK_CONFIRMED_BY"
 	default:
 		c.Reason = "sandbox: the scope's principal confirms"
+	}
+	return c
+}
+
+// ioDirCheck is the preflight rule of the csv-io need (scenarios.md §3.4): in live mode the
+// per-scope CSV IO roots are made under KSQL_FLOWNET_IO_DIR, which must be an existing
+// absolute directory. stat is os.Stat (injected for tests).
+func ioDirCheck(target safety.Target, items []runner.Item, dir string, stat func(string) (os.FileInfo, error)) safety.Check {
+	c := safety.Check{Name: "csv-io-dir", Subject: config.VarIODir, OK: true, Reason: "no selected scenario needs csv-io"}
+	ids := needing(items, runner.NeedCSVIO)
+	who := "csv-io scenarios (" + strings.Join(ids, ", ") + ")"
+	switch {
+	case len(ids) == 0:
+	case target != safety.TargetLive:
+		c.Reason = "sandbox: not checked (a live setting)"
+	case strings.TrimSpace(dir) == "":
+		c.OK, c.Reason = false, who+" need it: an existing absolute directory for the per-scope IO roots"
+	case !filepath.IsAbs(dir):
+		c.OK, c.Reason = false, fmt.Sprintf("%q is not an absolute path (%s need an existing absolute directory)", dir, who)
+	default:
+		st, err := stat(dir)
+		switch {
+		case err != nil:
+			c.OK, c.Reason = false, fmt.Sprintf("%s need an existing directory: %v", who, err)
+		case !st.IsDir():
+			c.OK, c.Reason = false, fmt.Sprintf("%q is not a directory (%s need one)", dir, who)
+		default:
+			c.Reason = fmt.Sprintf("%s for %s", dir, who)
+		}
 	}
 	return c
 }
@@ -218,16 +271,17 @@ func openSession(f runFlags) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	prep, err := prepare(items, fixtures, cfg.Profile(), filepath.Join(work, "preflight"))
+	if f.confirmedBy == "" {
+		f.confirmedBy = cfg.Get(config.VarConfirmedBy)
+	}
+	prep, err := prepare(items, fixtures, cfg.Profile(), filepath.Join(work, "preflight"), f.confirmedBy)
 	if err != nil {
 		os.RemoveAll(work)
 		return nil, refuse("preflight: %v", err)
 	}
-	if f.confirmedBy == "" {
-		f.confirmedBy = cfg.Get("M5_FORCE_UNLOCK_CONFIRMED_BY")
-	}
 	in := cfg.SafetyInput(prep.idents, prep.fixtures)
 	in.Scenarios = prep.selected
+	in.ScenarioNeeds = safetyNeeds(items)
 	return &session{flags: f, items: items, fsys: fsys, cfg: cfg, prep: prep, in: in, workDir: work}, nil
 }
 
@@ -241,10 +295,20 @@ func (s *session) close() {
 	os.RemoveAll(s.workDir)
 }
 
-// staticReport is the safety preflight plus flowtest's own confirmer rule.
+// needChecks are flowtest's own preflight rules for the selected scenarios' declared needs
+// (the request-app and csv-io apps and tokens are checked inside safety, from
+// Input.ScenarioNeeds).
+func (s *session) needChecks() []safety.Check {
+	return []safety.Check{
+		confirmerCheck(s.in.Target, s.items, s.flags.confirmedBy),
+		ioDirCheck(s.in.Target, s.items, s.cfg.Get(config.VarIODir), os.Stat),
+	}
+}
+
+// staticReport is the safety preflight plus flowtest's own need rules.
 func (s *session) staticReport() safety.Report {
 	rep := safety.Preflight(s.in)
-	rep.Checks = append(rep.Checks, confirmerCheck(s.in.Target, s.prep.selected, s.flags.confirmedBy))
+	rep.Checks = append(rep.Checks, s.needChecks()...)
 	return rep
 }
 
@@ -372,6 +436,20 @@ func cmdRun(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int 
 	return code
 }
 
+// checkLaterIdentifiers applies the preflight's identifier rules, with the same profile and
+// deny list, to identifiers a scenario makes after preflight (a lock-conflict trial's
+// sub-scope).
+func (s *session) checkLaterIdentifiers(ids []safety.Identifier) error {
+	var bad []string
+	for _, c := range safety.CheckIdentifiers(s.in, ids).Violations() {
+		bad = append(bad, fmt.Sprintf("%s %s: %s", c.Name, c.Subject, c.Reason))
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("identifiers refused by the preflight rules: %s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
 // sandboxLatency makes the business apps answer like kintone (about half a second per
 // read), which gives the long-read fixtures their documented durations (job-longread.sql).
 var sandboxLatency = map[string]time.Duration{"customers": 500 * time.Millisecond, "deals": 500 * time.Millisecond}
@@ -406,7 +484,7 @@ func (s *session) execute(ctx context.Context, tgt *target.Target, stdout io.Wri
 	suite := &steps.Suite{
 		Target: tgt, FixturesDir: fixtures, ConfirmedBy: f.confirmedBy,
 		Scopes: s.prep.scopes, ArchiveDir: archAbs, Log: stdout,
-		Cleaner: newCleaner(tgt),
+		Cleaner: newCleaner(tgt), CheckIdentifiers: s.checkLaterIdentifiers,
 	}
 	work := filepath.Join(s.workDir, "scenarios")
 	if err := os.MkdirAll(work, 0o755); err != nil {
@@ -425,7 +503,7 @@ func (s *session) execute(ctx context.Context, tgt *target.Target, stdout io.Wri
 	res := runner.Execute(ctx, runner.Options{
 		Features: s.fsys, Items: s.items,
 		Initialize: suite.Initialize, BeforeScenario: suite.BeforeScenario,
-		StepTimeout: f.stepTimeout, WorkRoot: work, KeepWorkDirs: f.keepWorkDirs,
+		StepTimeout: stepDeadline(f.stepTimeout, s.cfg.TimeoutScale), TimeoutScale: s.cfg.TimeoutScale, WorkRoot: work, KeepWorkDirs: f.keepWorkDirs,
 		Formats: f.formats, Archive: arch, Run: run, Progress: stdout, Signals: sigs,
 		// A second interrupt exits at once: the emulator must not outlive the runner.
 		Exit: func(code int) { tgt.Abort(); os.Exit(code) },
@@ -460,4 +538,19 @@ func envMap(env []string) map[string]string {
 		}
 	}
 	return out
+}
+
+// defaultStepTimeout is the deadline of a step when --step-timeout is not given.
+const defaultStepTimeout = 5 * time.Minute
+
+// stepDeadline is the deadline of every step: --step-timeout as given, else the default
+// stretched by the timeout scale, so that a scaled wait is not cut short by its own step.
+func stepDeadline(flag time.Duration, scale float64) time.Duration {
+	if flag != 0 {
+		return flag
+	}
+	if scale <= 0 {
+		scale = 1
+	}
+	return time.Duration(float64(defaultStepTimeout) * scale)
 }
