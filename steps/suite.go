@@ -1,7 +1,20 @@
-// Package steps holds the step definitions of the acceptance scenarios, one file per domain
-// (runs, records, processes, locks), and the per-scenario world they share. Steps act only
-// through the harness (target, proc, scope, wait, kintone) and never ask which target they
-// run on: the same text drives the sandbox and a live tenant.
+// Package steps holds the step definitions of the acceptance scenarios. Each domain owns its
+// file(s), opens with one registration table of named handlers and keeps its own state,
+// fetched from the scenario by a typed key (harness/scenario.Key):
+//
+//	fixtures.go      the network fixture and the scope it is rendered with
+//	processes.go     named processes: who is "the FlowNet run", "the holder", …
+//	flownet.go       the one FlowNet command runner (every subcommand)
+//	runs.go          FlowNet runs: start, resume, exit codes, output, identity
+//	records.go       NETWORK_RUN, NODE_STATE, NODE_ATTEMPT, RUN_INVOCATION assertions
+//	views.go         typed record views, decoded in one place, and exact reads
+//	joblog.go        the kSQL-Flow JOB log: correlation, one row per attempt, timing
+//	kill.go          a RUNNING attempt and the kill of its kSQL-Flow child
+//	joblocks.go      kSQL-Flow job locks: inspection and operator recovery
+//	lockconflict.go  a standalone kSQL-Flow holding a job lock while FlowNet runs
+//
+// Steps act only through the harness (target, proc, scope, wait, kintone) and never ask
+// which target they run on: the same text drives the sandbox and a live tenant.
 package steps
 
 import (
@@ -10,7 +23,6 @@ import (
 	"io"
 	"path/filepath"
 	"regexp"
-	"sort"
 
 	"github.com/cucumber/godog"
 
@@ -19,6 +31,7 @@ import (
 	"github.com/ksqlflow/flowtest/harness/stepdef"
 	"github.com/ksqlflow/flowtest/harness/target"
 	"github.com/ksqlflow/flowtest/kintoneapi"
+	"github.com/ksqlflow/flowtest/safety"
 )
 
 // Suite is what every scenario of a run shares.
@@ -26,12 +39,15 @@ type Suite struct {
 	Target      *target.Target
 	FixturesDir string // absolute path of features/fixtures
 	// ConfirmedBy names the operator who confirms force-unlock cleanups. Empty on the
-	// sandbox means the scope's own principal confirms (live mode refuses to start a kill
-	// scenario without one: see Preflight).
+	// sandbox means the scope's own principal confirms (live mode refuses to start a
+	// scenario that needs a confirmer without one: see the preflight).
 	ConfirmedBy string
 	// Scopes are made during preflight, so that the identifiers the safety layer checked are
 	// exactly the ones the scenario uses.
 	Scopes map[string]*scope.Scope
+	// CheckIdentifiers applies the preflight's identifier rules to identifiers made later
+	// (a trial's sub-scope). Nil means no later identifier may be made.
+	CheckIdentifiers func(ids []safety.Identifier) error
 	// Cleaner deletes the scope's records after a scenario (the guarded harness client).
 	Cleaner Cleaner
 	// ArchiveDir is the run's archive folder; a scenario's record is its evidence reference.
@@ -44,15 +60,48 @@ type Cleaner interface {
 	DeleteScope(ctx context.Context, sc *scope.Scope, runIDs []string) (deleted int, err error)
 }
 
-// Initialize registers every step domain.
-func (s *Suite) Initialize(sc *godog.ScenarioContext, reg stepdef.Registry) {
-	addRunSteps(reg)
-	addRecordSteps(reg)
-	addProcessSteps(reg)
-	addLockSteps(reg)
+// domains is the step index: every domain's registration table, in this order.
+var domains = []func(stepdef.Registry){
+	fixtureDomain{}.register,
+	processDomain{}.register,
+	runDomain{}.register,
+	recordDomain{}.register,
+	jobLogDomain{}.register,
+	killDomain{}.register,
+	jobLockDomain{}.register,
+	lockConflictDomain{}.register,
 }
 
-// BeforeScenario prepares the world of one scenario and pushes its record cleanup.
+// Initialize registers every step domain.
+func (s *Suite) Initialize(_ *godog.ScenarioContext, reg stepdef.Registry) {
+	for _, register := range domains {
+		register(reg)
+	}
+}
+
+// scene is what every domain of one scenario reads and none writes after BeforeScenario:
+// the suite, the scenario state and the read-only kintone client.
+type scene struct {
+	suite       *Suite
+	st          *scenario.State
+	reader      *kintoneapi.Client
+	ksqlWorkDir string // KSQL_FLOW_WORKDIR given to FlowNet (where execution results land)
+}
+
+var sceneKey = scenario.NewKey[scene]("scene")
+
+func sceneOf(ctx context.Context) *scene {
+	sc := sceneKey.Of(scenario.From(ctx))
+	if sc.st == nil {
+		panic("steps: scenario has no scene (BeforeScenario did not run)")
+	}
+	return sc
+}
+
+func (s *scene) app(role string) string { return s.suite.Target.Apps[role].ID }
+
+// BeforeScenario prepares the scene of one scenario, hands the scope to the fixture domain
+// and pushes the record cleanup.
 func (s *Suite) BeforeScenario(ctx context.Context, st *scenario.State) error {
 	sc, ok := s.Scopes[st.ID]
 	if !ok {
@@ -62,95 +111,20 @@ func (s *Suite) BeforeScenario(ctx context.Context, st *scenario.State) error {
 	if err != nil {
 		return fmt.Errorf("kintone reader: %w", err)
 	}
-	w := &world{suite: s, st: st, scope: sc, reader: reader, ksqlWorkDir: filepath.Join(st.WorkDir, "ksql-work")}
-	st.Values[worldKey] = w
+	*sceneKey.Of(st) = scene{suite: s, st: st, reader: reader, ksqlWorkDir: filepath.Join(st.WorkDir, "ksql-work")}
+	fx := fixtureKey.Of(st)
+	fx.scope = sc
 	if s.Cleaner != nil {
 		st.Defer("delete the scope's records in the state and audit apps", func(ctx context.Context) error {
-			n, err := s.Cleaner.DeleteScope(ctx, sc, w.runIDs())
+			n, err := s.Cleaner.DeleteScope(ctx, fx.scope, processKey.Of(st).runIDs(fx.scope))
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(st.Log, "  cleanup: deleted %d records of scope %s\n", n, sc.ID())
+			fmt.Fprintf(st.Log, "  cleanup: deleted %d records of scope %s\n", n, fx.scope.ID())
 			return nil
 		})
 	}
 	return nil
-}
-
-const worldKey = "steps.world"
-
-// world is the state the steps of one scenario share.
-type world struct {
-	suite       *Suite
-	st          *scenario.State
-	scope       *scope.Scope
-	reader      *kintoneapi.Client
-	ksqlWorkDir string
-
-	network        *scope.Rendered
-	networkFixture string            // fixture file name, for re-rendering under a trial scope
-	networkSwap    map[string]string // node -> SQL swapped in
-	calls          []*flownetCall
-	runID          string // the run the scenario is about (from the first call)
-
-	// snapshot of attempts taken before a resume, by fixture node id
-	attemptsBefore map[string][]kintoneapi.Record
-
-	runningAttempt *kintoneapi.Record // the attempt found RUNNING by "has a RUNNING attempt"
-	runningNode    string
-	killed         bool
-	holder         *holderRun
-	recovery       map[string]any
-}
-
-func worldFrom(ctx context.Context) *world {
-	st := scenario.From(ctx)
-	w, ok := st.Values[worldKey].(*world)
-	if !ok {
-		panic("steps: scenario has no world (BeforeScenario did not run)")
-	}
-	return w
-}
-
-func (w *world) runIDs() []string {
-	seen := map[string]bool{}
-	var out []string
-	if w.runID != "" {
-		seen[w.runID] = true
-		out = append(out, w.runID)
-	}
-	for _, c := range w.calls {
-		if c.runID != "" && !seen[c.runID] {
-			seen[c.runID] = true
-			out = append(out, c.runID)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// nodeID maps a fixture node id (as the feature text names it) to the rendered one.
-func (w *world) nodeID(fixtureNode string) (string, error) {
-	if w.network == nil {
-		return "", fmt.Errorf("no network fixture was rendered (missing Given the network fixture …)")
-	}
-	id, ok := w.network.NodeIDs[fixtureNode]
-	if !ok {
-		return "", fmt.Errorf("network %s has no node %q", w.network.FixtureNetworkID, fixtureNode)
-	}
-	return id, nil
-}
-
-// fixtureNode maps a rendered node id back to the fixture's name, for messages.
-func (w *world) fixtureNode(id string) string {
-	if w.network != nil {
-		for f, r := range w.network.NodeIDs {
-			if r == id {
-				return f
-			}
-		}
-	}
-	return id
 }
 
 // FixturesOf lists the network fixtures and SQL files a scenario's steps name, so the

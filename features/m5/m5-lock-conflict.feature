@@ -7,9 +7,9 @@ Feature: M5 lock conflict — a job lock held elsewhere defers the node, the oth
   @m5-lock-conflict @m5 @acc-10 @acc-24
   Scenario: the node whose job lock is held goes back to WAITING and keeps its attempt number
     Given the network fixture "network-diamond.yaml"
-    When FlowNet runs the network while a standalone kSQL-Flow holds the job lock of node "n1_customers" with "job-longread.sql"
+    When FlowNet runs the network while the holder, a standalone kSQL-Flow, holds the job lock of node "n1_customers" with "job-longread.sql"
     Then the FlowNet run exits with code 1
-    And the standalone kSQL-Flow exits with code 0
+    And the holder exits with code 0
     And the node states are:
       | node         | status  | status_reason  | latest_attempt_no |
       | n1_customers | WAITING | PREPARE_FAILED | 1                 |

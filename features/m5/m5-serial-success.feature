@@ -18,4 +18,4 @@ Feature: M5 serial success — three nodes run one after another and the JOB log
     And the run has 1 invocation and the last one is "SUCCESS"
     And the attempts of consecutive nodes do not overlap in time
     And the JOB log has exactly 3 rows correlated with the run
-    And every attempt has a JOB log row with its attempt, execution and job ids and status "SUCCESS"
+    And every attempt has exactly one JOB log row carrying its run, execution and job ids and status "SUCCESS"

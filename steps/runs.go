@@ -1,0 +1,208 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/ksqlflow/flowtest/harness/stepdef"
+	"github.com/ksqlflow/flowtest/harness/target"
+)
+
+// runDomain: FlowNet run-network calls — starting, resuming, and what each call received and
+// reported.
+type runDomain struct{}
+
+func (d runDomain) register(reg stepdef.Registry) {
+	reg.Step(`^FlowNet runs the network for the scope's business key$`, d.runsTheNetwork)
+	reg.Step(`^FlowNet runs the network for the scope's business key in the background$`, d.runsTheNetworkInTheBackground)
+	reg.Step(`^FlowNet has run the network for the scope's business key as "([^"]+)" and exited with code (\d+)$`, d.hasRunTheNetworkAs)
+	reg.Step(`^FlowNet runs the network again with --resume and the identical call as "([^"]+)"$`, d.resumesAs)
+	reg.Step(`^the stdout of `+procRef+` has a line starting with "([^"]*)"$`, d.stdoutHasLine)
+	reg.Step(`^"([^"]+)" and "([^"]+)" received the same identity: profile, network, business key and run key$`, d.sameIdentity)
+	reg.Step(`^"([^"]+)" reported the run id that "([^"]+)" reported, the run persisted for the business key$`, d.sameReportedRunID)
+}
+
+// runNetwork starts `run-network <network> --business-key <scope key> [extra…]`.
+func runNetwork(ctx context.Context, name string, extra ...string) (*flownetCall, error) {
+	n, err := fixturesOf(ctx).rendered()
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{n.Path, "--business-key", fixturesOf(ctx).scope.BusinessKey()}, extra...)
+	return startFlowNet(ctx, flownetSpec{Name: name, Sub: "run-network", Args: args})
+}
+
+func (runDomain) runsTheNetwork(ctx context.Context) error {
+	c, err := runNetwork(ctx, "")
+	if err != nil {
+		return err
+	}
+	return c.finish(ctx)
+}
+
+func (runDomain) runsTheNetworkInTheBackground(ctx context.Context) error {
+	_, err := runNetwork(ctx, "")
+	return err
+}
+
+func (runDomain) hasRunTheNetworkAs(ctx context.Context, name string, code int) error {
+	c, err := runNetwork(ctx, name)
+	if err != nil {
+		return err
+	}
+	if err := c.finish(ctx); err != nil {
+		return err
+	}
+	return sceneOf(ctx).st.Equal("exit code of "+name, code, c.result.ExitCode)
+}
+
+func (runDomain) resumesAs(ctx context.Context, name string) error {
+	if len(processesOf(ctx).flownetCalls()) == 0 {
+		return fmt.Errorf("no earlier FlowNet call to resume")
+	}
+	if err := snapshotAttempts(ctx, name); err != nil {
+		return err
+	}
+	c, err := runNetwork(ctx, name, "--resume")
+	if err != nil {
+		return err
+	}
+	return c.finish(ctx)
+}
+
+func (runDomain) stdoutHasLine(ctx context.Context, ref, prefix string) error {
+	c, err := processesOf(ctx).flownetRun(ref)
+	if err != nil {
+		return err
+	}
+	if err := c.finish(ctx); err != nil {
+		return err
+	}
+	found := ""
+	for _, line := range strings.Split(c.stdout, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			found = line
+			break
+		}
+	}
+	return sceneOf(ctx).st.Assert(fmt.Sprintf("stdout of %s has a line starting with %q", c.name, prefix), "such a line", orNone(found), found != "")
+}
+
+// identity is what one run-network call received and what it names.
+type identity struct {
+	profile, networkPath, networkID, businessKey string
+}
+
+// identityOf reads a call's identity from what the process received: the profile from its
+// environment, the network file and business key from its argv, the network id from the
+// network file it was given.
+func identityOf(c *flownetCall) (identity, error) {
+	id := identity{
+		profile:     c.envValue("KSQL_FLOWNET_PROFILE"),
+		networkPath: c.subArg(0),
+		businessKey: c.argAfter("--business-key"),
+	}
+	data, err := os.ReadFile(id.networkPath)
+	if err != nil {
+		return id, fmt.Errorf("network file of %s: %w", c.name, err)
+	}
+	var doc struct {
+		NetworkID string `yaml:"network_id"`
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return id, fmt.Errorf("network file of %s (%s): %w", c.name, id.networkPath, err)
+	}
+	id.networkID = doc.NetworkID
+	return id, nil
+}
+
+// finishedCalls resolves named FlowNet calls and waits for each to end.
+func finishedCalls(ctx context.Context, names ...string) ([]*flownetCall, error) {
+	var out []*flownetCall
+	for _, name := range names {
+		c, err := processesOf(ctx).flownetRun(`"` + name + `"`)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.finish(ctx); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func (runDomain) sameIdentity(ctx context.Context, first, second string) error {
+	sc := sceneOf(ctx)
+	calls, err := finishedCalls(ctx, first, second)
+	if err != nil {
+		return err
+	}
+	a, b := calls[0], calls[1]
+	ia, err := identityOf(a)
+	if err != nil {
+		return err
+	}
+	ib, err := identityOf(b)
+	if err != nil {
+		return err
+	}
+	pairs := []struct{ what, a, b string }{
+		{"profile", ia.profile, ib.profile},
+		{"network file", ia.networkPath, ib.networkPath},
+		{"network id", ia.networkID, ib.networkID},
+		{"business key", ia.businessKey, ib.businessKey},
+	}
+	for _, p := range pairs {
+		if err := sc.st.Assert(fmt.Sprintf("%s received by %s and %s", p.what, first, second),
+			"the same, non-empty", p.a+" | "+p.b, p.a != "" && p.a == p.b); err != nil {
+			return err
+		}
+	}
+	// The run key both calls resolve is R1 over what they received; FlowNet persisted it
+	// as the record_key of the run it reported.
+	want, err := canonicalKey("R1", ib.profile, ib.networkID, ib.businessKey)
+	if err != nil {
+		return err
+	}
+	if err := sc.st.Assert("run id reported by "+second, "non-empty", orNone(b.runID), b.runID != ""); err != nil {
+		return err
+	}
+	runs, err := readExact(ctx, sc, target.RoleState, decodeNetworkRun, match{"record_type", "NETWORK_RUN"}, match{"run_id", b.runID})
+	if err != nil {
+		return err
+	}
+	if err := sc.st.Equal("NETWORK_RUN records of run "+b.runID, 1, len(runs)); err != nil {
+		return err
+	}
+	return sc.st.Equal("record_key of run "+b.runID+" against R1(profile, network id, business key)", want, runs[0].RecordKey)
+}
+
+func (runDomain) sameReportedRunID(ctx context.Context, later, earlier string) error {
+	sc := sceneOf(ctx)
+	calls, err := finishedCalls(ctx, earlier, later)
+	if err != nil {
+		return err
+	}
+	a, b := calls[0], calls[1]
+	for _, c := range calls {
+		if err := sc.st.Assert("run id reported by "+c.name, "non-empty (RESUME:/NEW: line or --json)", orNone(c.runID), c.runID != ""); err != nil {
+			return err
+		}
+	}
+	if err := sc.st.Equal("run id reported by "+later+" against "+earlier, a.runID, b.runID); err != nil {
+		return err
+	}
+	runs, err := runsForBusinessKey(ctx)
+	if err != nil {
+		return err
+	}
+	if err := sc.st.Equal("NETWORK_RUN records for the business key", 1, len(runs)); err != nil {
+		return err
+	}
+	return sc.st.Equal("persisted run id of the business key against the reported one", b.runID, runs[0].RunID)
+}

@@ -1,0 +1,209 @@
+package steps
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ksqlflow/flowtest/kintoneapi"
+)
+
+// Typed views of the records the scenarios read, decoded in this one place (field codes are
+// product-contract §4). Steps compare fields of these, never raw field codes. A request's
+// reason body is never decoded: it must not reach a scenario record.
+
+type networkRun struct {
+	RecordID, RecordKey, RunID, NetworkID, BusinessKey, Status, LifecycleStatus string
+}
+
+func decodeNetworkRun(r kintoneapi.Record) networkRun {
+	return networkRun{RecordID: r.ID(), RecordKey: r.Str("record_key"), RunID: r.Str("run_id"),
+		NetworkID: r.Str("network_id"), BusinessKey: r.Str("business_key"), Status: r.Str("status"),
+		LifecycleStatus: r.Str("lifecycle_status")}
+}
+
+type nodeState struct {
+	RecordID, RunID, NodeID, JobID, Status, StatusReason, ActiveAttemptID string
+	BlockedBy                                                             []string
+	LatestAttemptNo                                                       string
+}
+
+func decodeNodeState(r kintoneapi.Record) nodeState {
+	return nodeState{RecordID: r.ID(), RunID: r.Str("run_id"), NodeID: r.Str("node_id"), JobID: r.Str("job_id"),
+		Status: r.Str("status"), StatusReason: r.Str("status_reason"), ActiveAttemptID: r.Str("active_attempt_id"),
+		BlockedBy: jsonList(r.Str("blocked_by")), LatestAttemptNo: r.Str("latest_attempt_no")}
+}
+
+type nodeAttempt struct {
+	RecordID, RunID, NodeAttemptID, AttemptKey, InvocationID, NodeID, JobID, ExecutionID string
+	Status, ResultCode                                                                   string
+	AttemptNo                                                                            int
+	ExecutionStartedAt, RunnerExecutionStartedAt, FinishedAt                             string
+}
+
+func decodeNodeAttempt(r kintoneapi.Record) nodeAttempt {
+	return nodeAttempt{RecordID: r.ID(), RunID: r.Str("run_id"), NodeAttemptID: r.Str("node_attempt_id"),
+		AttemptKey: r.Str("attempt_key"), InvocationID: r.Str("invocation_id"), NodeID: r.Str("node_id"),
+		JobID: r.Str("job_id"), ExecutionID: r.Str("execution_id"), Status: r.Str("status"),
+		ResultCode: r.Str("result_code"), AttemptNo: atoi(r.Str("attempt_no")),
+		ExecutionStartedAt: r.Str("execution_started_at"), RunnerExecutionStartedAt: r.Str("runner_execution_started_at"),
+		FinishedAt: r.Str("finished_at")}
+}
+
+type runInvocation struct {
+	RecordID, RecordKey, RunID, InvocationID, Mode, Status, ResultCode, RequestedBy, Host string
+	Selected, Preserved, Blocked                                                          []string
+}
+
+func decodeRunInvocation(r kintoneapi.Record) runInvocation {
+	return runInvocation{RecordID: r.ID(), RecordKey: r.Str("record_key"), RunID: r.Str("run_id"),
+		InvocationID: r.Str("invocation_id"), Mode: r.Str("mode"), Status: r.Str("status"),
+		ResultCode: r.Str("result_code"), RequestedBy: r.Str("requested_by"), Host: r.Str("host"),
+		Selected: jsonList(r.Str("selected_node_ids")), Preserved: jsonList(r.Str("preserved_node_ids")),
+		Blocked: jsonList(r.Str("blocked_node_ids"))}
+}
+
+type networkLock struct {
+	RecordID, Revision, RecordKey, LockKey, Profile, OwnerInvocationID  string
+	LeaseExpiresAt, HeartbeatAt, Status, StatusReason, BusinessRevision string
+}
+
+func decodeNetworkLock(r kintoneapi.Record) networkLock {
+	return networkLock{RecordID: r.ID(), Revision: r.Revision(), RecordKey: r.Str("record_key"),
+		LockKey: r.Str("lock_key"), Profile: r.Str("profile"), OwnerInvocationID: r.Str("owner_invocation_id"),
+		LeaseExpiresAt: r.Str("lease_expires_at"), HeartbeatAt: r.Str("heartbeat_at"), Status: r.Str("status"),
+		StatusReason: r.Str("status_reason"), BusinessRevision: r.Str("revision")}
+}
+
+type operationAudit struct {
+	RecordID, RecordKey, RunID, ResultCode, ResolvedAt string
+	Event                                              map[string]any // the audit object (the reason field's JSON)
+}
+
+func decodeOperationAudit(r kintoneapi.Record) operationAudit {
+	var ev map[string]any
+	_ = json.Unmarshal([]byte(r.Str("reason")), &ev)
+	return operationAudit{RecordID: r.ID(), RecordKey: r.Str("record_key"), RunID: r.Str("run_id"),
+		ResultCode: r.Str("result_code"), ResolvedAt: r.Str("resolved_at"), Event: ev}
+}
+
+type attemptResolution struct {
+	RecordID, RecordKey, AttemptID, ResolvedOutcome, EvidenceRef, ServicePrincipal, ApprovedBy, RequestedBy, ResolvedAt string
+}
+
+func decodeAttemptResolution(r kintoneapi.Record) attemptResolution {
+	return attemptResolution{RecordID: r.ID(), RecordKey: r.Str("record_key"), AttemptID: r.Str("attempt_id"),
+		ResolvedOutcome: r.Str("resolved_outcome"), EvidenceRef: r.Str("evidence_ref"),
+		ServicePrincipal: r.Str("service_principal"), ApprovedBy: r.Str("approved_by"),
+		RequestedBy: r.Str("requested_by"), ResolvedAt: r.Str("resolved_at")}
+}
+
+// operationRequest is a record of the operation-request app; its reason is not decoded.
+type operationRequest struct {
+	RecordID, Revision, RequestType, RunID, NetworkID, BusinessKey, ScheduledFor, RerunFromNode string
+	CancelRequested                                                                             bool
+	RequestState, ClaimedAt, ClaimHeartbeatAt, ClaimedHost, ResultCode, ResultMessage           string
+	Creator, CreatedAt                                                                          string
+}
+
+func decodeOperationRequest(r kintoneapi.Record) operationRequest {
+	creator := ""
+	if f, ok := r["作成者"]; ok {
+		if m, ok := f.Value.(map[string]any); ok {
+			creator, _ = m["code"].(string)
+		}
+	}
+	return operationRequest{RecordID: r.ID(), Revision: r.Revision(), RequestType: r.Str("request_type"),
+		RunID: r.Str("run_id"), NetworkID: r.Str("network_id"), BusinessKey: r.Str("business_key"),
+		ScheduledFor: r.Str("scheduled_for"), RerunFromNode: r.Str("rerun_from_node"),
+		CancelRequested: len(jsonList(r.Str("cancel_requested"))) > 0, RequestState: r.Str("request_state"),
+		ClaimedAt: r.Str("claimed_at"), ClaimHeartbeatAt: r.Str("claim_heartbeat_at"), ClaimedHost: r.Str("claimed_host"),
+		ResultCode: r.Str("result_code"), ResultMessage: r.Str("result_message"),
+		Creator: creator, CreatedAt: r.Str("作成日時")}
+}
+
+type jobLogRow struct {
+	RecordID, RecordType, Status, BatchID, CorrelationID, AttemptID, ExecutionID, JobID string
+	JobKey, JobKeyDone, RunnerExecutionStartedAt, StartedAt, FinishedAt                 string
+}
+
+func decodeJobLogRow(r kintoneapi.Record) jobLogRow {
+	return jobLogRow{RecordID: r.ID(), RecordType: r.Str("record_type"), Status: r.Str("status"),
+		BatchID: r.Str("batch_id"), CorrelationID: r.Str("correlation_id"), AttemptID: r.Str("attempt_id"),
+		ExecutionID: r.Str("execution_id"), JobID: r.Str("job_id"), JobKey: r.Str("job_key"),
+		JobKeyDone: r.Str("job_key_done"), RunnerExecutionStartedAt: r.Str("runner_execution_started_at"),
+		StartedAt: r.Str("started_at"), FinishedAt: r.Str("finished_at")}
+}
+
+// match is one exact field condition of a read.
+type match struct{ field, value string }
+
+// readExact reads the records of app that satisfy every condition and decodes them. The query
+// asks kintone with `in`, and the result is filtered exactly here: on a live tenant `=`/`in`
+// on a non-unique text field is token matching, so a key that extends ours (another scope's
+// `…_trial2`) would come back too.
+func readExact[T any](ctx context.Context, sc *scene, role string, decode func(kintoneapi.Record) T, conds ...match) ([]T, error) {
+	if len(conds) == 0 {
+		return nil, fmt.Errorf("readExact: no condition (a whole-app read is never what a step means)")
+	}
+	var q []string
+	for _, c := range conds {
+		q = append(q, fmt.Sprintf("%s in (%s)", c.field, quote(c.value)))
+	}
+	recs, err := sc.reader.GetAll(ctx, sc.app(role), strings.Join(q, " and "), nil)
+	if err != nil {
+		return nil, fmt.Errorf("read %s records where %s: %w", role, strings.Join(q, " and "), err)
+	}
+	var out []T
+	for _, r := range recs {
+		ok := true
+		for _, c := range conds {
+			ok = ok && r.Str(c.field) == c.value
+		}
+		if ok {
+			out = append(out, decode(r))
+		}
+	}
+	return out, nil
+}
+
+func quote(v string) string {
+	return `"` + strings.ReplaceAll(strings.ReplaceAll(v, `\`, `\\`), `"`, `\"`) + `"`
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(strings.TrimSpace(s))
+	return n
+}
+
+func jsonList(s string) []string {
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	var out []string
+	if err := json.Unmarshal([]byte(s), &out); err != nil {
+		return []string{"unparseable:" + s}
+	}
+	return out
+}
+
+func sortAttempts(atts []nodeAttempt) {
+	sort.SliceStable(atts, func(i, j int) bool { return atts[i].AttemptNo < atts[j].AttemptNo })
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func presence(ok bool) string {
+	if ok {
+		return "present"
+	}
+	return "missing"
+}
