@@ -11,11 +11,21 @@ import (
 
 // SweepScope deletes what the scope left in the state and audit apps (scenarios.md §3.6):
 // every record of the scope's runs (NETWORK_RUN whose business_key or network_id starts with
-// the scope), the scope networks' NETWORK_LOCK records and their LOCKDONE tombstones, the
-// audit records of those runs, the force-release audits naming a scope network and the
-// resolutions of scope attempts. Audit goes first, then state, in batches of 100 with ids and
-// revisions, each batch through the guard. It returns how many records it deleted. The JOB
-// log is never touched: its rows stay as evidence.
+// the scope), the scope networks' held NETWORK_LOCK records (lock_key = N1(profile,
+// network_id)), the audit records of those runs, the force-release audits naming a scope
+// network and the resolutions of scope attempts. Audit goes first, then state, in batches
+// of 100 with ids and revisions, each batch through the guard. It returns how many records
+// it deleted. The JOB log is never touched: its rows stay as evidence.
+//
+// It reads only fields the product writes, so it does on the sandbox what it can do on a
+// live tenant. A released lock is a LOCKDONE: tombstone whose lock_key, owner_invocation_id
+// and lease_token the product has cleared and which names no network (product-contract
+// §3.7): nothing ties it to a scope, so it is left alone (a known limitation, as in the
+// original harness). Lock records that still name a scope invocation as owner are swept.
+//
+// kintone's `=` / `in` on non-unique text (run_id, owner_invocation_id) is a token match
+// ("netrun_a" also finds "netrun_a_trial2"), so every query result is filtered exactly in Go
+// before anything is deleted: a record of another scope never reaches the guard.
 func (c *Client) SweepScope(ctx context.Context) (int, error) {
 	ix, err := c.loadScopeRuns(ctx)
 	if err != nil {
@@ -52,15 +62,11 @@ func (c *Client) SweepScope(ctx context.Context) (int, error) {
 		if err != nil {
 			return deleted, fmt.Errorf("sweep scope %s: state records: %w", c.scope, err)
 		}
-		locks, err := c.api.GetAll(ctx, c.apps.State, `record_type in ("NETWORK_LOCK")`, nil)
+		locks, err := c.scopeLocks(ctx, ix)
 		if err != nil {
 			return deleted, fmt.Errorf("sweep scope %s: lock records: %w", c.scope, err)
 		}
-		for _, r := range locks {
-			if c.inScopeDirect(ix, r) || c.inScopeIndirect(ix, r) {
-				recs = append(recs, r)
-			}
-		}
+		recs = append(recs, locks...)
 		n, err := c.deleteInBatches(ctx, c.apps.State, dedupe(recs))
 		deleted += n
 		if err != nil {
@@ -71,26 +77,57 @@ func (c *Client) SweepScope(ctx context.Context) (int, error) {
 }
 
 func (c *Client) recordsOfRuns(ctx context.Context, app string, ix *scopeIndex) ([]kintoneapi.Record, error) {
-	runs := make([]string, 0, len(ix.runs))
-	for id := range ix.runs {
-		runs = append(runs, id)
+	return c.getAllIn(ctx, app, "", "run_id", sortedKeys(ix.runs))
+}
+
+// scopeLocks reads the scope's NETWORK_LOCK records: held locks of the scope's networks by
+// lock_key, and lock records whose owner_invocation_id is a scope invocation (the product
+// clears it on release, so tombstones are not among them).
+func (c *Client) scopeLocks(ctx context.Context, ix *scopeIndex) ([]kintoneapi.Record, error) {
+	const lock = `record_type in ("NETWORK_LOCK")`
+	held, err := c.getAllIn(ctx, c.apps.State, lock, "lock_key", sortedKeys(ix.lockKeys))
+	if err != nil {
+		return nil, err
 	}
-	sort.Strings(runs)
+	owned, err := c.getAllIn(ctx, c.apps.State, lock, "owner_invocation_id", sortedKeys(ix.invocations))
+	if err != nil {
+		return nil, err
+	}
+	return append(held, owned...), nil
+}
+
+// getAllIn reads every record of app matching `[base and] field in (values)` and keeps those
+// whose field equals one of values exactly (kintone's in on non-unique text is a token
+// match). Values go 50 to a query, well inside kintone's URL limits.
+func (c *Client) getAllIn(ctx context.Context, app, base, field string, values []string) ([]kintoneapi.Record, error) {
 	var out []kintoneapi.Record
-	const perQuery = 50 // keeps the query string well inside kintone's URL limits
-	for start := 0; start < len(runs); start += perQuery {
-		chunk := runs[start:min(start+perQuery, len(runs))]
+	const perQuery = 50
+	for start := 0; start < len(values); start += perQuery {
+		chunk := values[start:min(start+perQuery, len(values))]
 		quoted := make([]string, len(chunk))
-		for i, id := range chunk {
-			quoted[i] = `"` + strings.ReplaceAll(id, `"`, `\"`) + `"`
+		for i, v := range chunk {
+			quoted[i] = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v) + `"`
 		}
-		recs, err := c.api.GetAll(ctx, app, "run_id in ("+strings.Join(quoted, ", ")+")", nil)
+		cond := field + " in (" + strings.Join(quoted, ", ") + ")"
+		if base != "" {
+			cond = base + " and " + cond
+		}
+		recs, err := c.api.GetAll(ctx, app, cond, nil)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("read %s in (%d values): %w", field, len(chunk), err)
 		}
-		out = append(out, recs...)
+		out = append(out, kintoneapi.Where(recs, field, chunk...)...)
 	}
 	return out, nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func dedupe(recs []kintoneapi.Record) []kintoneapi.Record {

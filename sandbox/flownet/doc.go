@@ -42,8 +42,11 @@
 //     defaults to all_success, idempotent is required.
 //   - Missing environment variables are `Error [CONFIG_MISSING]` naming every variable.
 //   - NETWORK_RUN also carries `profile` (the field exists in the app) so RUN_ID_MISMATCH,
-//     MAX_ACTIVE_RUNS and status can tell profiles apart; NETWORK_LOCK also carries
-//     `network_id` so scope cleanup can find lock tombstones.
+//     MAX_ACTIVE_RUNS and status can tell profiles apart. NETWORK_LOCK carries exactly the
+//     product's fields (§3.7); its released tombstone names no network, as on a live tenant.
+//   - Reads by a non-unique text field (run_id, network_id, attempt_id) page through every
+//     match and keep the exact ones in Go (store.findExact): kintone's = / in on such a
+//     field is a token match, so "k" also finds "k_trial2".
 //   - Admission order inside the lock (§12 gap 1): Run lookup → SUCCESS (NOOP or
 //     RERUN_FROM_SUCCESS_RUN) → RUN_ALREADY_EXISTS when resume was not asked → ARCHIVED or
 //     resume_allowed=false → hold → --rerun-from checks. NEW checks max_active_runs first.

@@ -180,19 +180,23 @@ type graph struct {
 
 func (s *sandbox) graph(runID string) graph {
 	s.t.Helper()
-	runs := s.all("state", `record_type in ("NETWORK_RUN") and run_id in ("`+runID+`")`)
+	// run_id in is a token match on kintone: keep the exact matches, as the steps do.
+	ofRun := func(app, recordType string) []kintoneapi.Record {
+		return kintoneapi.Where(s.all(app, `record_type in ("`+recordType+`") and run_id in (`+q(runID)+`)`), "run_id", runID)
+	}
+	runs := ofRun("state", "NETWORK_RUN")
 	require.Len(s.t, runs, 1, "exactly one NETWORK_RUN for %s", runID)
 	g := graph{run: runs[0], states: map[string]kintoneapi.Record{}, attempts: map[string][]kintoneapi.Record{}}
-	for _, r := range s.all("state", `record_type in ("NODE_STATE") and run_id in ("`+runID+`")`) {
+	for _, r := range ofRun("state", "NODE_STATE") {
 		g.states[r.Str("node_id")] = r
 	}
-	for _, r := range s.all("audit", `record_type in ("NODE_ATTEMPT") and run_id in ("`+runID+`")`) {
+	for _, r := range ofRun("audit", "NODE_ATTEMPT") {
 		g.attempts[r.Str("node_id")] = append(g.attempts[r.Str("node_id")], r)
 	}
 	for _, list := range g.attempts {
 		sort.Slice(list, func(i, j int) bool { return atoi(list[i].Str("attempt_no")) < atoi(list[j].Str("attempt_no")) })
 	}
-	g.invocations = s.all("audit", `record_type in ("RUN_INVOCATION") and run_id in ("`+runID+`")`)
+	g.invocations = ofRun("audit", "RUN_INVOCATION")
 	return g
 }
 

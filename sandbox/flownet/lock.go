@@ -49,9 +49,11 @@ func acquireLock(ctx context.Context, st *store, profile, networkID, owner, inst
 	l := &networkLock{st: st, n1: n1, recordKey: "LOCK:" + n1, profile: profile, networkID: networkID,
 		owner: owner, instance: instance, leaseToken: uuid.NewString(), lease: lease, heartbeat: hb, now: now}
 	t := now()
+	// Exactly the fields the product writes (product-contract §3.7): no network_id, so a
+	// cleanup that works here also works on a live tenant.
 	rec := vals(map[string]any{
 		"record_key": l.recordKey, "record_type": "NETWORK_LOCK", "lock_key": n1, "profile": profile,
-		"network_id": networkID, "owner_invocation_id": owner, "lease_token": l.leaseToken,
+		"owner_invocation_id": owner, "lease_token": l.leaseToken,
 		"started_at": isoMillis(t), "heartbeat_at": isoMillis(t), "lease_expires_at": isoMillis(t.Add(lease)),
 		"status": StatusRunning, "revision": 1, "status_reason": "owner_instance_id=" + instance,
 	})

@@ -243,7 +243,7 @@ func (c *cli) buildStatus(ctx context.Context, o statusOptions) (*statusDoc, err
 	detail := o.runID != "" || o.businessKey != ""
 	switch {
 	case o.runID != "":
-		runs, err = st.find(ctx, st.stateApp, `record_type in ("NETWORK_RUN") and run_id in (`+q(o.runID)+`)`)
+		runs, err = st.findExact(ctx, st.stateApp, `record_type in ("NETWORK_RUN") and run_id in (`+q(o.runID)+`)`, "run_id", o.runID)
 	case o.businessKey != "":
 		r1, kerr := R1Key(o.profile, o.networkID, o.businessKey)
 		if kerr != nil {
@@ -251,7 +251,7 @@ func (c *cli) buildStatus(ctx context.Context, o statusOptions) (*statusDoc, err
 		}
 		runs, err = st.find(ctx, st.stateApp, "record_key in ("+q(r1)+")")
 	default:
-		runs, err = st.findAll(ctx, st.stateApp, `record_type in ("NETWORK_RUN") and network_id in (`+q(o.networkID)+`)`)
+		runs, err = st.findExact(ctx, st.stateApp, `record_type in ("NETWORK_RUN") and network_id in (`+q(o.networkID)+`)`, "network_id", o.networkID)
 	}
 	if err != nil {
 		return nil, err
@@ -319,7 +319,7 @@ func readHold(ctx context.Context, st *store, runID string) (*statusHold, error)
 }
 
 func fillDetail(ctx context.Context, st *store, sr *statusRun, run kintoneapi.Record, doc *statusDoc) error {
-	invs, err := st.findAll(ctx, st.auditApp, `record_type in ("RUN_INVOCATION") and run_id in (`+q(sr.RunID)+`)`)
+	invs, err := st.findExact(ctx, st.auditApp, `record_type in ("RUN_INVOCATION") and run_id in (`+q(sr.RunID)+`)`, "run_id", sr.RunID)
 	if err != nil {
 		return err
 	}
@@ -327,7 +327,7 @@ func fillDetail(ctx context.Context, st *store, sr *statusRun, run kintoneapi.Re
 	for _, r := range invs { // findAll returns ascending $id
 		sr.Invocations = append(sr.Invocations, statusInvocation{r.Str("invocation_id"), r.Str("mode"), r.Str("status"), r.Str("result_code")})
 	}
-	atts, err := st.findAll(ctx, st.auditApp, `record_type in ("NODE_ATTEMPT") and run_id in (`+q(sr.RunID)+`)`)
+	atts, err := st.findExact(ctx, st.auditApp, `record_type in ("NODE_ATTEMPT") and run_id in (`+q(sr.RunID)+`)`, "run_id", sr.RunID)
 	if err != nil {
 		return err
 	}
@@ -337,7 +337,7 @@ func fillDetail(ctx context.Context, st *store, sr *statusRun, run kintoneapi.Re
 		byNode[a.Str("node_id")] = append(byNode[a.Str("node_id")], a)
 		byID[a.Str("node_attempt_id")] = a
 	}
-	states, err := st.findAll(ctx, st.stateApp, `record_type in ("NODE_STATE") and run_id in (`+q(sr.RunID)+`)`)
+	states, err := st.findExact(ctx, st.stateApp, `record_type in ("NODE_STATE") and run_id in (`+q(sr.RunID)+`)`, "run_id", sr.RunID)
 	if err != nil {
 		return err
 	}

@@ -95,13 +95,40 @@ func (s *store) findAll(ctx context.Context, app, condition string) ([]kintoneap
 	return recs, nil
 }
 
+// findExact pages through every record matching condition, which selects by the
+// non-unique text field with `= value` or `in (value)`, and keeps those whose field is
+// exactly value: kintone's = / in on such a field is a token match ("k" also finds
+// "k_trial2"), so the query narrows the read and Go decides. All pages are read, so token
+// matches can never push an exact one out of a limit.
+func (s *store) findExact(ctx context.Context, app, condition, field, value string) ([]kintoneapi.Record, error) {
+	recs, err := s.findAll(ctx, app, condition)
+	if err != nil {
+		return nil, err
+	}
+	return kintoneapi.Where(recs, field, value), nil
+}
+
 // findOne returns the single record query matches, nil when there is none; more than one
-// is the error tooMany builds from the count.
+// is the error tooMany builds from the count. query must select by unique fields only
+// (record_key, $id): those kintone compares exactly.
 func (s *store) findOne(ctx context.Context, app, query string, tooMany func(n int) error) (kintoneapi.Record, error) {
 	recs, err := s.find(ctx, app, query)
 	if err != nil {
 		return nil, err
 	}
+	return one(recs, tooMany)
+}
+
+// findOneExact is findOne for a condition on a non-unique text field (see findExact).
+func (s *store) findOneExact(ctx context.Context, app, condition, field, value string, tooMany func(n int) error) (kintoneapi.Record, error) {
+	recs, err := s.findExact(ctx, app, condition, field, value)
+	if err != nil {
+		return nil, err
+	}
+	return one(recs, tooMany)
+}
+
+func one(recs []kintoneapi.Record, tooMany func(n int) error) (kintoneapi.Record, error) {
 	switch len(recs) {
 	case 0:
 		return nil, nil

@@ -55,6 +55,32 @@ func TestLostInsertResponseIsAdjudicatedByExecutionID(t *testing.T) {
 	assert.Len(t, e.logRecords(t), 1, "no second insert")
 }
 
+// failingPost fails every POST before it is sent: the insert certainly did not land.
+type failingPost struct{ base http.RoundTripper }
+
+func (f failingPost) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPost {
+		return nil, errors.New("connection refused (test)")
+	}
+	return f.base.RoundTrip(r)
+}
+
+// A row whose execution_id extends ours is a token match of `execution_id = ours`, not our
+// insert: adjudication keeps exact matches only and reports the lock unavailable.
+func TestLostInsertIsNotAdjudicatedByATokenMatch(t *testing.T) {
+	e := startEmu(t, nil)
+	_, _, err := e.admin.AddRecord(context.Background(), e.apps["log"].ID, kintoneapi.Values(map[string]any{
+		"record_type": "JOB", "status": "SUCCESS", "execution_id": "exec-gone_trial2"}))
+	require.NoError(t, err)
+	jl, _ := logConn(t, e, http.MethodPost)
+	jl.c.kc.HTTP.Transport = failingPost{base: jl.c.kc.HTTP.Transport}
+	rec := kintoneapi.Values(map[string]any{"record_type": "JOB", "status": "RUNNING", "job_key": "sandbox:gone_job", "execution_id": "exec-gone"})
+	_, _, err = jl.acquire(context.Background(), "sandbox:gone_job", "exec-gone", rec)
+	var lu *lockUnavailableError
+	require.ErrorAs(t, err, &lu, "the other execution's row must not be taken for ours")
+	assert.Len(t, e.logRecords(t), 1)
+}
+
 func TestLostMarkerResponseIsAdjudicatedAtMinutePrecision(t *testing.T) {
 	e := startEmu(t, nil)
 	id := holdJobKey(t, e, "sandbox:marker_job")
