@@ -136,6 +136,20 @@ func TestJudge(t *testing.T) {
 	v, _, _ = judge(c, rec)
 	assert.Equal(t, verdictCaught, v)
 
+	// The declared assertion failed, but the SUT crashed on the way: not a catch.
+	crashed := failedOn(ok, right)
+	crashed.Processes = []results.Process{{Name: "flownet-run-2", StderrTail: "Error [SCHEDULER_FAILED]: boom\n"}}
+	v, why, failing = judge(c, crashed)
+	assert.Equal(t, verdictEscaped, v)
+	assert.Contains(t, why, `crashed: flownet-run-2: "Error [SCHEDULER_FAILED]: boom"`)
+	assert.Equal(t, `attempt numbers of node n1_extract: expected 1, seen 1,2`, failing)
+	crashed = failedOn()
+	crashed.Steps[1].Error = "attempt numbers of node n1_extract: expected 1, saw 1,2"
+	crashed.Processes = []results.Process{{Name: "flownet-run-2", Signal: "SIGABRT"}}
+	v, why, _ = judge(c, crashed)
+	assert.Equal(t, verdictEscaped, v)
+	assert.Contains(t, why, "crashed: flownet-run-2: ended by SIGABRT")
+
 	v, why, _ = judge(c, &results.Scenario{Status: results.StatusPassed})
 	assert.Equal(t, verdictEscaped, v)
 	assert.Equal(t, "the scenario passed", why)
@@ -148,6 +162,60 @@ func TestJudge(t *testing.T) {
 	v, why, _ = judge(c, &results.Scenario{Status: results.StatusFailed, Steps: []results.Step{{Status: "passed"}}, Cleanup: results.Cleanup{Error: "delete failed"}})
 	assert.Equal(t, verdictEscaped, v)
 	assert.Contains(t, why, "cleanup")
+}
+
+// A catch counts only when the SUT ran to its normal end: these are the ends the crash rule
+// must tell apart.
+func TestCrashOf(t *testing.T) {
+	code := func(n int) *int { return &n }
+	flownet := func(stderr string) results.Process {
+		return results.Process{Name: "flownet-run-2", Argv: []string{"flowsandbox", "flownet", "run-network"}, ExitCode: code(1), StderrTail: stderr}
+	}
+	crashes := map[string]struct {
+		p    results.Process
+		want string
+	}{
+		"scheduler failed": {flownet("Error [SCHEDULER_FAILED]: create Attempt 1 of n2_fail\n"), `"Error [SCHEDULER_FAILED]`},
+		"kintone refusal surfacing": {flownet("Error [REMOTE_ERROR]: create Attempt 1 of n2_fail: insert ATT:x: kintone: HTTP 400 [CB_VA01] duplicate\n"),
+			"kintone error CB_VA01"},
+		"uncoded error":          {flownet("Error [RUN_NETWORK_FAILED]: open bundle: EOF\n"), "RUN_NETWORK_FAILED"},
+		"own records broken":     {flownet("Error [INVALID_STATE_TRANSITION]: node n1: SUCCESS -> RUNNING is not allowed\n"), "INVALID_STATE_TRANSITION"},
+		"json scheduler failure": {results.Process{Name: "flownet-run-1", ExitCode: code(1), StdoutTail: `{"outcome":"NEW","invocation_result_code":"SCHEDULER_FAILED"}` + "\n"}, "invocation_result_code SCHEDULER_FAILED"},
+		"go panic": {results.Process{Name: "flownet-run-1", ExitCode: code(2),
+			StderrTail: "panic: runtime error: index out of range [3] with length 3\n\ngoroutine 1 [running]:\nmain.main()\n"}, "Go runtime failure \"panic: runtime error"},
+		"dump end only": {results.Process{Name: "standalone-ksql-flow-1", ExitCode: code(2),
+			StderrTail: "\t/src/x.go:12 +0x1d\n\ngoroutine 7 [select]:\nnet/http.(*persistConn).readLoop()\n"}, "goroutine 7 ["},
+		"runtime fatal":       {results.Process{Name: "ksql-flow-1", ExitCode: code(2), StderrTail: "fatal error: concurrent map writes\n"}, "fatal error"},
+		"own signal":          {results.Process{Name: "flownet-run-1", Signal: "SIGSEGV"}, "ended by SIGSEGV"},
+		"kintone in ksqlflow": {results.Process{Name: "standalone-ksql-flow-1", ExitCode: code(3), StderrTail: "ksql-flow: final JOB log update of record 4: kintone: HTTP 409 [GAIA_CO02] conflict\n"}, "GAIA_CO02"},
+	}
+	for name, tc := range crashes {
+		t.Run(name, func(t *testing.T) {
+			ok := results.Process{Name: "standalone-ksql-flow-1", ExitCode: code(0)}
+			got := crashOf(&results.Scenario{Processes: []results.Process{ok, tc.p}})
+			assert.Contains(t, got, tc.p.Name+": ")
+			assert.Contains(t, got, tc.want)
+		})
+	}
+	normal := map[string]results.Process{
+		"failed run":        flownet("NEW: Run netrun_1 finished with aggregate FAILED (NODE_FAILED_OR_BLOCKED).\n"),
+		"rejection":         flownet("Error [RUN_ALREADY_EXISTS]: an unfinished Run netrun_1 exists\nBlocking run_id(s): netrun_1\n"),
+		"lease lost":        flownet("Error [NETWORK_LEASE_INTERRUPTED]: heartbeat fenced\n"),
+		"warning":           flownet("Warning [LOCK_UNAVAILABLE]: network lock release failed: timeout\n"),
+		"deferred json":     {Name: "flownet-run-1", ExitCode: code(1), StdoutTail: `{"outcome":"NEW","invocation_result_code":"NODES_DEFERRED"}`},
+		"harness kill":      {Name: "ksql-flow-1", Signal: "SIGKILL"},
+		"harness stop":      {Name: "flownet-run-1", Signal: "SIGINT"},
+		"harness terminate": {Name: "flownet-run-1", Signal: "SIGTERM"},
+		"still running":     {Name: "flownet-run-1", Signal: "still running when recorded"},
+		// The Error rule is FlowNet's: kSQL-Flow's own codes (exit 3 INTERNAL_ERROR is a
+		// result it reports) are judged by the scenario.
+		"ksql-flow result": {Name: "standalone-ksql-flow-1", ExitCode: code(3), StderrTail: "Error [INTERNAL_ERROR]: reported in the result\n"},
+		"lock conflict":    {Name: "standalone-ksql-flow-1", ExitCode: code(5), StderrTail: "ksql-flow: statement 1/3\n"},
+	}
+	for name, p := range normal {
+		assert.Empty(t, crashOf(&results.Scenario{Processes: []results.Process{p}}), name)
+	}
+	assert.Empty(t, crashOf(&results.Scenario{}))
 }
 
 func TestExcerptKeepsTheDeclaredPart(t *testing.T) {

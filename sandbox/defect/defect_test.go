@@ -91,15 +91,18 @@ func TestEverySwitchIsCatalogued(t *testing.T) {
 
 // Built without tags (as here, and as shipped), every switch is off.
 func TestShippedBuildHasEveryDefectOff(t *testing.T) {
-	for _, on := range []bool{ResumeRerunsSuccess, ResumeRestartsAttemptNo, LockConflictFailsNode, KilledChildFailed,
+	switches := []bool{ResumeRerunsSuccess, ResumeRestartsAttemptNo, LockConflictFailsNode, KilledChildFailed,
 		DownstreamNotBlocked, BlockedByMissing, ResumePrintsNew, JobLogWrongCorrelation,
-		KintoneAcceptsDuplicateUnique, KintoneIgnoresStaleRevision} {
+		KintoneAcceptsDuplicateUnique, KintoneIgnoresStaleRevision, IndependentBranchSkipped,
+		DeferralWithoutNodesDeferred, DeferralMarksRunFailed, JobLogWrongExecutionId, ExtraInvocation,
+		RunKeyOmitsProfile, ResumeReportsInvocationId, ForceUnlockMissesDeadHolder, ResultStartedAtIsAsOf}
+	for _, on := range switches {
 		assert.False(t, on)
 	}
 	// The list above must name every switch.
 	files, err := filepath.Glob("*_off.go")
 	require.NoError(t, err)
-	assert.Len(t, files, 10, "a new switch must be added to this test's list")
+	assert.Len(t, files, len(switches), "a new switch must be added to this test's list")
 }
 
 // sandboxSources are the non-test Go files of sandbox/ outside this package, by path.

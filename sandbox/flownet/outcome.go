@@ -69,6 +69,9 @@ func Aggregate(nodeStatuses []string, started bool) string {
 	if all {
 		return StatusSuccess
 	}
+	if started && defect.DeferralMarksRunFailed {
+		return StatusFailed // planted defect (issue 13): a started Run with nodes left WAITING is taken as failed
+	}
 	if started {
 		return StatusRunning
 	}
@@ -97,6 +100,9 @@ func InvocationFinal(aggregate string) (status, code string) {
 	case StatusCancelled:
 		return StatusCancelled, CodeNodeCancelled
 	default: // CREATED / RUNNING: nodes are left for a later Invocation
+		if defect.DeferralWithoutNodesDeferred {
+			return StatusCancelled, CodeNodeCancelled // planted defect (issue 13): a deferral reported like a cancelled node
+		}
 		return StatusCancelled, CodeNodesDeferred
 	}
 }

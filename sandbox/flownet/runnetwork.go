@@ -168,7 +168,11 @@ func (c *cli) runNetwork(args []string) int {
 		if defect.ResumePrintsNew && label == "RESUME" {
 			label = "NEW" // planted defect (issue 10): the summary line names every Invocation NEW
 		}
-		fmt.Fprintf(c.stdout, "%s: Run %s finished with aggregate %s (%s).\n", label, *out.RunID, *out.AggregateStatus, out.InvocationResultCode)
+		id := *out.RunID
+		if defect.ResumeReportsInvocationId && out.Outcome == "RESUME" && out.InvocationID != nil {
+			id = *out.InvocationID // planted defect (issue 13): the resume summary names the Invocation where the Run belongs
+		}
+		fmt.Fprintf(c.stdout, "%s: Run %s finished with aggregate %s (%s).\n", label, id, *out.AggregateStatus, out.InvocationResultCode)
 	}
 	if out.Outcome == "NOOP" || (out.AggregateStatus != nil && *out.AggregateStatus == StatusSuccess) {
 		return 0
@@ -371,13 +375,11 @@ func firstNonEmpty(v ...string) string {
 
 // findRun reads the NETWORK_RUN by run id or by R1 key (nil when there is none).
 func (e *execution) findRun(ctx context.Context, byRunID, r1 string) (kintoneapi.Record, error) {
-	query := "record_key in (" + q(r1) + ")"
+	tooMany := func(n int) error { return coded("MULTIPLE_RUNS", "%d NETWORK_RUN records match", n) }
 	if byRunID != "" {
-		query = `record_type in ("NETWORK_RUN") and run_id in (` + q(byRunID) + `)`
+		return e.st.findOneExact(ctx, e.st.stateApp, `record_type in ("NETWORK_RUN") and run_id in (`+q(byRunID)+`)`, "run_id", byRunID, tooMany)
 	}
-	return e.st.findOne(ctx, e.st.stateApp, query, func(n int) error {
-		return coded("MULTIPLE_RUNS", "%d NETWORK_RUN records match", n)
-	})
+	return e.st.findOne(ctx, e.st.stateApp, "record_key in ("+q(r1)+")", tooMany)
 }
 
 // holdState reads the Run's CANCEL_REQUEST hold state ("" when none).
@@ -452,7 +454,7 @@ func (e *execution) admit(ctx context.Context, wc *Network, o runOptions, key De
 
 // checkActiveRuns enforces max_active_runs over the other business keys' resumable Runs.
 func (e *execution) checkActiveRuns(ctx context.Context, n *Network, r1 string) error {
-	runs, err := e.st.findAll(ctx, e.st.stateApp, `record_type in ("NETWORK_RUN") and network_id in (`+q(n.NetworkID)+`)`)
+	runs, err := e.st.findExact(ctx, e.st.stateApp, `record_type in ("NETWORK_RUN") and network_id in (`+q(n.NetworkID)+`)`, "network_id", n.NetworkID)
 	if err != nil {
 		return err
 	}

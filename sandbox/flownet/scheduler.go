@@ -92,7 +92,7 @@ func transitionAllowed(ns *nodeState, to string) bool {
 // loadStates reads the Run's Node States and creates the missing ones (WAITING, revision 1):
 // this also completes a NEW that stopped after the Run insert.
 func (e *execution) loadStates(ctx context.Context) error {
-	recs, err := e.st.findAll(ctx, e.st.stateApp, `record_type in ("NODE_STATE") and run_id in (`+q(e.runID)+`)`)
+	recs, err := e.st.findExact(ctx, e.st.stateApp, `record_type in ("NODE_STATE") and run_id in (`+q(e.runID)+`)`, "run_id", e.runID)
 	if err != nil {
 		return err
 	}
@@ -143,6 +143,9 @@ func (e *execution) createInvocation(ctx context.Context, reason string, selecte
 		"selected_node_ids": jsonArray(selected), "preserved_node_ids": jsonArray(preserved), "blocked_node_ids": jsonArray(blocked),
 	})
 	id, rev, err := e.st.insert(ctx, e.st.auditApp, "INV:"+e.invID, rec, "invocation_id")
+	if defect.ExtraInvocation && e.mode == "NEW" && err == nil {
+		_, _, err = e.st.insert(ctx, e.st.auditApp, "INV:"+e.invID+":retry", rec, "invocation_id") // planted defect (issue 13): a blind resend under its own key, never adjudicated against the first
+	}
 	if err != nil {
 		return fmt.Errorf("create Invocation %s: %w", e.invID, err)
 	}
@@ -230,7 +233,7 @@ func (e *execution) updateRun(ctx context.Context, startNow bool) (string, error
 }
 
 func (e *execution) loadAttempts(ctx context.Context) error {
-	recs, err := e.st.findAll(ctx, e.st.auditApp, `record_type in ("NODE_ATTEMPT") and run_id in (`+q(e.runID)+`)`)
+	recs, err := e.st.findExact(ctx, e.st.auditApp, `record_type in ("NODE_ATTEMPT") and run_id in (`+q(e.runID)+`)`, "run_id", e.runID)
 	if err != nil {
 		return err
 	}
@@ -332,6 +335,9 @@ func (e *execution) schedule(ctx context.Context) (agg, status, code string, err
 		}
 		if err := e.runNode(ctx, ns); err != nil {
 			return "", "", "", err
+		}
+		if defect.IndependentBranchSkipped && (ns.status == StatusFailed || ns.status == StatusUnknown) {
+			break // planted defect (issue 13): fail-fast; the independent branch is never started
 		}
 	}
 	agg, err = e.updateRun(ctx, false)
@@ -440,10 +446,10 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 		}
 	}
 	no++
-	if defect.ResumeRestartsAttemptNo && e.mode == "RESUME" {
-		no = 1 // planted defect (issue 10): a resume numbers attempts as if the node had never run
-	}
 	attemptID := "attempt_" + uuid.NewString()
+	if defect.ResumeRestartsAttemptNo && e.mode == "RESUME" && ns.active != "" {
+		attemptID = ns.active // planted defect (issue 13): the retry reuses the node's stale active_attempt_id; the insert adjudicates onto that old Attempt
+	}
 	a1, err := A1Key(e.runID, ns.node.ID, int64(no))
 	if err != nil {
 		return err
@@ -535,9 +541,11 @@ func noResultMessage(rr runResult, obs Observation) string {
 	return b.String()
 }
 
-// jobLog reads the JOB-log row of an attempt (nil when there is none; more than one is an error).
+// jobLog reads the JOB-log row of an attempt (nil when there is none; more than one is an
+// error). attempt_id is non-unique text, so every token match is read and Go keeps the
+// exact one; a `limit 2` could let rows of attempts whose id extends this one hide it.
 func (e *execution) jobLog(ctx context.Context, attemptID string) (kintoneapi.Record, error) {
-	return e.st.findOne(ctx, e.st.logApp, "attempt_id = "+q(attemptID)+" order by runner_execution_started_at desc limit 2", func(n int) error {
+	return e.st.findOneExact(ctx, e.st.logApp, "attempt_id = "+q(attemptID), "attempt_id", attemptID, func(n int) error {
 		return coded(codeMultipleRecords, "JOB log has %d rows for attempt %s", n, attemptID)
 	})
 }
@@ -606,7 +614,7 @@ func jobLogStatus(r kintoneapi.Record) string {
 // finalizeOtherInvocations closes Invocations of this Run left RUNNING by a process that
 // lost its lease or died: CANCELLED / NETWORK_LEASE_INTERRUPTED, with a reconciliation audit.
 func (e *execution) finalizeOtherInvocations(ctx context.Context) error {
-	recs, err := e.st.findAll(ctx, e.st.auditApp, `record_type in ("RUN_INVOCATION") and run_id in (`+q(e.runID)+`) and status in ("RUNNING")`)
+	recs, err := e.st.findExact(ctx, e.st.auditApp, `record_type in ("RUN_INVOCATION") and run_id in (`+q(e.runID)+`) and status in ("RUNNING")`, "run_id", e.runID)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/ksqlflow/flowtest/kintoneapi"
+	"github.com/ksqlflow/flowtest/sandbox/defect"
 )
 
 // JOB log record statuses (product-contract §4.4).
@@ -81,6 +82,7 @@ type lockUnavailableError struct{ err error }
 func (e *lockUnavailableError) Error() string { return "JOB log unavailable: " + e.err.Error() }
 func (e *lockUnavailableError) Unwrap() error { return e.err }
 
+// findByKey reads the record holding job key (unique, so kintone compares it exactly).
 func (j *jobLog) findByKey(ctx context.Context, key string) ([]kintoneapi.Record, error) {
 	return j.c.kc.GetRecords(ctx, j.app, "job_key = "+quoteQ(key)+" order by $id asc limit 2", nil)
 }
@@ -105,8 +107,11 @@ func (j *jobLog) acquire(ctx context.Context, key, execID string, rec kintoneapi
 			}
 			continue
 		case kintoneapi.IsNetwork(err):
-			// Lost response: the insert may have landed. Our execution id decides.
-			recs, rerr := j.c.kc.GetRecords(ctx, j.app, "execution_id = "+quoteQ(execID)+" limit 1", nil)
+			// Lost response: the insert may have landed. Our execution id decides. It is
+			// non-unique text, which kintone matches by tokens ("x" also finds "x_trial2"),
+			// so every match is read and only an exact one counts.
+			recs, rerr := j.c.kc.GetAll(ctx, j.app, "execution_id = "+quoteQ(execID), nil)
+			recs = kintoneapi.Where(recs, "execution_id", execID)
 			if rerr == nil && len(recs) == 1 {
 				return recs[0].ID(), recs[0].Revision(), nil
 			}
@@ -199,6 +204,9 @@ type unlockRequest struct {
 // outcome, the record id (if any) and the holder summary.
 func (j *jobLog) forceUnlock(ctx context.Context, r unlockRequest) (outcome string, recordID *string, before *unlockBefore, next string) {
 	recs, err := j.findByKey(ctx, r.key)
+	if defect.ForceUnlockMissesDeadHolder {
+		recs, err = j.c.kc.GetRecords(ctx, j.app, "job_key_done = "+quoteQ(r.key)+" order by $id asc limit 2", nil) // planted defect (issue 13): the holder is looked up by the field only a finished run fills
+	}
 	if err != nil {
 		return outUnconfirmed, nil, nil, "the JOB log could not be read (" + err.Error() + "); retry force-unlock-job"
 	}

@@ -285,6 +285,9 @@ func execute(o *runOpts, stopRequested func() bool, stderr io.Writer) *Execution
 		if o.asOf != "" {
 			rec["as_of"] = kintoneTime(asOf)
 		}
+		if defect.JobLogWrongExecutionId {
+			rec["execution_id"] = newUUID() // planted defect (issue 13): the JOB log mints its own id instead of the result's executionId
+		}
 		if defect.JobLogWrongCorrelation {
 			rec["correlation_id"] = o.attemptID // planted defect (issue 10): the two orchestrator ids mixed up
 		}
@@ -333,6 +336,9 @@ func execute(o *runOpts, stopRequested func() bool, stderr io.Writer) *Execution
 	}
 	res.ExecutionStarted = true
 	res.StartedAt = strPtr(isoMillis(startAt))
+	if defect.ResultStartedAtIsAsOf && o.asOf != "" {
+		res.StartedAt = strPtr(isoMillis(asOf))
+	}
 
 	timeout := time.Duration(prof.Limits.BatchTimeoutSec) * time.Second
 	if sc.Header.TimeoutSec != nil {
