@@ -1,8 +1,13 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -23,7 +28,25 @@ type Feature struct {
 // Discover parses every .feature file under root in fsys and maps each scenario to the
 // manifest entry whose id it carries as a tag. A scenario that carries no manifest id, or
 // an id that two scenarios carry, is an error: the manifest is the one list of what exists.
+// Errors name the file and line as paths inside fsys; DiscoverNamed prefixes them.
 func Discover(fsys fs.FS, root string, m *Manifest) (map[string]*Feature, error) {
+	return DiscoverNamed(fsys, root, m, "")
+}
+
+// DiscoverNamed is Discover with errors naming files as prefix/<path> (the features directory
+// as the operator knows it, e.g. "features"), so that "features/m5/x.feature:5" can be opened.
+// Every error is one line with file:line. Besides Discover's rules it refuses a feature file
+// that does not parse (with gherkin's line and column), one that holds no scenario, and a
+// scenario whose tags disagree with its manifest entry: each must carry the entry's @<series>
+// and @acc-<n> tags (or `--tags @m5` would silently skip it) and no series or acceptance tag the
+// entry does not declare (or it would be selected by someone else's tag).
+func DiscoverNamed(fsys fs.FS, root string, m *Manifest, prefix string) (map[string]*Feature, error) {
+	show := func(p string) string {
+		if prefix == "" {
+			return p
+		}
+		return path.Join(filepath.ToSlash(prefix), p)
+	}
 	var paths []string
 	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -35,51 +58,130 @@ func Discover(fsys fs.FS, root string, m *Manifest) (map[string]*Feature, error)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("find feature files under %s: %w", root, err)
+		return nil, fmt.Errorf("find feature files under %s: %w", show(root), err)
 	}
 	sort.Strings(paths)
 	found := map[string]*Feature{}
-	if len(paths) == 0 {
-		return found, nil
-	}
-	suite := godog.TestSuite{Options: &godog.Options{FS: fsys, Paths: paths, Strict: true}}
-	feats, err := suite.RetrieveFeatures()
-	if err != nil {
-		return nil, fmt.Errorf("parse feature files: %w", err)
-	}
-	known := map[string]bool{}
+	known := map[string]Entry{}
+	seriesTags := map[string]bool{}
+	var ids []string
 	for _, e := range m.Scenarios {
-		known[e.ID] = true
+		known[e.ID] = e
+		ids = append(ids, "@"+e.ID)
+		seriesTags["@"+e.Series] = true
 	}
-	for _, ft := range feats {
-		for _, p := range ft.Pickles {
-			var tags []string
-			var ids []string
-			for _, t := range p.Tags {
-				tags = append(tags, t.Name)
-				if known[strings.TrimPrefix(t.Name, "@")] {
-					ids = append(ids, strings.TrimPrefix(t.Name, "@"))
+	for _, file := range paths {
+		// One file at a time, so that a parse error is attributed to its file.
+		suite := godog.TestSuite{Options: &godog.Options{FS: fsys, Paths: []string{file}, Strict: true}}
+		feats, err := suite.RetrieveFeatures()
+		if err != nil {
+			return nil, gherkinError(show(file), err)
+		}
+		pickles := 0
+		for _, ft := range feats {
+			pickles += len(ft.Pickles)
+		}
+		if pickles == 0 {
+			return nil, fmt.Errorf("%s: no scenario in this feature file (each scenario is one manifest entry; delete the file or add a Scenario)", show(file))
+		}
+		for _, ft := range feats {
+			for _, p := range ft.Pickles {
+				if len(p.AstNodeIds) == 0 {
+					return nil, fmt.Errorf("%s: scenario %q has no source location", show(ft.Uri), p.Name)
 				}
+				sc := ft.FindScenario(p.AstNodeIds[0])
+				if sc == nil {
+					return nil, fmt.Errorf("%s: scenario %q has no source location", show(ft.Uri), p.Name)
+				}
+				where := fmt.Sprintf("%s:%d", show(ft.Uri), sc.Location.Line)
+				var tags, mine []string
+				for _, t := range p.Tags {
+					tags = append(tags, t.Name)
+					if _, ok := known[strings.TrimPrefix(t.Name, "@")]; ok {
+						mine = append(mine, strings.TrimPrefix(t.Name, "@"))
+					}
+				}
+				switch len(mine) {
+				case 0:
+					hint := ""
+					var near []string
+					for _, t := range tags {
+						if !seriesTags[t] && !strings.HasPrefix(t, "@acc-") {
+							near = append(near, Closest(t, ids, 1)...)
+						}
+					}
+					if len(near) > 0 {
+						hint = " (closest manifest id: " + strings.Join(slices.Compact(near), ", ") + ")"
+					}
+					return nil, fmt.Errorf("%s: scenario %q carries no tag naming a manifest id (add @<id> and list the id in features/manifest.yaml)%s", where, p.Name, hint)
+				case 1:
+				default:
+					return nil, fmt.Errorf("%s: scenario %q carries several manifest ids: %s", where, p.Name, strings.Join(mine, ", "))
+				}
+				id := mine[0]
+				if prev, dup := found[id]; dup {
+					return nil, fmt.Errorf("%s: scenario id %s is already used at %s:%d", where, id, show(prev.Path), prev.Line)
+				}
+				if err := checkEntryTags(known[id], tags, seriesTags); err != nil {
+					return nil, fmt.Errorf("%s: scenario %q (@%s): %v", where, p.Name, id, err)
+				}
+				f := &Feature{ID: id, Path: ft.Uri, Line: sc.Location.Line, Name: p.Name, Tags: tags}
+				if ft.GherkinDocument != nil && ft.GherkinDocument.Feature != nil {
+					f.Feature = ft.GherkinDocument.Feature.Name
+				}
+				for _, st := range sc.Steps {
+					f.StepText = append(f.StepText, strings.TrimSpace(st.Keyword)+" "+st.Text)
+				}
+				found[id] = f
 			}
-			sc := ft.FindScenario(p.AstNodeIds[0])
-			where := fmt.Sprintf("%s:%d", ft.Uri, sc.Location.Line)
-			switch len(ids) {
-			case 0:
-				return nil, fmt.Errorf("%s: scenario %q carries no tag naming a manifest id (add @<id> and list the id in features/manifest.yaml)", where, p.Name)
-			case 1:
-			default:
-				return nil, fmt.Errorf("%s: scenario %q carries several manifest ids: %s", where, p.Name, strings.Join(ids, ", "))
-			}
-			id := ids[0]
-			if prev, dup := found[id]; dup {
-				return nil, fmt.Errorf("%s: scenario id %s is already used at %s:%d", where, id, prev.Path, prev.Line)
-			}
-			f := &Feature{ID: id, Path: ft.Uri, Line: sc.Location.Line, Name: p.Name, Feature: ft.GherkinDocument.Feature.Name, Tags: tags}
-			for _, st := range sc.Steps {
-				f.StepText = append(f.StepText, strings.TrimSpace(st.Keyword)+" "+st.Text)
-			}
-			found[id] = f
 		}
 	}
 	return found, nil
+}
+
+// checkEntryTags compares a scenario's tags with what its manifest entry implies.
+func checkEntryTags(e Entry, tags []string, seriesTags map[string]bool) error {
+	var missing, foreign []string
+	for _, t := range e.Tags()[1:] { // [0] is @<id>, found already
+		if !slices.Contains(tags, t) {
+			missing = append(missing, t)
+		}
+	}
+	implied := e.Tags()
+	for _, t := range tags {
+		if slices.Contains(implied, t) {
+			continue
+		}
+		if seriesTags[t] || strings.HasPrefix(t, "@acc-") {
+			foreign = append(foreign, t)
+		}
+	}
+	switch {
+	case len(missing) > 0:
+		return fmt.Errorf("lacks %s, which its manifest entry implies (series %s, acceptance [%s]); without it a selection by that tag would skip this scenario", strings.Join(missing, " "), e.Series, strings.Join(e.Acceptance, ", "))
+	case len(foreign) > 0:
+		return fmt.Errorf("carries %s, which its manifest entry does not declare (series %s, acceptance [%s]); declare it in features/manifest.yaml or remove the tag", strings.Join(foreign, " "), e.Series, strings.Join(e.Acceptance, ", "))
+	}
+	return nil
+}
+
+var gherkinLoc = regexp.MustCompile(`^\((\d+):(\d+)\): (.*)$`)
+
+// gherkinError turns godog's "x.feature - Parser errors:\n(5:3): expected: …" into one line,
+// "features/x.feature:5:3: expected: …", with the number of further errors.
+func gherkinError(file string, err error) error {
+	var locs []string
+	for _, l := range strings.Split(err.Error(), "\n") {
+		if m := gherkinLoc.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
+			locs = append(locs, fmt.Sprintf("%s:%s:%s: %s", file, m[1], m[2], m[3]))
+		}
+	}
+	switch len(locs) {
+	case 0:
+		return fmt.Errorf("%s: parse feature file: %s", file, strings.Join(strings.Fields(err.Error()), " "))
+	case 1:
+		return errors.New(locs[0])
+	default:
+		return fmt.Errorf("%s (and %d more parse errors in this file)", locs[0], len(locs)-1)
+	}
 }

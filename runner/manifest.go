@@ -8,10 +8,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"regexp"
+	"slices"
+	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/ksqlflow/flowtest/internal/yamlerr"
 )
 
 // Entry is one scenario of the run-order manifest.
@@ -44,7 +49,17 @@ type Manifest struct {
 	Scenarios     []Entry `yaml:"scenarios"`
 }
 
-var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+var (
+	idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+	// accPattern: acceptance numbers become tags (@acc-<n>), so they must be tag-safe.
+	accPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+)
+
+// The keys the manifest may hold; anything else is a typo that would otherwise be dropped.
+var (
+	manifestKeys = []string{"schema_version", "scenarios"}
+	entryKeys    = []string{"id", "series", "acceptance", "needs", "limits"}
+)
 
 // LoadManifest reads and validates the manifest at path in fsys; errors name path.
 func LoadManifest(fsys fs.FS, path string) (*Manifest, error) {
@@ -55,40 +70,158 @@ func LoadManifest(fsys fs.FS, path string) (*Manifest, error) {
 	return ParseManifest(path, data)
 }
 
-// ParseManifest parses and validates manifest text; name (the file) prefixes every error, with
-// the line where the YAML has one.
+// ParseManifest parses and validates manifest text. Every error is one line starting with
+// name (the file) and, where there is one, the line: "features/manifest.yaml:12: …". It
+// refuses YAML syntax errors, a second YAML document, unknown keys, values of the wrong type,
+// a missing or malformed id or series, an id listed twice, an id that is also a series name
+// (its tag would select both), acceptance numbers that cannot be tags or are listed twice,
+// and unknown or repeated needs.
 func ParseManifest(name string, data []byte) (*Manifest, error) {
-	var m Manifest
+	at := func(line int, format string, a ...any) error {
+		if line > 0 {
+			return fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, a...))
+		}
+		return fmt.Errorf("%s: %s", name, fmt.Sprintf(format, a...))
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&m); err != nil {
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, at(0, "the run-order manifest is empty (want schema_version: 1 and a scenarios list)")
+		}
+		line, msg := yamlerr.Line(err)
+		return nil, at(line, "YAML: %s", msg)
+	}
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case err == nil:
+		return nil, at(extra.Line, "a second YAML document: the run-order manifest is one document")
+	case !errors.Is(err, io.EOF):
+		line, msg := yamlerr.Line(err)
+		return nil, at(line, "YAML: %s", msg)
+	}
+	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, at(doc.Line, "the run-order manifest must be a mapping with schema_version and scenarios")
+	}
+	root := doc.Content[0]
+	if err := checkKeys(root, manifestKeys, "key", at); err != nil {
+		return nil, err
+	}
+	scen := nodeValue(root, "scenarios")
+	if scen != nil && scen.Kind == yaml.SequenceNode {
+		for _, e := range scen.Content {
+			if e.Kind != yaml.MappingNode {
+				return nil, at(e.Line, "a scenario entry must be a mapping like {id: …, series: …}")
+			}
+			if err := checkKeys(e, entryKeys, "scenario key", at); err != nil {
+				return nil, err
+			}
+		}
+	}
+
+	var m Manifest
+	if err := root.Decode(&m); err != nil {
 		var ne *needError
 		if errors.As(err, &ne) {
-			return nil, fmt.Errorf("%s:%d: %s", name, ne.line, ne.msg)
+			return nil, at(ne.line, "%s", ne.msg)
 		}
-		return nil, fmt.Errorf("%s: parse run-order manifest: %w", name, err)
+		line, msg := yamlerr.Line(err)
+		return nil, at(line, "%s", msg)
 	}
 	if m.SchemaVersion != 1 {
-		return nil, fmt.Errorf("%s: schema_version %d, want 1", name, m.SchemaVersion)
+		return nil, at(keyLine(root, "schema_version"), "schema_version %d, want 1", m.SchemaVersion)
 	}
 	if len(m.Scenarios) == 0 {
-		return nil, fmt.Errorf("%s: the run-order manifest lists no scenarios", name)
+		return nil, at(keyLine(root, "scenarios"), "the run-order manifest lists no scenarios")
 	}
 	seen := map[string]int{}
+	series := map[string]int{}
 	for i := range m.Scenarios {
 		e := &m.Scenarios[i]
-		if !idPattern.MatchString(e.ID) {
-			return nil, fmt.Errorf("%s: entry %d: id %q is not lower-case letters, digits and dashes", name, i+1, e.ID)
+		n := scen.Content[i]
+		line := func(key string) int {
+			if l := keyLine(n, key); l > 0 {
+				return l
+			}
+			return n.Line
 		}
-		if !idPattern.MatchString(e.Series) {
-			return nil, fmt.Errorf("%s: entry %s: series %q is not lower-case letters, digits and dashes", name, e.ID, e.Series)
+		switch {
+		case e.ID == "":
+			return nil, at(n.Line, "scenario entry %d has no id", i+1)
+		case !idPattern.MatchString(e.ID):
+			return nil, at(line("id"), "id %q is not lower-case letters, digits and dashes", e.ID)
+		case strings.HasPrefix(e.ID, "acc-"):
+			return nil, at(line("id"), "id %q starts with acc-, which is the prefix of acceptance tags", e.ID)
+		case e.Series == "":
+			return nil, at(n.Line, "scenario %s has no series", e.ID)
+		case !idPattern.MatchString(e.Series):
+			return nil, at(line("series"), "scenario %s: series %q is not lower-case letters, digits and dashes", e.ID, e.Series)
+		case strings.HasPrefix(e.Series, "acc-"):
+			return nil, at(line("series"), "scenario %s: series %q starts with acc-, which is the prefix of acceptance tags", e.ID, e.Series)
 		}
 		if prev, dup := seen[e.ID]; dup {
-			return nil, fmt.Errorf("%s: id %s listed twice (entries %d and %d)", name, e.ID, prev, i+1)
+			return nil, at(line("id"), "id %s listed twice (first at line %d)", e.ID, prev)
 		}
-		seen[e.ID] = i + 1
+		seen[e.ID] = line("id")
+		if _, ok := series[e.Series]; !ok {
+			series[e.Series] = line("series")
+		}
+		accs := map[string]bool{}
+		for _, a := range e.Acceptance {
+			if !accPattern.MatchString(a) {
+				return nil, at(line("acceptance"), "scenario %s: acceptance %q cannot be a tag (@acc-%s): use letters, digits, '.', '_' and '-'", e.ID, a, a)
+			}
+			if accs[a] {
+				return nil, at(line("acceptance"), "scenario %s: acceptance %q listed twice", e.ID, a)
+			}
+			accs[a] = true
+		}
+	}
+	// @<id> and @<series> share one tag space: an id that is also a series would make its
+	// tag select a whole series.
+	for i, e := range m.Scenarios {
+		if l, clash := series[e.ID]; clash {
+			n := scen.Content[i]
+			return nil, at(keyLine(n, "id"), "id %s is also the name of a series (line %d): @%s would select both", e.ID, l, e.ID)
+		}
 	}
 	return &m, nil
+}
+
+// checkKeys refuses keys of mapping m outside known, naming the line.
+func checkKeys(m *yaml.Node, known []string, what string, at func(int, string, ...any) error) error {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k := m.Content[i]
+		if k.Kind != yaml.ScalarNode {
+			return at(k.Line, "a %s must be a name", what)
+		}
+		if !slices.Contains(known, k.Value) {
+			hint := ""
+			if k.Value == "platform" {
+				hint = "; a platform is declared as needs: [windows]"
+			}
+			return at(k.Line, "unknown %s %q (known: %s)%s", what, k.Value, strings.Join(known, ", "), hint)
+		}
+	}
+	return nil
+}
+
+func nodeValue(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func keyLine(m *yaml.Node, key string) int {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i].Line
+		}
+	}
+	return 0
 }
 
 // Entry returns the entry with id.

@@ -141,12 +141,21 @@ func ParseDenyList(r io.Reader, source string) (DenyList, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return d, fmt.Errorf("read deny list %s: %w", source, err)
+		return d, fmt.Errorf("read deny list %s:%d: %w", source, line+1, err)
 	}
 	if len(errs) > 0 {
-		return d, fmt.Errorf("deny list: %s", strings.Join(errs, "; "))
+		return d, fmt.Errorf("deny list: %s", joinFirst(errs, 3))
 	}
 	return d, nil
+}
+
+// joinFirst joins the first n messages and counts the rest, so that a file of wrong format
+// gives a readable line rather than one error per line of it.
+func joinFirst(msgs []string, n int) string {
+	if len(msgs) <= n {
+		return strings.Join(msgs, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more malformed lines", strings.Join(msgs[:n], "; "), len(msgs)-n)
 }
 
 // ParseDenyListEntries reads the environment-variable form.
@@ -161,7 +170,7 @@ func ParseDenyListEntries(s, source string) (DenyList, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return d, fmt.Errorf("deny list: %s", strings.Join(errs, "; "))
+		return d, fmt.Errorf("deny list: %s", joinFirst(errs, 3))
 	}
 	return d, nil
 }

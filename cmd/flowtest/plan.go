@@ -29,10 +29,10 @@ type common struct {
 
 func (c *common) bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.target, "target", "sandbox", "sandbox | live (live is never implied by the environment)")
-	fs.StringVar(&c.tags, "tags", "", "Cucumber tag expression selecting scenarios, e.g. '@m5 and not @slow'")
+	fs.StringVar(&c.tags, "tags", "", "Cucumber tag expression selecting scenarios, e.g. '@m5 and not @m5-kill-unknown' (a tag no scenario carries is refused)")
 	fs.StringVar(&c.envFile, "env-file", ".env", "dotenv file with non-secret settings and read-only tokens (OS environment wins)")
 	fs.StringVar(&c.features, "features", "features", "directory of feature files and the run-order manifest")
-	fs.StringVar(&c.rerun, "rerun", "", "archive dir of an earlier run: run only the scenarios that failed there")
+	fs.StringVar(&c.rerun, "rerun", "", "archive dir of an earlier run: run only the scenarios that failed there (with --tags: those of them the expression matches)")
 	fs.StringVar(&c.sandboxBin, "sandbox-bin", "", "path of the flowsandbox binary (default: beside flowtest, else on PATH)")
 	fs.StringVar(&c.confirmedBy, "confirmed-by", "", "operator named as confirmer of force-unlock cleanups (live mode requires it for scenarios that need confirmer)")
 }
@@ -44,18 +44,20 @@ func (e usageError) Error() string { return e.msg }
 
 func refuse(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
-// plan loads the manifest and feature files and selects what runs.
+// plan loads the manifest and feature files and selects what runs. Every malformed input
+// (tag expression, manifest, feature file, --rerun archive) is a refusal naming the file and
+// line; nothing has started yet.
 func (c *common) plan() ([]runner.Item, fs.FS, tagexpr.Expr, error) {
 	if c.target != "sandbox" && c.target != "live" {
 		return nil, nil, tagexpr.Expr{}, refuse("--target %q: want sandbox or live", c.target)
 	}
 	expr, err := tagexpr.Parse(c.tags)
 	if err != nil {
-		return nil, nil, expr, refuse("--tags: %v", err)
+		return nil, nil, expr, refuse("--tags %q: %v", c.tags, err)
 	}
 	st, err := os.Stat(c.features)
 	if err != nil || !st.IsDir() {
-		return nil, nil, expr, refuse("--features %s: not a directory (run flowtest from the repository root, or pass --features)", c.features)
+		return nil, nil, expr, refuse("--features %q: not a directory (run flowtest from the repository root, or pass --features)", c.features)
 	}
 	fsys := os.DirFS(c.features)
 	// Read here rather than through fsys so that errors name the file as the operator knows
@@ -69,7 +71,7 @@ func (c *common) plan() ([]runner.Item, fs.FS, tagexpr.Expr, error) {
 	if err != nil {
 		return nil, nil, expr, refuse("%v", err)
 	}
-	feats, err := runner.Discover(fsys, ".", m)
+	feats, err := runner.DiscoverNamed(fsys, ".", m, c.features)
 	if err != nil {
 		return nil, nil, expr, refuse("%v", err)
 	}
@@ -77,7 +79,10 @@ func (c *common) plan() ([]runner.Item, fs.FS, tagexpr.Expr, error) {
 	if c.rerun != "" {
 		failed, err := results.FailedScenarios(c.rerun)
 		if err != nil {
-			return nil, nil, expr, refuse("--rerun: %v", err)
+			return nil, nil, expr, refuse("--rerun %q: %v", c.rerun, err)
+		}
+		if err := runner.CheckRerun(m, c.rerun, failed); err != nil {
+			return nil, nil, expr, refuse("%v", err)
 		}
 		sel.Rerun = map[string]bool{}
 		for _, id := range failed {
@@ -106,11 +111,18 @@ func label(tags string) string {
 
 func cmdList(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("list", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var c common
 	c.bind(fs)
-	if err := fs.Parse(args); err != nil {
+	uses, code, ok := parseFlags(fs, "list", args, stderr)
+	if !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "flowtest list: unexpected arguments %q\n", fs.Args())
 		return runner.ExitRefused
+	}
+	if err := c.validate(uses); err != nil {
+		return exitFor(stderr, "list", err)
 	}
 	items, _, _, err := c.plan()
 	if err != nil {

@@ -15,17 +15,13 @@ package config
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/joho/godotenv"
 
 	"github.com/ksqlflow/flowtest/safety"
 )
@@ -38,8 +34,10 @@ const DefaultDenyListFile = "safety/production-denylist.txt"
 type Options struct {
 	// Target is the --target flag value ("" = not given: sandbox).
 	Target string
-	// EnvFile is the .env path ("" = none). A missing file is not an error.
-	EnvFile string
+	// EnvFile is the .env path ("" = none). A missing file is not an error unless
+	// EnvFileRequired (the user named the file explicitly).
+	EnvFile         string
+	EnvFileRequired bool
 	// OSEnv is the process environment (os.Environ()).
 	OSEnv []string
 	// Flags holds the flags the user gave, keyed by flag name (see Variables:
@@ -98,21 +96,11 @@ func Load(o Options) (*Config, error) {
 	}
 	c := &Config{EnvFile: o.EnvFile, vars: map[string]Var{}}
 
-	dot := map[string]string{}
-	if o.EnvFile != "" {
-		b, err := os.ReadFile(o.EnvFile)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-		case err != nil:
-			return nil, fmt.Errorf("read .env file %s: %w", o.EnvFile, err)
-		default:
-			c.EnvFileFound = true
-			dot, err = godotenv.UnmarshalBytes(bytes.TrimPrefix(b, []byte("\uFEFF")))
-			if err != nil {
-				return nil, fmt.Errorf("parse .env file %s: %w", o.EnvFile, err)
-			}
-		}
+	dot, found, err := ReadDotEnv(o.EnvFile, o.EnvFileRequired)
+	if err != nil {
+		return nil, err
 	}
+	c.EnvFileFound = found
 
 	flags := map[string]string{}
 	targetFlag := o.Target
@@ -179,8 +167,8 @@ func Load(o Options) (*Config, error) {
 	c.Concurrency = 1
 	if v, ok := c.vars[VarConcurrency]; ok {
 		n, err := strconv.Atoi(strings.TrimSpace(v.Value))
-		if err != nil {
-			return nil, fmt.Errorf("%s (%s): %q is not an integer", VarConcurrency, v.Origin, v.Value)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%s (%s): %q is not an integer of at least 1", VarConcurrency, v.Origin, v.Value)
 		}
 		c.Concurrency = n
 	}

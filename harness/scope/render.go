@@ -2,13 +2,17 @@ package scope
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/ksqlflow/flowtest/internal/yamlerr"
 )
 
 // RenderOptions adjusts one rendering.
@@ -18,6 +22,10 @@ type RenderOptions struct {
 	// swaps n1_customers for job-longread.sql. The replacement's
 	// `-- @ksql name:` must equal the node's fixture job_id, as for any node.
 	SwapSQL map[string]string
+	// NetworkIDSuffix is appended to the fixture's network_id before it is
+	// scoped, so one fixture can be rendered twice in a scenario as two
+	// networks with their own locks (m6-06's "_local" and "_cloud" drills).
+	NetworkIDSuffix string
 	// SQLReplace replaces literal placeholder tokens in every copied SQL file
 	// (e.g. "__CSV1_ENCODING__" -> "UTF8"), after the header rewrite.
 	SQLReplace map[string]string
@@ -78,37 +86,72 @@ func (s *Scope) Render(srcNetworkYAML, dstDir string, opts RenderOptions) (Rende
 	if err != nil {
 		return out, fmt.Errorf("render %s: destination %s: %w", srcNetworkYAML, dstDir, err)
 	}
-	fail := func(format string, a ...any) (Rendered, error) {
-		return Rendered{}, fmt.Errorf("render %s: %s", srcNetworkYAML, fmt.Sprintf(format, a...))
+	// Every error names the fixture, and the line when one is known:
+	// "render features/fixtures/networks/x.yaml:7: node "n1": missing job_id".
+	failAt := func(line int, format string, a ...any) (Rendered, error) {
+		loc := srcNetworkYAML
+		if line > 0 {
+			loc = fmt.Sprintf("%s:%d", srcNetworkYAML, line)
+		}
+		return Rendered{}, fmt.Errorf("render %s: %s", loc, fmt.Sprintf(format, a...))
+	}
+	fail := func(format string, a ...any) (Rendered, error) { return failAt(0, format, a...) }
+	failErr := func(err error) (Rendered, error) {
+		var le *lineError
+		if errors.As(err, &le) {
+			return failAt(le.line, "%s", le.msg)
+		}
+		return fail("%v", err)
 	}
 	raw, err := os.ReadFile(src)
 	if err != nil {
 		return fail("%v", err)
 	}
 	var doc yaml.Node
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		return fail("parse YAML: %v", err)
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return fail("empty file: expected one YAML document holding a mapping")
+		}
+		line, msg := yamlerr.Line(err)
+		return failAt(line, "parse YAML: %s", msg)
+	}
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case err == nil:
+		return failAt(extra.Line, "a second YAML document: a network fixture is one document")
+	case !errors.Is(err, io.EOF):
+		line, msg := yamlerr.Line(err)
+		return failAt(line, "parse YAML: %s", msg)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
-		return fail("expected one YAML document holding a mapping")
+		return failAt(doc.Line, "expected one YAML document holding a mapping")
 	}
 	root := doc.Content[0]
 	if err := checkDuplicateKeys(root, "network"); err != nil {
-		return fail("%v", err)
+		return failErr(err)
 	}
 	if v := mapValue(root, "schema_version"); v == nil || v.Kind != yaml.ScalarNode || v.Value != "1" {
-		return fail("schema_version must be 1 (the only schema flowtest knows how to rename)")
+		line := root.Line
+		if v != nil {
+			line = v.Line
+		}
+		return failAt(line, "schema_version must be 1 (the only schema flowtest knows how to rename)")
 	}
 	netNode, err := scalar(root, "network_id", "network")
 	if err != nil {
-		return fail("%v", err)
+		return failErr(err)
 	}
 	out.FixtureNetworkID = netNode.Value
-	out.NetworkID = s.NetworkID(netNode.Value)
+	out.NetworkID = s.NetworkID(netNode.Value + opts.NetworkIDSuffix)
 
 	nodesSeq := mapValue(root, "nodes")
 	if nodesSeq == nil || nodesSeq.Kind != yaml.SequenceNode || len(nodesSeq.Content) == 0 {
-		return fail("nodes must be a non-empty list")
+		line := root.Line
+		if nodesSeq != nil {
+			line = nodesSeq.Line
+		}
+		return failAt(line, "nodes must be a non-empty list")
 	}
 
 	// Pass 1: read every node, so depends_on can be renamed whatever the order.
@@ -124,27 +167,27 @@ func (s *Scope) Render(srcNetworkYAML, dstDir string, opts RenderOptions) (Rende
 	for i, m := range nodesSeq.Content {
 		where := fmt.Sprintf("nodes[%d]", i)
 		if m.Kind != yaml.MappingNode {
-			return fail("%s is not a mapping", where)
+			return failAt(m.Line, "%s is not a mapping", where)
 		}
 		if err := checkDuplicateKeys(m, where); err != nil {
-			return fail("%v", err)
+			return failErr(err)
 		}
 		id, err := scalar(m, "id", where)
 		if err != nil {
-			return fail("%v", err)
+			return failErr(err)
 		}
 		where = fmt.Sprintf("node %q", id.Value)
 		if seenIDs[id.Value] {
-			return fail("duplicate node id %q", id.Value)
+			return failAt(id.Line, "duplicate node id %q", id.Value)
 		}
 		seenIDs[id.Value] = true
 		job, err := scalar(m, "job_id", where)
 		if err != nil {
-			return fail("%v", err)
+			return failErr(err)
 		}
 		sqlRaw, err := scalar(m, "sql", where)
 		if err != nil {
-			return fail("%v", err)
+			return failErr(err)
 		}
 		ni := nodeInfo{m: m, id: id, job: job, sqlRaw: sqlRaw}
 		if swap, ok := opts.SwapSQL[id.Value]; ok {
@@ -165,9 +208,13 @@ func (s *Scope) Render(srcNetworkYAML, dstDir string, opts RenderOptions) (Rende
 	// Every SQL file is rendered once; all nodes using it must agree on the
 	// job name its header has to carry.
 	jobOfFile := map[string]string{}
+	sqlLine := map[string]int{} // the line of the first node's sql: naming each file
 	for _, ni := range infos {
 		if prev, ok := jobOfFile[ni.srcSQL]; ok && prev != ni.job.Value {
-			return fail("%s is used by nodes with different job_ids (%q, %q); its single name header cannot match both", ni.srcSQL, prev, ni.job.Value)
+			return failAt(ni.job.Line, "%s is used by nodes with different job_ids (%q, %q); its single name header cannot match both", ni.srcSQL, prev, ni.job.Value)
+		}
+		if _, ok := jobOfFile[ni.srcSQL]; !ok {
+			sqlLine[ni.srcSQL] = ni.sqlRaw.Line
 		}
 		jobOfFile[ni.srcSQL] = ni.job.Value
 	}
@@ -208,7 +255,7 @@ func (s *Scope) Render(srcNetworkYAML, dstDir string, opts RenderOptions) (Rende
 			return fail("%v", err)
 		}
 		if _, err := s.RenderSQL(f, d, jobOfFile[f], opts.SQLReplace); err != nil {
-			return fail("%v", err)
+			return failAt(sqlLine[f], "%v", err)
 		}
 		dstOf[f] = d
 		written = append(written, d)
@@ -222,7 +269,7 @@ func (s *Scope) Render(srcNetworkYAML, dstDir string, opts RenderOptions) (Rende
 		fixtureID, fixtureJob := ni.id.Value, ni.job.Value
 		jobID, err := s.JobID(fixtureJob)
 		if err != nil {
-			return fail("node %q: %v", fixtureID, err)
+			return failAt(ni.job.Line, "node %q: %v", fixtureID, err)
 		}
 		nodeID := s.NodeID(fixtureID)
 		setStr(ni.id, nodeID)
@@ -236,11 +283,11 @@ func (s *Scope) Render(srcNetworkYAML, dstDir string, opts RenderOptions) (Rende
 		}
 		if deps := mapValue(ni.m, "depends_on"); deps != nil {
 			if deps.Kind != yaml.SequenceNode {
-				return fail("node %q: depends_on must be a list", fixtureID)
+				return failAt(deps.Line, "node %q: depends_on must be a list", fixtureID)
 			}
 			for _, d := range deps.Content {
 				if d.Kind != yaml.ScalarNode {
-					return fail("node %q: depends_on entries must be node ids", fixtureID)
+					return failAt(d.Line, "node %q: depends_on entries must be node ids", fixtureID)
 				}
 				setStr(d, s.NodeID(d.Value))
 			}
@@ -283,6 +330,10 @@ func (s *Scope) RenderSQL(srcPath, dstPath, expectJob string, replace map[string
 	}
 	text, name, err := s.rewriteHeader(string(raw))
 	if err != nil {
+		var le *lineError
+		if errors.As(err, &le) {
+			return "", fmt.Errorf("sql %s:%d: %s", srcPath, le.line, le.msg)
+		}
 		return "", fmt.Errorf("sql %s: %w", srcPath, err)
 	}
 	if name == "" {
@@ -348,14 +399,14 @@ func (s *Scope) rewriteHeader(text string) (string, string, error) {
 		switch key {
 		case "name":
 			if name != "" {
-				return "", "", fmt.Errorf("line %d: a second `-- @ksql name:` header", i+1)
+				return "", "", &lineError{i + 1, "a second `-- @ksql name:` header"}
 			}
 			if val == "" {
-				return "", "", fmt.Errorf("line %d: empty `-- @ksql name:` header", i+1)
+				return "", "", &lineError{i + 1, "empty `-- @ksql name:` header"}
 			}
 			id, err := s.JobID(val)
 			if err != nil {
-				return "", "", fmt.Errorf("line %d: %w", i+1, err)
+				return "", "", &lineError{i + 1, err.Error()}
 			}
 			name = val
 			lines[i] = content[:colon+1] + " " + id + eol
@@ -367,7 +418,7 @@ func (s *Scope) rewriteHeader(text string) (string, string, error) {
 				}
 				id, err := s.JobID(d)
 				if err != nil {
-					return "", "", fmt.Errorf("line %d: depends_on: %w", i+1, err)
+					return "", "", &lineError{i + 1, "depends_on: " + err.Error()}
 				}
 				ids = append(ids, id)
 			}
@@ -417,25 +468,33 @@ func mapValue(m *yaml.Node, key string) *yaml.Node {
 func scalar(m *yaml.Node, key, where string) (*yaml.Node, error) {
 	v := mapValue(m, key)
 	if v == nil {
-		return nil, fmt.Errorf("%s: missing %s", where, key)
+		return nil, &lineError{m.Line, fmt.Sprintf("%s: missing %s", where, key)}
 	}
 	if v.Kind != yaml.ScalarNode || v.Value == "" {
-		return nil, fmt.Errorf("%s: %s must be a non-empty string", where, key)
+		return nil, &lineError{v.Line, fmt.Sprintf("%s: %s must be a non-empty string", where, key)}
 	}
 	return v, nil
 }
 
 func checkDuplicateKeys(m *yaml.Node, where string) error {
-	seen := map[string]bool{}
+	seen := map[string]int{}
 	for i := 0; i < len(m.Content); i += 2 {
 		k := m.Content[i].Value
-		if seen[k] {
-			return fmt.Errorf("%s: duplicate key %q (line %d)", where, k, m.Content[i].Line)
+		if first, dup := seen[k]; dup {
+			return &lineError{m.Content[i].Line, fmt.Sprintf("%s: duplicate key %q (first at line %d)", where, k, first)}
 		}
-		seen[k] = true
+		seen[k] = m.Content[i].Line
 	}
 	return nil
 }
+
+// lineError is a validation error at a line of the file being read.
+type lineError struct {
+	line int
+	msg  string
+}
+
+func (e *lineError) Error() string { return fmt.Sprintf("line %d: %s", e.line, e.msg) }
 
 // setStr replaces a scalar's value and marks it a string, so the encoder
 // quotes it if it would otherwise read as another type.

@@ -320,3 +320,20 @@ func BenchmarkRender(b *testing.B) {
 		}
 	}
 }
+
+// One fixture rendered twice as two networks (m6-06's "_local" and "_cloud" drills): the
+// suffix goes into the network id before it is scoped; nodes and jobs stay the same.
+func TestRenderNetworkIDSuffix(t *testing.T) {
+	s := newScope(t, "m6")
+	src := fixture(t, diamondYAML, diamondSQL())
+	local, err := s.Render(src, t.TempDir(), RenderOptions{NetworkIDSuffix: "_local"})
+	require.NoError(t, err)
+	cloud, err := s.Render(src, t.TempDir(), RenderOptions{NetworkIDSuffix: "_cloud"})
+	require.NoError(t, err)
+	assert.Equal(t, s.ID()+"_m5_diamond_local", local.NetworkID)
+	assert.Equal(t, s.ID()+"_m5_diamond_cloud", cloud.NetworkID)
+	assert.Equal(t, "m5_diamond", local.FixtureNetworkID)
+	assert.Equal(t, local.NodeIDs, cloud.NodeIDs)
+	net, _ := readRendered(t, local.Path)
+	assert.Equal(t, local.NetworkID, net.NetworkID)
+}

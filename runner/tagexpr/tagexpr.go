@@ -376,6 +376,19 @@ type parser struct {
 	lx     lexer
 	peeked *token
 	prev   token // the last token consumed, for "operator has no operand" messages
+	depth  int   // nesting of "(" and "not", bounded by maxDepth
+}
+
+// maxDepth bounds the nesting of parentheses and "not", so that no input, however long,
+// can exhaust the stack of the recursive parser.
+const maxDepth = 200
+
+func (p *parser) enter(t token) error {
+	p.depth++
+	if p.depth > maxDepth {
+		return p.errAt(t.col, fmt.Sprintf("nested more than %d levels deep", maxDepth))
+	}
+	return nil
 }
 
 func (p *parser) next() (token, error) {
@@ -468,6 +481,10 @@ func (p *parser) parseNot() (node, error) {
 		return p.parsePrimary()
 	}
 	_, _ = p.next()
+	if err := p.enter(t); err != nil {
+		return nil, err
+	}
+	defer func() { p.depth-- }()
 	x, err := p.parseNot()
 	if err != nil {
 		return nil, err
@@ -487,6 +504,10 @@ func (p *parser) parsePrimary() (node, error) {
 	case tTag:
 		return literal(t.text), nil
 	case tLParen:
+		if err := p.enter(t); err != nil {
+			return nil, err
+		}
+		defer func() { p.depth-- }()
 		inner, err := p.parseOr()
 		if err != nil {
 			return nil, err

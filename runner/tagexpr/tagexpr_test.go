@@ -201,7 +201,10 @@ func TestMustParsePanicsOnError(t *testing.T) {
 // FuzzParse checks that Parse never panics, that every error is a
 // *SyntaxError pointing inside the input (or just past its end), and that the
 // canonical form of every accepted expression re-parses to itself and selects
-// the same tag sets.
+// the same tag sets. Its seed corpus is also in testdata/fuzz/FuzzParse (run by
+// plain `go test`); run it with
+//
+//	go test -run '^$' -fuzz FuzzParse -fuzztime 2m ./runner/tagexpr
 func FuzzParse(f *testing.F) {
 	seeds := []string{
 		"", "@a", "not @a", "@a and @b or @c", "(@a or @b) and not @c",
@@ -220,6 +223,9 @@ func FuzzParse(f *testing.F) {
 			}
 			if se.Pos < 1 || se.Pos > utf8.RuneCountInString(in)+1 {
 				t.Fatalf("Parse(%q): column %d outside 1..%d", in, se.Pos, utf8.RuneCountInString(in)+1)
+			}
+			if !strings.HasSuffix(se.Detail(), "^") {
+				t.Fatalf("Parse(%q): Detail has no caret: %q", in, se.Detail())
 			}
 			return
 		}

@@ -1,0 +1,67 @@
+// Package yamlerr turns a yaml.v3 error into the line it names and a one-line message, so
+// that every YAML file flowtest reads (the run-order manifest, network fixtures) is refused
+// as "file:line: message".
+//
+// yaml.v3 numbers lines inconsistently: a scanner error ("found character that cannot start
+// any token") names the 1-based line, a parser error ("did not find expected key") the
+// 0-based line of the construct it was parsing. Line corrects the parser errors, so that
+// both name the 1-based line where the construct with the error starts.
+package yamlerr
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// parserProblems are the messages yaml.v3's parser (not its scanner) reports.
+var parserProblems = []string{
+	"did not find expected ',' or ']'",
+	"did not find expected ',' or '}'",
+	"did not find expected '-' indicator",
+	"did not find expected <document start>",
+	"did not find expected <stream-start>",
+	"did not find expected key",
+	"did not find expected node content",
+	"found duplicate %TAG directive",
+	"found duplicate %YAML directive",
+	"found incompatible YAML document",
+	"found undefined tag handle",
+}
+
+var lineRE = regexp.MustCompile(`^line (\d+): (.*)$`)
+
+// Line returns the 1-based line err names (0 if none) and its message on one line. Of
+// several unmarshal errors the first is returned and the rest counted.
+func Line(err error) (int, string) {
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		line, msg := split(te.Errors[0])
+		if len(te.Errors) > 1 {
+			msg += fmt.Sprintf(" (and %d more)", len(te.Errors)-1)
+		}
+		return line, msg
+	}
+	line, msg := split(strings.TrimPrefix(err.Error(), "yaml: "))
+	for _, p := range parserProblems {
+		if msg == p {
+			line++ // a parser error: yaml.v3 printed the 0-based line
+			break
+		}
+	}
+	return line, msg
+}
+
+func split(msg string) (int, string) {
+	msg = strings.Join(strings.Fields(msg), " ")
+	if m := lineRE.FindStringSubmatch(msg); m != nil {
+		if n, err := strconv.Atoi(m[1]); err == nil {
+			return n, m[2]
+		}
+	}
+	return 0, msg
+}

@@ -1,0 +1,77 @@
+package runner
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+// FuzzParseManifest: no manifest text panics the loader; every refusal is one line starting
+// with the file name; an accepted manifest has unique, well-formed ids whose tags never
+// collide with a series.
+//
+//	go test -run '^$' -fuzz FuzzParseManifest -fuzztime 2m ./runner
+func FuzzParseManifest(f *testing.F) {
+	if real, err := os.ReadFile("../features/manifest.yaml"); err == nil {
+		f.Add(real)
+	}
+	f.Add([]byte(selfManifest))
+	f.Add([]byte("schema_version: 1\nscenarios:\n  - {id: a, series: s, needs: [windows, confirmer], acceptance: [\"1\"]}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := ParseManifest("m.yaml", data)
+		if err != nil {
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "m.yaml:") || strings.Contains(msg, "\n") {
+				t.Fatalf("%q: error is not one line naming the file: %q", data, msg)
+			}
+			return
+		}
+		ids := map[string]bool{}
+		series := map[string]bool{}
+		for _, e := range m.Scenarios {
+			series[e.Series] = true
+		}
+		for _, e := range m.Scenarios {
+			if ids[e.ID] || !idPattern.MatchString(e.ID) || !idPattern.MatchString(e.Series) || series[e.ID] {
+				t.Fatalf("%q: accepted entry %+v", data, e)
+			}
+			ids[e.ID] = true
+			for _, n := range e.Needs {
+				if n.About() == "" {
+					t.Fatalf("%q: accepted unknown need %q", data, n)
+				}
+			}
+		}
+	})
+}
+
+// FuzzDiscover: no feature file text panics discovery; a refusal is one line naming the file.
+//
+//	go test -run '^$' -fuzz FuzzDiscover -fuzztime 2m ./runner
+func FuzzDiscover(f *testing.F) {
+	f.Add([]byte("Feature: x\n  @gamma @s2\n  Scenario: y\n    Given a step that passes\n"))
+	f.Add([]byte("Feature: x\n  @gamma @s2\n  Scenario Outline: y <a>\n    Given a step that <a>\n    Examples:\n      | a |\n      | passes |\n"))
+	f.Add([]byte("# language: ja\n機能: x\n  @gamma @s2\n  シナリオ: y\n    前提 a step that passes\n"))
+	f.Add([]byte("Feature: x\n  Rule: r\n    @gamma @s2\n    Scenario: y\n      Given a\n      \"\"\"\n      doc\n      \"\"\"\n"))
+	m, err := ParseManifest("manifest.yaml", []byte(selfManifest))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fsys := fstest.MapFS{"x/fuzz.feature": {Data: data}}
+		feats, err := DiscoverNamed(fsys, ".", m, "features")
+		if err != nil {
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "features/x/fuzz.feature") || strings.Contains(msg, "\n") {
+				t.Fatalf("%q: error is not one line naming the file: %q", data, msg)
+			}
+			return
+		}
+		for id, ft := range feats {
+			if _, ok := m.Entry(id); !ok || ft.Path != "x/fuzz.feature" {
+				t.Fatalf("%q: discovered %s at %s", data, id, ft.Path)
+			}
+		}
+	})
+}
