@@ -24,6 +24,7 @@ type Archive struct {
 	start time.Time
 
 	mu        sync.Mutex
+	gate      *GateRecord     // set by SetGate: Finish completes and writes it
 	names     map[string]bool // scenario files written, relative paths
 	scenarios []*Scenario     // redacted copies, in write order, for the reports
 	files     []string        // scenario file of each entry of scenarios
@@ -157,7 +158,17 @@ func (a *Archive) UpdateRun(run *Run) error {
 	return a.write("run.json", data)
 }
 
-// Finish writes run.json, README.md (the acceptance record), cucumber.json and junit.xml.
+// SetGate makes this run's archive a gate run's: Finish completes g with the statuses of the
+// scenarios that ran (those g lists with an empty status), decides its verdict, writes it as
+// gate.json and shows it in README.md and index.html. g is not copied; Finish fills it in.
+func (a *Archive) SetGate(g *GateRecord) {
+	a.mu.Lock()
+	a.gate = g
+	a.mu.Unlock()
+}
+
+// Finish writes run.json, README.md (the acceptance record), cucumber.json, junit.xml and
+// index.html (the record as one self-contained page), and gate.json for a gate run (SetGate).
 // Empty fields are filled: SchemaVersion; State ("complete"); Label; Scenarios (the ones
 // written through this archive, when the caller passes none); Totals (when zero, computed
 // from Scenarios).
@@ -169,18 +180,36 @@ func (a *Archive) Finish(run *Run) error {
 	if r.State == "" {
 		r.State = RunComplete
 	}
+	var errs []error
+	a.mu.Lock()
+	gate := a.gate
+	scen := append([]*Scenario(nil), a.scenarios...)
+	a.mu.Unlock()
+	if gate != nil {
+		CompleteGate(gate, r)
+		if abs, err := filepath.Abs(a.dir); err == nil {
+			gate.Archive = abs
+		} else {
+			gate.Archive = a.dir
+		}
+		r.Gate = &GateRef{Name: gate.Gate, Verdict: gate.Verdict, File: GateFile}
+		if gd, err := json.Marshal(gate); err != nil {
+			errs = append(errs, fmt.Errorf("%s: encode: %w", GateFile, err))
+		} else if err := a.write(GateFile, gd); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	data, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("write run.json: encode: %w", err)
 	}
-	var errs []error
 	if err := a.write("run.json", data); err != nil {
 		errs = append(errs, err)
 	}
-	a.mu.Lock()
-	scen := append([]*Scenario(nil), a.scenarios...)
-	a.mu.Unlock()
-	if err := a.write("README.md", renderReadme(r, scen)); err != nil {
+	if err := a.write("README.md", renderReadme(r, scen, gate)); err != nil {
+		errs = append(errs, err)
+	}
+	if err := a.write(IndexFile, renderIndex(r, scen, gate)); err != nil {
 		errs = append(errs, err)
 	}
 	if cj, err := renderCucumber(scen); err != nil {
@@ -331,6 +360,13 @@ func (a *Archive) redactScenario(s *Scenario) *Scenario {
 		b.ID, b.Phase, b.Method, b.Path = r.String(b.ID), r.String(b.Phase), r.String(b.Method), r.String(b.Path)
 		c.Barriers[i] = b
 	}
+	if s.Attempts != nil {
+		c.Attempts = make([]Attempt, len(s.Attempts))
+		for i, at := range s.Attempts {
+			at.Node, at.Status, at.ResultCode, at.InvocationID = r.String(at.Node), r.String(at.Status), r.String(at.ResultCode), r.String(at.InvocationID)
+			c.Attempts[i] = at
+		}
+	}
 	c.Waits = make([]Wait, len(s.Waits))
 	for i, w := range s.Waits {
 		w.Name, w.What, w.Outcome = r.String(w.Name), r.String(w.What), r.String(w.Outcome)
@@ -361,6 +397,18 @@ func (r *Redactor) redactRun(run *Run) *Run {
 	c.SUT.Versions = r.stringMap(run.SUT.Versions)
 	c.Environment = r.stringMap(run.Environment)
 	c.RunOrder = r.strings(run.RunOrder)
+	if run.Command != nil {
+		c.Command = r.Argv(run.Command)
+	}
+	if run.ExitCode != nil {
+		code := *run.ExitCode
+		c.ExitCode = &code
+	}
+	if run.Gate != nil {
+		g := *run.Gate
+		g.Name, g.Verdict, g.File = r.String(g.Name), r.String(g.Verdict), r.String(g.File)
+		c.Gate = &g
+	}
 	c.Scenarios = make([]ScenarioSummary, len(run.Scenarios))
 	for i, s := range run.Scenarios {
 		s.ID, s.Name, s.Feature, s.Series = r.String(s.ID), r.String(s.Name), r.String(s.Feature), r.String(s.Series)

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
 
 // renderReadme writes the acceptance record a person reads. run and scen are already redacted;
 // the bytes go through the archive writer once more.
-func renderReadme(run *Run, scen []*Scenario) []byte {
+func renderReadme(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	title := run.Label
@@ -21,8 +22,18 @@ func renderReadme(run *Run, scen []*Scenario) []byte {
 	p("# Acceptance record: %s\n\n", mdInline(title))
 	p("- Date: %s to %s (%s)\n", fmtTime(run.Start), fmtTime(run.End), fmtDur(run.End.Sub(run.Start)))
 	p("- State: **%s**\n", mdInline(run.State))
-	p("- Result: %d passed, %d failed, %d not run, of %d\n", run.Totals.Passed, run.Totals.Failed, run.Totals.NotRun, run.Totals.Total)
-	p("- Files: `run.json` (schema_version %d), `scenarios/<id>.json`, `cucumber.json`, `junit.xml`; all redacted\n\n", run.SchemaVersion)
+	p("- Result: %s\n", TotalsText(run.Totals))
+	if gate != nil {
+		p("- Release gate %s: **%s**\n", mdInline(gate.Gate), mdInline(gate.Verdict))
+	}
+	files := "`run.json` (schema_version %d), `scenarios/<id>.json`, `cucumber.json`, `junit.xml`, `index.html`"
+	if gate != nil {
+		files += ", `" + GateFile + "`"
+	}
+	p("- Files: "+files+"; all redacted\n\n", run.SchemaVersion)
+	if gate != nil {
+		renderGateMarkdown(p, gate)
+	}
 
 	p("## Environment\n\n| | |\n| --- | --- |\n")
 	row := func(k, v string) {
@@ -73,8 +84,8 @@ func renderReadme(run *Run, scen []*Scenario) []byte {
 			}
 		}
 		result := s.Status
-		if s.Status == StatusFailed {
-			result = "**failed**"
+		if s.Status == StatusFailed || s.Status == StatusBlocked || s.Status == StatusInterrupted {
+			result = "**" + s.Status + "**"
 		}
 		file := "—"
 		if s.File != "" {
@@ -83,22 +94,36 @@ func renderReadme(run *Run, scen []*Scenario) []byte {
 		p("| %s | %s | %s | %s | %s |\n", mdCell(s.ID), mdCell(acceptance(s.Tags)), result, fmtDur(time.Duration(s.DurationMS)*time.Millisecond), file)
 	}
 
-	var failed []*Scenario
-	for _, s := range scen {
-		if s.Status == StatusFailed {
-			failed = append(failed, s)
+	for _, group := range []struct {
+		heading  string
+		statuses []string
+	}{
+		{"Failures", []string{StatusFailed}},
+		{"Blocked and interrupted (not failures of the SUT, not passes either)", []string{StatusBlocked, StatusInterrupted}},
+	} {
+		var list []*Scenario
+		for _, s := range scen {
+			if slices.Contains(group.statuses, s.Status) {
+				list = append(list, s)
+			}
 		}
-	}
-	if len(failed) > 0 {
-		p("\n## Failures\n\n")
-		for _, s := range failed {
-			p("### %s\n\n", mdInline(s.ID))
+		if len(list) == 0 {
+			continue
+		}
+		p("\n## %s\n\n", group.heading)
+		for _, s := range list {
+			if s.Status == StatusFailed {
+				p("### %s\n\n", mdInline(s.ID))
+			} else {
+				p("### %s (%s)\n\n", mdInline(s.ID), s.Status)
+			}
 			if s.Reason != "" {
 				p("%s\n\n", mdInline(s.Reason))
 			}
 			for _, st := range s.Steps {
 				if st.Status == "failed" || st.Status == "undefined" || st.Status == "pending" {
-					p("- step %s: `%s%s`: %s\n", st.Status, mdCode(st.Keyword), mdCode(st.Text), mdInline(orDash(st.Error)))
+					kw, name := stepParts(st)
+					p("- step %s: `%s%s`: %s\n", st.Status, mdCode(kw), mdCode(name), mdInline(orDash(st.Error)))
 				}
 			}
 			for _, a := range s.Assertions {
@@ -133,6 +158,19 @@ func renderReadme(run *Run, scen []*Scenario) []byte {
 		}
 	}
 	return b.Bytes()
+}
+
+// TotalsText is the one-line count of a run's scenarios.
+func TotalsText(t Totals) string {
+	parts := []string{fmt.Sprintf("%d passed", t.Passed), fmt.Sprintf("%d failed", t.Failed)}
+	if t.Blocked > 0 {
+		parts = append(parts, fmt.Sprintf("%d blocked", t.Blocked))
+	}
+	if t.Interrupted > 0 {
+		parts = append(parts, fmt.Sprintf("%d interrupted", t.Interrupted))
+	}
+	parts = append(parts, fmt.Sprintf("%d not run", t.NotRun))
+	return strings.Join(parts, ", ") + fmt.Sprintf(", of %d", t.Total)
 }
 
 func notRunText(cat string) string {
@@ -214,10 +252,18 @@ type cukeScen struct {
 	ID      string     `json:"id"`
 	Keyword string     `json:"keyword"`
 	Name    string     `json:"name"`
+	Desc    string     `json:"description,omitempty"`
 	Line    int        `json:"line"`
 	Type    string     `json:"type"`
 	Tags    []cukeTag  `json:"tags"`
 	Steps   []cukeStep `json:"steps"`
+	After   []cukeHook `json:"after,omitempty"`
+}
+
+// cukeHook is a hook result of a scenario (Cucumber JSON's "before"/"after" arrays).
+type cukeHook struct {
+	Match  map[string]string `json:"match"`
+	Result cukeResult        `json:"result"`
 }
 
 type cukeTag struct {
@@ -263,13 +309,33 @@ func renderCucumber(scen []*Scenario) ([]byte, error) {
 			}
 			cs.Tags = append(cs.Tags, cukeTag{Name: t, Line: s.Line})
 		}
+		// Blocked and interrupted are neither passed nor failed: Cucumber JSON has no such
+		// status, so the step that was cut short (and every later one) is skipped with the
+		// reason as its message, and an after hook and the description say which it was.
+		cut := s.Status == StatusBlocked || s.Status == StatusInterrupted
 		for _, st := range s.Steps {
-			status := st.Status
+			status, msg := st.Status, st.Error
 			if status == "" {
 				status = "skipped"
 			}
-			cs.Steps = append(cs.Steps, cukeStep{Keyword: st.Keyword, Name: st.Text, Line: st.Line,
-				Result: cukeResult{Status: status, Duration: st.DurationMS * int64(time.Millisecond), Error: st.Error}})
+			if cut && status != "passed" {
+				if status == "failed" && !strings.HasPrefix(msg, s.Status+":") {
+					msg = strings.TrimSpace(s.Status + ": " + msg)
+				}
+				status = "skipped"
+			}
+			kw, name := stepParts(st)
+			cs.Steps = append(cs.Steps, cukeStep{Keyword: kw, Name: name, Line: st.Line,
+				Result: cukeResult{Status: status, Duration: st.DurationMS * int64(time.Millisecond), Error: msg}})
+		}
+		if cut {
+			why := s.Reason
+			if !strings.HasPrefix(why, s.Status+":") {
+				why = strings.TrimSpace(s.Status + ": " + why)
+			}
+			cs.Desc = "flowtest status: " + why
+			cs.After = append(cs.After, cukeHook{Match: map[string]string{"location": "flowtest:" + s.Status},
+				Result: cukeResult{Status: "skipped", Error: why}})
 		}
 		// A scenario that failed outside its steps (cleanup, After hook) must not look green.
 		if s.Status == StatusFailed && !anyStepFailed(s) {
@@ -286,6 +352,20 @@ func renderCucumber(scen []*Scenario) ([]byte, error) {
 		out = append(out, byFeature[k])
 	}
 	return json.Marshal(out)
+}
+
+// stepParts splits a step into its keyword (with the space after it) and its text. The
+// runner records the whole line as the text ("And the run is …") with the keyword beside it
+// ("And"); older records hold the text without the keyword.
+func stepParts(st Step) (keyword, text string) {
+	kw := strings.TrimSpace(st.Keyword)
+	if kw != "" && strings.HasPrefix(st.Text, kw+" ") {
+		return kw + " ", strings.TrimPrefix(st.Text, kw+" ")
+	}
+	if kw != "" {
+		return kw + " ", st.Text
+	}
+	return "", st.Text
 }
 
 func anyStepFailed(s *Scenario) bool {
@@ -305,6 +385,7 @@ type junitSuites struct {
 	Name     string       `xml:"name,attr"`
 	Tests    int          `xml:"tests,attr"`
 	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
 	Skipped  int          `xml:"skipped,attr"`
 	Time     string       `xml:"time,attr"`
 	Suites   []junitSuite `xml:"testsuite"`
@@ -314,6 +395,7 @@ type junitSuite struct {
 	Name      string      `xml:"name,attr"`
 	Tests     int         `xml:"tests,attr"`
 	Failures  int         `xml:"failures,attr"`
+	Errors    int         `xml:"errors,attr"`
 	Skipped   int         `xml:"skipped,attr"`
 	Time      string      `xml:"time,attr"`
 	Timestamp string      `xml:"timestamp,attr,omitempty"`
@@ -325,6 +407,7 @@ type junitCase struct {
 	Classname string        `xml:"classname,attr"`
 	Time      string        `xml:"time,attr"`
 	Failure   *junitMessage `xml:"failure,omitempty"`
+	Error     *junitMessage `xml:"error,omitempty"`
 	Skipped   *junitMessage `xml:"skipped,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
 }
@@ -368,6 +451,14 @@ func renderJUnit(run *Run, scen []*Scenario) ([]byte, error) {
 		case StatusFailed:
 			c.Failure = &junitMessage{Message: orDash(firstLine(failureMessage(s))), Type: "failed", Text: failureMessage(s)}
 			su.Failures++
+		case StatusBlocked, StatusInterrupted:
+			// Not a failure of the SUT, not a pass either: a JUnit error of its own type.
+			msg := firstLine(s.Reason)
+			if !strings.HasPrefix(msg, s.Status+":") {
+				msg = strings.TrimSpace(s.Status + ": " + msg)
+			}
+			c.Error = &junitMessage{Message: msg, Type: s.Status, Text: s.Reason}
+			su.Errors++
 		case StatusNotRun:
 			c.Skipped = &junitMessage{Message: orDash(s.Reason)}
 			su.Skipped++
@@ -395,6 +486,7 @@ func renderJUnit(run *Run, scen []*Scenario) ([]byte, error) {
 		su.Time = secs(dur[n])
 		root.Tests += su.Tests
 		root.Failures += su.Failures
+		root.Errors += su.Errors
 		root.Skipped += su.Skipped
 		root.Suites = append(root.Suites, *su)
 	}
@@ -412,7 +504,8 @@ func failureMessage(s *Scenario) string {
 	}
 	for _, st := range s.Steps {
 		if st.Status == "failed" {
-			lines = append(lines, fmt.Sprintf("step %q failed: %s", strings.TrimSpace(st.Keyword+st.Text), st.Error))
+			kw, name := stepParts(st)
+			lines = append(lines, fmt.Sprintf("step %q failed: %s", kw+name, st.Error))
 		}
 	}
 	for _, a := range s.Assertions {

@@ -14,11 +14,17 @@ import "time"
 // does not require a bump. Readers refuse files with a newer version than they know.
 const SchemaVersion = 1
 
-// Scenario statuses.
+// Scenario statuses. Only passed is a pass. Blocked and interrupted are their own statuses,
+// never counted as failed nor as passed: blocked means a precondition of the scenario was not
+// met (a step reported it with scenario.Blocked, e.g. a pending request in the request app),
+// so the scenario says nothing about the SUT; interrupted means the run was interrupted
+// (Ctrl-C) while the scenario was running. A scenario the run never reached is not-run.
 const (
-	StatusPassed = "passed"
-	StatusFailed = "failed"
-	StatusNotRun = "not-run"
+	StatusPassed      = "passed"
+	StatusFailed      = "failed"
+	StatusBlocked     = "blocked"
+	StatusInterrupted = "interrupted"
+	StatusNotRun      = "not-run"
 )
 
 // Why a scenario was not run (ScenarioSummary.NotRunCategory).
@@ -48,7 +54,7 @@ type Scenario struct {
 	Line          int      `json:"line,omitempty"`
 	Series        string   `json:"series"`
 	Tags          []string `json:"tags"`
-	Status        string   `json:"status"` // passed|failed|not-run
+	Status        string   `json:"status"` // passed|failed|blocked|interrupted|not-run
 	// Reason says why a scenario was not run, or summarises a failure. It is the runner's
 	// own text; the JSON name is status_reason so that `reason` keys can be treated as
 	// request reason bodies (never stored) everywhere.
@@ -64,9 +70,12 @@ type Scenario struct {
 	Waits []Wait `json:"waits"`
 	// Notes is evidence that is not an assertion: what a trial observed, what an
 	// inspection printed.
-	Notes   []Note         `json:"notes,omitempty"`
-	Traffic map[string]int `json:"traffic"`
-	Cleanup Cleanup        `json:"cleanup"`
+	Notes []Note `json:"notes,omitempty"`
+	// Attempts are the NODE_ATTEMPT records the scenario's runs left, read just before the
+	// cleanup deleted them (for the timeline of index.html); absent when none were read.
+	Attempts []Attempt      `json:"attempts,omitempty"`
+	Traffic  map[string]int `json:"traffic"`
+	Cleanup  Cleanup        `json:"cleanup"`
 }
 
 // Step is one executed (or skipped) Gherkin step.
@@ -77,6 +86,8 @@ type Step struct {
 	Error      string `json:"error,omitempty"`
 	DurationMS int64  `json:"duration_ms"`
 	Line       int    `json:"line,omitempty"`
+	// Start is when the step started (absent in records written before it was recorded).
+	Start time.Time `json:"start,omitzero"`
 }
 
 // Assertion is one check a step made: what was expected and what was seen.
@@ -95,13 +106,16 @@ type Note struct {
 
 // Process is a child process the scenario started.
 type Process struct {
-	Name       string   `json:"name"`
-	Argv       []string `json:"argv"`
-	ExitCode   *int     `json:"exit_code"` // null when killed by a signal or never reaped
-	Signal     string   `json:"signal,omitempty"`
-	DurationMS int64    `json:"duration_ms"`
-	StdoutTail string   `json:"stdout_tail"` // redacted, at most TailLimit bytes
-	StderrTail string   `json:"stderr_tail"`
+	Name     string   `json:"name"`
+	Argv     []string `json:"argv"`
+	ExitCode *int     `json:"exit_code"` // null when killed by a signal or never reaped
+	Signal   string   `json:"signal,omitempty"`
+	// Start is when the harness started the process (absent in older records); it ended
+	// DurationMS later, or was still running when the record was written.
+	Start      time.Time `json:"start,omitzero"`
+	DurationMS int64     `json:"duration_ms"`
+	StdoutTail string    `json:"stdout_tail"` // redacted, at most TailLimit bytes
+	StderrTail string    `json:"stderr_tail"`
 }
 
 // Wait outcomes.
@@ -122,6 +136,22 @@ type Wait struct {
 	Checks          int    `json:"checks"`
 	LastObservation string `json:"last_observation,omitempty"`
 	LastError       string `json:"last_error,omitempty"`
+	// Start is when the wait began (its end minus ElapsedMS; absent in older records).
+	Start time.Time `json:"start,omitzero"`
+}
+
+// Attempt is one NODE_ATTEMPT record of a run the scenario made, as FlowNet wrote it. Its
+// times are kintone DATETIME values, which keep whole minutes only: StartedAt and FinishedAt
+// say in which minute the attempt started and finished, DurationSec how long it ran.
+type Attempt struct {
+	Node         string    `json:"node"`
+	AttemptNo    int       `json:"attempt_no"`
+	Status       string    `json:"status"`
+	ResultCode   string    `json:"result_code,omitempty"`
+	InvocationID string    `json:"invocation_id,omitempty"`
+	StartedAt    time.Time `json:"started_at,omitzero"`
+	FinishedAt   time.Time `json:"finished_at,omitzero"`
+	DurationSec  float64   `json:"duration_sec,omitempty"`
 }
 
 // BarrierArrival is one arrival at a fault-proxy barrier.
@@ -132,6 +162,9 @@ type BarrierArrival struct {
 	Path   string    `json:"path"`
 	Status int       `json:"status"`
 	At     time.Time `json:"at"`
+	// ReleasedAt is when the held request was let go (absent when not recorded): the hold
+	// is At..ReleasedAt.
+	ReleasedAt time.Time `json:"released_at,omitzero"`
 }
 
 // Cleanup is the outcome of the After hook. A failed cleanup fails the scenario.
@@ -161,6 +194,20 @@ type Run struct {
 	Start       time.Time         `json:"start"`
 	End         time.Time         `json:"end"`
 	Evidence    []EvidenceRow     `json:"evidence"`
+	// Command is the flowtest command line that made the run (redacted like argv).
+	Command []string `json:"command,omitempty"`
+	// ExitCode is the run's outcome code as the runner decided it when the run ended (before
+	// the archive's own leak re-scan, which can only turn it into 1).
+	ExitCode *int `json:"exit_code,omitempty"`
+	// Gate names the gate record of a `flowtest gate run` (gate.json).
+	Gate *GateRef `json:"gate,omitempty"`
+}
+
+// GateRef is run.json's pointer to the gate record.
+type GateRef struct {
+	Name    string `json:"name"`
+	Verdict string `json:"verdict"`
+	File    string `json:"file"`
 }
 
 // SUTIdentity is what the system under test says it is.
@@ -188,11 +235,13 @@ type ScenarioSummary struct {
 
 // Totals counts scenarios by status.
 type Totals struct {
-	Total      int   `json:"total"`
-	Passed     int   `json:"passed"`
-	Failed     int   `json:"failed"`
-	NotRun     int   `json:"not_run"`
-	DurationMS int64 `json:"duration_ms"`
+	Total       int   `json:"total"`
+	Passed      int   `json:"passed"`
+	Failed      int   `json:"failed"`
+	Blocked     int   `json:"blocked"`
+	Interrupted int   `json:"interrupted"`
+	NotRun      int   `json:"not_run"`
+	DurationMS  int64 `json:"duration_ms"`
 }
 
 // EvidenceRow is one line of the acceptance record's evidence table.
@@ -223,6 +272,10 @@ func ComputeTotals(sums []ScenarioSummary) Totals {
 			t.Passed++
 		case StatusFailed:
 			t.Failed++
+		case StatusBlocked:
+			t.Blocked++
+		case StatusInterrupted:
+			t.Interrupted++
 		default:
 			t.NotRun++
 		}

@@ -179,7 +179,8 @@ func sensitiveValues(file string, data []byte) []Leak {
 }
 
 // FailedScenarios returns, in run order, the ids of the scenarios whose file in the archive
-// says "failed" (for `flowtest run --rerun <dir>`). It reads the scenario files, not run.json,
+// says "failed", "blocked" or "interrupted" — every scenario that ran without passing (for
+// `flowtest run --rerun <dir>`). It reads the scenario files, not run.json,
 // so it also works on an archive of an interrupted run. Files being written (temporary names)
 // are skipped; a file that is not valid JSON, or of a newer schema, is an error.
 func FailedScenarios(archiveDir string) ([]string, error) {
@@ -209,7 +210,7 @@ func FailedScenarios(archiveDir string) ([]string, error) {
 	var ids []string
 	seen := map[string]bool{}
 	for _, s := range scen {
-		if s.Status == StatusFailed && !seen[s.ID] {
+		if (s.Status == StatusFailed || s.Status == StatusBlocked || s.Status == StatusInterrupted) && !seen[s.ID] {
 			seen[s.ID] = true
 			ids = append(ids, s.ID)
 		}
@@ -272,23 +273,80 @@ func ReadArchive(archiveDir string) ([]*Scenario, *Run, error) {
 	return scen, run, nil
 }
 
-// VerifyMain is `flowtest archive verify <dir>`: secrets come from env (SecretsFromEnv), app
-// ids from the caller's configuration. It prints one "file:offset: kind" line per leak (never
-// the value) and returns 1 on a leak, 0 when clean, 2 when the archive cannot be read.
+// VerifyMain is `flowtest archive verify <dir|pack>` without an expected digest (see
+// VerifyMainWith).
 func VerifyMain(dir string, env map[string]string, appIDs []string, stdout, stderr io.Writer) int {
-	secrets := SecretsFromEnv(env)
-	leaks, err := Verify(dir, secrets, appIDs)
+	return VerifyMainWith(dir, VerifyOptions{Env: env, AppIDs: appIDs}, stdout, stderr)
+}
+
+// VerifyOptions are the inputs of `flowtest archive verify`.
+type VerifyOptions struct {
+	Env    map[string]string // secrets are taken from it (SecretsFromEnv)
+	AppIDs []string
+	// SHA256 is the pack's expected digest; empty: the <pack>.sha256 file beside it, if any.
+	SHA256 string
+}
+
+// VerifyMainWith is `flowtest archive verify <dir|pack>`. A pack (.tar.gz) is checked against
+// its detached digest and the SHA256SUMS inside (every changed, missing or added file is
+// named), then its files are scanned for leaks; a folder is scanned for leaks and, when it
+// holds a SHA256SUMS (an unpacked pack), checked against it. Secrets come from o.Env, app ids
+// from the caller's configuration. It prints one line per problem ("file:offset: kind" for a
+// leak, never the value) and returns 1 on a problem, 0 when clean, 2 when the input cannot be
+// read.
+func VerifyMainWith(target string, o VerifyOptions, stdout, stderr io.Writer) int {
+	secrets := SecretsFromEnv(o.Env)
+	dir := target
+	var manifestProblems []string
+	manifestNote := ""
+	if st, err := os.Stat(target); err == nil && !st.IsDir() && IsPack(target) {
+		tmp, err := os.MkdirTemp("", "flowtest-verify-")
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		defer os.RemoveAll(tmp)
+		pc, err := VerifyPack(target, o.SHA256, tmp)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		manifestProblems = pc.Problems
+		detached := "no detached digest to compare (pass --sha256 or keep <pack>.sha256 beside it)"
+		if pc.Detached != "" {
+			detached = "detached sha256 compared"
+		}
+		manifestNote = fmt.Sprintf("pack %s: sha256 %s, %d file(s) in %s/, %s", target, pc.SHA256, pc.Files, pc.Folder, detached)
+		dir = tmp
+	} else if err == nil && st.IsDir() {
+		probs, present, err := CheckManifestDir(target)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		manifestProblems = probs
+		if present {
+			manifestNote = "checked against its " + SumsFile
+		}
+	}
+	leaks, err := Verify(dir, secrets, o.AppIDs)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
+	for _, p := range manifestProblems {
+		fmt.Fprintln(stdout, "manifest: "+p)
+	}
 	for _, l := range leaks {
 		fmt.Fprintln(stdout, l.String())
 	}
-	if len(leaks) > 0 {
-		fmt.Fprintf(stderr, "archive verify: %d leak(s) in %s\n", len(leaks), dir)
+	if manifestNote != "" {
+		fmt.Fprintln(stdout, "archive verify: "+manifestNote)
+	}
+	if len(leaks) > 0 || len(manifestProblems) > 0 {
+		fmt.Fprintf(stderr, "archive verify: %d manifest problem(s), %d leak(s) in %s\n", len(manifestProblems), len(leaks), target)
 		return 1
 	}
-	fmt.Fprintf(stdout, "archive verify: no leaks in %s (%d secret value(s), %d app id(s) checked)\n", dir, len(secrets), len(appIDs))
+	fmt.Fprintf(stdout, "archive verify: no leaks in %s (%d secret value(s), %d app id(s) checked)\n", target, len(secrets), len(o.AppIDs))
 	return 0
 }

@@ -23,9 +23,14 @@ import (
 
 // Exit codes of a run.
 const (
-	ExitPassed      = 0
-	ExitFailed      = 1
-	ExitRefused     = 2
+	ExitPassed  = 0 // every selected scenario that ran passed (and at least one ran)
+	ExitFailed  = 1
+	ExitRefused = 2 // usage, a malformed input file, preflight: nothing was started
+	// ExitNothingRan: every selected scenario was not run (not implemented, or it needs
+	// another platform). Nothing failed, but nothing passed either, and not run is never
+	// green. A run where some selected scenarios ran and passed and the others were not run
+	// is ExitPassed.
+	ExitNothingRan  = 3
 	ExitInterrupted = 130
 )
 
@@ -41,6 +46,11 @@ type Options struct {
 	// BeforeScenario, if set, runs after the scenario state exists and before the first
 	// step (e.g. to hand the state the target). An error fails the scenario.
 	BeforeScenario func(ctx context.Context, st *scenario.State) error
+	// BeforeCleanup, if set, runs after the scenario's steps and before its cleanup, with a
+	// context of its own (bounded by CleanupTimeout), to read evidence the cleanup will
+	// delete (the node attempts of its runs, for the timeline). It must not fail the
+	// scenario: what it cannot read it notes.
+	BeforeCleanup func(ctx context.Context, st *scenario.State)
 
 	StepTimeout    time.Duration // per step; default 5 minutes
 	TimeoutScale   float64       // multiplies every named wait limit (FLOWTEST_TIMEOUT_SCALE); <= 0 means 1
@@ -107,8 +117,8 @@ func Execute(ctx context.Context, o Options) Result {
 			rec = runOne(ctx, o, rs, it)
 		}
 		res.Scenarios = append(res.Scenarios, rec)
-		if rec.Status == results.StatusFailed {
-			res.Code = ExitFailed
+		if rec.Status == results.StatusFailed || rec.Status == results.StatusBlocked {
+			res.Code = ExitFailed // blocked is not green either
 		}
 		if o.Archive != nil {
 			if err := o.Archive.WriteScenario(rec); err != nil {
@@ -120,6 +130,7 @@ func Execute(ctx context.Context, o Options) Result {
 				progress := *o.Run
 				fillRun(&progress, o.Items, res, o.Archive)
 				progress.State = results.RunInterrupted
+				progress.ExitCode = nil // the run has not ended
 				if err := o.Archive.UpdateRun(&progress); err != nil {
 					fmt.Fprintf(o.Progress, "ERROR updating run.json: %v\n", err)
 				}
@@ -129,6 +140,9 @@ func Execute(ctx context.Context, o Options) Result {
 	rs.mu.Lock()
 	res.Interrupted = rs.interrupted
 	rs.mu.Unlock()
+	if res.Code == ExitPassed && !ranAny(res.Scenarios) && Count(o.Items).Selected > 0 {
+		res.Code = ExitNothingRan
+	}
 	if res.Interrupted {
 		res.Code = ExitInterrupted
 	}
@@ -144,6 +158,16 @@ func Execute(ctx context.Context, o Options) Result {
 		}
 	}
 	return res
+}
+
+// ranAny reports whether any scenario ran (passed or failed).
+func ranAny(recs []*results.Scenario) bool {
+	for _, r := range recs {
+		if r.Status != results.StatusNotRun {
+			return true
+		}
+	}
+	return false
 }
 
 func watchSignals(o Options, rs *runState) (stop func()) {
@@ -262,7 +286,16 @@ func runOne(parent context.Context, o Options, rs *runState, it Item) (rec *resu
 		rec.Reason = firstFailure(rec.Steps, hookErrs.list())
 	}
 	if ctx.Err() != nil && rec.Status != results.StatusPassed {
+		// Its own status: the interrupt, not the SUT, ended it.
+		rec.Status = results.StatusInterrupted
 		rec.Reason = "interrupted: " + rec.Reason
+	} else if pre, ok := steps.blockedBy(); ok && rec.Status == results.StatusFailed {
+		// A step said a precondition is not met: the scenario says nothing about the SUT.
+		rec.Status = results.StatusBlocked
+		rec.Reason = "blocked: " + pre
+	}
+	if o.BeforeCleanup != nil {
+		collectBeforeCleanup(o, st)
 	}
 
 	// Cleanup runs here, outside godog, so that it runs whatever happened inside: a
@@ -364,11 +397,32 @@ func perScenarioFormat(f, id string) string {
 }
 
 // stepLog keeps one record per step of the scenario, pre-filled as skipped.
+// collectBeforeCleanup runs o.BeforeCleanup with its own deadline, recovering a panic into a
+// note: evidence gathering never fails a scenario.
+func collectBeforeCleanup(o Options, st *scenario.State) {
+	ctx, cancel := context.WithTimeout(context.Background(), o.CleanupTimeout)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			st.Note("evidence before cleanup", fmt.Sprintf("panicked: %v", p))
+		}
+	}()
+	o.BeforeCleanup(ctx, st)
+}
+
 type stepLog struct {
-	mu    sync.Mutex
-	steps []results.Step
-	next  int
-	start time.Time
+	mu      sync.Mutex
+	steps   []results.Step
+	next    int
+	start   time.Time
+	blocked string // the precondition a step reported as not met (scenario.Blocked)
+}
+
+// blockedBy returns the precondition a step reported as not met, if one did.
+func (l *stepLog) blockedBy() (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.blocked, l.blocked != ""
 }
 
 func newStepLog(texts []string) *stepLog {
@@ -388,9 +442,12 @@ func (l *stepLog) started(s *godog.Step) {
 func (l *stepLog) finished(s *godog.Step, status godog.StepResultStatus, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r := results.Step{Text: s.Text, Status: status.String(), DurationMS: time.Since(l.start).Milliseconds()}
+	r := results.Step{Text: s.Text, Status: status.String(), DurationMS: time.Since(l.start).Milliseconds(), Start: l.start.UTC()}
 	if err != nil {
 		r.Error = err.Error()
+		if pre, ok := scenario.IsBlocked(err); ok && l.blocked == "" {
+			l.blocked = pre
+		}
 	}
 	// Match by text from the current position: steps finish in order.
 	for i := l.next; i < len(l.steps); i++ {
@@ -477,6 +534,8 @@ func fillRun(run *results.Run, items []Item, res Result, arch *results.Archive) 
 		}
 	}
 	run.Totals = results.ComputeTotals(run.Scenarios)
+	code := res.Code
+	run.ExitCode = &code
 	run.Evidence = evidence(run, items, res)
 	run.State = results.RunComplete
 	if res.Interrupted {

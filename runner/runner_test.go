@@ -382,7 +382,7 @@ func TestInterruptStopsScenarioKillsChildAndMarksArchive(t *testing.T) {
 	assert.Equal(t, -1, exitCode, "one interrupt does not force an exit")
 	st := statuses(r.res)
 	assert.Equal(t, results.StatusPassed, st["alpha"])
-	assert.Equal(t, results.StatusFailed, st["beta"])
+	assert.Equal(t, results.StatusInterrupted, st["beta"], "interrupted is its own status, not failed")
 	assert.Equal(t, results.StatusNotRun, st["delta"])
 	for _, s := range r.res.Scenarios {
 		switch s.ID {

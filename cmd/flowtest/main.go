@@ -4,11 +4,19 @@
 //	flowtest list                                                          the 43 scenarios in run order
 //	flowtest check  [--target sandbox|live] [--tags EXPR]                  preflight only
 //	flowtest steps  [--features DIR] [--unused]                            step definitions and their use
-//	flowtest archive verify DIR                                            scan an archive for leaks
+//	flowtest archive verify DIR|PACK                                       scan an archive for leaks (a pack: and its SHA256SUMS)
+//	flowtest archive pack DIR                                              seal an archive into DIR.tar.gz with SHA256SUMS
+//	flowtest gate show|run <gate> …                                        release gates (features/gates/<gate>.yaml)
+//	flowtest evidence --before A --after B                                 the before/after evidence rows of a fix
 //	flowtest defects [--only a,b] [--fast]                                 planted defects must be caught
 //
-// Exit codes: 0 all selected scenarios passed (or the command succeeded); 1 a scenario
-// failed (or a leak was found); 2 refused (usage, preflight); 130 interrupted.
+// Exit codes: 0 all selected scenarios that ran passed and at least one ran (or the command
+// succeeded); 1 a scenario failed (or a leak was found); 2 refused before anything ran (a
+// wrong flag value, a malformed input file, an empty selection, preflight); 3 nothing ran
+// (every selected scenario was not run: not implemented, or another platform); 130
+// interrupted. A blocked scenario exits 1 like a failed one. `gate run` exits by its verdict:
+// 0 PASS, 1 FAIL, 3 INCOMPLETE (and 2, 130 as above); `evidence` exits 0 only when every row
+// is pass.
 package main
 
 import (
@@ -31,7 +39,11 @@ commands:
   list             list the 43 acceptance scenarios in run order
   check            preflight only: every safety check with PASS/FAIL
   steps            step definitions (regexp, handler, file:line) and the scenarios using them
-  archive verify   scan a results archive for secrets and raw app ids
+  archive verify   scan a results archive (folder or pack) for secrets and raw app ids; a pack also against its SHA256SUMS
+  archive pack     seal a results archive into one .tar.gz with a SHA256SUMS manifest; prints its sha256
+  gate show        the scenarios a release gate requires, in run order (features/gates/<gate>.yaml)
+  gate run         run a release gate: scope by carry-over rules and the SUT diff, then a gate record
+  evidence         before/after evidence rows of a fix from two archives (--before A --after B)
   defects          prove each scenario can fail: run it against planted-defect sandboxes
   version          print the runner version
 
@@ -61,12 +73,12 @@ func Main(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 		return cmdCheck(args[1:], stdout, stderr)
 	case "defects": // planted defects: prove each scenario can fail (defects.go)
 		return cmdDefects(args[1:], stdout, stderr, sigs)
-	case "archive":
-		if len(args) > 1 && args[1] == "verify" {
-			return cmdVerify(args[2:], stdout, stderr)
-		}
-		fmt.Fprintf(stderr, "flowtest archive: unknown subcommand (want: archive verify DIR)\n")
-		return runner.ExitRefused
+	case "archive": // archive verify, archive pack (archive.go)
+		return cmdArchive(args[1:], stdout, stderr)
+	case "gate": // release gates (gate.go)
+		return cmdGate(args[1:], stdout, stderr, sigs)
+	case "evidence": // before/after evidence of a fix (evidence.go)
+		return cmdEvidence(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "flowtest %s\n", Version)
 		return 0

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ksqlflow/flowtest/harness/config"
@@ -38,13 +39,15 @@ type runFlags struct {
 	formats      multiFlag
 	sutCommit    string
 	keepWorkDirs bool
+	allowEmpty   bool
 	config       map[string]*string // configuration flags handed to harness/config
+	uses         map[string]flagUse // the flags the user gave, with their raw values
 }
 
 var configFlags = []struct{ name, usage string }{
 	{"profile", "FlowNet / kSQL-Flow profile (default e2e; prod is refused)"},
 	{"base-url", "kintone base URL of a live tenant (https only)"},
-	{"concurrency", "scenarios at once (live mode refuses anything but 1)"},
+	{"concurrency", "scenarios at once, an integer of at least 1 (live mode refuses anything but 1)"},
 	{"flownet-dir", "kSQL-FlowNet checkout (live: the CLI is node <dir>/dist/cli/index.js)"},
 	{"denylist-file", "operator-maintained production deny list"},
 	{"lock-dir", "where the exclusive run lock lives"},
@@ -58,10 +61,11 @@ func (f *runFlags) bind(fs *flag.FlagSet, withRun bool) {
 	for _, cf := range configFlags {
 		f.config[cf.name] = fs.String(cf.name, "", cf.usage)
 	}
+	fs.BoolVar(&f.allowEmpty, "allow-empty", false, "accept a selection that selects no scenario (refused otherwise)")
 	if withRun {
 		fs.StringVar(&f.out, "out", "test-results", "results archive root: <out>/<YYYY-MM-DD>/<HHMMSS>-<label>/")
 		fs.BoolVar(&f.dryRun, "dry-run", false, "preflight and the ordered list of what would run, with reasons; nothing starts")
-		fs.DurationVar(&f.stepTimeout, "step-timeout", 0, "deadline of every step (default 5m, times FLOWTEST_TIMEOUT_SCALE)")
+		fs.DurationVar(&f.stepTimeout, "step-timeout", 0, "deadline of every step, a positive duration (default 5m, times FLOWTEST_TIMEOUT_SCALE)")
 		fs.Var(&f.formats, "format", "extra godog formatter (repeatable), e.g. pretty or junit:out.xml (one file per scenario)")
 		fs.StringVar(&f.sutCommit, "sut-commit", "", "commit of the system under test, for the acceptance record")
 		fs.BoolVar(&f.keepWorkDirs, "keep-workdirs", false, "keep scenario work dirs (unredacted logs) after the run")
@@ -251,15 +255,20 @@ type session struct {
 	cfg     *config.Config
 	prep    *preparation
 	in      safety.Input
-	workDir string // run-level work dir (rendered preflight fixtures, sandbox emulator)
+	workDir string    // run-level work dir (rendered preflight fixtures, sandbox emulator)
+	extras  runExtras // what `flowtest gate run` adds (gate.go); the command line for run.json
 }
 
 func openSession(f runFlags) (*session, error) {
-	items, fsys, _, err := f.plan()
+	items, fsys, expr, err := f.plan()
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := config.Load(config.Options{Target: f.target, EnvFile: f.envFile, OSEnv: os.Environ(), Flags: f.configFlags()})
+	if err := runner.CheckSelection(items, f.tags, expr, f.rerun, f.allowEmpty); err != nil {
+		return nil, refuse("%v", err)
+	}
+	_, envNamed := f.uses["env-file"]
+	cfg, err := config.Load(config.Options{Target: f.target, EnvFile: f.envFile, EnvFileRequired: envNamed, OSEnv: os.Environ(), Flags: f.configFlags()})
 	if err != nil {
 		return nil, refuse("configuration: %v", err)
 	}
@@ -316,15 +325,20 @@ func (s *session) staticReport() safety.Report {
 // means the command is refused (and the message printed).
 func startCommand(name string, args []string, withRun bool, stderr io.Writer) (*session, int) {
 	fset := flag.NewFlagSet(name, flag.ContinueOnError)
-	fset.SetOutput(stderr)
 	var f runFlags
 	f.bind(fset, withRun)
-	if err := fset.Parse(args); err != nil {
-		return nil, runner.ExitRefused
+	uses, code, ok := parseFlags(fset, name, args, stderr, "format")
+	if !ok {
+		return nil, code
 	}
+	f.uses = uses
 	if fset.NArg() > 0 {
 		fmt.Fprintf(stderr, "flowtest %s: unexpected arguments %q (select scenarios with --tags)\n", name, fset.Args())
 		return nil, runner.ExitRefused
+	}
+	// Every flag value before anything else: nothing is read or started on a bad one.
+	if err := f.validate(uses, withRun); err != nil {
+		return nil, exitFor(stderr, name, err)
 	}
 	s, err := openSession(f)
 	if err != nil {
@@ -334,13 +348,25 @@ func startCommand(name string, args []string, withRun bool, stderr io.Writer) (*
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
-	s, code := startCommand("run", args, true, stderr)
+	return runCommand("run", args, stdout, stderr, sigs, runExtras{command: append([]string{"flowtest", "run"}, args...)})
+}
+
+// runCommand is the run path of `flowtest run` and of `flowtest gate run`, which passes the
+// gate record to complete in extras.
+func runCommand(name string, args []string, stdout, stderr io.Writer, sigs <-chan os.Signal, extras runExtras) int {
+	s, code := startCommand(name, args, true, stderr)
 	if s == nil {
 		return code
 	}
+	s.extras = extras
 	defer s.close()
 	f := s.flags
 	var err error
+	if _, given := f.uses["lock-dir"]; !given { // the flag was checked with the others
+		if err := creatableDir(config.VarLockDir, s.cfg.LockDir()); err != nil {
+			return exitFor(stderr, "run", err)
+		}
+	}
 
 	static := s.staticReport()
 	if f.dryRun {
@@ -350,6 +376,11 @@ func cmdRun(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int 
 		runner.WritePlan(stdout, s.items)
 		if !static.OK() {
 			return runner.ExitRefused
+		}
+		// The dry run exits as the run would before its first scenario: nothing would run.
+		if code := runner.PlanCode(s.items); code != runner.ExitPassed {
+			fmt.Fprintf(stdout, "nothing would run: every selected scenario is not implemented or needs another platform (exit %d)\n", code)
+			return code
 		}
 		return runner.ExitPassed
 	}
@@ -440,12 +471,21 @@ func cmdRun(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int 
 // deny list, to identifiers a scenario makes after preflight (a lock-conflict trial's
 // sub-scope).
 func (s *session) checkLaterIdentifiers(ids []safety.Identifier) error {
+	return violations("identifiers", safety.CheckIdentifiers(s.in, ids))
+}
+
+// checkLaterFixture applies the preflight's fixture rules to a fixture changed after preflight.
+func (s *session) checkLaterFixture(f safety.Fixture) error {
+	return violations("fixture", safety.CheckFixtures(s.in, []safety.Fixture{f}))
+}
+
+func violations(what string, rep safety.Report) error {
 	var bad []string
-	for _, c := range safety.CheckIdentifiers(s.in, ids).Violations() {
+	for _, c := range rep.Violations() {
 		bad = append(bad, fmt.Sprintf("%s %s: %s", c.Name, c.Subject, c.Reason))
 	}
 	if len(bad) > 0 {
-		return fmt.Errorf("identifiers refused by the preflight rules: %s", strings.Join(bad, "; "))
+		return fmt.Errorf("%s refused by the preflight rules: %s", what, strings.Join(bad, "; "))
 	}
 	return nil
 }
@@ -473,10 +513,14 @@ func (s *session) execute(ctx context.Context, tgt *target.Target, stdout io.Wri
 		secrets[k] = v
 	}
 	red := results.NewRedactor(secrets, tgt.AppRoles())
-	arch, err := results.Create(f.out, label(f.tags), time.Now(), red)
+	arch, err := results.Create(f.out, s.archiveLabel(), time.Now(), red)
 	if err != nil {
-		fmt.Fprintf(stdout, "flowtest run: create the results archive: %v\n", err)
-		return runner.ExitFailed
+		// No scenario has started: a refusal, not a failed scenario.
+		fmt.Fprintf(stdout, "flowtest run: --out %q: create the results archive: %v\n", f.out, err)
+		return runner.ExitRefused
+	}
+	if s.extras.gate != nil {
+		arch.SetGate(s.extras.gate) // Finish completes it and writes gate.json
 	}
 	fmt.Fprintf(stdout, "flowtest %s: target %s, profile %s, archive %s\n", Version, tgt.Name, tgt.Profile, arch.Dir())
 	fixtures, _ := filepath.Abs(filepath.Join(f.features, "fixtures"))
@@ -485,6 +529,8 @@ func (s *session) execute(ctx context.Context, tgt *target.Target, stdout io.Wri
 		Target: tgt, FixturesDir: fixtures, ConfirmedBy: f.confirmedBy,
 		Scopes: s.prep.scopes, ArchiveDir: archAbs, Log: stdout,
 		Cleaner: newCleaner(tgt), CheckIdentifiers: s.checkLaterIdentifiers,
+		CheckFixture: s.checkLaterFixture,
+		Redact:       &runSecrets{red: red, secrets: secrets},
 	}
 	work := filepath.Join(s.workDir, "scenarios")
 	if err := os.MkdirAll(work, 0o755); err != nil {
@@ -495,20 +541,20 @@ func (s *session) execute(ctx context.Context, tgt *target.Target, stdout io.Wri
 		RunnerVersion: Version, Target: tgt.Name, Profile: tgt.Profile,
 		SUT: results.SUTIdentity{Commit: f.sutCommit, Versions: tgt.Versions},
 		OS:  runtime.GOOS + "/" + runtime.GOARCH, TagExpression: f.tags,
-		Environment: tgt.Describe(), Start: time.Now().UTC(),
+		Environment: tgt.Describe(), Start: time.Now().UTC(), Command: s.extras.command,
 	}
 	if f.sutCommit != "" {
 		run.SUT.CommitSource = "flag"
 	}
 	res := runner.Execute(ctx, runner.Options{
 		Features: s.fsys, Items: s.items,
-		Initialize: suite.Initialize, BeforeScenario: suite.BeforeScenario,
+		Initialize: suite.Initialize, BeforeScenario: suite.BeforeScenario, BeforeCleanup: s.readAttempts(tgt),
 		StepTimeout: stepDeadline(f.stepTimeout, s.cfg.TimeoutScale), TimeoutScale: s.cfg.TimeoutScale, WorkRoot: work, KeepWorkDirs: f.keepWorkDirs,
 		Formats: f.formats, Archive: arch, Run: run, Progress: stdout, Signals: sigs,
 		// A second interrupt exits at once: the emulator must not outlive the runner.
 		Exit: func(code int) { tgt.Abort(); os.Exit(code) },
 	})
-	fmt.Fprintf(stdout, "%d passed, %d failed, %d not run — archive %s\n", run.Totals.Passed, run.Totals.Failed, run.Totals.NotRun, arch.Dir())
+	fmt.Fprintf(stdout, "%s — archive %s\n", results.TotalsText(run.Totals), arch.Dir())
 	// The run knows every secret it used (the sandbox's tokens exist only now), so it checks
 	// its own archive for leaks before it says anything passed.
 	var appIDs []string
@@ -527,7 +573,28 @@ func (s *session) execute(ctx context.Context, tgt *target.Target, stdout io.Wri
 		return runner.ExitFailed
 	}
 	fmt.Fprintf(stdout, "archive verify: no secret or raw app id in %s\n", arch.Dir())
+	if res.Code == runner.ExitNothingRan {
+		fmt.Fprintf(stdout, "nothing ran: every selected scenario was not run (not implemented, or needs another platform); exit %d, not green\n", res.Code)
+	}
 	return res.Code
+}
+
+// runSecrets hands the steps the run's redactor: a value a scenario registers is redacted in
+// every record written after that, and a secret is also among what the run's own archive
+// check looks for at the end.
+type runSecrets struct {
+	red     *results.Redactor
+	mu      sync.Mutex
+	secrets map[string]string // the map results.Verify reads once every scenario has ended
+}
+
+func (r *runSecrets) AddReason(body string) { r.red.AddReason(body) }
+
+func (r *runSecrets) AddSecret(name, value string) {
+	r.mu.Lock()
+	r.secrets[name] = value
+	r.mu.Unlock()
+	r.red.AddSecret(name, value)
 }
 
 func envMap(env []string) map[string]string {

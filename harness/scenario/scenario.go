@@ -54,6 +54,7 @@ type State struct {
 	assertions []results.Assertion
 	barriers   []results.BarrierArrival
 	waits      []results.Wait
+	attempts   []results.Attempt
 	traffic    map[string]int
 	cleanups   []cleanup
 }
@@ -131,10 +132,33 @@ func (s *State) AddBarrierArrival(a results.BarrierArrival) {
 // AddWait records one finished wait for the scenario record. The runner hands it to
 // wait.Config.OnDone, so every wait of the scenario's steps lands here.
 func (s *State) AddWait(r wait.Record) {
+	// The wait has just ended: it began Elapsed ago.
 	w := results.Wait{Name: r.Name, What: r.What, LimitMS: r.Limit.Milliseconds(), ElapsedMS: r.Elapsed.Milliseconds(),
-		Outcome: string(r.Outcome), Checks: r.Checks, LastObservation: r.LastObservation, LastError: r.LastErr}
+		Outcome: string(r.Outcome), Checks: r.Checks, LastObservation: r.LastObservation, LastError: r.LastErr,
+		Start: time.Now().Add(-r.Elapsed).UTC()}
 	s.mu.Lock()
 	s.waits = append(s.waits, w)
+	s.mu.Unlock()
+}
+
+// ReleaseBarrier records when the held request of barrier id (its latest arrival not yet
+// released) was let go, so the record shows the hold from arrival to release.
+func (s *State) ReleaseBarrier(id string, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.barriers) - 1; i >= 0; i-- {
+		if s.barriers[i].ID == id && s.barriers[i].ReleasedAt.IsZero() {
+			s.barriers[i].ReleasedAt = at.UTC()
+			return
+		}
+	}
+}
+
+// SetAttempts records the NODE_ATTEMPT records the scenario's runs left (read before the
+// cleanup deletes them), replacing any recorded earlier.
+func (s *State) SetAttempts(atts []results.Attempt) {
+	s.mu.Lock()
+	s.attempts = append([]results.Attempt(nil), atts...)
 	s.mu.Unlock()
 }
 
@@ -234,9 +258,13 @@ func (s *State) Evidence(rec *results.Scenario) {
 	rec.Notes = append(rec.Notes, s.notes...)
 	rec.Barriers = append(rec.Barriers, s.barriers...)
 	rec.Waits = append(rec.Waits, s.waits...)
+	rec.Attempts = append(rec.Attempts, s.attempts...)
 	for _, p := range s.Procs.Processes() {
 		in := p.Info()
 		rp := results.Process{Name: in.Name, Argv: in.Argv, Signal: in.Signal, StdoutTail: in.StdoutTail, StderrTail: in.StderrTail}
+		if !in.Started.IsZero() {
+			rp.Start = in.Started.UTC()
+		}
 		if in.Exited {
 			if in.Signal == "" {
 				code := in.ExitCode

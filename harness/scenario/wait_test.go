@@ -28,8 +28,9 @@ func TestWaitsReachTheRecordThroughOnDone(t *testing.T) {
 	var rec results.Scenario
 	st.Evidence(&rec)
 	require.Len(t, rec.Waits, 2)
+	assert.False(t, rec.Waits[0].Start.IsZero(), "a wait records when it started (for the timeline)")
 	assert.Equal(t, results.Wait{Name: "Quick", What: "ready", LimitMS: 2000, ElapsedMS: rec.Waits[0].ElapsedMS,
-		Outcome: results.WaitReached, Checks: 1, LastObservation: "status=DONE"}, rec.Waits[0])
+		Outcome: results.WaitReached, Checks: 1, LastObservation: "status=DONE", Start: rec.Waits[0].Start}, rec.Waits[0])
 	assert.Equal(t, "", rec.Waits[1].Name)
 	assert.Equal(t, int64(20), rec.Waits[1].LimitMS)
 	assert.Equal(t, results.WaitTimedOut, rec.Waits[1].Outcome)

@@ -1,0 +1,261 @@
+package results
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// finishedArchive writes a small real archive (two scenarios, reports, index.html).
+func finishedArchive(t *testing.T) string {
+	t.Helper()
+	a, err := Create(t.TempDir(), "p2-16", time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), testRedactor())
+	require.NoError(t, err)
+	require.NoError(t, a.WriteScenario(sampleScenario("p2-16-01", StatusPassed)))
+	require.NoError(t, a.WriteScenario(sampleScenario("p2-16-02", StatusFailed)))
+	require.NoError(t, a.Finish(&Run{Target: "sandbox", End: time.Now()}))
+	return a.Dir()
+}
+
+// rewritePack rewrites a pack entry by entry, letting edit change (or drop, returning nil)
+// each file's bytes, and appending extra files; the gzip is made afresh, so only the tar
+// content differs.
+func rewritePack(t *testing.T, src, dst string, edit func(name string, data []byte) []byte, extra map[string]string) {
+	t.Helper()
+	f, err := os.Open(src)
+	require.NoError(t, err)
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	require.NoError(t, err)
+	tr := tar.NewReader(gz)
+	var out bytes.Buffer
+	gw := gzip.NewWriter(&out)
+	tw := tar.NewWriter(gw)
+	folder := ""
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		data, err := io.ReadAll(tr)
+		require.NoError(t, err)
+		folder = strings.SplitN(hdr.Name, "/", 2)[0]
+		if edit != nil {
+			data = edit(hdr.Name, data)
+		}
+		if data == nil {
+			continue
+		}
+		hdr.Size = int64(len(data))
+		require.NoError(t, tw.WriteHeader(hdr))
+		_, err = tw.Write(data)
+		require.NoError(t, err)
+	}
+	for name, body := range extra {
+		require.NoError(t, tw.WriteHeader(&tar.Header{Name: folder + "/" + name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}))
+		_, err := tw.Write([]byte(body))
+		require.NoError(t, err)
+	}
+	require.NoError(t, tw.Close())
+	require.NoError(t, gw.Close())
+	require.NoError(t, os.WriteFile(dst, out.Bytes(), 0o644))
+}
+
+func TestPackAndVerifyRoundTrip(t *testing.T) {
+	dir := finishedArchive(t)
+	pack := filepath.Join(t.TempDir(), "evidence.tar.gz")
+	sum, err := Pack(dir, pack)
+	require.NoError(t, err)
+	assert.Len(t, sum, 64)
+	detached, err := os.ReadFile(pack + ".sha256")
+	require.NoError(t, err)
+	assert.Equal(t, sum+"  evidence.tar.gz\n", string(detached))
+
+	// Reproducible: the same folder packs to the same bytes.
+	again := filepath.Join(t.TempDir(), "again.tar.gz")
+	sum2, err := Pack(dir, again)
+	require.NoError(t, err)
+	assert.Equal(t, sum, sum2)
+
+	pc, err := VerifyPack(pack, "", t.TempDir())
+	require.NoError(t, err)
+	assert.Empty(t, pc.Problems)
+	assert.Equal(t, sum, pc.Detached)
+	assert.Equal(t, filepath.Base(dir), pc.Folder)
+	assert.Equal(t, 7, pc.Files, "run.json, README.md, cucumber.json, junit.xml, index.html, two scenario files")
+
+	var out, errb bytes.Buffer
+	assert.Equal(t, 0, VerifyMainWith(pack, VerifyOptions{}, &out, &errb), out.String()+errb.String())
+	assert.Contains(t, out.String(), "sha256 "+sum)
+
+	// The manifest lists every file with its digest, sha256sum style.
+	ex := t.TempDir()
+	_, err = VerifyPack(pack, "", ex)
+	require.NoError(t, err)
+	readme, err := FileSHA256(filepath.Join(ex, "README.md"))
+	require.NoError(t, err)
+	want, err := FileSHA256(filepath.Join(dir, "README.md"))
+	require.NoError(t, err)
+	assert.Equal(t, want, readme)
+}
+
+// One changed byte inside a file of the pack is found and the file named; so are a file
+// removed, a file added, a changed pack against its detached digest and a corrupt gzip.
+func TestVerifyPackNamesTheChangedFile(t *testing.T) {
+	dir := finishedArchive(t)
+	pack := filepath.Join(t.TempDir(), "a.tar.gz")
+	sum, err := Pack(dir, pack)
+	require.NoError(t, err)
+
+	tampered := filepath.Join(t.TempDir(), "t.tar.gz")
+	rewritePack(t, pack, tampered, func(name string, data []byte) []byte {
+		if strings.HasSuffix(name, "scenarios/p2-16-02.json") {
+			i := bytes.Index(data, []byte(`"failed"`))
+			require.Positive(t, i)
+			data = append([]byte(nil), data...)
+			data[i+1] = 'F' // one byte: "failed" becomes "Failed"
+		}
+		return data
+	}, nil)
+	pc, err := VerifyPack(tampered, "", t.TempDir())
+	require.NoError(t, err)
+	require.Len(t, pc.Problems, 1, pc.Problems)
+	assert.Contains(t, pc.Problems[0], "scenarios/p2-16-02.json: changed")
+
+	// Through the command, with the original detached digest: both the manifest and the
+	// digest say so, and the file is named.
+	var out, errb bytes.Buffer
+	assert.Equal(t, 1, VerifyMainWith(tampered, VerifyOptions{SHA256: sum}, &out, &errb))
+	assert.Contains(t, out.String(), "manifest: scenarios/p2-16-02.json: changed")
+	assert.Contains(t, out.String(), "the detached digest says "+sum)
+
+	dropped := filepath.Join(t.TempDir(), "d.tar.gz")
+	rewritePack(t, pack, dropped, func(name string, data []byte) []byte {
+		if strings.HasSuffix(name, "/junit.xml") {
+			return nil
+		}
+		return data
+	}, map[string]string{"extra.txt": "added later"})
+	pc, err = VerifyPack(dropped, "", "")
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"extra.txt: not listed in SHA256SUMS (added after packing)", "junit.xml: listed in SHA256SUMS but missing"}, pc.Problems)
+
+	// A flipped byte in the compressed bytes: the detached digest (beside the pack) says the
+	// pack changed, whatever gzip makes of it.
+	raw, err := os.ReadFile(pack)
+	require.NoError(t, err)
+	raw[len(raw)/2] ^= 0x40
+	corrupt := filepath.Join(filepath.Dir(pack), "c.tar.gz")
+	require.NoError(t, os.WriteFile(corrupt, raw, 0o644))
+	require.NoError(t, os.WriteFile(corrupt+".sha256", []byte(sum+"  c.tar.gz\n"), 0o644))
+	pc, err = VerifyPack(corrupt, "", "")
+	require.NoError(t, err)
+	require.NotEmpty(t, pc.Problems)
+	assert.Contains(t, pc.Problems[0], "the pack changed after it was made")
+
+	// No manifest at all.
+	bare := filepath.Join(t.TempDir(), "b.tar.gz")
+	rewritePack(t, pack, bare, func(name string, data []byte) []byte {
+		if strings.HasSuffix(name, "/"+SumsFile) {
+			return nil
+		}
+		return data
+	}, nil)
+	pc, err = VerifyPack(bare, "", "")
+	require.NoError(t, err)
+	assert.Contains(t, strings.Join(pc.Problems, "\n"), "no SHA256SUMS in the pack")
+}
+
+// A pack never carries a path outside its folder into the extraction.
+func TestVerifyPackRefusesUnsafeNames(t *testing.T) {
+	var buf bytes.Buffer
+	gw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gw)
+	for _, n := range []string{"a/SHA256SUMS", "a/../../evil.txt", "/abs.txt", "b/other.txt"} {
+		require.NoError(t, tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: 1, Typeflag: tar.TypeReg}))
+		_, err := tw.Write([]byte("x"))
+		require.NoError(t, err)
+	}
+	require.NoError(t, tw.WriteHeader(&tar.Header{Name: "a/link", Linkname: "/etc/passwd", Typeflag: tar.TypeSymlink}))
+	require.NoError(t, tw.Close())
+	require.NoError(t, gw.Close())
+	pack := filepath.Join(t.TempDir(), "evil.tar.gz")
+	require.NoError(t, os.WriteFile(pack, buf.Bytes(), 0o644))
+	ex := t.TempDir()
+	pc, err := VerifyPack(pack, "", ex)
+	require.NoError(t, err)
+	all := strings.Join(pc.Problems, "\n")
+	assert.Contains(t, all, "a/../../evil.txt: unsafe")
+	assert.Contains(t, all, "/abs.txt: unsafe")
+	assert.Contains(t, all, "b/other.txt: outside the pack's folder a")
+	assert.Contains(t, all, "a/link: not a regular file")
+	entries, _ := os.ReadDir(ex)
+	assert.Empty(t, entries, "nothing unsafe was extracted")
+}
+
+// Pack refuses a folder being written, and a folder whose own SHA256SUMS no longer matches
+// (re-packing would launder the change); an unpacked pack verifies against its manifest.
+func TestPackRefusals(t *testing.T) {
+	dir := finishedArchive(t)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, TempPrefix+"run.json-1"), []byte("{"), 0o644))
+	_, err := Pack(dir, filepath.Join(t.TempDir(), "x.tar.gz"))
+	require.ErrorContains(t, err, "being written")
+	require.NoError(t, os.Remove(filepath.Join(dir, TempPrefix+"run.json-1")))
+
+	pack := filepath.Join(t.TempDir(), "x.tar.gz")
+	_, err = Pack(dir, pack)
+	require.NoError(t, err)
+	un := t.TempDir()
+	_, err = VerifyPack(pack, "", un)
+	require.NoError(t, err)
+	// Put the manifest back beside the files: an unpacked pack.
+	ex := filepath.Join(t.TempDir(), "unpacked")
+	require.NoError(t, os.MkdirAll(ex, 0o755))
+	require.NoError(t, os.CopyFS(ex, os.DirFS(un)))
+	manifest := extractManifest(t, pack)
+	require.NoError(t, os.WriteFile(filepath.Join(ex, SumsFile), manifest, 0o644))
+	probs, present, err := CheckManifestDir(ex)
+	require.NoError(t, err)
+	assert.True(t, present)
+	assert.Empty(t, probs)
+
+	require.NoError(t, os.WriteFile(filepath.Join(ex, "README.md"), []byte("# rewritten\n"), 0o644))
+	probs, _, err = CheckManifestDir(ex)
+	require.NoError(t, err)
+	require.Len(t, probs, 1)
+	assert.Contains(t, probs[0], "README.md: changed")
+	_, err = Pack(ex, filepath.Join(t.TempDir(), "y.tar.gz"))
+	require.ErrorContains(t, err, "does not match its own SHA256SUMS")
+	var out, errb bytes.Buffer
+	assert.Equal(t, 1, VerifyMainWith(ex, VerifyOptions{}, &out, &errb))
+	assert.Contains(t, out.String(), "manifest: README.md: changed")
+}
+
+func extractManifest(t *testing.T, pack string) []byte {
+	t.Helper()
+	f, err := os.Open(pack)
+	require.NoError(t, err)
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	require.NoError(t, err)
+	tr := tar.NewReader(gz)
+	for {
+		hdr, err := tr.Next()
+		require.NoError(t, err)
+		if strings.HasSuffix(hdr.Name, "/"+SumsFile) {
+			data, err := io.ReadAll(tr)
+			require.NoError(t, err)
+			return data
+		}
+	}
+}
