@@ -29,6 +29,30 @@ type killState struct {
 
 var killKey = scenario.NewKey[killState]("kill")
 
+// runningAttempt is the attempt the last "has a RUNNING attempt" step found, and its node.
+func (ks *killState) runningAttempt() (string, nodeAttempt, error) {
+	if ks.attempt == nil {
+		return "", nodeAttempt{}, fmt.Errorf("no RUNNING attempt was found first (missing: node … has a RUNNING attempt with its JOB log start marker)")
+	}
+	return ks.node, *ks.attempt, nil
+}
+
+// childKilled records that the kSQL-Flow child of the RUNNING attempt was killed (alone, or
+// with its FlowNet tree): its job lock stays held, so the scenario's cleanup recovers it
+// unless a step did.
+func (ks *killState) childKilled(sc *scene, fx *fixtureState) {
+	ks.killed = true
+	node := ks.node
+	// The cleanup runs outside the scenario's context: it gets what it needs now.
+	sc.st.Defer("recover the job lock of "+node+" if the scenario did not", func(ctx context.Context) error {
+		if jobLockKey.Of(sc.st).recovery != nil {
+			return nil
+		}
+		_, err := recoverJobLock(ctx, sc, fx, node)
+		return err
+	})
+}
+
 func (killDomain) hasARunningAttempt(ctx context.Context, name string) error {
 	sc := sceneOf(ctx)
 	node, err := fixturesOf(ctx).node(name)
@@ -95,16 +119,7 @@ func (killDomain) theChildIsKilled(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ks.killed = true
-	node, fx := ks.node, fixturesOf(ctx)
-	// The cleanup runs outside the scenario's context: it gets what it needs now.
-	sc.st.Defer("recover the job lock of "+node+" if the scenario did not", func(ctx context.Context) error {
-		if jobLockKey.Of(sc.st).recovery != nil {
-			return nil
-		}
-		_, err := recoverJobLock(ctx, sc, fx, node)
-		return err
-	})
+	ks.childKilled(sc, fixturesOf(ctx))
 	return sc.st.Assert("processes killed in the kSQL-Flow tree of attempt "+attemptID, ">= 1",
 		fmt.Sprintf("%d (root pid %d)", len(killed), tree.Root), len(killed) >= 1)
 }

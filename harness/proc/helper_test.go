@@ -67,6 +67,22 @@ func helper(mode string) int {
 		fmt.Println("ready")
 		time.Sleep(helperLife)
 		return 1
+	case "watcher":
+		// Starts one sleeping child and reports its death the moment it sees it, as a
+		// FlowNet reacts to its kSQL-Flow child's end.
+		exe, _ := os.Executable()
+		cmd := exec.Command(exe, "proctest-helper", "--level", "0")
+		cmd.Env = append(os.Environ(), "PROCTEST_MODE=tree")
+		cmd.Stdout = os.Stdout
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "start child:", err)
+			return 2
+		}
+		fmt.Printf("pid %d level 1\n", os.Getpid())
+		_ = cmd.Wait()
+		fmt.Println("child died")
+		time.Sleep(helperLife)
+		return 1
 	case "tree", "orphan":
 		// argv: <exe> proctest-helper --level N --marker M. Each level prints its pid and
 		// starts level N-1 sharing stdout; level 0 just sleeps. In "orphan" mode the

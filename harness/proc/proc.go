@@ -346,7 +346,8 @@ func (p *Process) Kill() error {
 	return nil
 }
 
-// KillTree kills the process and every descendant, deepest first, and on Unix the
+// KillTree kills the process and every descendant, deepest first (on Unix after stopping
+// them all, so no member reacts to another's death; see freeze), and on Unix the
 // rest of its process group (orphans whose parent died earlier are no longer below
 // the pid but stay in the group). It returns the pids it killed, once they are gone.
 // Calling it after the process exited still sweeps the group.
@@ -360,6 +361,7 @@ func (p *Process) KillTree() ([]int32, error) {
 		if err != nil {
 			errs = append(errs, err)
 		} else {
+			freeze(ctx, snap, append([]member{{int32(p.pid), 0}}, snap.descendants(int32(p.pid))...))
 			k, err := killDeepestFirst(ctx, snap, snap.descendants(int32(p.pid)))
 			killed = append(killed, k...)
 			if err != nil {

@@ -235,6 +235,25 @@ func TestKillTreeOfThreeLevelsLeavesNothing(t *testing.T) {
 	}
 }
 
+// A tree killed deepest first is stopped first, so its parent never outlives its child long
+// enough to notice (a FlowNet would record its child's attempt as ended).
+func TestKillTreeGivesTheParentNoChanceToReact(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows cannot stop a process from outside; its deepest-first kill is unfrozen")
+	}
+	r := CheckLeaks(t)
+	for i := 0; i < 20; i++ {
+		p, err := r.Start(context.Background(), spec(t, "watcher", "watcher"))
+		require.NoError(t, err)
+		treePids(t, p, 2)
+		_, err = p.KillTree()
+		require.NoError(t, err)
+		out, err := p.Stdout()
+		require.NoError(t, err)
+		require.NotContains(t, out, "child died", "round %d", i)
+	}
+}
+
 func TestKillTreeReachesOrphanedGrandchild(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("Windows has no process groups; orphans are out of reach by design")

@@ -76,6 +76,9 @@ func killPid(pid int32) error {
 
 func isTextBusy(err error) bool { return errors.Is(err, syscall.ETXTBSY) }
 
+// stopPid freezes a process (SIGSTOP) until it is killed.
+func stopPid(pid int32) error { return syscall.Kill(int(pid), syscall.SIGSTOP) }
+
 // groupMembers lists the live, non-zombie processes whose process group is pgid.
 // Once our leader is gone, a live process whose pid equals pgid can only be a
 // stranger that reused the pid and leads a group of the same id: then the group is

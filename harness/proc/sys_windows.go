@@ -81,6 +81,9 @@ func killPid(pid int32) error {
 
 func isTextBusy(error) bool { return false }
 
+// stopPid cannot freeze a process on Windows (no signal does; see freeze).
+func stopPid(int32) error { return nil }
+
 // Windows has no process groups that can be killed; orphans whose parent died are only
 // reachable while some ancestor link remains, which is why trees are killed deepest
 // first while the root still lives.

@@ -85,6 +85,22 @@ func (s *snapshot) descendants(root int32) []member {
 	return out
 }
 
+// freeze stops every member (Unix: SIGSTOP, shallowest first, so no parent can start
+// another child meanwhile) before a deepest-first kill: otherwise a parent that outlives its
+// child by a few milliseconds reacts to that death — a FlowNet records its kSQL-Flow child's
+// attempt as ended and starts the next node — and the kill leaves traces no crash would. A
+// stopped process still dies of SIGKILL. Windows has no way to stop a process from outside
+// short of a debugger: there the kill stays deepest first, unfrozen.
+func freeze(ctx context.Context, s *snapshot, members []member) {
+	ms := slices.Clone(members)
+	slices.SortStableFunc(ms, func(a, b member) int { return a.depth - b.depth })
+	for _, m := range ms {
+		if sameProcess(ctx, m.pid, s.procs[m.pid]) {
+			_ = stopPid(m.pid) // best effort: a member that cannot be stopped is still killed
+		}
+	}
+}
+
 // killDeepestFirst kills members in order of decreasing depth, so that no parent dies
 // before its child and leaves it to be reparented out of our sight.
 func killDeepestFirst(ctx context.Context, s *snapshot, members []member) ([]int32, error) {
@@ -312,6 +328,7 @@ func KillOneTree(ctx context.Context, what string, match ArgvMatch) (Tree, []int
 	}
 	members := []member{{t.Root, 0}}
 	members = append(members, s.descendants(t.Root)...)
+	freeze(ctx, s, members)
 	killed, err := killDeepestFirst(ctx, s, members)
 	if err != nil {
 		return t, killed, fmt.Errorf("kill %s (tree of pid %d): %w", what, t.Root, err)

@@ -64,8 +64,10 @@ func TestConfirmedLeaseLossClosesTheInvocationNormally(t *testing.T) {
 	s := newSandbox(t, map[string]time.Duration{"customers": 250 * time.Millisecond, "deals": 250 * time.Millisecond})
 	raw, err := os.ReadFile(s.network("network-drill.yaml"))
 	require.NoError(t, err)
-	yaml := strings.Replace(strings.Replace(string(raw), "lease_duration_sec: 30", "lease_duration_sec: 3", 1),
-		"heartbeat_interval_sec: 10", "heartbeat_interval_sec: 1", 1)
+	yaml := strings.Replace(strings.Replace(string(raw), "lease_duration_sec: 10", "lease_duration_sec: 3", 1),
+		"heartbeat_interval_sec: 3", "heartbeat_interval_sec: 1", 1)
+	require.Contains(t, yaml, "lease_duration_sec: 3\n", "the drill fixture's lease settings changed; update this test")
+	require.Contains(t, yaml, "heartbeat_interval_sec: 1\n", "the drill fixture's lease settings changed; update this test")
 	net := s.network("network-lease.yaml")
 	require.NoError(t, os.WriteFile(net, []byte(yaml), 0o644))
 

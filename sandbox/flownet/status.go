@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ksqlflow/flowtest/kintoneapi"
+	"github.com/ksqlflow/flowtest/sandbox/defect"
 )
 
 // Status JSON (§1.4). Field order follows the contract; nullable values are pointers.
@@ -28,6 +29,8 @@ type statusLock struct {
 	LeaseExpiresAt    *string `json:"lease_expires_at"`
 	StaleCandidate    bool    `json:"stale_candidate"`
 	Revision          int     `json:"revision"`
+	// LeaseToken is set only by a planted defect (issue 14): the lease token never leaves FlowNet.
+	LeaseToken string `json:"lease_token,omitempty"`
 }
 
 type statusHold struct {
@@ -221,6 +224,9 @@ func (c *cli) buildStatus(ctx context.Context, o statusOptions) (*statusDoc, err
 		doc.Lock = &statusLock{RecordID: l.ID(), OwnerInvocationID: l.Str("owner_invocation_id"),
 			HeartbeatAt: optStr(l.Str("heartbeat_at")), LeaseExpiresAt: optStr(l.Str("lease_expires_at")),
 			Revision: atoi(l.Str("revision"))}
+		if defect.StatusShowsLeaseToken {
+			doc.Lock.LeaseToken = l.Str("lease_token") // planted defect (issue 14)
+		}
 		if v, ok := strings.CutPrefix(l.Str("status_reason"), "owner_instance_id="); ok {
 			doc.Lock.OwnerInstanceID = optStr(v)
 		}
@@ -284,13 +290,16 @@ func (c *cli) buildStatus(ctx context.Context, o statusOptions) (*statusDoc, err
 			switch {
 			case hold != nil:
 				sr.Activity = "STOPPED"
-			case liveLock && lockOwnerRun == sr.RunID:
+			case (liveLock || defect.ActivityIgnoresLeaseExpiry && doc.Lock != nil) && lockOwnerRun == sr.RunID: // the defect (issue 14): a stale lock still counts as live
 				sr.Activity = "LIVE"
 			case sr.StartedAt == nil:
 				sr.Activity = "IDLE"
 			default:
 				sr.Activity = "INTERRUPTED"
 			}
+		}
+		if defect.StatusBumpsRevision { // planted defect (issue 14): status "repairs" updated_at, a write that bumps $revision
+			_, _ = st.update(ctx, st.stateApp, r.ID(), vals(map[string]any{"updated_at": r.Str("updated_at")}), r.Revision())
 		}
 		if detail {
 			if err := fillDetail(ctx, st, sr, r, doc); err != nil {

@@ -1,0 +1,45 @@
+Feature: M6 force-unlock drill — a dead owner's network lock is released only when it is safe
+
+  scenarios.md §2.2.4. The original was Windows-only (a PowerShell walk of node.exe); flowtest
+  kills the FlowNet tree deepest first through harness/proc on Linux and Windows and reads
+  the process table to confirm it is gone. The drill network's lease is 10 s, so the lock
+  becomes a stale candidate (lease + kintone's 60 s DATETIME allowance) within about 70 s.
+
+  @m6-04-force-unlock-drill @m6
+  Scenario: refused while the lease lives and for a wrong owner, released for the right one, then resolved and resumed
+    Given the network fixture "network-drill.yaml"
+    And no kSQL-Flow process of this scope is alive
+    When FlowNet runs the network for the scope's business key in the background as "the drill run"
+    And node "n1_longread" has a RUNNING attempt with its JOB log start marker
+    And the whole process tree of "the drill run" is killed, deepest first
+    And the operator reads the status of the run as JSON as "the status after the kill"
+    Then "the status after the kill" shows the network lock not stale, owned by the run's invocation, and names it for force-unlock-network
+    And the job lock of node "n1_longread" is held by the killed attempt
+    Given the revisions of every state and audit record of the scope are noted
+    When the operator force-unlocks the network lock of the run, confirming the stop by "local_pid", as "the early unlock"
+    Then "the early unlock" is refused with "LEASE_STILL_ACTIVE"
+    And no state or audit record of the scope changed since the revisions were noted
+    When the network lock of the run becomes a stale candidate
+    And the operator force-unlocks the network lock of the run for a wrong owner as "the wrong-owner unlock"
+    Then "the wrong-owner unlock" is refused with "OWNER_MISMATCH"
+    And no state or audit record of the scope changed since the revisions were noted
+    When the operator force-unlocks the network lock of the run, confirming the stop by "local_pid", as "the unlock"
+    Then "the unlock" exits with code 0
+    And exactly one NETWORK_LOCK_FORCE_RELEASED audit of the network records what "the unlock" was given
+    When FlowNet resumes the run by its id as "the adjudication"
+    Then "the adjudication" exits with code 1
+    And the latest attempt of node "n1_longread" is "UNKNOWN" with result code "NO_EXECUTION_RESULT" and the start time it had when FlowNet was killed
+    And the node states are:
+      | node           | status  | blocked_by  |
+      | n1_longread    | UNKNOWN |             |
+      | n2_independent | SUCCESS |             |
+      | n3_join        | BLOCKED | n1_longread |
+    When the operator reads the status of the run as JSON as "the status after the adjudication"
+    Then "the status after the adjudication" names node "n1_longread" of the run for resolve-node and the run for --resume-run
+    When the operator resolves node "n1_longread" to SUCCESS by manual completion as "the resolve"
+    Then "the resolve" exits with code 0
+    When FlowNet resumes the run by its id as "the final resume"
+    Then "the final resume" exits with code 0
+    And the run is "SUCCESS"
+    When the job lock of node "n1_longread" is recovered by a named confirmer with this scenario's record as evidence
+    Then the job lock recovery released the lock the inspection saw
