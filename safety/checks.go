@@ -562,3 +562,12 @@ func CheckIdentifiers(in Input, ids []Identifier) Report {
 	checkIdentifiers(&rep, in)
 	return rep
 }
+
+// CheckFixtures runs rule 8 alone on fixtures changed after preflight (a scenario's edit of
+// its rendered SQL working copy), with the preflight's allow-list, CSV app and deny list.
+func CheckFixtures(in Input, fixtures []Fixture) Report {
+	var rep Report
+	in.Fixtures = fixtures
+	checkFixtures(&rep, in)
+	return rep
+}

@@ -3,7 +3,9 @@ package steps
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -19,14 +21,22 @@ type fixtureDomain struct{}
 func (d fixtureDomain) register(reg stepdef.Registry) {
 	reg.Step(`^the network fixture "([^"]+)"$`, d.theNetworkFixture)
 	reg.Step(`^the network fixture "([^"]+)" with node "([^"]+)" running "([^"]+)"$`, d.theNetworkFixtureWithSwap)
+	reg.Step(`^the network fixture "([^"]+)" in a fresh sub-scope "([^"]+)"$`, d.theNetworkFixtureInASubScope)
+	reg.Step(`^the working copy of the SQL of node "([^"]+)" has "([^"]+)" replaced by "([^"]+)"$`, d.editTheWorkingCopy)
+	reg.Step(`^the network fixture "([^"]+)" as network "([^"]+)"$`, d.theNetworkFixtureAs)
+	reg.Step(`^the scenario turns to network "([^"]+)"$`, d.turnsToNetwork)
 }
 
-// fixtureState is the scope the scenario uses now and the network rendered under it.
+// fixtureState is the scope the scenario uses now and the network rendered under it. A
+// scenario that drives several networks names each ("as network "local""): the latest one
+// rendered is the current network the other steps act on, and steps that name a network
+// find it by its label.
 type fixtureState struct {
-	scope   *scope.Scope
-	network *scope.Rendered
-	name    string            // fixture file name, for re-rendering under a trial scope
-	swap    map[string]string // fixture node -> SQL swapped in
+	scope    *scope.Scope
+	network  *scope.Rendered
+	name     string                     // fixture file name, for re-rendering under a trial scope
+	swap     map[string]string          // fixture node -> SQL swapped in
+	labelled map[string]*scope.Rendered // networks rendered "as network <label>"
 }
 
 var fixtureKey = scenario.NewKey[fixtureState]("fixtures")
@@ -41,6 +51,140 @@ func (fixtureDomain) theNetworkFixtureWithSwap(ctx context.Context, name, node, 
 	return fixturesOf(ctx).render(sceneOf(ctx), name, map[string]string{node: sql})
 }
 
+// theNetworkFixtureAs renders a fixture as one more network of the scenario: its network id
+// is the fixture's with "_<label>" appended (so one fixture can be two networks with two
+// locks), checked like every identifier made after the preflight. It becomes the current
+// network.
+func (fixtureDomain) theNetworkFixtureAs(ctx context.Context, name, label string) error {
+	sc, f := sceneOf(ctx), fixturesOf(ctx)
+	if _, dup := f.labelled[label]; dup {
+		return fmt.Errorf("a network labelled %q was already rendered in this scenario", label)
+	}
+	src := filepath.Join(sc.suite.FixturesDir, "networks", name)
+	r, err := f.scope.Render(src, filepath.Join(sc.st.WorkDir, "network-"+f.scope.Hash8()+"-"+label), scope.RenderOptions{NetworkIDSuffix: "_" + label})
+	if err != nil {
+		return fmt.Errorf("render fixture %s as network %q: %w", name, label, err)
+	}
+	f.network, f.name, f.swap = &r, name, nil
+	if f.labelled == nil {
+		f.labelled = map[string]*scope.Rendered{}
+	}
+	f.labelled[label] = &r
+	return f.checkIdentifiers(sc)
+}
+
+// turnsToNetwork makes a labelled network the current one again: the steps that act on
+// "the network" and "the run" act on it (a scenario that works on several in turn).
+func (fixtureDomain) turnsToNetwork(ctx context.Context, label string) error {
+	f := fixturesOf(ctx)
+	n, err := f.networkOf(`network "` + label + `"`)
+	if err != nil {
+		return err
+	}
+	f.network, f.swap = n, nil
+	return nil
+}
+
+// netRef is how feature text names a network: the current one ("the run", whose network
+// it is) or a labelled one (`network "local"`).
+const netRef = `(the run|network "[^"]+")`
+
+// principal is a named operator identity of the scope (KSQL_FLOW_TEST_<hash8>_<name>: an
+// approver, the operator who confirms a stop), checked like every identifier made after the
+// preflight, since it is written to kintone.
+func (f *fixtureState) principal(sc *scene, name string) (string, error) {
+	p := f.scope.Principal(name)
+	if sc.suite.CheckIdentifiers == nil {
+		return "", fmt.Errorf("no identifier check was wired: principal %s cannot be made after preflight", p)
+	}
+	return p, sc.suite.CheckIdentifiers([]safety.Identifier{{Scenario: sc.st.ID, Kind: safety.IdentOther, Value: p}})
+}
+
+// networks are the networks the scenario rendered under its scope, the current one first,
+// each once.
+func (f *fixtureState) networks() []*scope.Rendered {
+	var out []*scope.Rendered
+	seen := map[string]bool{}
+	add := func(n *scope.Rendered) {
+		if n != nil && !seen[n.NetworkID] {
+			seen[n.NetworkID] = true
+			out = append(out, n)
+		}
+	}
+	add(f.network)
+	labels := make([]string, 0, len(f.labelled))
+	for l := range f.labelled {
+		labels = append(labels, l)
+	}
+	sort.Strings(labels)
+	for _, l := range labels {
+		add(f.labelled[l])
+	}
+	return out
+}
+
+// networkOf resolves a netRef.
+func (f *fixtureState) networkOf(ref string) (*scope.Rendered, error) {
+	if ref == "the run" {
+		return f.rendered()
+	}
+	label := strings.TrimSuffix(strings.TrimPrefix(ref, `network "`), `"`)
+	n, ok := f.labelled[label]
+	if !ok {
+		return nil, fmt.Errorf("no network was rendered as %q (missing Given the network fixture … as network %q)", label, label)
+	}
+	return n, nil
+}
+
+// theNetworkFixtureInASubScope starts a new part of the scenario: a fresh sub-scope (its own
+// business key, network and job ids, checked like the preflight's) with the fixture
+// rendered under it; the processes of the earlier part leave play.
+func (fixtureDomain) theNetworkFixtureInASubScope(ctx context.Context, name, label string) error {
+	sc := sceneOf(ctx)
+	f := fixturesOf(ctx)
+	if err := f.enterSubScope(sc, label); err != nil {
+		return err
+	}
+	if err := f.render(sc, name, nil); err != nil {
+		return err
+	}
+	return f.checkIdentifiers(sc)
+}
+
+// editTheWorkingCopy changes the rendered SQL of a node the way an operator would edit the
+// file between two runs. The edit must occur exactly once, and the edited file must pass the
+// preflight's fixture rules (a feature cannot smuggle a write statement past the allow-list).
+func (fixtureDomain) editTheWorkingCopy(ctx context.Context, name, old, replacement string) error {
+	sc := sceneOf(ctx)
+	node, err := fixturesOf(ctx).node(name)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(node.SQL)
+	if err != nil {
+		return fmt.Errorf("working copy of %s: %w", name, err)
+	}
+	if err := sc.st.Equal(fmt.Sprintf("occurrences of %q in the working copy of %s", old, name), 1, strings.Count(string(data), old)); err != nil {
+		return err
+	}
+	edited := strings.Replace(string(data), old, replacement, 1)
+	if sc.suite.CheckFixture == nil {
+		return fmt.Errorf("no fixture check was wired: a working copy cannot be edited after preflight")
+	}
+	if err := sc.suite.CheckFixture(safety.Fixture{Scenario: sc.st.ID, Kind: safety.FixtureSQL, Path: node.SQL, Content: []byte(edited)}); err != nil {
+		return fmt.Errorf("edited working copy of %s: %w", name, err)
+	}
+	info, err := os.Stat(node.SQL)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(node.SQL, []byte(edited), info.Mode().Perm()); err != nil {
+		return fmt.Errorf("write the working copy of %s: %w", name, err)
+	}
+	sc.st.Note("working copy of "+name+" edited", fmt.Sprintf("%q -> %q in %s", old, replacement, filepath.Base(node.SQL)))
+	return nil
+}
+
 // render writes the fixture (and its SQL) into the scenario work dir with the scope's
 // identifiers.
 func (f *fixtureState) render(sc *scene, name string, swap map[string]string) error {
@@ -52,7 +196,7 @@ func (f *fixtureState) render(sc *scene, name string, swap map[string]string) er
 			opts.SwapSQL[node] = filepath.Join(sc.suite.FixturesDir, "jobs", sql)
 		}
 	}
-	dst := filepath.Join(sc.st.WorkDir, "network-"+f.scope.Hash8())
+	dst := filepath.Join(sc.st.WorkDir, "network-"+f.scope.Hash8()+"-"+strings.TrimSuffix(name, ".yaml"))
 	r, err := f.scope.Render(src, dst, opts)
 	if err != nil {
 		return fmt.Errorf("render fixture %s: %w", name, err)
@@ -103,23 +247,31 @@ func (f *fixtureState) fixtureNames(ids []string) string {
 	return strings.Join(out, ",")
 }
 
-// switchToTrialScope moves the scenario to a fresh sub-scope (a retried ordering trial: the
-// previous trial's run still holds its business key and network) after the sub-scope's
-// identifiers passed the same checks as the preflight's. The old scope's records are
-// cleaned up with the scenario.
+// switchToTrialScope moves the scenario to a fresh sub-scope for a retried ordering trial (the
+// previous trial's run still holds its business key and network) and re-renders the fixture
+// under it, checked like the preflight's.
 func (f *fixtureState) switchToTrialScope(ctx context.Context, sc *scene, trial int) error {
-	next, err := scope.New(fmt.Sprintf("%s_trial%d", sc.st.ID, trial), time.Now(), nil)
-	if err != nil {
-		return fmt.Errorf("trial %d scope: %w", trial, err)
+	if err := f.enterSubScope(sc, fmt.Sprintf("trial%d", trial)); err != nil {
+		return err
 	}
-	old := f.scope
-	f.scope = next
 	if err := f.render(sc, f.name, f.swap); err != nil {
 		return err
 	}
 	if err := f.checkIdentifiers(sc); err != nil {
-		return fmt.Errorf("trial %d scope %s: %w", trial, next.ID(), err)
+		return fmt.Errorf("trial %d scope %s: %w", trial, f.scope.ID(), err)
 	}
+	return nil
+}
+
+// enterSubScope replaces the scope by a fresh one labelled after the scenario; the processes
+// started so far leave play, and the old scope's records are cleaned up with the scenario.
+func (f *fixtureState) enterSubScope(sc *scene, label string) error {
+	next, err := scope.New(sc.st.ID+"_"+label, time.Now(), nil)
+	if err != nil {
+		return fmt.Errorf("sub-scope %s: %w", label, err)
+	}
+	old := f.scope
+	f.scope, f.network = next, nil
 	procs := processKey.Of(sc.st)
 	runIDs := procs.runIDs(old)
 	procs.retire()

@@ -29,6 +29,9 @@ type flownetSpec struct {
 	Files map[string]string
 	// Env is added to the target's FlowNet environment (later entries win).
 	Env []string
+	// Network is the rendered network id the call acts on; empty: the current fixture
+	// network. The run a step means is the one its network's calls reported.
+	Network string
 }
 
 // flownetCall is one FlowNet process and what it returned.
@@ -46,6 +49,7 @@ type flownetCall struct {
 	json      map[string]any // the JSON object it printed on stdout (--json), if any
 	runID     string         // the run id it reported (text or JSON output)
 	outcome   string         // NEW, RESUME, NOOP, REJECTED: from the output
+	network   string         // the rendered network id it acts on
 }
 
 // startFlowNet starts one FlowNet command in the scenario (not waiting for it).
@@ -81,8 +85,16 @@ func startFlowNet(ctx context.Context, spec flownetSpec) (*flownetCall, error) {
 		return nil, err
 	}
 	env := append(flownetEnv(sc, fx), spec.Env...)
+	proxied, err := proxyEnvFor(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	env = append(env, proxied...)
 	path, argv := sc.suite.Target.FlowNet.With(args...)
-	c := &flownetCall{name: name, sub: spec.Sub, env: env}
+	c := &flownetCall{name: name, sub: spec.Sub, env: env, network: spec.Network}
+	if c.network == "" && fx.network != nil {
+		c.network = fx.network.NetworkID
+	}
 	np := &namedProc{name: name, kind: kindFlowNet, flownet: c}
 	if err := startChild(ctx, np, proc.Spec{Path: path, Args: argv, Env: env, Dir: flownetDir(sc)}); err != nil {
 		return nil, err
@@ -113,6 +125,9 @@ func flownetDir(sc *scene) string {
 
 // finish waits for the call to exit (within the step's deadline) and collects its output.
 func (c *flownetCall) finish(ctx context.Context) error {
+	if c.collected {
+		return nil
+	}
 	if _, err := waitExit(ctx, c.name, c.proc); err != nil {
 		return err
 	}

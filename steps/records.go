@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/cucumber/godog"
@@ -19,6 +20,7 @@ type recordDomain struct{}
 
 func (d recordDomain) register(reg stepdef.Registry) {
 	reg.Step(`^exactly one run exists for the business key$`, d.exactlyOneRun)
+	reg.Step(`^exactly one run exists for the business key "([^"]+)", of this network$`, d.exactlyOneRunForKey)
 	reg.Step(`^the run is "([^"]+)"$`, d.theRunIs)
 	reg.Step(`^the run becomes "([^"]+)"$`, d.theRunBecomes)
 	reg.Step(`^the node states are:$`, d.theNodeStatesAre)
@@ -26,6 +28,7 @@ func (d recordDomain) register(reg stepdef.Registry) {
 	reg.Step(`^the run has (\d+) invocations? and the last one is "([^"]+)"$`, d.invocationsAndLast)
 	reg.Step(`^the last invocation is "([^"]+)"$`, d.lastInvocationIs)
 	reg.Step(`^the last invocation is "([^"]+)" with result code "([^"]+)"$`, d.lastInvocationWithCode)
+	reg.Step(`^the last invocation has mode "([^"]+)"$`, d.lastInvocationHasMode)
 	reg.Step(`^the latest attempt of node "([^"]+)" is "([^"]+)" with result code "([^"]+)"$`, d.latestAttemptIs)
 	reg.Step(`^the latest attempt of node "([^"]+)" is "([^"]+)" with result code "([^"]+)" and a start marker$`, d.latestAttemptWithMarker)
 	reg.Step(`^node "([^"]+)" has attempts numbered "([^"]+)", all "([^"]+)"$`, d.attemptsNumbered)
@@ -33,6 +36,7 @@ func (d recordDomain) register(reg stepdef.Registry) {
 	reg.Step(`^the run has (\d+) invocations and exactly one with mode "([^"]+)" preserving "([^"]+)"$`, d.invocationWithMode)
 	reg.Step(`^the run has (\d+) invocations with distinct non-empty invocation ids$`, d.distinctInvocationIDs)
 	reg.Step(`^at least one node has a "([^"]+)" attempt$`, d.someNodeHasAttempt)
+	reg.Step(`^the attempts were created in the order "([^"]+)", with increasing record ids$`, d.attemptsCreatedInOrder)
 	reg.Step(`^no node that had a "([^"]+)" attempt before `+procRef+` gained an attempt$`, d.noNodeGainedAttempt)
 }
 
@@ -41,25 +45,46 @@ type recordState struct {
 	// attemptsBefore are every node's attempts, by fixture node, taken before a FlowNet
 	// call started (by its name).
 	attemptsBefore map[string]map[string][]nodeAttempt
+	// pinned is, by network id, the run a step settled on by its business key (a key no
+	// FlowNet call of the scenario named: a START's derived key, the cron path's); until the
+	// next such step it is "the run" of that network.
+	pinned map[string]string
 }
 
 var recordKey = scenario.NewKey[recordState]("records")
 
 // ---- reads ----
 
-// runsForBusinessKey reads the NETWORK_RUN records of the scope's business key (exactly).
+// runsForBusinessKey reads the NETWORK_RUN records of the scope's business key (exactly) in
+// the current network.
 func runsForBusinessKey(ctx context.Context) ([]networkRun, error) {
+	n, err := fixturesOf(ctx).rendered()
+	if err != nil {
+		return nil, err
+	}
+	return runsOfNetwork(ctx, n.NetworkID)
+}
+
+// runsOfNetwork reads the NETWORK_RUN records of the scope's business key in a network.
+func runsOfNetwork(ctx context.Context, networkID string) ([]networkRun, error) {
 	return readExact(ctx, sceneOf(ctx), target.RoleState, decodeNetworkRun,
-		match{"record_type", "NETWORK_RUN"}, match{"business_key", fixturesOf(ctx).scope.BusinessKey()})
+		match{"record_type", "NETWORK_RUN"}, match{"business_key", fixturesOf(ctx).scope.BusinessKey()}, match{"network_id", networkID})
 }
 
 // currentRunID is the run the scenario is about: the run id the latest FlowNet call in play
-// reported; while none has reported one (a run still in the background), the one
-// NETWORK_RUN of the scope's business key.
+// on the current network reported; while none has reported one (a run still in the
+// background), the one NETWORK_RUN of the scope's business key in that network.
 func currentRunID(ctx context.Context) (string, error) {
+	n, err := fixturesOf(ctx).rendered()
+	if err != nil {
+		return "", err
+	}
+	if id := recordKey.Of(sceneOf(ctx).st).pinned[n.NetworkID]; id != "" {
+		return id, nil
+	}
 	calls := processesOf(ctx).flownetCalls()
 	for i := len(calls) - 1; i >= 0; i-- {
-		if calls[i].runID != "" {
+		if calls[i].runID != "" && calls[i].network == n.NetworkID {
 			return calls[i].runID, nil
 		}
 	}
@@ -182,6 +207,34 @@ func (recordDomain) exactlyOneRun(ctx context.Context) error {
 		return err
 	}
 	return sceneOf(ctx).st.Equal("NETWORK_RUN records for the business key", 1, len(runs))
+}
+
+// exactlyOneRunForKey reads the NETWORK_RUN records of a business key ({scope} and
+// {network_id} filled in) in every network, requires one, of the current network, and makes
+// it "the run" of that network.
+func (recordDomain) exactlyOneRunForKey(ctx context.Context, key string) error {
+	sc := sceneOf(ctx)
+	n, err := fixturesOf(ctx).rendered()
+	if err != nil {
+		return err
+	}
+	key = expand(ctx, key, n.NetworkID)
+	runs, err := readExact(ctx, sc, target.RoleState, decodeNetworkRun, match{"record_type", "NETWORK_RUN"}, match{"business_key", key})
+	if err != nil {
+		return err
+	}
+	if err := sc.st.Equal("NETWORK_RUN records for business key "+key, 1, len(runs)); err != nil {
+		return err
+	}
+	if err := sc.st.Equal("network_id of the run of business key "+key, n.NetworkID, runs[0].NetworkID); err != nil {
+		return err
+	}
+	rs := recordKey.Of(sc.st)
+	if rs.pinned == nil {
+		rs.pinned = map[string]string{}
+	}
+	rs.pinned[n.NetworkID] = runs[0].RunID
+	return nil
 }
 
 func (recordDomain) theRunIs(ctx context.Context, status string) error {
@@ -316,6 +369,17 @@ func (d recordDomain) lastInvocationIs(ctx context.Context, status string) error
 
 func (d recordDomain) lastInvocationWithCode(ctx context.Context, status, code string) error {
 	return d.lastInvocation(ctx, status, code)
+}
+
+func (recordDomain) lastInvocationHasMode(ctx context.Context, mode string) error {
+	invs, err := invocations(ctx)
+	if err != nil {
+		return err
+	}
+	if err := sceneOf(ctx).st.Assert("invocations of the run", ">= 1", len(invs), len(invs) >= 1); err != nil {
+		return err
+	}
+	return sceneOf(ctx).st.Equal("mode of the last invocation", mode, invs[len(invs)-1].Mode)
 }
 
 func (recordDomain) lastInvocation(ctx context.Context, status, code string) error {
@@ -489,4 +553,24 @@ func (recordDomain) noNodeGainedAttempt(ctx context.Context, status, ref string)
 		}
 	}
 	return sc.st.Assert("nodes with a "+status+" attempt before "+p.name, ">= 1", checked, checked >= 1)
+}
+
+// attemptsCreatedInOrder: serial execution in stable topological order shows as attempt
+// records whose ids (kintone assigns them increasing, in creation order) follow the nodes.
+func (recordDomain) attemptsCreatedInOrder(ctx context.Context, order string) error {
+	sc := sceneOf(ctx)
+	fx := fixturesOf(ctx)
+	atts, err := runAttempts(ctx)
+	if err != nil {
+		return err
+	}
+	sort.SliceStable(atts, func(i, j int) bool { return atoi(atts[i].RecordID) < atoi(atts[j].RecordID) })
+	var nodes []string
+	for _, a := range atts {
+		nodes = append(nodes, fx.fixtureName(a.NodeID))
+	}
+	want := strings.Join(strings.Fields(strings.ReplaceAll(order, ",", " ")), ", ")
+	// One comparison covers both: taken in record id order, the nodes must be in
+	// topological order (and a node that ran twice would show twice).
+	return sc.st.Equal("nodes of the run's attempts in record id order", want, strings.Join(nodes, ", "))
 }

@@ -19,7 +19,13 @@ type runDomain struct{}
 func (d runDomain) register(reg stepdef.Registry) {
 	reg.Step(`^FlowNet runs the network for the scope's business key$`, d.runsTheNetwork)
 	reg.Step(`^FlowNet runs the network for the scope's business key in the background$`, d.runsTheNetworkInTheBackground)
+	reg.Step(`^FlowNet runs the network for the scope's business key in the background as "([^"]+)"$`, d.runsInTheBackgroundAs)
+	reg.Step(`^FlowNet runs the network for the scope's business key in the background as "([^"]+)" with owner instance "([^"]+)"$`, d.runsInTheBackgroundWithOwner)
+	reg.Step(`^FlowNet resumes the run by its id as "([^"]+)"$`, d.resumesTheRunByID)
+	reg.Step(`^FlowNet reruns the run from node "([^"]+)" by its id as "([^"]+)"$`, d.rerunsFromNode)
 	reg.Step(`^FlowNet has run the network for the scope's business key as "([^"]+)" and exited with code (\d+)$`, d.hasRunTheNetworkAs)
+	reg.Step(`^FlowNet has run the network for the scope's business key with an invalid (customers|deals) token as "([^"]+)" and exited with code (\d+)$`, d.hasRunWithInvalidToken)
+	reg.Step(`^FlowNet runs the network the cron way, --scheduled-for "([^"]+)" --resume --json, as "([^"]+)"$`, d.runsTheCronWay)
 	reg.Step(`^FlowNet runs the network again with --resume and the identical call as "([^"]+)"$`, d.resumesAs)
 	reg.Step(`^the stdout of `+procRef+` has a line starting with "([^"]*)"$`, d.stdoutHasLine)
 	reg.Step(`^"([^"]+)" and "([^"]+)" received the same identity: profile, network, business key and run key$`, d.sameIdentity)
@@ -28,12 +34,32 @@ func (d runDomain) register(reg stepdef.Registry) {
 
 // runNetwork starts `run-network <network> --business-key <scope key> [extra…]`.
 func runNetwork(ctx context.Context, name string, extra ...string) (*flownetCall, error) {
+	return runNetworkWith(ctx, name, nil, append([]string{"--business-key", fixturesOf(ctx).scope.BusinessKey()}, extra...)...)
+}
+
+// runNetworkWith starts `run-network <network> args…` with env added to FlowNet's.
+func runNetworkWith(ctx context.Context, name string, env []string, args ...string) (*flownetCall, error) {
 	n, err := fixturesOf(ctx).rendered()
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{n.Path, "--business-key", fixturesOf(ctx).scope.BusinessKey()}, extra...)
-	return startFlowNet(ctx, flownetSpec{Name: name, Sub: "run-network", Args: args})
+	return startFlowNet(ctx, flownetSpec{Name: name, Sub: "run-network", Args: append([]string{n.Path}, args...), Env: env})
+}
+
+// resumeRunByID runs `run-network <network> --resume-run <the run> [extra…]` to its end.
+func resumeRunByID(ctx context.Context, name string, extra ...string) error {
+	id, err := currentRunID(ctx)
+	if err != nil {
+		return err
+	}
+	if err := snapshotAttempts(ctx, name); err != nil {
+		return err
+	}
+	c, err := runNetworkWith(ctx, name, nil, append([]string{"--resume-run", id}, extra...)...)
+	if err != nil {
+		return err
+	}
+	return c.finish(ctx)
 }
 
 func (runDomain) runsTheNetwork(ctx context.Context) error {
@@ -47,6 +73,61 @@ func (runDomain) runsTheNetwork(ctx context.Context) error {
 func (runDomain) runsTheNetworkInTheBackground(ctx context.Context) error {
 	_, err := runNetwork(ctx, "")
 	return err
+}
+
+func (runDomain) runsInTheBackgroundAs(ctx context.Context, name string) error {
+	_, err := runNetwork(ctx, name)
+	return err
+}
+
+// runsInTheBackgroundWithOwner gives the run an owner instance of its own (a Cloud Run
+// execution name, say) through KSQL_FLOWNET_OWNER_INSTANCE_ID.
+func (runDomain) runsInTheBackgroundWithOwner(ctx context.Context, name, instance string) error {
+	_, err := runNetworkWith(ctx, name, []string{"KSQL_FLOWNET_OWNER_INSTANCE_ID=" + instance},
+		"--business-key", fixturesOf(ctx).scope.BusinessKey())
+	return err
+}
+
+func (runDomain) resumesTheRunByID(ctx context.Context, name string) error {
+	return resumeRunByID(ctx, name)
+}
+
+func (runDomain) rerunsFromNode(ctx context.Context, node, name string) error {
+	n, err := fixturesOf(ctx).node(node)
+	if err != nil {
+		return err
+	}
+	return resumeRunByID(ctx, name, "--rerun-from", n.ID)
+}
+
+// invalidBusinessToken is what a forced initial failure gives kSQL-Flow for a business app
+// (scenarios.md §6.2): the first read of that app fails with AUTH_ERROR, so the Run ends
+// FAILED, and a later resume (with the real token) can complete it.
+const invalidBusinessToken = "KSQL_FLOW_TEST_invalid"
+
+func (runDomain) hasRunWithInvalidToken(ctx context.Context, app, name string, code int) error {
+	v := target.EnvKsqlCustomersToken
+	if app == "deals" {
+		v = target.EnvKsqlDealsToken
+	}
+	c, err := runNetworkWith(ctx, name, []string{v + "=" + invalidBusinessToken}, "--business-key", fixturesOf(ctx).scope.BusinessKey())
+	if err != nil {
+		return err
+	}
+	if err := c.finish(ctx); err != nil {
+		return err
+	}
+	return sceneOf(ctx).st.Equal("exit code of "+name, code, c.result.ExitCode)
+}
+
+// runsTheCronWay is the product's cron path for a scheduled network (scenarios.md §2.6.5):
+// the business key derived from --scheduled-for, a Run resumed if one is unfinished.
+func (runDomain) runsTheCronWay(ctx context.Context, at, name string) error {
+	c, err := runNetworkWith(ctx, name, nil, "--scheduled-for", at, "--resume", "--json")
+	if err != nil {
+		return err
+	}
+	return c.finish(ctx)
 }
 
 func (runDomain) hasRunTheNetworkAs(ctx context.Context, name string, code int) error {
@@ -75,6 +156,12 @@ func (runDomain) resumesAs(ctx context.Context, name string) error {
 }
 
 func (runDomain) stdoutHasLine(ctx context.Context, ref, prefix string) error {
+	return hasLineStarting(ctx, ref, "stdout", prefix)
+}
+
+// hasLineStarting asserts that a FlowNet call's stdout or stderr has a line starting with
+// prefix.
+func hasLineStarting(ctx context.Context, ref, stream, prefix string) error {
 	c, err := processesOf(ctx).flownetRun(ref)
 	if err != nil {
 		return err
@@ -82,14 +169,18 @@ func (runDomain) stdoutHasLine(ctx context.Context, ref, prefix string) error {
 	if err := c.finish(ctx); err != nil {
 		return err
 	}
+	text := c.stdout
+	if stream == "stderr" {
+		text = c.stderr
+	}
 	found := ""
-	for _, line := range strings.Split(c.stdout, "\n") {
+	for _, line := range strings.Split(text, "\n") {
 		if strings.HasPrefix(line, prefix) {
 			found = line
 			break
 		}
 	}
-	return sceneOf(ctx).st.Assert(fmt.Sprintf("stdout of %s has a line starting with %q", c.name, prefix), "such a line", orNone(found), found != "")
+	return sceneOf(ctx).st.Assert(fmt.Sprintf("%s of %s has a line starting with %q", stream, c.name, prefix), "such a line", orNone(found), found != "")
 }
 
 // identity is what one run-network call received and what it names.

@@ -12,6 +12,13 @@
 //	kill.go          a RUNNING attempt and the kill of its kSQL-Flow child
 //	joblocks.go      kSQL-Flow job locks: inspection and operator recovery
 //	lockconflict.go  a standalone kSQL-Flow holding a job lock while FlowNet runs
+//	operators.go     status, cancel-run, force-unlock-network, resolve-node; refusals
+//	snapshots.go     $revision snapshots of the scope's records around read-only commands
+//	orphans.go       killing FlowNet (its whole tree, or the parent alone) mid-node
+//	requests.go      operation requests: made through the write guard, read back, swept
+//	pollers.go       poll-requests as named processes: allow-list, timing, counters
+//	starts.go        START expectations: 案件管理 read independently, as_of, JOB log as_of
+//	faults.go        a fault proxy per named FlowNet process: modes and barriers
 //
 // Steps act only through the harness (target, proc, scope, wait, kintone) and never ask
 // which target they run on: the same text drives the sandbox and a live tenant.
@@ -48,11 +55,23 @@ type Suite struct {
 	// CheckIdentifiers applies the preflight's identifier rules to identifiers made later
 	// (a trial's sub-scope). Nil means no later identifier may be made.
 	CheckIdentifiers func(ids []safety.Identifier) error
+	// CheckFixture applies the preflight's fixture rules (SQL allow-list, job ids) to a
+	// fixture a scenario changes after preflight (an edited working copy). Nil refuses edits.
+	CheckFixture func(f safety.Fixture) error
 	// Cleaner deletes the scope's records after a scenario (the guarded harness client).
 	Cleaner Cleaner
 	// ArchiveDir is the run's archive folder; a scenario's record is its evidence reference.
 	ArchiveDir string
 	Log        io.Writer
+	// Redact learns values a scenario makes that must never reach the archive (a request's
+	// reason body, a fake token handed to a process). Nil: nothing to register (unit tests).
+	Redact Redaction
+}
+
+// Redaction is the archive writer's redactor as the steps see it.
+type Redaction interface {
+	AddReason(body string)
+	AddSecret(name, value string)
 }
 
 // Cleaner removes what a scenario left in the state and audit apps.
@@ -70,6 +89,13 @@ var domains = []func(stepdef.Registry){
 	killDomain{}.register,
 	jobLockDomain{}.register,
 	lockConflictDomain{}.register,
+	operatorDomain{}.register,
+	snapshotDomain{}.register,
+	orphanDomain{}.register,
+	requestDomain{}.register,
+	pollerDomain{}.register,
+	startDomain{}.register,
+	faultDomain{}.register,
 }
 
 // Initialize registers every step domain.
@@ -107,7 +133,11 @@ func (s *Suite) BeforeScenario(ctx context.Context, st *scenario.State) error {
 	if !ok {
 		return fmt.Errorf("no scope was made for scenario %s during preflight", st.ID)
 	}
-	reader, err := s.Target.ReadClient(target.RoleState, target.RoleAudit, target.RoleLog)
+	roles := []string{target.RoleState, target.RoleAudit, target.RoleLog}
+	if a, ok := s.Target.Apps[target.RoleRequest]; ok && a.ID != "" && a.Tokens["read"] != "" {
+		roles = append(roles, target.RoleRequest) // request scenarios read what the poller decided
+	}
+	reader, err := s.Target.ReadClient(roles...)
 	if err != nil {
 		return fmt.Errorf("kintone reader: %w", err)
 	}

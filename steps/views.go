@@ -17,12 +17,13 @@ import (
 
 type networkRun struct {
 	RecordID, RecordKey, RunID, NetworkID, BusinessKey, Status, LifecycleStatus string
+	AsOf                                                                        string // the logical date jobs get (scheduled runs)
 }
 
 func decodeNetworkRun(r kintoneapi.Record) networkRun {
 	return networkRun{RecordID: r.ID(), RecordKey: r.Str("record_key"), RunID: r.Str("run_id"),
 		NetworkID: r.Str("network_id"), BusinessKey: r.Str("business_key"), Status: r.Str("status"),
-		LifecycleStatus: r.Str("lifecycle_status")}
+		LifecycleStatus: r.Str("lifecycle_status"), AsOf: r.Str("as_of")}
 }
 
 type nodeState struct {
@@ -42,6 +43,7 @@ type nodeAttempt struct {
 	Status, ResultCode                                                                   string
 	AttemptNo                                                                            int
 	ExecutionStartedAt, RunnerExecutionStartedAt, FinishedAt                             string
+	ReadCount, WrittenCount                                                              string // NUMBER fields as read ("" when unset)
 }
 
 func decodeNodeAttempt(r kintoneapi.Record) nodeAttempt {
@@ -50,7 +52,7 @@ func decodeNodeAttempt(r kintoneapi.Record) nodeAttempt {
 		JobID: r.Str("job_id"), ExecutionID: r.Str("execution_id"), Status: r.Str("status"),
 		ResultCode: r.Str("result_code"), AttemptNo: atoi(r.Str("attempt_no")),
 		ExecutionStartedAt: r.Str("execution_started_at"), RunnerExecutionStartedAt: r.Str("runner_execution_started_at"),
-		FinishedAt: r.Str("finished_at")}
+		FinishedAt: r.Str("finished_at"), ReadCount: r.Str("read_count"), WrittenCount: r.Str("written_count")}
 }
 
 type runInvocation struct {
@@ -69,13 +71,14 @@ func decodeRunInvocation(r kintoneapi.Record) runInvocation {
 type networkLock struct {
 	RecordID, Revision, RecordKey, LockKey, Profile, OwnerInvocationID  string
 	LeaseExpiresAt, HeartbeatAt, Status, StatusReason, BusinessRevision string
+	LeaseToken                                                          string // read only to check that a status output never shows it
 }
 
 func decodeNetworkLock(r kintoneapi.Record) networkLock {
 	return networkLock{RecordID: r.ID(), Revision: r.Revision(), RecordKey: r.Str("record_key"),
 		LockKey: r.Str("lock_key"), Profile: r.Str("profile"), OwnerInvocationID: r.Str("owner_invocation_id"),
 		LeaseExpiresAt: r.Str("lease_expires_at"), HeartbeatAt: r.Str("heartbeat_at"), Status: r.Str("status"),
-		StatusReason: r.Str("status_reason"), BusinessRevision: r.Str("revision")}
+		StatusReason: r.Str("status_reason"), BusinessRevision: r.Str("revision"), LeaseToken: r.Str("lease_token")}
 }
 
 type operationAudit struct {
@@ -92,13 +95,37 @@ func decodeOperationAudit(r kintoneapi.Record) operationAudit {
 
 type attemptResolution struct {
 	RecordID, RecordKey, AttemptID, ResolvedOutcome, EvidenceRef, ServicePrincipal, ApprovedBy, RequestedBy, ResolvedAt string
+	EventType                                                                                                           string
+	Detail                                                                                                              map[string]any // the resolution's inputs (the reason field's JSON)
 }
 
 func decodeAttemptResolution(r kintoneapi.Record) attemptResolution {
+	var detail map[string]any
+	_ = json.Unmarshal([]byte(r.Str("reason")), &detail)
 	return attemptResolution{RecordID: r.ID(), RecordKey: r.Str("record_key"), AttemptID: r.Str("attempt_id"),
 		ResolvedOutcome: r.Str("resolved_outcome"), EvidenceRef: r.Str("evidence_ref"),
 		ServicePrincipal: r.Str("service_principal"), ApprovedBy: r.Str("approved_by"),
-		RequestedBy: r.Str("requested_by"), ResolvedAt: r.Str("resolved_at")}
+		RequestedBy: r.Str("requested_by"), ResolvedAt: r.Str("resolved_at"),
+		EventType: r.Str("event_type"), Detail: detail}
+}
+
+// recordRevision is any state or audit record as a revision snapshot sees it: identity,
+// $revision, and what ties it to a scope (its run, its attempt, the network an audit names).
+type recordRevision struct {
+	RecordID, Revision, RecordType, RecordKey, RunID, NodeAttemptID, AuditNetworkID string
+}
+
+func decodeRecordRevision(r kintoneapi.Record) recordRevision {
+	rr := recordRevision{RecordID: r.ID(), Revision: r.Revision(), RecordType: r.Str("record_type"),
+		RecordKey: r.Str("record_key"), RunID: r.Str("run_id"), NodeAttemptID: r.Str("node_attempt_id")}
+	if rr.RecordType == "OPERATION_AUDIT" {
+		var ev struct {
+			NetworkID string `json:"network_id"`
+		}
+		_ = json.Unmarshal([]byte(r.Str("reason")), &ev)
+		rr.AuditNetworkID = ev.NetworkID
+	}
+	return rr
 }
 
 // operationRequest is a record of the operation-request app; its reason is not decoded.
@@ -125,9 +152,35 @@ func decodeOperationRequest(r kintoneapi.Record) operationRequest {
 		Creator: creator, CreatedAt: r.Str("作成日時")}
 }
 
+// requestFields is a whole request record as "the request is unchanged" compares it: every
+// field and $revision as "<code>=<value>", sorted; the reason only by its length (its body
+// must never be reported).
+func decodeRequestFields(r kintoneapi.Record) []string {
+	var out []string
+	for code := range r {
+		v := r.Str(code)
+		if code == "reason" {
+			v = fmt.Sprintf("(%d characters)", len(v))
+		}
+		out = append(out, code+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// dealRow is a record of the business app 案件管理 (read only, for expectations).
+type dealRow struct {
+	RecordID, ExpectedDate, Sales string // 受注予定日 (DATE), 売上 (NUMBER)
+}
+
+func decodeDealRow(r kintoneapi.Record) dealRow {
+	return dealRow{RecordID: r.ID(), ExpectedDate: r.Str("受注予定日"), Sales: r.Str("売上")}
+}
+
 type jobLogRow struct {
 	RecordID, RecordType, Status, BatchID, CorrelationID, AttemptID, ExecutionID, JobID string
 	JobKey, JobKeyDone, RunnerExecutionStartedAt, StartedAt, FinishedAt                 string
+	AsOf                                                                                string
 }
 
 func decodeJobLogRow(r kintoneapi.Record) jobLogRow {
@@ -135,7 +188,7 @@ func decodeJobLogRow(r kintoneapi.Record) jobLogRow {
 		BatchID: r.Str("batch_id"), CorrelationID: r.Str("correlation_id"), AttemptID: r.Str("attempt_id"),
 		ExecutionID: r.Str("execution_id"), JobID: r.Str("job_id"), JobKey: r.Str("job_key"),
 		JobKeyDone: r.Str("job_key_done"), RunnerExecutionStartedAt: r.Str("runner_execution_started_at"),
-		StartedAt: r.Str("started_at"), FinishedAt: r.Str("finished_at")}
+		StartedAt: r.Str("started_at"), FinishedAt: r.Str("finished_at"), AsOf: r.Str("as_of")}
 }
 
 // match is one exact field condition of a read.

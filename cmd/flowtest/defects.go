@@ -23,6 +23,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -390,6 +391,7 @@ func cmdDefects(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) 
 	goBin := fset.String("go", "go", "the go command that builds the broken sandboxes")
 	keep := fset.Bool("keep", false, "keep the work dir (broken binaries, run logs, archives) even when every defect is caught")
 	noControl := fset.Bool("no-control", false, "skip the control run of the declared scenarios on the correct sandbox")
+	jobs := fset.Int("jobs", defaultDefectJobs, "defects checked at once (each builds its own sandbox and runs its own emulator)")
 	fset.Usage = func() {
 		fmt.Fprintf(stderr, "usage: flowtest defects [--only <names>] [--fast]\n\nBuild each planted defect of %s into a broken flowsandbox and show that its scenarios catch it.\n\n", catalogueFile)
 		fset.PrintDefaults()
@@ -399,6 +401,10 @@ func cmdDefects(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) 
 	}
 	if fset.NArg() > 0 {
 		fmt.Fprintf(stderr, "flowtest defects: unexpected arguments %q\n", fset.Args())
+		return runner.ExitRefused
+	}
+	if *jobs < 1 {
+		fmt.Fprintf(stderr, "flowtest defects: --jobs %d: at least 1\n", *jobs)
 		return runner.ExitRefused
 	}
 	root, err := moduleRoot(*goBin)
@@ -447,20 +453,11 @@ func cmdDefects(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) 
 		case <-ctx.Done():
 		}
 	}()
-	r := &defectsRun{root: root, goBin: *goBin, self: self, work: work, log: stdout, ctx: ctx}
+	r := &defectsRun{root: root, goBin: *goBin, self: self, work: work, log: &syncWriter{w: stdout}, ctx: ctx}
 	start := time.Now()
 	fmt.Fprintf(stdout, "flowtest defects: %d of %d planted defects (%s), work dir %s\n", len(selected), len(cat.Defects), catalogueFile, work)
 
-	var rows []defectRow
-	if !*noControl {
-		rows = append(rows, r.control(selected)...)
-	}
-	for _, d := range selected {
-		if ctx.Err() != nil {
-			break
-		}
-		rows = append(rows, r.defect(d)...)
-	}
+	rows := r.all(selected, !*noControl, *jobs)
 	fmt.Fprintln(stdout)
 	writeDefectTable(stdout, rows)
 
@@ -498,6 +495,59 @@ func cmdDefects(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) 
 		os.RemoveAll(work)
 	}
 	return code
+}
+
+// defaultDefectJobs: the runs mostly wait (emulated kintone latency, long reads), so a few
+// at once fit two cores; the table is in catalogue order whatever the finishing order.
+const defaultDefectJobs = 3
+
+// all runs the control (if asked) and every selected defect, up to jobs at once, and returns
+// their rows in catalogue order (control first). Each run has its own work dir, sandbox
+// binary, emulator and run lock directory, so the runs cannot see each other.
+func (r *defectsRun) all(selected []plantedDefect, control bool, jobs int) []defectRow {
+	type task func() []defectRow
+	var tasks []task
+	if control {
+		tasks = append(tasks, func() []defectRow { return r.control(selected) })
+	}
+	for _, d := range selected {
+		tasks = append(tasks, func() []defectRow { return r.defect(d) })
+	}
+	out := make([][]defectRow, len(tasks))
+	sem := make(chan struct{}, jobs)
+	var wg sync.WaitGroup
+	for i, t := range tasks {
+		if r.ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if r.ctx.Err() == nil {
+				out[i] = t()
+			}
+		}()
+	}
+	wg.Wait()
+	var rows []defectRow
+	for _, rs := range out {
+		rows = append(rows, rs...)
+	}
+	return rows
+}
+
+// syncWriter serialises progress lines of concurrent runs.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
 
 // verdictOf is a defect's overall verdict: caught when every declared scenario caught it.
@@ -576,7 +626,7 @@ func (r *defectsRun) runScenarios(dir, bin string, ids []string) (map[string]*re
 	}
 	defer logf.Close()
 	cmd := exec.CommandContext(r.ctx, r.self, "run", "--sandbox-bin", bin, "--tags", strings.Join(tags, " or "), "--out", out,
-		"--features", filepath.Join(r.root, "features"))
+		"--features", filepath.Join(r.root, "features"), "--lock-dir", filepath.Join(dir, "lock"))
 	cmd.Dir = r.root
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// An interrupt is passed on so that the run cleans up and stops its emulator; a kill

@@ -364,19 +364,9 @@ func (c *Client) UploadFile(ctx context.Context, app, name, contentType string, 
 }
 
 func (c *Client) readByIDs(ctx context.Context, app string, ids []string) ([]kintoneapi.Record, error) {
-	var out []kintoneapi.Record
-	for start := 0; start < len(ids); start += requestLimit {
-		chunk := ids[start:min(start+requestLimit, len(ids))]
-		for _, id := range chunk {
-			if id == "" || strings.Trim(id, "0123456789") != "" {
-				return nil, fmt.Errorf("record id %q is not a decimal id", id)
-			}
-		}
-		recs, err := c.api.GetRecords(ctx, app, fmt.Sprintf("$id in (%s) limit %d", strings.Join(chunk, ", "), requestLimit), nil)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, recs...)
+	out, err := c.readPresent(ctx, app, ids)
+	if err != nil {
+		return nil, err
 	}
 	found := map[string]bool{}
 	for _, r := range out {

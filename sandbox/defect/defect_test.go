@@ -95,7 +95,14 @@ func TestShippedBuildHasEveryDefectOff(t *testing.T) {
 		DownstreamNotBlocked, BlockedByMissing, ResumePrintsNew, JobLogWrongCorrelation,
 		KintoneAcceptsDuplicateUnique, KintoneIgnoresStaleRevision, IndependentBranchSkipped,
 		DeferralWithoutNodesDeferred, DeferralMarksRunFailed, JobLogWrongExecutionId, ExtraInvocation,
-		RunKeyOmitsProfile, ResumeReportsInvocationId, ForceUnlockMissesDeadHolder, ResultStartedAtIsAsOf}
+		RunKeyOmitsProfile, ResumeReportsInvocationId, ForceUnlockMissesDeadHolder, ResultStartedAtIsAsOf,
+		ResumeExecutesWorkingCopy, TopoOrderLastReadyFirst,
+		ClaimWithoutRevision, StaleRequestReexecuted, RequestedByWithoutCreator, StartResumesUnfinished,
+		PollerReadErrorSwallowed, RerunSkipsLiveCheck, CancelRequestedIgnored, RerunFromNodeDropped,
+		StartIgnoresAppStart, ReleaseResumesRun, ScheduledForNotAsOf,
+		ApproverCheckMissing, ResumeForgetsNonIdempotent, ForceUnlockAcceptsLiveLease, ForceUnlockRefusalAudited,
+		StatusBumpsRevision, StatusShowsLeaseToken, CloudRunOwnerUnchecked, CloudRunProbeWithoutToken,
+		StopIgnoredAtNodeBoundary, ReleaseKeepsHold, RetryBrakeNeverFires, ActivityIgnoresLeaseExpiry}
 	for _, on := range switches {
 		assert.False(t, on)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf16"
+
+	"github.com/ksqlflow/flowtest/sandbox/defect"
 )
 
 // KeyInput is what run-network got on the command line for the business key.
@@ -84,7 +86,11 @@ func DeriveBusinessKey(n *Network, in KeyInput, now time.Time) (DerivedKey, erro
 				"{MM}", fmt.Sprintf("%02d", int(d.Month())),
 				"{dd}", fmt.Sprintf("%02d", d.Day()),
 			).Replace(n.Policy.Format)
-			return DerivedKey{BusinessKey: k}, CheckBusinessKey(k)
+			asOf := sched // the scheduled instant is the Run's as_of (cron path, START)
+			if defect.ScheduledForNotAsOf {
+				asOf = nil // planted defect (issue 16): a derived key keeps no as_of, so jobs see the creation time
+			}
+			return DerivedKey{BusinessKey: k, AsOf: asOf}, CheckBusinessKey(k)
 		default:
 			return DerivedKey{}, coded("SCHEDULED_FOR_REQUIRED", "--scheduled-for or --business-key is required with business_key_policy scheduled_period")
 		}

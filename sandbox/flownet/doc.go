@@ -11,10 +11,17 @@
 //	            [--resume-run <run_id>] [--rerun-from <node_id>] [--json]
 //	            [--ksql-flow-bin <p>] [--ksql-flow-config <p>] [--ksql-flow-workdir <d>]
 //	status <network_id> --profile <p> [--run-id <id> | --business-key <k>] [--json]
+//	poll-requests [--check]
+//	cancel-run --run-id <id> [--release] --reason-file <path>
+//	force-unlock-network <network_id> --profile <p> --expected-owner-invocation-id <id>
+//	            --reason-file <path> --evidence-ref <ref> --stop-confirmed-by <who>
+//	            --stop-evidence-ref <ref> --stop-method manual|local_pid|cloud_run_job_execution
+//	resolve-node --run-id <id> --node-id <id> --to SUCCESS|FAILED|CANCELLED --reason-file <path>
+//	            --evidence-ref <ref> --stop-confirmed-by <who> --stop-evidence-ref <ref>
+//	            [--approved-by <who>] [--manual-completion | --compensation]
 //
-// poll-requests, cancel-run, archive-run, force-unlock-network, resolve-node and
-// record-job-unlock are later issues; each is one more entry in the commands map with the
-// same signature and reuses store, networkLock, execution and the status builder.
+// archive-run and record-job-unlock are later issues; each is one more entry in the commands
+// map with the same signature and reuses store, networkLock, execution and the status builder.
 //
 // # Environment
 //
@@ -28,9 +35,10 @@
 // # Records
 //
 // State app: NETWORK_RUN (record_key = R1), NODE_STATE (STATE:<S1>), NETWORK_LOCK
-// (LOCK:<N1>, released to LOCKDONE:<hash>), read-only CANCEL_REQUEST (CANCEL:<run_id>).
+// (LOCK:<N1>, released to LOCKDONE:<hash>), CANCEL_REQUEST (CANCEL:<run_id>, cancel-run).
 // Audit app: RUN_INVOCATION (INV:<invocation_id>), NODE_ATTEMPT (ATT:<attempt_id>),
-// OPERATION_AUDIT (OP:<event_id>) for reconciliation repairs. Field codes are those of
+// ATTEMPT_RESOLUTION (RES:<hash>, resolve-node), OPERATION_AUDIT (OP:<event_id>) for
+// reconciliation repairs and force releases (net_unlock_<uuid>). Field codes are those of
 // sandbox/kintone/apps/{state,audit}.json (product-contract §4).
 //
 // # Decisions where the contract is silent
@@ -76,4 +84,71 @@
 //     normaliser in the standard library; every identifier we generate is ASCII).
 //   - Nodes with CSV inputs/outputs are refused (CSV_IO_UNSUPPORTED) until the CSV issue
 //     wires --import-csv and receipts.
+//
+// # poll-requests (product-contract §1.10, §3.4; pollconfig.go, pollrequest.go, poller.go,
+// pollchild.go)
+//
+// One cycle, in the product's order: REQUESTED page (作成日時, $id), stale recovery of ACCEPTED
+// claims, invalid and withdrawn REQUESTED records, then each valid one claimed with a
+// revision-fenced PUT, processed while claim_heartbeat_at is renewed, and finalized. Its
+// children (status, run-network, cancel-run, archive-run) are this CLI again: the executable
+// and `flownet` (cli.self), with the poller's whole environment plus
+// KSQL_FLOWNET_REQUESTED_BY = app-request:<$id>:<encodeURIComponent(作成者.code)>. Decisions
+// where the contract is silent:
+//   - The request app unreadable (its own read fails) is `Error [REQUEST_APP_UNREADABLE]`,
+//     exit 1, for the cycle and for --check alike. The message holds the HTTP status only —
+//     never kintone's body or code, the URL or the token. Missing variables are
+//     CONFIG_MISSING; every allow-list problem has the product's config error code.
+//   - Counters: requested = REQUESTED records read; claimed = claims won; completed = claimed
+//     requests whose outcome was written; cancelled / invalid / stale = terminalizations of
+//     that kind; skipped = REQUESTED records left for a later cycle (unidentifiable, a claim
+//     another poller won, a terminal write that lost its revision race).
+//   - A claim conflict is 409 GAIA_CO02 or 400 GAIA_DA02; any other claim failure is left
+//     for the next cycle with a warning. Heartbeats carry the revision the poller last wrote;
+//     on a conflict (the requester's cancel flag) it re-reads and goes on only while the claim
+//     is still its own (ACCEPTED, its host, its claimed_at minute).
+//   - requested_by is computed (and REQUESTED_BY_INVALID decided) for every type, START too:
+//     a START's Invocation carries the request like any other.
+//   - Stale recovery of a START derives its key from the allow-listed definition (business_key,
+//     else scheduled_for) and asks `status --business-key`; no Run (a START that never got
+//     to create one), a failed status or a live owner leaves it ACCEPTED. The STALE message
+//     names the claim, the Run and says not to request another operation until the outcome is
+//     confirmed.
+//   - The reason file is os.CreateTemp's (mode 0600) in the OS temp dir, removed when the
+//     child ends; each child's stdout and stderr are kept up to 64 KiB.
+//   - The kintone emulator records every API-token write as 作成者 {"code":"Administrator"}
+//     (kintone's own behaviour), so a request made through a token correlates as
+//     app-request:<$id>:Administrator.
+//
+// A Run whose business key is derived from --scheduled-for stores the instant as its as_of
+// (the cron path and a scheduled START), as a correction key with --scheduled-for does.
+//
+// # Operator commands (issue 14; opts.go, cancel.go, forceunlock.go, resolve.go)
+//
+// Every check of cancel-run, force-unlock-network and resolve-node comes before the
+// command's first write, so every refusal writes nothing. Decisions where the contract is
+// silent:
+//   - cancel-run: an empty or unreadable --reason-file is an argument error. The hold's
+//     status_reason JSON always carries all eight keys (null when unset). A STOP that
+//     re-opens a RELEASED hold clears its accepted_at and release fields. The printed
+//     revision is the CANCEL_REQUEST's kintone $revision ("none" when there is no record).
+//     A write that loses a revision race to the scheduler's acceptance is decided again on a
+//     fresh read (at most three times).
+//   - force-unlock-network: an unreadable lease_expires_at counts as a live lease. local_pid
+//     compares the owner's host with KSQL_FLOWNET_HOST (else the OS hostname) and asks the
+//     OS with signal 0 (Windows: OpenProcess; a pid that does not exist or has exited is
+//     gone). cloud_run_job_execution never calls Google here: without
+//     KSQL_FLOWNET_GCP_ACCESS_TOKEN it is STOP_NOT_CONFIRMED "… is not configured", and with
+//     one it is STOP_NOT_CONFIRMED too (the sandbox cannot read an execution's state, and an
+//     unknown state fails closed). The audit JSON's post_release_revision is a number;
+//     record_id is the lock's $id; the audit record has no run_id.
+//   - resolve-node: the ATTEMPT_RESOLUTION record carries the app's fields and, in its
+//     reason, the whole resolution as JSON (event_type, resolution_type, run_id, node_id,
+//     attempt_id, attempt_no, previous_status, resolved_outcome, state_revision_before,
+//     reason, evidence_ref, stop_confirmed_by, stop_evidence_ref, requested_by, approved_by,
+//     service_principal, resolved_at): the app has no fields for the stop confirmation.
+//     The Node State gets status = outcome, status_reason = resolution type, an empty
+//     active_attempt_id and blocked_by, and business revision + 1; the Run's aggregate is
+//     left for the next run-network to recompute. The printed revision is the Node State's
+//     business revision.
 package flownet

@@ -25,6 +25,9 @@ type cli struct {
 	// childDir is the working directory of kSQL-Flow children ("" = inherit ours, as the
 	// product does; kSQL-Flow keeps its local lock .ksql/lock-<profile>.json there).
 	childDir string
+	// self is how to start this FlowNet CLI again (executable and leading arguments): the
+	// poller's children (status, run-network, cancel-run, archive-run) are FlowNet commands.
+	self []string
 }
 
 func newCLI(environ []string, stdout, stderr io.Writer) *cli {

@@ -9,14 +9,17 @@ import (
 
 const version = "0.1.0-sandbox"
 
-// commands maps a command name to its implementation. poll-requests, cancel-run,
-// archive-run, force-unlock-network, resolve-node and record-job-unlock are added by later
-// issues with the same signature.
+// commands maps a command name to its implementation. archive-run and record-job-unlock
+// are added by later issues with the same signature.
 var commands = map[string]func(c *cli, args []string) int{
-	"validate":    (*cli).validate,
-	"plan":        (*cli).plan,
-	"run-network": (*cli).runNetwork,
-	"status":      (*cli).status,
+	"validate":             (*cli).validate,
+	"plan":                 (*cli).plan,
+	"run-network":          (*cli).runNetwork,
+	"status":               (*cli).status,
+	"cancel-run":           (*cli).cancelRun,
+	"force-unlock-network": (*cli).forceUnlockNetwork,
+	"resolve-node":         (*cli).resolveNode,
+	"poll-requests":        (*cli).pollRequests,
 }
 
 const usage = `Usage: ksql-flownet <command> [options]
@@ -30,6 +33,17 @@ Commands:
       [--rerun-from <node_id>] [--json] [--ksql-flow-bin <path>]
       [--ksql-flow-config <path>] [--ksql-flow-workdir <dir>]
   status <network_id> --profile <p> [--run-id <id> | --business-key <k>] [--json]
+  cancel-run --run-id <id> [--release] --reason-file <path>
+                                        request (or release) a hold of a Run
+  force-unlock-network <network_id> --profile <p> --expected-owner-invocation-id <id>
+      --reason-file <path> --evidence-ref <ref> --stop-confirmed-by <who>
+      --stop-evidence-ref <ref> --stop-method manual|local_pid|cloud_run_job_execution
+                                        release a stale Network lock whose owner stopped
+  resolve-node --run-id <id> --node-id <id> --to SUCCESS|FAILED|CANCELLED
+      --reason-file <path> --evidence-ref <ref> --stop-confirmed-by <who>
+      --stop-evidence-ref <ref> [--approved-by <who>] [--manual-completion | --compensation]
+                                        settle an UNKNOWN or non-idempotent FAILED node
+  poll-requests [--check]               claim and run operation requests once (cron)
 
 Options:
   -h, --help     show this help
@@ -38,7 +52,11 @@ Options:
 
 // Main is the entry point of `flowsandbox flownet …`.
 func Main(args []string, stdout, stderr io.Writer) int {
-	return newCLI(os.Environ(), stdout, stderr).dispatch(args)
+	c := newCLI(os.Environ(), stdout, stderr)
+	if exe, err := os.Executable(); err == nil {
+		c.self = []string{exe, "flownet"} // flowsandbox flownet <command>
+	}
+	return c.dispatch(args)
 }
 
 func (c *cli) dispatch(args []string) int {

@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/ksqlflow/flowtest/sandbox/defect"
 )
 
 // Network is a loaded network definition (schema_version 1, product-contract §5).
@@ -526,6 +528,18 @@ func (v *validator) stringMap(node *yaml.Node, path string) map[string]string {
 	return out
 }
 
+// scanOrder is the order TopoOrder looks for the next ready node in: definition order.
+func scanOrder(nodes []Node) []Node {
+	if !defect.TopoOrderLastReadyFirst {
+		return nodes
+	}
+	out := make([]Node, len(nodes))
+	for i, nd := range nodes {
+		out[len(nodes)-1-i] = nd
+	}
+	return out
+}
+
 // TopoOrder returns the nodes' ids in stable topological order: at each step the first node
 // in definition order whose dependencies are all placed. When a cycle prevents completion,
 // the ids that could not be placed are returned (sorted) as the second value.
@@ -537,7 +551,7 @@ func TopoOrder(nodes []Node) (order []string, cycle []string) {
 	}
 	for len(order) < len(nodes) {
 		progressed := false
-		for _, nd := range nodes {
+		for _, nd := range scanOrder(nodes) {
 			if placed[nd.ID] {
 				continue
 			}

@@ -124,6 +124,8 @@ func TestScheduledPeriodPolicy(t *testing.T) {
 	k, err := DeriveBusinessKey(n, KeyInput{ScheduledFor: "2026-08-31T16:00:00Z", HasScheduledFor: true}, time.Now())
 	require.NoError(t, err)
 	assert.Equal(t, "net_a@2026-09", k.BusinessKey, "16:00Z on Aug 31 is Sep 1 in Tokyo")
+	require.NotNil(t, k.AsOf, "a derived key keeps the scheduled instant as the Run's as_of")
+	assert.True(t, k.AsOf.Equal(time.Date(2026, 8, 31, 16, 0, 0, 0, time.UTC)))
 
 	bad := strings.Replace(y, "{yyyy}-{MM}", "{yyyy}-{MM}-{dd}-{hh}", 1)
 	_, errs = LoadNetwork(writeNetwork(t, bad, "a.sql", "b.sql"))

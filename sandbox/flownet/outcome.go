@@ -313,7 +313,8 @@ func RetryBrake(attempts []AttemptSummary) (code string, count int, fires bool) 
 		code = a.ResultCode
 		count++
 	}
-	return code, count, count >= retryBrakeThreshold
+	// defect.RetryBrakeNeverFires plants (issue 14) a brake that counts but never holds a node back.
+	return code, count, count >= retryBrakeThreshold && !defect.RetryBrakeNeverFires
 }
 
 // RetryBrakeReason is the Node State status_reason of a braked node.

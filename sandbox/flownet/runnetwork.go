@@ -375,11 +375,12 @@ func firstNonEmpty(v ...string) string {
 
 // findRun reads the NETWORK_RUN by run id or by R1 key (nil when there is none).
 func (e *execution) findRun(ctx context.Context, byRunID, r1 string) (kintoneapi.Record, error) {
-	tooMany := func(n int) error { return coded("MULTIPLE_RUNS", "%d NETWORK_RUN records match", n) }
 	if byRunID != "" {
-		return e.st.findOneExact(ctx, e.st.stateApp, `record_type in ("NETWORK_RUN") and run_id in (`+q(byRunID)+`)`, "run_id", byRunID, tooMany)
+		return findRunByID(ctx, e.st, byRunID)
 	}
-	return e.st.findOne(ctx, e.st.stateApp, "record_key in ("+q(r1)+")", tooMany)
+	return e.st.findOne(ctx, e.st.stateApp, "record_key in ("+q(r1)+")", func(n int) error {
+		return coded("MULTIPLE_RUNS", "%d NETWORK_RUN records match", n)
+	})
 }
 
 // holdState reads the Run's CANCEL_REQUEST hold state ("" when none).
@@ -395,6 +396,7 @@ func (e *execution) holdState(ctx context.Context, runID string) (string, kinton
 }
 
 func (e *execution) admit(ctx context.Context, wc *Network, o runOptions, key DerivedKey) (*admission, error) {
+	e.wc = wc
 	adm := &admission{key: key}
 	r1 := ""
 	if o.resumeRun == "" {
@@ -613,6 +615,11 @@ func (e *execution) loadRun(ctx context.Context, run kintoneapi.Record, fresh bo
 		return err
 	}
 	e.net, e.sql = ob.Network, ob.SQL
+	if defect.ResumeExecutesWorkingCopy && !fresh && e.wc != nil {
+		for _, nd := range e.wc.Nodes {
+			e.sql[nd.ID] = e.wc.SQLPath(nd)
+		}
+	}
 	e.order, _ = TopoOrder(e.net.Nodes)
 	e.asOf = run.Str("as_of")
 	if e.asOf == "" {

@@ -27,6 +27,7 @@ type execution struct {
 	runID, runRev string
 	run           kintoneapi.Record
 	net           *Network          // the bundled definition, never the working copy
+	wc            *Network          // the working copy this call was given (admission only)
 	sql           map[string]string // node id -> extracted SQL path
 	order         []string
 	asOf          string
@@ -106,6 +107,9 @@ func (e *execution) loadStates(ctx context.Context) error {
 	}
 	for _, id := range e.order {
 		nd := *e.net.Node(id)
+		if defect.ResumeForgetsNonIdempotent && e.mode != "NEW" {
+			nd.Idempotent = true // planted defect (issue 14): a resume reads every node as idempotent
+		}
 		r, ok := byNode[id]
 		if !ok {
 			s1, err := S1Key(e.runID, id)
@@ -412,6 +416,9 @@ func (e *execution) prepareResumeStates(ctx context.Context) error {
 
 // checkHold reads the Run's hold before a node starts; a REQUESTED hold is accepted.
 func (e *execution) checkHold(ctx context.Context) (bool, error) {
+	if defect.StopIgnoredAtNodeBoundary {
+		return false, nil // planted defect (issue 14): the hold is never read, so a STOP never stops anything
+	}
 	state, rec, err := e.holdState(ctx, e.runID)
 	if err != nil {
 		return false, err
