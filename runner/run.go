@@ -63,6 +63,11 @@ type Options struct {
 	Run     *results.Run     // run.json skeleton (target, profile, SUT …); totals filled in
 
 	Progress io.Writer // start/end lines and interrupt notices
+	// Concurrency is how many scenarios run at once (<= 1: one at a time). Records are
+	// written as each scenario ends; the archive lists them in Items order whatever the
+	// finishing order. Isolation beyond the scope (an emulator per scenario) is the caller's,
+	// through BeforeScenario.
+	Concurrency int
 	// Signals delivers interrupts (os.Interrupt, SIGTERM). The first cancels the current
 	// scenario; the second kills its children and calls Exit(130).
 	Signals <-chan os.Signal
@@ -78,13 +83,12 @@ type Result struct {
 
 type runState struct {
 	mu          sync.Mutex
-	current     *scenario.State
-	cancel      context.CancelFunc
+	running     map[*scenario.State]context.CancelFunc // the scenarios running now
 	interrupted bool
 }
 
-// Execute runs the items that are marked to run, serially and in order, and writes every
-// item's record to the archive (not-run items too, with their reason).
+// Execute runs the items that are marked to run, in order, up to o.Concurrency at once, and
+// writes every item's record to the archive (not-run items too, with their reason).
 func Execute(ctx context.Context, o Options) Result {
 	if o.StepTimeout <= 0 {
 		o.StepTimeout = 5 * time.Minute
@@ -98,37 +102,42 @@ func Execute(ctx context.Context, o Options) Result {
 	if o.Exit == nil {
 		o.Exit = os.Exit
 	}
-	rs := &runState{}
+	if o.Concurrency < 1 {
+		o.Concurrency = 1
+	}
+	o.Progress = &lockedWriter{w: o.Progress}
+	rs := &runState{running: map[*scenario.State]context.CancelFunc{}}
 	stopSignals := watchSignals(o, rs)
 	defer stopSignals()
+	if o.Archive != nil {
+		ids := make([]string, len(o.Items))
+		for i, it := range o.Items {
+			ids[i] = it.ID
+		}
+		o.Archive.SetOrder(ids) // reports list scenarios in run order, not finishing order
+	}
 
 	res := Result{Code: ExitPassed}
-	for _, it := range o.Items {
-		rs.mu.Lock()
-		interrupted := rs.interrupted
-		rs.mu.Unlock()
-		var rec *results.Scenario
-		switch {
-		case !it.Run:
-			rec = notRun(it, it.Reason)
-		case interrupted:
-			rec = notRun(it, ReasonInterrupted)
-		default:
-			rec = runOne(ctx, o, rs, it)
-		}
-		res.Scenarios = append(res.Scenarios, rec)
+	recs := make([]*results.Scenario, len(o.Items))
+	var recMu sync.Mutex // guards res.Code, recs and the archive's run.json updates
+	record := func(i int, rec *results.Scenario) {
+		recMu.Lock()
+		defer recMu.Unlock()
+		recs[i] = rec
 		if rec.Status == results.StatusFailed || rec.Status == results.StatusBlocked {
 			res.Code = ExitFailed // blocked is not green either
 		}
 		if o.Archive != nil {
 			if err := o.Archive.WriteScenario(rec); err != nil {
-				fmt.Fprintf(o.Progress, "ERROR writing the record of %s: %v\n", it.ID, err)
+				fmt.Fprintf(o.Progress, "ERROR writing the record of %s: %v\n", rec.ID, err)
 				res.Code = ExitFailed
 			}
 			if o.Run != nil && rec.Status != results.StatusNotRun {
 				// Keep run.json current: a run killed now was interrupted, and says so.
 				progress := *o.Run
-				fillRun(&progress, o.Items, res, o.Archive)
+				partial := res
+				partial.Scenarios = written(recs)
+				fillRun(&progress, o.Items, partial, o.Archive)
 				progress.State = results.RunInterrupted
 				progress.ExitCode = nil // the run has not ended
 				if err := o.Archive.UpdateRun(&progress); err != nil {
@@ -137,6 +146,33 @@ func Execute(ctx context.Context, o Options) Result {
 			}
 		}
 	}
+	slots := make(chan struct{}, o.Concurrency)
+	var wg sync.WaitGroup
+	for i, it := range o.Items {
+		if !it.Run {
+			record(i, notRun(it, it.Reason))
+			continue
+		}
+		slots <- struct{}{} // a free worker; in order, so scenarios start in run order
+		rs.mu.Lock()
+		interrupted := rs.interrupted
+		rs.mu.Unlock()
+		if interrupted {
+			<-slots
+			record(i, notRun(it, ReasonInterrupted))
+			continue
+		}
+		// Printed here, not in the worker, so that START lines come in run order.
+		fmt.Fprintf(o.Progress, "START %s (%s:%d)\n", it.ID, it.Feature.Path, it.Feature.Line)
+		wg.Add(1)
+		go func(i int, it Item) {
+			defer wg.Done()
+			defer func() { <-slots }()
+			record(i, runOne(ctx, o, rs, it))
+		}(i, it)
+	}
+	wg.Wait()
+	res.Scenarios = recs
 	rs.mu.Lock()
 	res.Interrupted = rs.interrupted
 	rs.mu.Unlock()
@@ -185,17 +221,22 @@ func watchSignals(o Options, rs *runState) (stop func()) {
 				count++
 				rs.mu.Lock()
 				rs.interrupted = true
-				cur, cancel := rs.current, rs.cancel
+				var running []*scenario.State
+				var cancels []context.CancelFunc
+				for st, cancel := range rs.running {
+					running = append(running, st)
+					cancels = append(cancels, cancel)
+				}
 				rs.mu.Unlock()
 				if count == 1 {
-					fmt.Fprintf(o.Progress, "INTERRUPT (%v): stopping the current scenario and cleaning up; interrupt again to kill children and exit at once\n", sig)
-					if cancel != nil {
+					fmt.Fprintf(o.Progress, "INTERRUPT (%v): stopping the running scenarios and cleaning up; interrupt again to kill children and exit at once\n", sig)
+					for _, cancel := range cancels {
 						cancel()
 					}
 					continue
 				}
 				fmt.Fprintf(o.Progress, "INTERRUPT (%v) again: killing child processes and exiting\n", sig)
-				if cur != nil {
+				for _, cur := range running {
 					killed, err := cur.KillProcesses()
 					for _, k := range killed {
 						fmt.Fprintf(o.Progress, "killed %s\n", k)
@@ -246,9 +287,19 @@ func runOne(parent context.Context, o Options, rs *runState, it Item) (rec *resu
 		Start:         start,
 	}
 	setFeature(rec, it.Feature)
-	fmt.Fprintf(o.Progress, "START %s (%s:%d)\n", it.ID, it.Feature.Path, it.Feature.Line)
 
-	st, err := scenario.New(safeName(it.ID), it.Feature.Tags, o.WorkRoot, o.Progress)
+	log := o.Progress
+	var filtered *scenarioLog
+	if o.Concurrency > 1 {
+		// Interleaved step chatter of several scenarios is unreadable: the scenario's log
+		// goes to scenario.log in its work dir, and only its slow-wait progress reaches the
+		// console, prefixed with its id.
+		filtered = &scenarioLog{id: it.ID, console: o.Progress}
+		filtered.open(o.WorkRoot, safeName(it.ID))
+		defer filtered.close()
+		log = filtered
+	}
+	st, err := scenario.New(safeName(it.ID), it.Feature.Tags, o.WorkRoot, log)
 	if err != nil {
 		rec.Status = results.StatusFailed
 		rec.Reason = err.Error()
@@ -259,14 +310,14 @@ func runOne(parent context.Context, o Options, rs *runState, it Item) (rec *resu
 	ctx, cancel := context.WithCancel(scenario.With(parent, st))
 	defer cancel()
 	rs.mu.Lock()
-	rs.current, rs.cancel = st, cancel
+	rs.running[st] = cancel
 	if rs.interrupted {
 		cancel()
 	}
 	rs.mu.Unlock()
 	defer func() {
 		rs.mu.Lock()
-		rs.current, rs.cancel = nil, nil
+		delete(rs.running, st)
 		rs.mu.Unlock()
 	}()
 
@@ -546,7 +597,7 @@ func fillRun(run *results.Run, items []Item, res Result, arch *results.Archive) 
 
 func notRunCategory(reason string) string {
 	switch {
-	case reason == ReasonFilteredByTag || reason == ReasonNotInRerun:
+	case reason == ReasonFilteredByTag || reason == ReasonNotInRerun || results.IsOtherShard(reason):
 		return results.NotRunTag
 	case strings.HasPrefix(reason, ReasonNeedsPrefix):
 		return results.NotRunPlatform // the only need a machine cannot meet is its OS

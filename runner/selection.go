@@ -10,6 +10,7 @@ import (
 
 	"github.com/cucumber/godog"
 
+	"github.com/ksqlflow/flowtest/results"
 	"github.com/ksqlflow/flowtest/runner/tagexpr"
 )
 
@@ -48,7 +49,7 @@ func PlanCode(items []Item) int {
 // filteredOut reports whether a not-run reason means the selection left the entry out (as
 // opposed to a selected entry that cannot run).
 func filteredOut(reason string) bool {
-	return reason == ReasonFilteredByTag || reason == ReasonNotInRerun
+	return reason == ReasonFilteredByTag || reason == ReasonNotInRerun || results.IsOtherShard(reason)
 }
 
 // KnownTags lists every tag some manifest entry carries, in manifest order: the implied tags

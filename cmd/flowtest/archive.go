@@ -27,9 +27,11 @@ func cmdArchive(args []string, stdout, stderr io.Writer) int {
 			return cmdVerify(args[1:], stdout, stderr)
 		case "pack":
 			return cmdPack(args[1:], stdout, stderr)
+		case "merge":
+			return cmdMerge(args[1:], stdout, stderr)
 		}
 	}
-	fmt.Fprintln(stderr, "flowtest archive: unknown subcommand (want: archive verify <dir|pack> or archive pack <dir>)")
+	fmt.Fprintln(stderr, "flowtest archive: unknown subcommand (want: archive verify <dir|pack>, archive pack <dir> or archive merge <shard archive>…)")
 	return runner.ExitRefused
 }
 

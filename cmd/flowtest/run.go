@@ -16,6 +16,7 @@ import (
 
 	"github.com/ksqlflow/flowtest/harness/config"
 	"github.com/ksqlflow/flowtest/harness/runlock"
+	"github.com/ksqlflow/flowtest/harness/scenario"
 	"github.com/ksqlflow/flowtest/harness/scope"
 	"github.com/ksqlflow/flowtest/harness/target"
 	"github.com/ksqlflow/flowtest/results"
@@ -40,6 +41,9 @@ type runFlags struct {
 	sutCommit    string
 	keepWorkDirs bool
 	allowEmpty   bool
+	repeat       int
+	shard        string             // K/N
+	durationsDir string             // --durations-from
 	config       map[string]*string // configuration flags handed to harness/config
 	uses         map[string]flagUse // the flags the user gave, with their raw values
 }
@@ -69,6 +73,9 @@ func (f *runFlags) bind(fs *flag.FlagSet, withRun bool) {
 		fs.Var(&f.formats, "format", "extra godog formatter (repeatable), e.g. pretty or junit:out.xml (one file per scenario)")
 		fs.StringVar(&f.sutCommit, "sut-commit", "", "commit of the system under test, for the acceptance record")
 		fs.BoolVar(&f.keepWorkDirs, "keep-workdirs", false, "keep scenario work dirs (unredacted logs) after the run")
+		fs.StringVar(&f.shard, "shard", "", "K/N: run only shard K of a deterministic split of the selection into N shards (merge the shards' archives with `flowtest archive merge`)")
+		fs.StringVar(&f.durationsDir, "durations-from", "", "archive of an earlier run whose scenario durations balance --shard")
+		fs.IntVar(&f.repeat, "repeat", 1, "run the selection this many times (new scopes, a new archive each time) and report per scenario how many runs passed; exit 1 if one flaked")
 	}
 }
 
@@ -256,6 +263,7 @@ type session struct {
 	prep    *preparation
 	in      safety.Input
 	workDir string    // run-level work dir (rendered preflight fixtures, sandbox emulator)
+	bin     string    // the flowsandbox binary (sandbox only): concurrent scenarios start their own emulator
 	extras  runExtras // what `flowtest gate run` adds (gate.go); the command line for run.json
 }
 
@@ -266,6 +274,19 @@ func openSession(f runFlags) (*session, error) {
 	}
 	if err := runner.CheckSelection(items, f.tags, expr, f.rerun, f.allowEmpty); err != nil {
 		return nil, refuse("%v", err)
+	}
+	if f.shard != "" {
+		k, n, _ := runner.ParseShard(f.shard) // checked with the other flags
+		var durations map[string]time.Duration
+		if f.durationsDir != "" {
+			if durations, err = runner.DurationsOf(f.durationsDir); err != nil {
+				return nil, refuse("--durations-from %q: %v", f.durationsDir, err)
+			}
+		}
+		items = runner.Shard(items, k, n, durations)
+		if runner.Count(items).Selected == 0 && !f.allowEmpty {
+			return nil, refuse("--shard %s: this shard got no scenario of the selection (fewer selected scenarios than shards); --allow-empty accepts that", f.shard)
+		}
 	}
 	_, envNamed := f.uses["env-file"]
 	cfg, err := config.Load(config.Options{Target: f.target, EnvFile: f.envFile, EnvFileRequired: envNamed, OSEnv: os.Environ(), Flags: f.configFlags()})
@@ -311,6 +332,7 @@ func (s *session) needChecks() []safety.Check {
 	return []safety.Check{
 		confirmerCheck(s.in.Target, s.items, s.flags.confirmedBy),
 		ioDirCheck(s.in.Target, s.items, s.cfg.Get(config.VarIODir), os.Stat),
+		csvAppCheck(s.in.Target, s.items, s.cfg.FlowConfig(), s.cfg.Profile(), s.cfg.Get(safety.VarAppCSV), os.ReadFile),
 	}
 }
 
@@ -395,6 +417,7 @@ func runCommand(name string, args []string, stdout, stderr io.Writer, sigs <-cha
 			fmt.Fprintf(stderr, "flowtest run: %v\n", err)
 			return runner.ExitRefused
 		}
+		s.bin = bin
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -502,8 +525,27 @@ func resolvedOf(t *target.Target) safety.Resolved {
 	return safety.NewResolved(t.BaseURL, apps)
 }
 
-// execute runs the scenarios against a resolved target and writes the archive.
+// execute runs the scenarios against a resolved target and writes the archive; with
+// --repeat N, N times (repeat.go).
 func (s *session) execute(ctx context.Context, tgt *target.Target, stdout io.Writer, sigs <-chan os.Signal) int {
+	if s.flags.repeat > 1 {
+		return s.repeatRuns(ctx, tgt, stdout, sigs)
+	}
+	code, _ := s.executeOnce(ctx, tgt, stdout, sigs, s.runLabel())
+	return code
+}
+
+// runLabel is the archive label: the tag expression (or gate), and the shard.
+func (s *session) runLabel() string {
+	l := s.archiveLabel()
+	if k, n, err := runner.ParseShard(s.flags.shard); err == nil && s.flags.shard != "" {
+		l += fmt.Sprintf("-shard%dof%d", k, n)
+	}
+	return l
+}
+
+// executeOnce runs the selection once into a new archive labelled label.
+func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io.Writer, sigs <-chan os.Signal, label string) (int, runner.Result) {
 	f := s.flags
 	secrets := results.SecretsFromEnv(envMap(os.Environ()))
 	for k, v := range s.cfg.Secrets() {
@@ -513,11 +555,11 @@ func (s *session) execute(ctx context.Context, tgt *target.Target, stdout io.Wri
 		secrets[k] = v
 	}
 	red := results.NewRedactor(secrets, tgt.AppRoles())
-	arch, err := results.Create(f.out, s.archiveLabel(), time.Now(), red)
+	arch, err := results.Create(f.out, label, time.Now(), red)
 	if err != nil {
 		// No scenario has started: a refusal, not a failed scenario.
 		fmt.Fprintf(stdout, "flowtest run: --out %q: create the results archive: %v\n", f.out, err)
-		return runner.ExitRefused
+		return runner.ExitRefused, runner.Result{}
 	}
 	if s.extras.gate != nil {
 		arch.SetGate(s.extras.gate) // Finish completes it and writes gate.json
@@ -525,17 +567,31 @@ func (s *session) execute(ctx context.Context, tgt *target.Target, stdout io.Wri
 	fmt.Fprintf(stdout, "flowtest %s: target %s, profile %s, archive %s\n", Version, tgt.Name, tgt.Profile, arch.Dir())
 	fixtures, _ := filepath.Abs(filepath.Join(f.features, "fixtures"))
 	archAbs, _ := filepath.Abs(arch.Dir())
+	rsec := &runSecrets{red: red, secrets: secrets}
 	suite := &steps.Suite{
 		Target: tgt, FixturesDir: fixtures, ConfirmedBy: f.confirmedBy,
-		Scopes: s.prep.scopes, ArchiveDir: archAbs, Log: stdout,
+		Scopes: s.prep.scopes, ArchiveDir: archAbs, Log: stdout, IODir: s.cfg.Get(config.VarIODir),
 		Cleaner: newCleaner(tgt), CheckIdentifiers: s.checkLaterIdentifiers,
 		CheckFixture: s.checkLaterFixture,
-		Redact:       &runSecrets{red: red, secrets: secrets},
+		Redact:       rsec,
+	}
+	conc := s.concurrency()
+	before, attempts := suite.BeforeScenario, s.readAttempts(tgt)
+	var iso *isolation
+	if conc > 1 && s.bin != "" {
+		iso = newIsolation(s.bin, tgt.Profile, suite, rsec, tgt)
+		before = iso.beforeScenario
+		attempts = func(ctx context.Context, st *scenario.State) {
+			if t := iso.target(st); t != nil {
+				s.readAttempts(t)(ctx, st)
+			}
+		}
+		fmt.Fprintf(stdout, "concurrency %d: each scenario on a kintone emulator of its own; its log in its work dir, wait progress here\n", conc)
 	}
 	work := filepath.Join(s.workDir, "scenarios")
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		fmt.Fprintf(stdout, "flowtest run: %v\n", err)
-		return runner.ExitFailed
+		return runner.ExitFailed, runner.Result{}
 	}
 	run := &results.Run{
 		RunnerVersion: Version, Target: tgt.Name, Profile: tgt.Profile,
@@ -546,13 +602,25 @@ func (s *session) execute(ctx context.Context, tgt *target.Target, stdout io.Wri
 	if f.sutCommit != "" {
 		run.SUT.CommitSource = "flag"
 	}
+	if f.shard != "" {
+		run.Environment["shard"] = f.shard
+	}
+	if conc := s.concurrency(); conc > 1 {
+		run.Environment["concurrency"] = fmt.Sprint(conc)
+	}
 	res := runner.Execute(ctx, runner.Options{
 		Features: s.fsys, Items: s.items,
-		Initialize: suite.Initialize, BeforeScenario: suite.BeforeScenario, BeforeCleanup: s.readAttempts(tgt),
+		Initialize: suite.Initialize, BeforeScenario: before, BeforeCleanup: attempts, Concurrency: conc,
 		StepTimeout: stepDeadline(f.stepTimeout, s.cfg.TimeoutScale), TimeoutScale: s.cfg.TimeoutScale, WorkRoot: work, KeepWorkDirs: f.keepWorkDirs,
 		Formats: f.formats, Archive: arch, Run: run, Progress: stdout, Signals: sigs,
 		// A second interrupt exits at once: the emulator must not outlive the runner.
-		Exit: func(code int) { tgt.Abort(); os.Exit(code) },
+		Exit: func(code int) {
+			if iso != nil {
+				iso.abort()
+			}
+			tgt.Abort()
+			os.Exit(code)
+		},
 	})
 	fmt.Fprintf(stdout, "%s — archive %s\n", results.TotalsText(run.Totals), arch.Dir())
 	// The run knows every secret it used (the sandbox's tokens exist only now), so it checks
@@ -565,18 +633,18 @@ func (s *session) execute(ctx context.Context, tgt *target.Target, stdout io.Wri
 	switch {
 	case err != nil:
 		fmt.Fprintf(stdout, "archive verify: %v\n", err)
-		return runner.ExitFailed
+		return runner.ExitFailed, res
 	case len(leaks) > 0:
 		for _, l := range leaks {
 			fmt.Fprintf(stdout, "archive leak: %s\n", l)
 		}
-		return runner.ExitFailed
+		return runner.ExitFailed, res
 	}
 	fmt.Fprintf(stdout, "archive verify: no secret or raw app id in %s\n", arch.Dir())
 	if res.Code == runner.ExitNothingRan {
 		fmt.Fprintf(stdout, "nothing ran: every selected scenario was not run (not implemented, or needs another platform); exit %d, not green\n", res.Code)
 	}
-	return res.Code
+	return res.Code, res
 }
 
 // runSecrets hands the steps the run's redactor: a value a scenario registers is redacted in

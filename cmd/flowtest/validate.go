@@ -238,6 +238,22 @@ func (f *runFlags) validate(uses map[string]flagUse, withRun bool) error {
 	if err := creatableDir("--out", f.out); err != nil {
 		return err
 	}
+	if given("shard") {
+		if _, _, err := runner.ParseShard(f.shard); err != nil {
+			return refuse("--shard %q: %v", f.shard, err)
+		}
+	}
+	if given("durations-from") {
+		if !given("shard") {
+			return refuse("--durations-from %q: only balances --shard, which is not given", f.durationsDir)
+		}
+		if st, err := os.Stat(f.durationsDir); err != nil || !st.IsDir() {
+			return refuse("--durations-from %q: not an archive directory", f.durationsDir)
+		}
+	}
+	if given("repeat") && f.repeat < 1 {
+		return refuse("--repeat %q: want an integer of at least 1", uses["repeat"].last())
+	}
 	if given("sut-commit") && strings.TrimSpace(f.sutCommit) == "" {
 		return refuse("--sut-commit %q: empty (did the command that printed it fail?); pass the commit, or leave the flag out", f.sutCommit)
 	}
