@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 )
@@ -219,4 +221,41 @@ func newState(id string) *barrierState {
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// touched names what a request touches, for the traffic log: app and record id from the JSON
+// body's top level (or, for a body-less GET/DELETE, the app and id query values), and the
+// sorted field names under record, or under every records[].record of a bulk write. Values
+// of fields never leave this function.
+func (v *requestView) touched(q url.Values) (app, id string, fields []string) {
+	if v.parse() {
+		if raw, ok := v.obj["app"]; ok {
+			app, _ = scalar(raw)
+		}
+		if raw, ok := v.obj["id"]; ok {
+			id, _ = scalar(raw)
+		}
+		names := map[string]bool{}
+		for k := range v.record {
+			names[k] = true
+		}
+		if raw, ok := v.obj["records"]; ok {
+			var recs []struct {
+				Record map[string]json.RawMessage `json:"record"`
+			}
+			if json.Unmarshal(raw, &recs) == nil {
+				for _, r := range recs {
+					for k := range r.Record {
+						names[k] = true
+					}
+				}
+			}
+		}
+		for k := range names {
+			fields = append(fields, k)
+		}
+		sort.Strings(fields)
+		return app, id, fields
+	}
+	return q.Get("app"), q.Get("id"), nil
 }

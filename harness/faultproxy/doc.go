@@ -69,8 +69,10 @@
 // # Logs and counters
 //
 // Two JSONL files in Options.LogDir: <name>.traffic.jsonl, one line per request
-// (at, method, path, targeted, blocked, heartbeat, status, duration_ms, and an error
-// kind when the request failed, e.g. a barrier timeout), and <name>.arrivals.jsonl,
+// (at, method, path, app, record_id, fields — the field names under record or
+// records[].record, never a value — targeted, blocked, heartbeat, status, duration_ms, and
+// an error kind when the request failed, e.g. a barrier timeout; Traffic returns the same
+// lines in memory), and <name>.arrivals.jsonl,
 // one line per barrier arrival (at, barrier_id, phase, method, path,
 // response_status for after-success) — the original hook's fields. Lines are written by
 // a background writer so no request waits on the disk; FlushLogs returns once every

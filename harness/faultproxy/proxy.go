@@ -104,6 +104,7 @@ type Proxy struct {
 	states       map[string]*barrierState
 	arrivals     []Arrival
 	counts       Counts
+	traffic      []TrafficLine
 	isClosed     bool
 
 	// Log lines go through one writer goroutine so no request waits on a file write.
@@ -497,16 +498,41 @@ type reqState struct {
 }
 
 type trafficEntry struct {
-	At         time.Time `json:"at"`
-	Method     string    `json:"method"`
-	Path       string    `json:"path"`
-	Targeted   bool      `json:"targeted"`
-	Blocked    bool      `json:"blocked"`
-	Heartbeat  bool      `json:"heartbeat"`
-	Status     int       `json:"status,omitempty"`
-	DurationMS float64   `json:"duration_ms"`
-	Error      string    `json:"error,omitempty"`
+	At     time.Time `json:"at"`
+	Method string    `json:"method"`
+	Path   string    `json:"path"`
+	// App, RecordID and Fields say what the request touched: the app and record id (JSON
+	// body's top-level app/id, or the app/id query parameters of a GET, values only — never
+	// the query string), and the field names under record (or records[].record), sorted;
+	// never a field value.
+	App        string   `json:"app,omitempty"`
+	RecordID   string   `json:"record_id,omitempty"`
+	Fields     []string `json:"fields,omitempty"`
+	Targeted   bool     `json:"targeted"`
+	Blocked    bool     `json:"blocked"`
+	Heartbeat  bool     `json:"heartbeat"`
+	Status     int      `json:"status,omitempty"`
+	DurationMS float64  `json:"duration_ms"`
+	Error      string   `json:"error,omitempty"`
 }
+
+// TrafficLine is one logged request as Traffic returns it (the traffic log's fields).
+type TrafficLine struct {
+	At         time.Time
+	Method     string
+	Path       string
+	App        string
+	RecordID   string
+	Fields     []string
+	Blocked    bool
+	Heartbeat  bool
+	Status     int
+	DurationMS float64
+	Error      string
+}
+
+// maxTrafficLines bounds the lines Traffic keeps in memory (the log file keeps all).
+const maxTrafficLines = 20000
 
 var (
 	recordsPath = regexp.MustCompile(`^/k/v1/(guest/\d+/)?records?\.json$`)
@@ -536,6 +562,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	view := &requestView{method: r.Method, path: r.URL.Path}
 	bodyErr := p.bufferBody(r, view)
 	entry := &trafficEntry{At: start.UTC(), Method: r.Method, Path: r.URL.Path, Targeted: true, Heartbeat: view.isHeartbeat()}
+	entry.App, entry.RecordID, entry.Fields = view.touched(r.URL.Query())
 	if bodyErr != nil {
 		// Nothing sensible can be forwarded; fail the way the broken connection already has.
 		entry.Error = "request body could not be read"
@@ -589,7 +616,21 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // FlushLogs.
 func (p *Proxy) logTraffic(e *trafficEntry, start time.Time) {
 	e.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+	p.mu.Lock()
+	if len(p.traffic) < maxTrafficLines {
+		p.traffic = append(p.traffic, TrafficLine{At: e.At, Method: e.Method, Path: e.Path, App: e.App, RecordID: e.RecordID,
+			Fields: e.Fields, Blocked: e.Blocked, Heartbeat: e.Heartbeat, Status: e.Status, DurationMS: e.DurationMS, Error: e.Error})
+	}
+	p.mu.Unlock()
 	p.writeLog(p.trafficLog, e)
+}
+
+// Traffic returns the requests logged so far, in the order they ended (at most the first
+// 20000; the traffic log file holds every one).
+func (p *Proxy) Traffic() []TrafficLine {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]TrafficLine(nil), p.traffic...)
 }
 
 // bufferBody reads a (bounded) copy of the body for matching and heartbeat detection,

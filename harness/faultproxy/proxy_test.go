@@ -587,3 +587,30 @@ func TestChunkedBodyIsMatchedAndForwardedIntact(t *testing.T) {
 	require.Len(t, hits, 1)
 	assert.Equal(t, claimBody, hits[0].Body)
 }
+
+// The traffic log names what a request touched — app, record id, field names — and never
+// a field value; Traffic returns the same lines.
+func TestTrafficNamesAppRecordAndFieldsNeverValues(t *testing.T) {
+	const value = "PLANTED-FIELD-VALUE"
+	u := newUpstream(t)
+	p := newProxy(t, u, nil)
+	c := clientFor(t, p.CAFile())
+	send(c, "GET", p.URL()+"/k/v1/records.json?app=7&query=x", "", nil)
+	send(c, "PUT", p.URL()+"/k/v1/record.json", `{"app":7,"id":"42","record":{"status":{"value":"`+value+`"},"finished_at":{"value":"`+value+`"}}}`, nil)
+	send(c, "PUT", p.URL()+"/k/v1/records.json", `{"app":"8","records":[{"id":1,"record":{"b":{"value":"`+value+`"}}},{"id":2,"record":{"a":{"value":"`+value+`"}}}]}`, nil)
+	lines := p.Traffic()
+	require.Len(t, lines, 3)
+	assert.Equal(t, []string{"7", ""}, []string{lines[0].App, lines[0].RecordID})
+	assert.Nil(t, lines[0].Fields)
+	assert.Equal(t, []string{"7", "42"}, []string{lines[1].App, lines[1].RecordID})
+	assert.Equal(t, []string{"finished_at", "status"}, lines[1].Fields)
+	assert.Equal(t, 200, lines[1].Status)
+	assert.Equal(t, "8", lines[2].App)
+	assert.Equal(t, []string{"a", "b"}, lines[2].Fields)
+	require.NoError(t, p.Close())
+	data, err := os.ReadFile(p.TrafficLogPath())
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), value)
+	assert.Contains(t, string(data), `"fields":["finished_at","status"]`)
+	assert.Contains(t, string(data), `"record_id":"42"`)
+}

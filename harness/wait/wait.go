@@ -216,6 +216,12 @@ var (
 	// BarrierArrival: a request to arrive at a fault-proxy barrier (polled fast: the
 	// request is being held, and the scenario's timing depends on noticing it).
 	BarrierArrival = Limit{"BarrierArrival", time.Minute, 20 * time.Millisecond}
+	// BlockedRequests: a fault proxy to have dropped a number of requests (FlowNet's drain
+	// retries during an outage: one every 2 s, a heartbeat every interval; the original
+	// waited 45 s for the first).
+	BlockedRequests = Limit{"BlockedRequests", time.Minute, 100 * time.Millisecond}
+	// JobLogTerminal: a kSQL-Flow child's JOB log row to leave RUNNING (a whole node).
+	JobLogTerminal = Limit{"JobLogTerminal", 3 * time.Minute, 200 * time.Millisecond}
 )
 
 // Outcome is how a wait ended.

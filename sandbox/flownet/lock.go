@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/ksqlflow/flowtest/kintoneapi"
+	"github.com/ksqlflow/flowtest/sandbox/defect"
 )
 
 // networkLock is the renewable lease per (profile, network_id) (§3.7): a unique
@@ -31,6 +32,29 @@ type networkLock struct {
 	uncertain string // non-empty: why the lease can no longer be trusted
 	stop      chan struct{}
 	stopped   chan struct{}
+
+	// okAt mirrors lastOK for writers that must not wait on mu (a heartbeat retrying its
+	// fence read holds mu for up to an interval): the lease is ours until okAt + lease.
+	okMu sync.Mutex
+	okAt time.Time
+}
+
+// setOK records a confirmed lease write at t (mu held).
+func (l *networkLock) setOK(t time.Time) {
+	l.lastOK = t
+	l.okMu.Lock()
+	l.okAt = t
+	l.okMu.Unlock()
+}
+
+// deadline is when the lease runs out unless renewed: the last confirmed lease write plus
+// the lease duration. No control-plane write may be sent after it (§3.7: transport retries
+// are bounded by the lease; only one successful heartbeat, FINAL_WRITE_CONFIRMED, allows
+// more).
+func (l *networkLock) deadline() time.Time {
+	l.okMu.Lock()
+	defer l.okMu.Unlock()
+	return l.okAt.Add(l.lease)
 }
 
 const (
@@ -59,7 +83,8 @@ func acquireLock(ctx context.Context, st *store, profile, networkID, owner, inst
 	})
 	id, rev, err := st.kc.AddRecord(ctx, st.stateApp, rec)
 	if err == nil {
-		l.id, l.rev, l.bizRev, l.lastOK = id, rev, 1, t
+		l.id, l.rev, l.bizRev = id, rev, 1
+		l.setOK(t)
 		return l, nil
 	}
 	if !kintoneapi.IsCode(err, "CB_VA01") && !kintoneapi.IsNetwork(err) {
@@ -70,7 +95,8 @@ func acquireLock(ctx context.Context, st *store, profile, networkID, owner, inst
 	case rerr != nil:
 		return nil, &codedError{Code: codeLockUnavailable, Msg: fmt.Sprintf("acquire network lock for %s: outcome unknown: %v", networkID, rerr), Err: err}
 	case got != nil && got.Str("lease_token") == l.leaseToken && got.Str("status") == StatusRunning:
-		l.id, l.rev, l.bizRev, l.lastOK = got.ID(), got.Revision(), atoi(got.Str("revision")), t
+		l.id, l.rev, l.bizRev = got.ID(), got.Revision(), atoi(got.Str("revision"))
+		l.setOK(t)
 		return l, nil
 	case got != nil && got.Str("status") == StatusRunning:
 		return nil, coded(codeLockConflict, "network %s (profile %s) is locked by invocation %s until %s",
@@ -84,7 +110,11 @@ func (l *networkLock) startHeartbeat() {
 	l.stop, l.stopped = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(l.stopped)
-		tk := time.NewTicker(l.heartbeat)
+		every := l.heartbeat
+		if defect.HeartbeatOnEveryTick {
+			every = 250 * time.Millisecond // the lease check's tick, not the heartbeat interval
+		}
+		tk := time.NewTicker(every)
 		defer tk.Stop()
 		for {
 			select {
@@ -165,7 +195,8 @@ func (l *networkLock) renewLocked(ctx context.Context) error {
 			if rerr == nil && got != nil && got.Str("lease_token") == l.leaseToken {
 				want, _ := strconv.Atoi(l.rev)
 				if atoi(got.Revision()) == want+1 && atoi(got.Str("revision")) == l.bizRev+1 && !kintoneapi.IsCode(err, "GAIA_DA02") {
-					l.rev, l.bizRev, l.lastOK = got.Revision(), l.bizRev+1, t
+					l.rev, l.bizRev = got.Revision(), l.bizRev+1
+					l.setOK(t)
 					return nil
 				}
 				if got.Revision() == l.rev {
@@ -176,7 +207,8 @@ func (l *networkLock) renewLocked(ctx context.Context) error {
 		}
 		return &codedError{Code: codeLockUnavailable, Msg: "heartbeat: " + err.Error(), Err: err}
 	}
-	l.rev, l.bizRev, l.lastOK = nr, l.bizRev+1, t
+	l.rev, l.bizRev = nr, l.bizRev+1
+	l.setOK(t)
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ksqlflow/flowtest/kintoneapi"
+	"github.com/ksqlflow/flowtest/sandbox/defect"
 )
 
 // store wraps the kintone client with FlowNet's persistence rules (product-contract §2.6,
@@ -19,6 +20,29 @@ type store struct {
 	stateApp, auditApp   string
 	logApp               string
 	retryEvery, retryFor time.Duration
+	// lease, when set (run-network, once it holds the network lock), fences every insert
+	// and update (see leaseGone).
+	lease leaseFence
+}
+
+// leaseFence is the network lock as the store sees it.
+type leaseFence interface {
+	deadline() time.Time              // the last confirmed lease write plus the lease
+	confirm(ctx context.Context) bool // one heartbeat, even when the lease is uncertain
+}
+
+// leaseGone refuses a control-plane write once the network lease has run out, unless one
+// heartbeat confirms the lock is still ours (FINAL_WRITE_CONFIRMED, §3.7): a write sent on
+// an expired, unconfirmed lease could land after another owner took over, and an unconfirmed
+// lease loss leaves the records untouched. So the drain's retries end with the lease.
+func (s *store) leaseGone(ctx context.Context) error {
+	if s.lease == nil || defect.DrainPastLeaseDeadline {
+		return nil
+	}
+	if d := s.lease.deadline(); time.Now().After(d) && !s.lease.confirm(ctx) {
+		return coded(codeLeaseInterruptedCode, "the network lease ran out at %s and could not be confirmed; the write was not sent", isoMillis(d))
+	}
+	return nil
 }
 
 // Repository error codes.
@@ -182,6 +206,9 @@ func (s *store) insert(ctx context.Context, app, k string, rec kintoneapi.Record
 	rec["record_key"] = kintoneapi.Field{Value: k}
 	deadline := time.Now().Add(s.retryFor)
 	for {
+		if err := s.leaseGone(ctx); err != nil {
+			return "", "", err
+		}
 		id, rev, err = s.kc.AddRecord(ctx, app, rec)
 		if err == nil {
 			return id, rev, nil
@@ -223,6 +250,9 @@ func (s *store) insert(ctx context.Context, app, k string, rec kintoneapi.Record
 func (s *store) update(ctx context.Context, app, id string, rec kintoneapi.Record, rev string) (string, error) {
 	deadline := time.Now().Add(s.retryFor)
 	for {
+		if err := s.leaseGone(ctx); err != nil {
+			return "", err
+		}
 		nr, err := s.kc.UpdateRecord(ctx, app, id, rec, rev)
 		if err == nil {
 			return nr, nil

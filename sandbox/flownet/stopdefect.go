@@ -1,0 +1,33 @@
+package flownet
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/ksqlflow/flowtest/sandbox/defect"
+)
+
+// Without a handler the platform's stop signal ends run-network at once (simple
+// termination, what the original recorded for the Node CLI on Windows): the attempt and
+// the Invocation stay RUNNING under a RUNNING Run and the operator recovers them with
+// force-unlock-network and --resume-run orphan adjudication.
+//
+// closeRunOnStop is the planted defect stop-closes-run-only (issue 15): a "graceful" stop
+// handler that marks the Run FAILED with finished_at and exits, leaving its RUNNING node
+// state and attempt under a terminal Run.
+func (e *execution) closeRunOnStop() {
+	if !defect.StopClosesRunOnly {
+		return
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+	go func() {
+		<-sig
+		now := isoMillis(e.c.now())
+		_, _ = e.st.update(context.Background(), e.st.stateApp, e.run.ID(),
+			vals(map[string]any{"status": StatusFailed, "finished_at": now, "updated_at": now}), e.runRev)
+		os.Exit(1)
+	}()
+}
