@@ -56,7 +56,9 @@ type State struct {
 	waits      []results.Wait
 	attempts   []results.Attempt
 	traffic    map[string]int
+	trafficLog []results.TrafficLine
 	cleanups   []cleanup
+	summarize  bool // processes are recorded with output summaries only (SummarizeOutputs)
 }
 
 type cleanup struct {
@@ -122,6 +124,15 @@ func (s *State) Equal(what string, expected, seen any) error {
 	return s.Assert(what, expected, seen, fmt.Sprint(expected) == fmt.Sprint(seen))
 }
 
+// SummarizeOutputs makes the record hold output summaries of the scenario's processes
+// instead of their output tails (SummarizeOutput): for series whose records must not hold
+// stdout/stderr bodies (P2-16, scenarios.md §2.7).
+func (s *State) SummarizeOutputs() {
+	s.mu.Lock()
+	s.summarize = true
+	s.mu.Unlock()
+}
+
 // AddBarrierArrival records a barrier arrival for the scenario record.
 func (s *State) AddBarrierArrival(a results.BarrierArrival) {
 	s.mu.Lock()
@@ -159,6 +170,13 @@ func (s *State) ReleaseBarrier(id string, at time.Time) {
 func (s *State) SetAttempts(atts []results.Attempt) {
 	s.mu.Lock()
 	s.attempts = append([]results.Attempt(nil), atts...)
+	s.mu.Unlock()
+}
+
+// AddTrafficLog appends logged fault-proxy requests for the scenario record.
+func (s *State) AddTrafficLog(lines []results.TrafficLine) {
+	s.mu.Lock()
+	s.trafficLog = append(s.trafficLog, lines...)
 	s.mu.Unlock()
 }
 
@@ -259,9 +277,15 @@ func (s *State) Evidence(rec *results.Scenario) {
 	rec.Barriers = append(rec.Barriers, s.barriers...)
 	rec.Waits = append(rec.Waits, s.waits...)
 	rec.Attempts = append(rec.Attempts, s.attempts...)
+	rec.TrafficLog = append(rec.TrafficLog, s.trafficLog...)
 	for _, p := range s.Procs.Processes() {
 		in := p.Info()
 		rp := results.Process{Name: in.Name, Argv: in.Argv, Signal: in.Signal, StdoutTail: in.StdoutTail, StderrTail: in.StderrTail}
+		if s.summarize {
+			out, errOut := in.StdoutTail != "", in.StderrTail != ""
+			rp.OutputSummarized, rp.StdoutPresent, rp.StderrPresent = true, &out, &errOut
+			rp.StdoutTail, rp.StderrTail = SummarizeOutput(in.StdoutTail), SummarizeOutput(in.StderrTail)
+		}
 		if !in.Started.IsZero() {
 			rp.Start = in.Started.UTC()
 		}

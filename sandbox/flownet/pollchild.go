@@ -194,6 +194,9 @@ func (p *poller) process(ctx context.Context, req opRequest) (state, code, msg s
 		if run.Hold == nil {
 			return rejected("RUN_NOT_ON_HOLD", "Run %s has no hold to release", run.RunID)
 		}
+		if defect.ReleaseRefusesTerminalRun && IsTerminalRun(run.Status) { // planted defect (issue 17): a hold left on a terminal Run cannot be released
+			return rejected("RUN_TERMINAL", "Run %s is %s; there is nothing to release", run.RunID, run.Status)
+		}
 		return p.cancelRun(ctx, req, by, run.RunID, true)
 	case reqClose:
 		switch {
