@@ -1,6 +1,6 @@
 module github.com/ksqlflow/flowtest
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/cucumber/gherkin/go/v42 v42.0.0 // indirect
@@ -23,5 +23,6 @@ require (
 	github.com/yusufpapurcu/wmi v1.2.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.20.0 // indirect
+	golang.org/x/text v0.44.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )

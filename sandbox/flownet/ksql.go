@@ -196,6 +196,7 @@ func (k *ksqlFlow) inspectJobs(ctx context.Context, n *Network, sqlPath func(Nod
 type runSpec struct {
 	SQLPath, AsOf, RunID, AttemptID, JobID string
 	Timeout                                time.Duration // 0 = none
+	Extra                                  []string      // CSV flags (--import-csv …), io.go
 }
 
 // runResult is what came back from one run.
@@ -223,10 +224,10 @@ func (k *ksqlFlow) run(ctx context.Context, s runSpec) runResult {
 		return runResult{LaunchErr: fmt.Errorf("create result dir: %w", err)}
 	}
 	_ = os.Remove(resPath) // kSQL-Flow refuses an existing --result-json path
-	cmd := exec.Command(k.bin, append(append([]string(nil), k.args...),
+	cmd := exec.Command(k.bin, append(append(append([]string(nil), k.args...),
 		"run", "-f", s.SQLPath, "--profile", k.profile, "--config", k.config,
 		"--as-of", s.AsOf, "--result-json", resPath,
-		"--correlation-id", s.RunID, "--attempt-id", s.AttemptID, "--expected-job-id", s.JobID)...)
+		"--correlation-id", s.RunID, "--attempt-id", s.AttemptID, "--expected-job-id", s.JobID), s.Extra...)...)
 	cmd.Env, cmd.Dir = k.environ, k.dir
 	// The child writes its output to a file, not a pipe: if FlowNet dies, an orphaned
 	// kSQL-Flow must be able to finish (a write to a broken pipe would kill it).

@@ -43,7 +43,7 @@ func TestCapabilitiesJSON(t *testing.T) {
 	assert.Equal(t, "ksql-flow.execution/v1", m["resultSchema"].(map[string]any)["contract"])
 	assert.NotEmpty(t, m["resultSchema"].(map[string]any)["$id"])
 	assert.Equal(t, map[string]any{"resultJson": true, "correlationIds": true, "describeProfile": true, "inspectJob": true,
-		"durableExecutionStarted": true, "gracefulCancel": true, "jobLockProtocol": "profile-job-v0"}, m["features"])
+		"durableExecutionStarted": true, "gracefulCancel": true, "jobLockProtocol": "profile-job-v0", "importCsv": true, "resultCsv": true}, m["features"])
 
 	code, _, _ = invoke("capabilities", "--bogus")
 	assert.Equal(t, 1, code)

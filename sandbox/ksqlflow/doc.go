@@ -62,7 +62,9 @@
 // is the `timeout:` header, else limits.batchTimeoutSec → EXECUTION_TIMEOUT.
 // Read failures map to AUTH_ERROR (token rejected: GAIA_IA02, GAIA_NO01, 401/403, …) or
 // API_ERROR; error.code then carries kintone's code. NO_DATA is never produced (every
-// successful job is OK). CSV import (--import-csv) is refused with VALIDATION_ERROR.
+// successful job is OK). CSV import: IMPORT INTO with --import-csv/--expected-import-sha256
+// (csvimport.go); CSV export: --export-csv <sink>=<abs path> exports temp table #<sink>
+// fail-closed after the last statement, --export-encoding utf8|sjis (csvexport.go).
 //
 // # Lock recovery (inspect-lock, force-unlock-job)
 //
@@ -87,7 +89,9 @@
 //	-- @ksql name: <job_id>        header lines at the top: name, timeout (seconds),
 //	-- @ksql timeout: 600          dialect (only 1), depends_on (comma list, reported by
 //	-- @ksql dialect: 1            inspect-job only)
-//	statement := select | CREATE TEMP TABLE #t AS select | ASSERT scalar op scalar, 'message'
+//	statement := select | CREATE TEMP TABLE #t AS select | ASSERT scalar op scalar, 'message' | import
+//	import    := IMPORT INTO LAPP_<app> FROM CSV '<input>' ENCODING (UTF8|SJIS) BY NAME
+//	             ON DUPLICATE (<key>) OVERWRITE ON ERROR SKIP INTO #err   (csvimport.go)
 //	select    := SELECT item {, item} FROM (LAPP_<app> | #t) [WHERE cond] {UNION ALL SELECT …}
 //	item      := field [AS alias] | COUNT(*) [AS alias] | SUM(field) [AS alias]
 //	cond      := field op literal | field [NOT] IN (literal, …) | cond AND cond | cond OR cond | (cond)
@@ -102,6 +106,6 @@
 // month in the profile timezone. Reads fetch all records of the app ($id keyset paging,
 // 500 per request) with only the referenced fields and filter locally, so one SELECT arm
 // over a seed app is one request. Everything else (JOIN, GROUP BY, ORDER BY, DISTINCT,
-// LIKE, BETWEEN, SELECT *, INSERT/UPDATE/DELETE/IMPORT, block comments, quoted identifiers)
+// LIKE, BETWEEN, SELECT *, INSERT/UPDATE/DELETE, block comments, quoted identifiers)
 // is refused at parse time with a VALIDATION_ERROR naming the construct.
 package ksqlflow

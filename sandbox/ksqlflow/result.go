@@ -44,6 +44,8 @@ type ExecutionResult struct {
 	KsqlFlowVersion       string       `json:"ksqlFlowVersion"`
 	EngineVersion         string       `json:"engineVersion"`
 	Error                 *ResultError `json:"error"`
+	InputFiles            []InputFile  `json:"input_files,omitempty"`
+	OutputFiles           []InputFile  `json:"output_files,omitempty"`
 }
 
 // ResultError is the error object of a non-SUCCESS result.

@@ -32,7 +32,8 @@ type runOpts struct {
 	file, profile, config, asOf, resultJSON string
 	correlationID, attemptID, expectedJobID string
 	lockMode, sample                        string
-	importCSV, importSHA                    multiFlag
+	importCSV, importSHA, exportCSV         multiFlag
+	exportEncoding                          string
 	dryRun, jsonOut                         bool
 	orchestrator                            bool
 }
@@ -55,6 +56,8 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOpts, error) {
 	fs.StringVar(&o.sample, "sample", "", "sampling (not supported by the sandbox)")
 	fs.Var(&o.importCSV, "import-csv", "name=<abs path> (repeatable)")
 	fs.Var(&o.importSHA, "expected-import-sha256", "name=<64 hex> (repeatable)")
+	fs.Var(&o.exportCSV, "export-csv", "sink=<abs path>: export temp table #sink as CSV (repeatable)")
+	fs.StringVar(&o.exportEncoding, "export-encoding", "", "utf8 | sjis (default utf8, or "+EnvExportEncoding+")")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "parse and check only")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the result document on stdout (standalone)")
 	if err := fs.Parse(args); err != nil {
@@ -233,8 +236,22 @@ func execute(o *runOpts, stopRequested func() bool, stderr io.Writer) *Execution
 	if err != nil {
 		return invalid("CONFIG", "%v", err)
 	}
-	if len(o.importCSV) > 0 || len(o.importSHA) > 0 {
-		return invalid("CONFIG", "--import-csv is not supported by the sandbox kSQL-Flow")
+	imports, err := readImports(o.importCSV, o.importSHA)
+	if err != nil {
+		return invalid("CONFIG", "%v", err)
+	}
+	exports, err := parseExports(o.exportCSV, sc)
+	if err != nil {
+		return invalid("CONFIG", "%v", err)
+	}
+	exportEnc := firstSet(o.exportEncoding, os.Getenv(EnvExportEncoding), "utf8")
+	if exportEnc != "utf8" && exportEnc != "sjis" {
+		return invalid("CONFIG", "--export-encoding %q: expected utf8 or sjis", exportEnc)
+	}
+	for _, st := range sc.Stmts {
+		if is, ok := st.(*ImportStmt); ok && imports[is.Input] == nil {
+			return invalid("SQL", "%s: line %d: IMPORT names input %q, which no --import-csv gives", filepath.Base(o.file), is.Pos.Line, is.Input)
+		}
 	}
 	if o.sample != "" {
 		return invalid("CONFIG", "--sample is not supported by the sandbox kSQL-Flow")
@@ -347,8 +364,17 @@ func execute(o *runOpts, stopRequested func() bool, stderr io.Writer) *Execution
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	done := 0
+	reader := &appReader{c: c, maxCalls: int64(prof.Limits.MaxAPICalls), stop: stopRequested}
 	eng := &Engine{
-		Reader:      &appReader{c: c, maxCalls: int64(prof.Limits.MaxAPICalls), stop: stopRequested},
+		Reader: reader,
+		Import: func(ctx context.Context, s *ImportStmt) (*Table, error) {
+			t, rc, n, err := importCSV(ctx, reader, s, imports[s.Input])
+			res.WrittenCount += n
+			if rc.Rows > 0 || err == nil {
+				res.InputFiles = append(res.InputFiles, rc)
+			}
+			return t, err
+		},
 		AsOf:        asOf,
 		Loc:         prof.location(),
 		MaxReadRows: prof.Limits.MaxReadRows,
@@ -365,6 +391,14 @@ func execute(o *runOpts, stopRequested func() bool, stderr io.Writer) *Execution
 	err = eng.Run(rctx, sc)
 	if err == nil {
 		done = len(sc.Stmts)
+		if len(exports) > 0 {
+			rc, xerr := writeExports(exports, eng.temps, exportEnc)
+			if xerr != nil {
+				res.ReadCount = eng.ReadRows
+				return closeLog(&failure{code: "SQL_ERROR", errCode: "EXPORT_FAILED", msg: xerr.Error()}, fmt.Sprintf("%d/%d", done, len(sc.Stmts)), eng.ReadRows)
+			}
+			res.OutputFiles = rc
+		}
 	}
 	res.ReadCount = eng.ReadRows
 	return closeLog(classifyRunError(err, rctx), fmt.Sprintf("%d/%d", done, len(sc.Stmts)), eng.ReadRows)
@@ -421,6 +455,8 @@ func scriptApps(sc *Script) []string {
 					walk(side.Query)
 				}
 			}
+		case *ImportStmt:
+			set[s.App] = true
 		}
 	}
 	var out []string
@@ -437,4 +473,13 @@ func executedBy() string {
 		}
 	}
 	return "unknown"
+}
+
+func firstSet(v ...string) string {
+	for _, s := range v {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
 }

@@ -66,6 +66,8 @@ type Engine struct {
 	MaxTempRows int            // 0 = unlimited
 	// Boundary is called before every statement; a non-nil error stops the job there.
 	Boundary func(stmtIndex int) error
+	// Import runs an IMPORT statement (csvimport.go) and returns its error-rows table.
+	Import func(ctx context.Context, s *ImportStmt) (*Table, error)
 
 	temps    map[string]*Table
 	ReadRows int // rows read from kintone apps so far
@@ -106,6 +108,16 @@ func (e *Engine) stmt(ctx context.Context, st Stmt) error {
 			return &SQLError{s.Pos, fmt.Sprintf("temp tables hold %d rows, more than maxTempRows %d", e.TempRows, e.MaxTempRows)}
 		}
 		e.temps[s.Name] = t
+		return nil
+	case *ImportStmt:
+		if e.Import == nil {
+			return &SQLError{s.Pos, "IMPORT needs an --import-csv input"}
+		}
+		t, err := e.Import(ctx, s)
+		if err != nil {
+			return err
+		}
+		e.temps[s.ErrTable] = t
 		return nil
 	case *AssertStmt:
 		l, err := e.scalar(ctx, s.Left)
@@ -467,6 +479,16 @@ func CheckScript(sc *Script, apps map[string]string) error {
 				return &SyntaxError{s.Pos, diagUnknownTemp, fmt.Sprintf("temp table #%s is created twice", s.Name)}
 			}
 			temps[s.Name] = cols
+		case *ImportStmt:
+			if apps != nil {
+				if _, ok := apps[s.App]; !ok {
+					return &SyntaxError{s.AppPos, diagUnknownApp, fmt.Sprintf("LAPP_%s is not a logical app of the profile", s.App)}
+				}
+			}
+			if _, dup := temps[s.ErrTable]; dup {
+				return &SyntaxError{s.Pos, diagUnknownTemp, fmt.Sprintf("temp table #%s is created twice", s.ErrTable)}
+			}
+			temps[s.ErrTable] = []string{"row_no", "error_code"}
 		case *AssertStmt:
 			for _, side := range []Scalar{s.Left, s.Right} {
 				if side.Query == nil {

@@ -240,6 +240,20 @@ type AssertStmt struct {
 	Message     string
 }
 
+// ImportStmt is IMPORT INTO LAPP_<app> FROM CSV '<input>' ENCODING <UTF8|SJIS> BY NAME
+// ON DUPLICATE (<key>) OVERWRITE ON ERROR SKIP INTO #<err> (csvimport.go).
+type ImportStmt struct {
+	Pos      Pos
+	App      string // logical app (after LAPP_)
+	AppPos   Pos
+	Input    string // --import-csv name
+	Encoding string // utf8 | sjis
+	Key      string // ON DUPLICATE key field
+	ErrTable string // ON ERROR SKIP INTO #name
+}
+
+func (s *ImportStmt) StmtPos() Pos { return s.Pos }
+
 func (s *SelectStmt) StmtPos() Pos     { return s.Pos }
 func (s *CreateTempStmt) StmtPos() Pos { return s.Pos }
 func (s *AssertStmt) StmtPos() Pos     { return s.Pos }
@@ -535,6 +549,8 @@ func (p *parser) statement() (Stmt, error) {
 		msg := p.cur().text
 		p.i++
 		return &AssertStmt{Pos: pos, Left: l, Op: op, Right: r, Message: msg}, nil
+	case p.isKw("import"):
+		return p.importStmt(pos)
 	case p.cur().kind == tIdent:
 		return nil, p.errf(diagUnsupported, "statement %s is not supported by dialect 1 in this sandbox (SELECT, CREATE TEMP TABLE, ASSERT only)", strings.ToUpper(p.cur().text))
 	}
@@ -842,4 +858,68 @@ func (p *parser) primary() (Expr, error) {
 		return nil, err
 	}
 	return &CmpExpr{Field: t.text, Op: op, Value: lit, Pos: t.pos}, nil
+}
+
+// importStmt parses IMPORT INTO LAPP_<app> FROM CSV '<input>' ENCODING <UTF8|SJIS> BY NAME
+// ON DUPLICATE (<key>) OVERWRITE ON ERROR SKIP INTO #<err> (csvimport.go).
+func (p *parser) importStmt(pos Pos) (Stmt, error) {
+	p.i++
+	if err := p.expectKw("into"); err != nil {
+		return nil, err
+	}
+	t := p.cur()
+	if t.kind != tIdent || !strings.HasPrefix(t.text, "LAPP_") || len(t.text) == len("LAPP_") {
+		return nil, p.errf(diagSyntax, "expected LAPP_<app> after IMPORT INTO, found %s", p.describe())
+	}
+	s := &ImportStmt{Pos: pos, App: strings.TrimPrefix(t.text, "LAPP_"), AppPos: t.pos}
+	p.i++
+	for _, kw := range []string{"from", "csv"} {
+		if err := p.expectKw(kw); err != nil {
+			return nil, err
+		}
+	}
+	if p.cur().kind != tString {
+		return nil, p.errf(diagSyntax, "expected the input name as a '…' string, found %s", p.describe())
+	}
+	s.Input = p.cur().text
+	p.i++
+	if err := p.expectKw("encoding"); err != nil {
+		return nil, err
+	}
+	switch {
+	case p.isKw("utf8"):
+		s.Encoding = "utf8"
+	case p.isKw("sjis"):
+		s.Encoding = "sjis"
+	default:
+		return nil, p.errf(diagSyntax, "expected ENCODING UTF8 or SJIS, found %s", p.describe())
+	}
+	p.i++
+	for _, kw := range []string{"by", "name", "on", "duplicate"} {
+		if err := p.expectKw(kw); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.expectPunct("("); err != nil {
+		return nil, err
+	}
+	if p.cur().kind != tIdent {
+		return nil, p.errf(diagSyntax, "expected the key field in ON DUPLICATE (…), found %s", p.describe())
+	}
+	s.Key = p.cur().text
+	p.i++
+	if err := p.expectPunct(")"); err != nil {
+		return nil, err
+	}
+	for _, kw := range []string{"overwrite", "on", "error", "skip", "into"} {
+		if err := p.expectKw(kw); err != nil {
+			return nil, err
+		}
+	}
+	if p.cur().kind != tTemp {
+		return nil, p.errf(diagSyntax, "expected the error table #name after SKIP INTO, found %s", p.describe())
+	}
+	s.ErrTable = p.cur().text
+	p.i++
+	return s, nil
 }

@@ -1,0 +1,214 @@
+package steps
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ksqlflow/flowtest/harness/target"
+	"github.com/ksqlflow/flowtest/kintoneapi"
+	"github.com/ksqlflow/flowtest/safety"
+)
+
+// The CSV write fault of csv1-02 (scenarios.md §2.8.3): the original hooked the kSQL-Flow
+// child's HTTP client so that its 2nd POST/PUT of records to the CSV fixture app answered a
+// synthetic HTTP 400 (CSV1_FAULT). Here the child's kintone traffic goes through a small
+// TLS proxy instead: the scope gets a copy of the kSQL-Flow config whose baseUrl is the
+// proxy (and whose caFile is the proxy's own CA), given to FlowNet as KSQL_FLOW_CONFIG for
+// every run of the scope — the profile snapshot stays the same across the failing run and
+// its resume. The proxy answers the 2nd records write to the CSV app with 400 once and
+// passes everything else unchanged. FlowNet's own traffic does not pass through it.
+//
+// (harness/faultproxy is the proxy of FlowNet's traffic, with modes and barriers; this
+// one-shot write fault stays here until that package grows a "fail the n-th write" rule.)
+
+// csvFaultProxy is the running proxy of one scope.
+type csvFaultProxy struct {
+	srv    *http.Server
+	config string // the kSQL-Flow config copy pointing at the proxy
+
+	mu       sync.Mutex
+	writes   int
+	faulted  int
+	failNth  int
+	csvApp   string
+	faultLog []string
+}
+
+func (csvDomain) writeFaultProxy(ctx context.Context, nth int) error {
+	sc, fx := sceneOf(ctx), fixturesOf(ctx)
+	s := csvKey.Of(sc.st)
+	if sc.suite.Target.Name == string(safety.TargetLive) {
+		return fmt.Errorf("the kSQL-Flow write fault needs the target's kSQL-Flow config rewritten to a local proxy; not done against a live tenant")
+	}
+	if s.proxies == nil {
+		s.proxies = map[string]*csvFaultProxy{}
+	}
+	if s.proxies[fx.scope.ID()] != nil {
+		return fmt.Errorf("the scope already has a write-fault proxy")
+	}
+	t := sc.suite.Target
+	up, err := url.Parse(t.BaseURL)
+	if err != nil {
+		return err
+	}
+	hc, err := kintoneapi.HTTPClientWithCA(t.CAFile)
+	if err != nil {
+		return err
+	}
+	certPEM, cert, err := selfSignedLoopback()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(sc.st.WorkDir, "csv-fault-"+fx.scope.Hash8())
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	caFile := filepath.Join(dir, "proxy-ca.pem")
+	if err := os.WriteFile(caFile, certPEM, 0o600); err != nil {
+		return err
+	}
+	p := &csvFaultProxy{failNth: nth, csvApp: t.Apps[target.RoleCSV].ID}
+	rp := httputil.NewSingleHostReverseProxy(up)
+	rp.Transport = hc.Transport
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p.fault(r) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"code":"CSV1_FAULT","id":"csv1-02","message":"synthetic write fault"}`))
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}), TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = p.srv.ServeTLS(ln, "", "") }()
+	proxyURL := "https://" + ln.Addr().String()
+
+	cfg, err := rewriteKsqlConfig(t.KsqlFlowConfig, t.Profile, proxyURL, caFile)
+	if err != nil {
+		_ = p.srv.Close()
+		return err
+	}
+	p.config = filepath.Join(dir, "ksql-flow-config.json")
+	if err := os.WriteFile(p.config, cfg, 0o600); err != nil {
+		_ = p.srv.Close()
+		return err
+	}
+	s.proxies[fx.scope.ID()] = p
+	sc.st.Note("kSQL-Flow write fault", fmt.Sprintf("the kSQL-Flow child's records write #%d to the CSV fixture app answers HTTP 400 CSV1_FAULT once (proxy %s)", nth, proxyURL))
+	sc.st.Defer("stop the kSQL-Flow write-fault proxy", func(context.Context) error { return p.srv.Close() })
+	return nil
+}
+
+// fault decides (and counts) one request: POST/PUT of records of the CSV app.
+func (p *csvFaultProxy) fault(r *http.Request) bool {
+	if (r.Method != http.MethodPost && r.Method != http.MethodPut) || !(strings.HasSuffix(r.URL.Path, "/k/v1/records.json") || strings.HasSuffix(r.URL.Path, "/k/v1/record.json")) {
+		return false
+	}
+	body, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return false
+	}
+	var head struct {
+		App json.RawMessage `json:"app"`
+	}
+	_ = json.Unmarshal(body, &head)
+	if strings.Trim(string(head.App), `"`) != p.csvApp {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.writes++
+	if p.writes == p.failNth && p.faulted == 0 {
+		p.faulted++
+		return true
+	}
+	return false
+}
+
+// rewriteKsqlConfig copies the kSQL-Flow config with the profile's baseUrl and caFile set.
+func rewriteKsqlConfig(path, profile, baseURL, caFile string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("kSQL-Flow config: %w", err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return nil, fmt.Errorf("kSQL-Flow config: %w", err)
+	}
+	profiles, _ := cfg["profiles"].(map[string]any)
+	prof, _ := profiles[profile].(map[string]any)
+	if prof == nil {
+		return nil, fmt.Errorf("kSQL-Flow config has no profile %s", profile)
+	}
+	prof["baseUrl"], prof["caFile"] = baseURL, caFile
+	return json.MarshalIndent(cfg, "", "  ")
+}
+
+// selfSignedLoopback makes a certificate for 127.0.0.1 that is its own CA.
+func selfSignedLoopback() ([]byte, tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: pkix.Name{CommonName: "flowtest csv write-fault proxy"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true,
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	cert, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}))
+	return certPEM, cert, err
+}
+
+// faultedWrites says how many synthetic 400s the scope's proxy answered.
+func (csvDomain) proxyFaulted(ctx context.Context, n int) error {
+	sc, fx := sceneOf(ctx), fixturesOf(ctx)
+	p := csvKey.Of(sc.st).proxies[fx.scope.ID()]
+	if p == nil {
+		return errors.New("the scope has no write-fault proxy")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return sc.st.Equal("synthetic HTTP 400 answers of the write-fault proxy", n, p.faulted)
+}
