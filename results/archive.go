@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -28,6 +29,44 @@ type Archive struct {
 	names     map[string]bool // scenario files written, relative paths
 	scenarios []*Scenario     // redacted copies, in write order, for the reports
 	files     []string        // scenario file of each entry of scenarios
+	order     map[string]int  // SetOrder: run order of scenario ids
+}
+
+// SetOrder gives the run order of the scenario ids (the manifest order of the selection):
+// run.json, README.md, index.html, cucumber.json and junit.xml list the scenarios in this
+// order whatever order they were written in (concurrent scenarios end in any order). Ids
+// not listed follow, in write order; a repeated id keeps its write order among its kind.
+func (a *Archive) SetOrder(ids []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.order = map[string]int{}
+	for i, id := range ids {
+		if _, dup := a.order[id]; !dup {
+			a.order[id] = i
+		}
+	}
+}
+
+// ordered returns the scenarios written so far and their files in run order (SetOrder).
+// The caller holds a.mu.
+func (a *Archive) ordered() ([]*Scenario, []string) {
+	idx := make([]int, len(a.scenarios))
+	for i := range idx {
+		idx[i] = i
+	}
+	rank := func(i int) int {
+		if r, ok := a.order[a.scenarios[i].ID]; ok {
+			return r
+		}
+		return len(a.order)
+	}
+	sort.SliceStable(idx, func(x, y int) bool { return rank(idx[x]) < rank(idx[y]) })
+	scen := make([]*Scenario, len(idx))
+	files := make([]string, len(idx))
+	for i, j := range idx {
+		scen[i], files[i] = a.scenarios[j], a.files[j]
+	}
+	return scen, files
 }
 
 // ScenarioDir is the archive subfolder holding one file per scenario.
@@ -136,13 +175,15 @@ func (a *Archive) WriteScenario(s *Scenario) error {
 	return nil
 }
 
-// Summaries returns the run.json rows of the scenarios written so far, in write order.
+// Summaries returns the run.json rows of the scenarios written so far, in run order
+// (SetOrder; write order without it).
 func (a *Archive) Summaries() []ScenarioSummary {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := make([]ScenarioSummary, len(a.scenarios))
-	for i, s := range a.scenarios {
-		out[i] = Summarize(s, a.files[i])
+	scen, files := a.ordered()
+	out := make([]ScenarioSummary, len(scen))
+	for i, s := range scen {
+		out[i] = Summarize(s, files[i])
 	}
 	return out
 }
@@ -183,7 +224,7 @@ func (a *Archive) Finish(run *Run) error {
 	var errs []error
 	a.mu.Lock()
 	gate := a.gate
-	scen := append([]*Scenario(nil), a.scenarios...)
+	scen, _ := a.ordered()
 	a.mu.Unlock()
 	if gate != nil {
 		CompleteGate(gate, r)
@@ -376,6 +417,14 @@ func (a *Archive) redactScenario(s *Scenario) *Scenario {
 	c.Traffic = map[string]int{}
 	for k, v := range s.Traffic {
 		c.Traffic[r.String(k)] += v
+	}
+	if s.TrafficLog != nil {
+		c.TrafficLog = make([]TrafficLine, len(s.TrafficLog))
+		for i, t := range s.TrafficLog {
+			t.Process, t.Method, t.Path, t.App, t.RecordID = r.String(t.Process), r.String(t.Method), r.String(t.Path), r.String(t.App), r.String(t.RecordID)
+			t.Fields, t.Error = r.strings(t.Fields), r.String(t.Error)
+			c.TrafficLog[i] = t
+		}
 	}
 	c.Cleanup.Actions = r.strings(s.Cleanup.Actions)
 	c.Cleanup.Error = r.String(s.Cleanup.Error)

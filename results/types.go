@@ -75,7 +75,27 @@ type Scenario struct {
 	// cleanup deleted them (for the timeline of index.html); absent when none were read.
 	Attempts []Attempt      `json:"attempts,omitempty"`
 	Traffic  map[string]int `json:"traffic"`
-	Cleanup  Cleanup        `json:"cleanup"`
+	// TrafficLog is every kintone request that passed a fault proxy of the scenario (method,
+	// path, app, record id, field names, status, time; never a query string, header, body
+	// or token), per proxy in the order the requests ended.
+	TrafficLog []TrafficLine `json:"traffic_log,omitempty"`
+	Cleanup    Cleanup       `json:"cleanup"`
+}
+
+// TrafficLine is one request through a fault proxy (harness/faultproxy's traffic log).
+type TrafficLine struct {
+	Process    string    `json:"process"`
+	At         time.Time `json:"at"`
+	Method     string    `json:"method"`
+	Path       string    `json:"path"`
+	App        string    `json:"app,omitempty"`
+	RecordID   string    `json:"record_id,omitempty"`
+	Fields     []string  `json:"fields,omitempty"`
+	Blocked    bool      `json:"blocked,omitempty"`
+	Heartbeat  bool      `json:"heartbeat,omitempty"`
+	Status     int       `json:"status,omitempty"`
+	DurationMS float64   `json:"duration_ms"`
+	Error      string    `json:"error,omitempty"`
 }
 
 // Step is one executed (or skipped) Gherkin step.
@@ -116,6 +136,14 @@ type Process struct {
 	DurationMS int64     `json:"duration_ms"`
 	StdoutTail string    `json:"stdout_tail"` // redacted, at most TailLimit bytes
 	StderrTail string    `json:"stderr_tail"`
+	// OutputSummarized: the tails hold only a summary of the output (the lines reduced to
+	// their codes: "Error [CODE]", "Warning [CODE]", kintone error codes, Go runtime failure
+	// headers, the poller's counters, JSON result codes), never its body; StdoutPresent and
+	// StderrPresent say whether there was any output at all. Set for series whose records
+	// must hold summaries only (P2-16).
+	OutputSummarized bool  `json:"output_summarized,omitempty"`
+	StdoutPresent    *bool `json:"stdout_present,omitempty"`
+	StderrPresent    *bool `json:"stderr_present,omitempty"`
 }
 
 // Wait outcomes.

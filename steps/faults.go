@@ -6,8 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/cucumber/godog"
 
 	"github.com/ksqlflow/flowtest/harness/faultproxy"
 	"github.com/ksqlflow/flowtest/harness/scenario"
@@ -27,8 +32,14 @@ func (d faultDomain) register(reg stepdef.Registry) {
 	reg.Step(`^the kintone traffic of "([^"]+)" goes through a fault proxy$`, d.trafficGoesThroughAProxy)
 	reg.Step(`^the fault proxy of "([^"]+)" (passes everything|blocks everything|blocks writes)$`, d.switchMode)
 	reg.Step(`^barrier "([^"]+)" in the fault proxy of "([^"]+)" holds the (GET|POST|PUT|DELETE) of (record|records) in the (state|audit|request) app (before it is sent|after it succeeded)(?: when it carries "([^"]+)")?$`, d.addBarrier)
+	reg.Step(`^barrier "([^"]+)" in the fault proxy of "([^"]+)" holds the PUT of `+reqRef+` in the request app (before it is sent|after it succeeded) when it carries "([^"]+)"$`, d.addRequestBarrier)
 	reg.Step(`^barrier "([^"]+)" is reached$`, d.barrierIsReached)
 	reg.Step(`^barrier "([^"]+)" is released$`, d.releaseBarrier)
+	reg.Step(`^the kintone calls counted by the fault proxies are within:$`, d.callsWithin)
+	reg.Step(`^the fault proxy of "([^"]+)" has dropped at least (\d+) requests?$`, d.droppedAtLeast)
+	reg.Step(`^the fault proxy of "([^"]+)" passes everything again when at most (\d+) s of the (\d+) s lease it last carried are left$`, d.passBeforeLeaseDeadline)
+	reg.Step(`^the kSQL-Flow child of that attempt finishes on its own and its JOB log row is "([^"]+)"$`, d.childFinishesCutOff)
+	reg.Step(`^no write of "([^"]+)" reached its fault proxy after the (\d+) s lease it last carried ran out$`, d.noWriteAfterLease)
 }
 
 // faultState: the proxies of the scenario by process name, and its barriers by name.
@@ -47,6 +58,7 @@ type faultState struct {
 type barrierEntry struct {
 	name, id, process string
 	reached           bool
+	releasedAt        time.Time // when the scenario let the held request go (zero: never)
 }
 
 var faultKey = scenario.NewKey[faultState]("faults")
@@ -85,8 +97,13 @@ func proxyEnvFor(ctx context.Context, name string) ([]string, error) {
 		return nil, err
 	}
 	t := sc.suite.Target
+	// The original hook's control file (scenarios.md §5: pass | block | block-writes, or the
+	// JSON {mode, barriers}) steers this proxy too, for an operator during a live run: it is
+	// fault-control.txt in the proxy's directory (kept with --keep-workdirs), re-read on every
+	// request; as long as nobody creates it, the steps' modes and barriers rule alone.
+	control := filepath.Join(dir, "fault-control.txt")
 	p, err := faultproxy.New(faultproxy.Options{Name: procFileName(name), Upstream: t.BaseURL, UpstreamCA: t.CAFile,
-		TLS: strings.HasPrefix(t.BaseURL, "https:"), LogDir: dir})
+		TLS: strings.HasPrefix(t.BaseURL, "https:"), LogDir: dir, ControlFile: control})
 	if err != nil {
 		return nil, fmt.Errorf("fault proxy for %q: %w", name, err)
 	}
@@ -110,8 +127,15 @@ func proxyEnvFor(ctx context.Context, name string) ([]string, error) {
 	st.Defer("close the fault proxy of "+name, func(context.Context) error {
 		err := p.Close()
 		st.AddTraffic(trafficCounts(name, p.Counts()))
+		st.AddTrafficLog(trafficLines(name, p.Traffic()))
 		for _, a := range p.Arrivals() {
 			st.AddBarrierArrival(results.BarrierArrival{ID: a.BarrierID, Phase: string(a.Phase), Method: a.Method, Path: a.Path, Status: a.ResponseStatus, At: a.At})
+		}
+		// The hold of each released barrier ends at its release (the record shows At..ReleasedAt).
+		for _, b := range faultKey.Of(st).barriers {
+			if b.process == name && !b.releasedAt.IsZero() {
+				st.ReleaseBarrier(b.id, b.releasedAt)
+			}
 		}
 		return err
 	})
@@ -127,8 +151,18 @@ func proxyEnvFor(ctx context.Context, name string) ([]string, error) {
 		}
 		env = append(env, "SSL_CERT_FILE="+bundle, "NODE_EXTRA_CA_CERTS="+bundle)
 	}
-	fmt.Fprintf(st.Log, "  fault proxy for %q at %s\n", name, p.URL())
+	fmt.Fprintf(st.Log, "  fault proxy for %q at %s (control file %s)\n", name, p.URL(), control)
 	return env, nil
+}
+
+// trafficLines are a proxy's logged requests for the scenario record, under the process name.
+func trafficLines(name string, lines []faultproxy.TrafficLine) []results.TrafficLine {
+	out := make([]results.TrafficLine, len(lines))
+	for i, l := range lines {
+		out[i] = results.TrafficLine{Process: name, At: l.At, Method: l.Method, Path: l.Path, App: l.App, RecordID: l.RecordID,
+			Fields: l.Fields, Blocked: l.Blocked, Heartbeat: l.Heartbeat, Status: l.Status, DurationMS: l.DurationMS, Error: l.Error}
+	}
+	return out
 }
 
 // trafficCounts names a proxy's counters for the scenario record.
@@ -180,6 +214,22 @@ func (faultDomain) switchMode(ctx context.Context, name, mode string) error {
 var roleOfApp = map[string]string{"state": target.RoleState, "audit": target.RoleAudit, "request": target.RoleRequest}
 
 func (faultDomain) addBarrier(ctx context.Context, name, process, method, endpoint, app, phase, field string) error {
+	return installBarrier(ctx, name, process, method, endpoint, app, phase, field, "")
+}
+
+// addRequestBarrier holds the PUT of one request record (matched by its $id, the body's
+// top-level "id"): the claim of exactly that request, not of another one the poller sees.
+func (faultDomain) addRequestBarrier(ctx context.Context, name, process, ref, phase, field string) error {
+	m, err := requestsOf(ctx).find(ref)
+	if err != nil {
+		return err
+	}
+	return installBarrier(ctx, name, process, "PUT", "record", "request", phase, field, m.id)
+}
+
+// installBarrier installs (or plans, for a process not started yet) one barrier; recordID,
+// when given, must equal the body's top-level "id".
+func installBarrier(ctx context.Context, name, process, method, endpoint, app, phase, field, recordID string) error {
 	sc := sceneOf(ctx)
 	fs := faultKey.Of(sc.st)
 	p, err := proxyOf(ctx, process)
@@ -197,7 +247,7 @@ func (faultDomain) addBarrier(ctx context.Context, name, process, method, endpoi
 		ID:    fixturesOf(ctx).scope.BarrierID(name),
 		Phase: faultproxy.PhaseBefore,
 		Match: faultproxy.Match{Path: `/k/v1/` + regexp.QuoteMeta(endpoint+".json") + `$`, Method: method,
-			Body: &faultproxy.BodyMatch{App: appID, Field: field}},
+			Body: &faultproxy.BodyMatch{App: appID, ID: recordID, Field: field}},
 	}
 	if phase == "after it succeeded" {
 		b.Phase = faultproxy.PhaseAfterSuccess
@@ -266,5 +316,243 @@ func (faultDomain) releaseBarrier(ctx context.Context, name string) error {
 	if !b.reached {
 		return fmt.Errorf("barrier %q was not reached yet: wait for it first (barrier %q is reached)", name, name)
 	}
-	return p.Release(b.id)
+	if err := p.Release(b.id); err != nil {
+		return err
+	}
+	b.releasedAt = time.Now()
+	return nil
+}
+
+// countColumns are the counters a call-budget table may bound (m7-03), read from a proxy's
+// Counts: "records GET" is /k/v1/record(s).json by method, "heartbeat" the lease PUTs.
+var countColumns = map[string]func(faultproxy.Counts) int{
+	"total":        func(c faultproxy.Counts) int { return c.Total },
+	"blocked":      func(c faultproxy.Counts) int { return c.Blocked },
+	"records GET":  func(c faultproxy.Counts) int { return c.Records["GET"] },
+	"records POST": func(c faultproxy.Counts) int { return c.Records["POST"] },
+	"records PUT":  func(c faultproxy.Counts) int { return c.Records["PUT"] },
+	"file":         func(c faultproxy.Counts) int { return c.File },
+	"other":        func(c faultproxy.Counts) int { return c.Other },
+	"heartbeat":    func(c faultproxy.Counts) int { return c.Heartbeat },
+}
+
+// callsWithin compares each named process's proxy counters with the table's bounds: a cell
+// is "n" (exactly), "lo..hi", "lo.." (at least) or empty (not checked). The process must
+// have ended, so its counts are final; every count is noted as evidence first.
+func (faultDomain) callsWithin(ctx context.Context, table *godog.Table) error {
+	sc := sceneOf(ctx)
+	if len(table.Rows) < 2 {
+		return fmt.Errorf("the call table needs a header and at least one row")
+	}
+	header := table.Rows[0].Cells
+	if header[0].Value != "process" {
+		return fmt.Errorf("the call table's first column must be process")
+	}
+	for _, h := range header[1:] {
+		if countColumns[h.Value] == nil {
+			return fmt.Errorf("call table: unknown column %q", h.Value)
+		}
+	}
+	for _, row := range table.Rows[1:] {
+		if len(row.Cells) != len(header) {
+			return fmt.Errorf("call table: a row has %d cells, the header %d", len(row.Cells), len(header))
+		}
+		name := strings.TrimSpace(row.Cells[0].Value)
+		p, err := proxyOf(ctx, name)
+		if err != nil {
+			return err
+		}
+		proc, err := processesOf(ctx).resolve(`"` + name + `"`)
+		if err != nil {
+			return err
+		}
+		if _, done := proc.proc.Exited(); !done {
+			return fmt.Errorf("%q is still running: its call counts are not final", name)
+		}
+		c := p.Counts()
+		sc.st.Note("kintone calls of "+name, countSummary(c))
+		for i, cell := range row.Cells[1:] {
+			col, want := header[i+1].Value, strings.TrimSpace(cell.Value)
+			if want == "" {
+				continue
+			}
+			lo, hi, err := parseBound(want)
+			if err != nil {
+				return fmt.Errorf("call table, %s of %s: %w", col, name, err)
+			}
+			n := countColumns[col](c)
+			if err := sc.st.Assert(fmt.Sprintf("%s calls of %s", col, name), want, n, n >= lo && (hi < 0 || n <= hi)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// parseBound reads "n", "lo..hi" or "lo.." (hi -1: unbounded).
+func parseBound(s string) (lo, hi int, err error) {
+	a, b, isRange := strings.Cut(s, "..")
+	if lo, err = strconv.Atoi(a); err != nil {
+		return 0, 0, fmt.Errorf("bound %q: %w", s, err)
+	}
+	if !isRange {
+		return lo, lo, nil
+	}
+	if b == "" {
+		return lo, -1, nil
+	}
+	if hi, err = strconv.Atoi(b); err != nil {
+		return 0, 0, fmt.Errorf("bound %q: %w", s, err)
+	}
+	return lo, hi, nil
+}
+
+// countSummary is one proxy's counters on one line, for the record's notes.
+func countSummary(c faultproxy.Counts) string {
+	return fmt.Sprintf("total=%d blocked=%d records GET=%d POST=%d PUT=%d file=%d other=%d heartbeat=%d",
+		c.Total, c.Blocked, c.Records["GET"], c.Records["POST"], c.Records["PUT"], c.File, c.Other, c.Heartbeat)
+}
+
+// droppedAtLeast waits (bounded) until the proxy of the named process has dropped n requests
+// in block mode — FlowNet's heartbeats and drain retries during an outage — and notes how
+// many it dropped by then. It stops early when the process has exited.
+func (faultDomain) droppedAtLeast(ctx context.Context, name string, n int) error {
+	sc := sceneOf(ctx)
+	p, err := proxyOf(ctx, name)
+	if err != nil {
+		return err
+	}
+	proc, err := processesOf(ctx).resolve(`"` + name + `"`)
+	if err != nil {
+		return err
+	}
+	seen := 0
+	err = wait.For(ctx, wait.BlockedRequests, fmt.Sprintf("the fault proxy of %s to drop %d requests", name, n), func(ctx context.Context) (bool, string, error) {
+		seen = p.Counts().Blocked
+		if seen >= n {
+			return true, fmt.Sprintf("%d dropped", seen), nil
+		}
+		if res, done := proc.proc.Exited(); done {
+			return false, "", wait.Permanent(fmt.Errorf("%q exited (%s) after %d dropped requests", name, res, seen))
+		}
+		return false, fmt.Sprintf("%d dropped", seen), nil
+	})
+	if err != nil {
+		return err
+	}
+	sc.st.Note("dropped requests of "+name, countSummary(p.Counts()))
+	return sc.st.Assert("requests dropped by the fault proxy of "+name, fmt.Sprintf("at least %d", n), seen, seen >= n)
+}
+
+// childFinishesCutOff waits (bounded) for the JOB log row of the attempt the last "has a
+// RUNNING attempt" step found to leave RUNNING: kSQL-Flow keeps the direct kintone URL, so
+// an outage of FlowNet's traffic must not touch it. The harness reads the JOB log directly.
+func (faultDomain) childFinishesCutOff(ctx context.Context, status string) error {
+	sc := sceneOf(ctx)
+	node, att, err := killKey.Of(sc.st).runningAttempt()
+	if err != nil {
+		return err
+	}
+	var row jobLogRow
+	err = wait.For(ctx, wait.JobLogTerminal, "the JOB log row of attempt "+att.NodeAttemptID+" to leave RUNNING", func(ctx context.Context) (bool, string, error) {
+		rows, err := readExact(ctx, sc, target.RoleLog, decodeJobLogRow, match{"attempt_id", att.NodeAttemptID})
+		if err != nil {
+			return false, "", err
+		}
+		if len(rows) != 1 {
+			return false, fmt.Sprintf("%d JOB log rows", len(rows)), nil
+		}
+		row = rows[0]
+		return row.Status != "RUNNING" && row.Status != "", "JOB log " + orNone(row.Status), nil
+	})
+	if err != nil {
+		return err
+	}
+	return sc.st.Equal("JOB log status of the attempt of "+node+" while FlowNet was cut off", status, row.Status)
+}
+
+// passBeforeLeaseDeadline ends an outage close to, but before, the lease deadline (the
+// original unblocked 26 s into a 30 s lease): the deadline is the time of the last lease
+// write that passed the proxy with a 2xx (the lock's acquisition or a heartbeat: a request
+// touching lease_expires_at) plus the lease the feature names (the fixture's). It waits until
+// at most left seconds remain, checks that the deadline has not passed, and switches to pass.
+func (faultDomain) passBeforeLeaseDeadline(ctx context.Context, name string, left, lease int) error {
+	sc := sceneOf(ctx)
+	p, err := proxyOf(ctx, name)
+	if err != nil {
+		return err
+	}
+	last, deadline, err := leaseDeadlineOf(name, p.Traffic(), lease)
+	if err != nil {
+		return err
+	}
+	switchAt := deadline.Add(-time.Duration(left) * time.Second)
+	err = wait.For(ctx, wait.LeaseExpiry, fmt.Sprintf("%d s before the lease deadline of %s", left, name), func(ctx context.Context) (bool, string, error) {
+		now := time.Now()
+		return !now.Before(switchAt), fmt.Sprintf("%s to the lease deadline", deadline.Sub(now).Round(time.Second)), nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := p.SetMode(faultproxy.ModePass); err != nil {
+		return err
+	}
+	now := time.Now()
+	sc.st.Note("fault proxy of "+name, fmt.Sprintf("mode pass %s before the lease deadline (last lease write %s, %s dropped)",
+		deadline.Sub(now).Round(time.Millisecond), last.Format(time.RFC3339Nano), fmt.Sprint(p.Counts().Blocked)))
+	return sc.st.Assert("outage of "+name+" ended before the lease deadline", "before "+deadline.Format(time.RFC3339Nano), now.Format(time.RFC3339Nano), now.Before(deadline))
+}
+
+// leaseDeadlineOf: the time of the last lease write (a 2xx request touching
+// lease_expires_at: the lock's acquisition or a heartbeat) among a proxy's requests, and that
+// time plus the lease.
+func leaseDeadlineOf(name string, lines []faultproxy.TrafficLine, lease int) (last, deadline time.Time, err error) {
+	for _, l := range lines {
+		if l.Status/100 == 2 && slices.Contains(l.Fields, "lease_expires_at") && l.At.After(last) {
+			last = l.At
+		}
+	}
+	if last.IsZero() {
+		return last, last, fmt.Errorf("no lease write of %q passed its fault proxy", name)
+	}
+	return last, last.Add(time.Duration(lease) * time.Second), nil
+}
+
+// noWriteAfterLease: once its lease has run out, FlowNet sends no control-plane write
+// (product-contract §3.7: drain retries are bounded by the lease; an unconfirmed lease loss
+// leaves every record untouched). Every write (any method but GET) the named process sent
+// through its proxy after the last lease write plus the lease is listed; there must be none.
+// The process must have ended.
+func (faultDomain) noWriteAfterLease(ctx context.Context, name string, lease int) error {
+	sc := sceneOf(ctx)
+	p, err := proxyOf(ctx, name)
+	if err != nil {
+		return err
+	}
+	proc, err := processesOf(ctx).resolve(`"` + name + `"`)
+	if err != nil {
+		return err
+	}
+	if _, done := proc.proc.Exited(); !done {
+		return fmt.Errorf("%q is still running: wait for its exit first", name)
+	}
+	lines := p.Traffic()
+	_, deadline, err := leaseDeadlineOf(name, lines, lease)
+	if err != nil {
+		return err
+	}
+	appRole := map[string]string{}
+	for _, role := range []string{target.RoleState, target.RoleAudit, target.RoleRequest, target.RoleLog} {
+		if id := sc.app(role); id != "" {
+			appRole[id] = role // never a raw app id in the record
+		}
+	}
+	var late []string
+	for _, l := range lines {
+		if l.Method != "GET" && l.At.After(deadline) {
+			late = append(late, fmt.Sprintf("%s %s %s app record %s, %s after the deadline", l.Method, l.Path, orNone(appRole[l.App]), l.RecordID,
+				l.At.Sub(deadline).Round(time.Millisecond)))
+		}
+	}
+	return sc.st.Equal(fmt.Sprintf("writes of %s after its lease deadline %s", name, deadline.Format(time.RFC3339Nano)), "(none)", orNone(strings.Join(late, "; ")))
 }

@@ -308,3 +308,44 @@ func (f *fixtureState) checkIdentifiers(sc *scene) error {
 	}
 	return sc.suite.CheckIdentifiers(ids)
 }
+
+// renderReplacing renders a fixture with placeholder tokens replaced in its SQL (the CSV
+// series: row prefix, marker key, encoding), as the current network, or as a labelled one
+// when label is set; the rendered SQL passes the preflight's fixture rules again, and the
+// identifiers made are checked like the preflight's.
+func (f *fixtureState) renderReplacing(sc *scene, name, label string, replace map[string]string) error {
+	src := filepath.Join(sc.suite.FixturesDir, "networks", name)
+	opts := scope.RenderOptions{SQLReplace: replace}
+	dst := filepath.Join(sc.st.WorkDir, "network-"+f.scope.Hash8()+"-"+strings.TrimSuffix(name, ".yaml"))
+	if label != "" {
+		if _, dup := f.labelled[label]; dup {
+			return fmt.Errorf("a network labelled %q was already rendered in this scenario", label)
+		}
+		opts.NetworkIDSuffix = "_" + label
+		dst = filepath.Join(sc.st.WorkDir, "network-"+f.scope.Hash8()+"-"+label)
+	}
+	r, err := f.scope.Render(src, dst, opts)
+	if err != nil {
+		return fmt.Errorf("render fixture %s: %w", name, err)
+	}
+	if sc.suite.CheckFixture == nil {
+		return fmt.Errorf("no fixture check was wired: a fixture cannot be rendered with replacements after preflight")
+	}
+	for _, n := range r.Nodes {
+		data, err := os.ReadFile(n.SQL)
+		if err != nil {
+			return err
+		}
+		if err := sc.suite.CheckFixture(safety.Fixture{Scenario: sc.st.ID, Kind: safety.FixtureSQL, Path: n.SQL, Content: data}); err != nil {
+			return fmt.Errorf("rendered SQL of %s: %w", n.FixtureID, err)
+		}
+	}
+	f.network, f.name, f.swap = &r, name, nil
+	if label != "" {
+		if f.labelled == nil {
+			f.labelled = map[string]*scope.Rendered{}
+		}
+		f.labelled[label] = &r
+	}
+	return f.checkIdentifiers(sc)
+}

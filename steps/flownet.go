@@ -106,7 +106,7 @@ func startFlowNet(ctx context.Context, spec flownetSpec) (*flownetCall, error) {
 
 // flownetEnv is the environment of every FlowNet command of the scope.
 func flownetEnv(sc *scene, fx *fixtureState) []string {
-	env := sc.suite.Target.FlowNetEnv("", sc.ksqlWorkDir)
+	env := append(sc.suite.Target.FlowNetEnv("", sc.ksqlWorkDir), csvIOEnv(sc, fx)...)
 	return append(env,
 		"KSQL_FLOWNET_REQUESTED_BY="+fx.scope.Principal("requester"),
 		"KSQL_FLOWNET_SERVICE_PRINCIPAL="+fx.scope.Principal("service"),

@@ -45,6 +45,7 @@ func (d operatorDomain) register(reg stepdef.Registry) {
 	// force-unlock-network
 	reg.Step(`^the operator force-unlocks the network lock of `+netRef+`, confirming the stop by "([^"]+)", as "([^"]+)"$`, d.forceUnlocks)
 	reg.Step(`^the operator force-unlocks the network lock of the run for a wrong owner as "([^"]+)"$`, d.forceUnlocksForAWrongOwner)
+	reg.Step(`^the operator force-unlocks the network lock of a network that has none as "([^"]+)"$`, d.forceUnlocksAMissingLock)
 	reg.Step(`^exactly one NETWORK_LOCK_FORCE_RELEASED audit of the network records what "([^"]+)" was given$`, d.forceReleaseIsAudited)
 	reg.Step(`^no force-unlock-network call of this scenario connected outside the machine$`, d.noOutboundConnection)
 	// resolve-node
@@ -82,9 +83,13 @@ type statusReport struct {
 }
 
 type statusRun struct {
-	RunID               string  `json:"run_id"`
-	Status              string  `json:"status"`
-	Activity            *string `json:"activity"` // absent on terminal Runs
+	RunID           string  `json:"run_id"`
+	Status          string  `json:"status"`
+	Activity        *string `json:"activity"` // absent on terminal Runs
+	LifecycleStatus string  `json:"lifecycle_status"`
+	Hold            *struct {
+		State string `json:"state"`
+	} `json:"hold"` // null unless a hold is REQUESTED or ACCEPTED
 	RecoveryIdentifiers *struct {
 		ResolveNode []struct {
 			RunID  string `json:"run_id"`
@@ -585,6 +590,14 @@ func (operatorDomain) forceUnlocks(ctx context.Context, ref, method, name string
 		return err
 	}
 	return forceUnlock(ctx, name, n, owner, method)
+}
+
+// forceUnlocksAMissingLock: force-unlock-network of <scope>_missing, a network of this scope
+// that never ran, so it holds no lock (m7-03's third phase: expected LOCK_NOT_FOUND).
+func (operatorDomain) forceUnlocksAMissingLock(ctx context.Context, name string) error {
+	fx := fixturesOf(ctx)
+	n := &scope.Rendered{NetworkID: fx.scope.NetworkID("missing"), FixtureNetworkID: "missing"}
+	return forceUnlock(ctx, name, n, "no_owner", "local_pid")
 }
 
 func (operatorDomain) forceUnlocksForAWrongOwner(ctx context.Context, name string) error {

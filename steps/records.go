@@ -33,6 +33,7 @@ func (d recordDomain) register(reg stepdef.Registry) {
 	reg.Step(`^the latest attempt of node "([^"]+)" is "([^"]+)" with result code "([^"]+)" and a start marker$`, d.latestAttemptWithMarker)
 	reg.Step(`^node "([^"]+)" has attempts numbered "([^"]+)", all "([^"]+)"$`, d.attemptsNumbered)
 	reg.Step(`^node "([^"]+)" has attempts numbered "([^"]+)", all "([^"]+)" with result code "([^"]+)"$`, d.attemptsNumberedWithCode)
+	reg.Step(`^node "([^"]+)" has no attempt$`, d.hasNoAttempt)
 	reg.Step(`^the run has (\d+) invocations and exactly one with mode "([^"]+)" preserving "([^"]+)"$`, d.invocationWithMode)
 	reg.Step(`^the run has (\d+) invocations with distinct non-empty invocation ids$`, d.distinctInvocationIDs)
 	reg.Step(`^at least one node has a "([^"]+)" attempt$`, d.someNodeHasAttempt)
@@ -441,6 +442,23 @@ func (d recordDomain) attemptsNumbered(ctx context.Context, node, numbers, statu
 
 func (d recordDomain) attemptsNumberedWithCode(ctx context.Context, node, numbers, status, code string) error {
 	return d.attemptsNumberedAll(ctx, node, numbers, status, code)
+}
+
+// hasNoAttempt: the node was never attempted (m7-05: a BLOCKED non-idempotent node).
+func (recordDomain) hasNoAttempt(ctx context.Context, name string) error {
+	node, err := fixturesOf(ctx).node(name)
+	if err != nil {
+		return err
+	}
+	atts, err := attemptsOf(ctx, node.ID)
+	if err != nil {
+		return err
+	}
+	var nos []string
+	for _, a := range atts {
+		nos = append(nos, fmt.Sprint(a.AttemptNo))
+	}
+	return sceneOf(ctx).st.Equal("attempt numbers of node "+name, "(none)", orNone(strings.Join(nos, ",")))
 }
 
 func (recordDomain) attemptsNumberedAll(ctx context.Context, name, numbers, status, code string) error {

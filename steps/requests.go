@@ -115,6 +115,7 @@ func (rs *requestState) writer(ctx context.Context) (*hkintone.Client, error) {
 			var ids []string
 			for _, m := range rs.made {
 				ids = append(ids, m.id)
+				noteRequestSummary(ctx, sc, m)
 			}
 			n, err := g.SweepRequests(ctx, ids)
 			if err == nil {
@@ -188,6 +189,20 @@ func (rs *requestState) create(ctx context.Context, m *madeRequest, extra map[st
 	rs.made = append(rs.made, m)
 	fmt.Fprintf(sc.st.Log, "  request %q: %s record %s\n", m.name, m.typ, id)
 	return nil
+}
+
+// noteRequestSummary records what became of a request, as a summary (scenarios.md §2.7: id,
+// type, state, cancel_requested, claimed_at, result_code, whether a result message exists):
+// never its reason or its message. It runs in the cleanup, whose context carries no scenario,
+// hence the scene. A read that fails leaves no note.
+func noteRequestSummary(ctx context.Context, sc *scene, m *madeRequest) {
+	recs, err := readExact(ctx, sc, target.RoleRequest, decodeOperationRequest, match{"$id", m.id})
+	if err != nil || len(recs) != 1 {
+		return
+	}
+	r := recs[0]
+	sc.st.Note("request "+m.name, fmt.Sprintf("id=%s type=%s state=%s cancel_requested=%t claimed_at=%s result_code=%s result_message=%t",
+		r.RecordID, r.RequestType, orNone(r.RequestState), r.CancelRequested, orNone(r.ClaimedAt), orNone(r.ResultCode), r.ResultMessage != ""))
 }
 
 // readRequest reads one request record exactly.

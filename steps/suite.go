@@ -60,6 +60,10 @@ type Suite struct {
 	CheckFixture func(f safety.Fixture) error
 	// Cleaner deletes the scope's records after a scenario (the guarded harness client).
 	Cleaner Cleaner
+	// IODir is KSQL_FLOWNET_IO_DIR: on a live target (where preflight requires it for csv-io
+	// scenarios) the per-scope CSV IO roots are made under it; the sandbox uses the
+	// scenario work dir.
+	IODir string
 	// ArchiveDir is the run's archive folder; a scenario's record is its evidence reference.
 	ArchiveDir string
 	Log        io.Writer
@@ -96,6 +100,9 @@ var domains = []func(stepdef.Registry){
 	pollerDomain{}.register,
 	startDomain{}.register,
 	faultDomain{}.register,
+	stopDomain{}.register,
+	csvDomain{}.register,
+	lifecycleDomain{}.register,
 }
 
 // Initialize registers every step domain.
@@ -142,6 +149,11 @@ func (s *Suite) BeforeScenario(ctx context.Context, st *scenario.State) error {
 		return fmt.Errorf("kintone reader: %w", err)
 	}
 	*sceneKey.Of(st) = scene{suite: s, st: st, reader: reader, ksqlWorkDir: filepath.Join(st.WorkDir, "ksql-work")}
+	for _, t := range st.Tags {
+		if t == "@p2-16" { // P2-16 records hold request and process summaries only (scenarios.md §2.7)
+			st.SummarizeOutputs()
+		}
+	}
 	fx := fixtureKey.Of(st)
 	fx.scope = sc
 	if s.Cleaner != nil {

@@ -18,24 +18,29 @@ import (
 type networkRun struct {
 	RecordID, RecordKey, RunID, NetworkID, BusinessKey, Status, LifecycleStatus string
 	AsOf                                                                        string // the logical date jobs get (scheduled runs)
+	Revision                                                                    string // $revision
+	FinishedAt                                                                  string
 }
 
 func decodeNetworkRun(r kintoneapi.Record) networkRun {
 	return networkRun{RecordID: r.ID(), RecordKey: r.Str("record_key"), RunID: r.Str("run_id"),
 		NetworkID: r.Str("network_id"), BusinessKey: r.Str("business_key"), Status: r.Str("status"),
-		LifecycleStatus: r.Str("lifecycle_status"), AsOf: r.Str("as_of")}
+		LifecycleStatus: r.Str("lifecycle_status"), AsOf: r.Str("as_of"), Revision: r.Revision(),
+		FinishedAt: r.Str("finished_at")}
 }
 
 type nodeState struct {
 	RecordID, RunID, NodeID, JobID, Status, StatusReason, ActiveAttemptID string
 	BlockedBy                                                             []string
 	LatestAttemptNo                                                       string
+	FinishedAt                                                            string
 }
 
 func decodeNodeState(r kintoneapi.Record) nodeState {
 	return nodeState{RecordID: r.ID(), RunID: r.Str("run_id"), NodeID: r.Str("node_id"), JobID: r.Str("job_id"),
 		Status: r.Str("status"), StatusReason: r.Str("status_reason"), ActiveAttemptID: r.Str("active_attempt_id"),
-		BlockedBy: jsonList(r.Str("blocked_by")), LatestAttemptNo: r.Str("latest_attempt_no")}
+		BlockedBy: jsonList(r.Str("blocked_by")), LatestAttemptNo: r.Str("latest_attempt_no"),
+		FinishedAt: r.Str("finished_at")}
 }
 
 type nodeAttempt struct {
@@ -44,6 +49,7 @@ type nodeAttempt struct {
 	AttemptNo                                                                            int
 	ExecutionStartedAt, RunnerExecutionStartedAt, FinishedAt                             string
 	ReadCount, WrittenCount                                                              string // NUMBER fields as read ("" when unset)
+	ErrorMessage                                                                         string // error.message, or the CSV input audit summary (csv.go)
 }
 
 func decodeNodeAttempt(r kintoneapi.Record) nodeAttempt {
@@ -52,12 +58,14 @@ func decodeNodeAttempt(r kintoneapi.Record) nodeAttempt {
 		JobID: r.Str("job_id"), ExecutionID: r.Str("execution_id"), Status: r.Str("status"),
 		ResultCode: r.Str("result_code"), AttemptNo: atoi(r.Str("attempt_no")),
 		ExecutionStartedAt: r.Str("execution_started_at"), RunnerExecutionStartedAt: r.Str("runner_execution_started_at"),
-		FinishedAt: r.Str("finished_at"), ReadCount: r.Str("read_count"), WrittenCount: r.Str("written_count")}
+		FinishedAt: r.Str("finished_at"), ReadCount: r.Str("read_count"), WrittenCount: r.Str("written_count"),
+		ErrorMessage: r.Str("error_message")}
 }
 
 type runInvocation struct {
 	RecordID, RecordKey, RunID, InvocationID, Mode, Status, ResultCode, RequestedBy, Host string
 	Selected, Preserved, Blocked                                                          []string
+	FinishedAt                                                                            string
 }
 
 func decodeRunInvocation(r kintoneapi.Record) runInvocation {
@@ -65,7 +73,7 @@ func decodeRunInvocation(r kintoneapi.Record) runInvocation {
 		InvocationID: r.Str("invocation_id"), Mode: r.Str("mode"), Status: r.Str("status"),
 		ResultCode: r.Str("result_code"), RequestedBy: r.Str("requested_by"), Host: r.Str("host"),
 		Selected: jsonList(r.Str("selected_node_ids")), Preserved: jsonList(r.Str("preserved_node_ids")),
-		Blocked: jsonList(r.Str("blocked_node_ids"))}
+		Blocked: jsonList(r.Str("blocked_node_ids")), FinishedAt: r.Str("finished_at")}
 }
 
 type networkLock struct {
@@ -259,4 +267,28 @@ func presence(ok bool) string {
 		return "present"
 	}
 	return "missing"
+}
+
+// csvRow is a record of the CSV fixture app (test_key unique, test_value).
+type csvRow struct {
+	RecordID, Key, Value string
+}
+
+func decodeCSVRow(r kintoneapi.Record) csvRow {
+	return csvRow{RecordID: r.ID(), Key: r.Str("test_key"), Value: r.Str("test_value")}
+}
+
+// recordText is one whole record as field code -> text, for scans that must look at every
+// field (no path or cell value anywhere in an audit record).
+type recordText struct {
+	RecordID, RecordType string
+	Fields               map[string]string
+}
+
+func decodeRecordText(r kintoneapi.Record) recordText {
+	t := recordText{RecordID: r.ID(), RecordType: r.Str("record_type"), Fields: map[string]string{}}
+	for k := range r {
+		t.Fields[k] = r.Str(k)
+	}
+	return t
 }

@@ -141,18 +141,38 @@ func TestListShowsTheManifest(t *testing.T) {
 	assert.Contains(t, r.stdout, "43 scenarios")
 	assert.Regexp(t, `(?m)^1\s+m5-serial-success\s+m5\s`, r.stdout)
 	assert.Regexp(t, `(?m)^43\s+csv2-03-clikintone\s+csv2\s`, r.stdout)
-	assert.Contains(t, r.stdout, "no (not implemented)")
 	// needs replace the old platform column
 	assert.Regexp(t, `(?m)^\s*5\s+m5-kill-unknown\s+m5\s+23\s+confirmer\s`, r.stdout)
-	assert.Regexp(t, `(?m)^\s*15\s+m7-04-windows-sigbreak\s+m7\s+-\s+lease-wait,windows\s`, r.stdout)
 	assert.Regexp(t, `(?m)^\s*1\s+m5-serial-success\s+m5\s+serial-success,job-log-correlation\s+-\s`, r.stdout)
 	assert.NotContains(t, r.stdout, "PLATFORM")
+
+	// Every scenario of the real manifest has a feature now; a manifest of its own shows
+	// what list says of an entry without one and of a Windows-only entry.
+	l := flowtest(t, nil, "list", "--features", needsFeatures(t))
+	require.Equal(t, 0, l.code, l.stderr)
+	assert.Contains(t, l.stdout, "no (not implemented)")
+	assert.Regexp(t, `(?m)^\s*2\s+w\s+s\s+-\s+lease-wait,windows\s`, l.stdout)
+}
+
+// needsManifest has one implemented entry needing a confirmer, one Windows-only entry and
+// one without a feature file.
+const needsManifest = "schema_version: 1\nscenarios:\n" +
+	"  - {id: a, series: s, acceptance: [\"1\"], needs: [confirmer]}\n" +
+	"  - {id: w, series: s, needs: [lease-wait, windows]}\n" +
+	"  - {id: n, series: s}\n"
+
+func needsFeatures(t *testing.T) string {
+	t.Helper()
+	return featuresDir(t, needsManifest, map[string]string{
+		"s/a.feature": "Feature: a\n  @a @s @acc-1\n  Scenario: a\n    Then exactly one run exists for the business key\n",
+		"s/w.feature": "Feature: w\n  @w @s\n  Scenario: w\n    Then exactly one run exists for the business key\n",
+	})
 }
 
 // The dry run shows every scenario's declared needs, a legend for those that would run, and
 // reports an unmet platform need as the reason a scenario will not run.
 func TestDryRunShowsNeeds(t *testing.T) {
-	r := flowtest(t, nil, "run", "--dry-run", "--tags", "@m5 or @m7-04-windows-sigbreak")
+	r := flowtest(t, nil, "run", "--dry-run", "--tags", "@m5")
 	require.Equal(t, 0, r.code, r.stdout+r.stderr)
 	assert.Regexp(t, `m5-kill-unknown\s+m5\s+yes\s+m5/m5-kill-unknown.feature:\d+\s+confirmer\n`, r.stdout)
 	assert.Regexp(t, `m5-serial-success\s+m5\s+yes\s+\S+\s+-\n`, r.stdout)
@@ -160,7 +180,8 @@ func TestDryRunShowsNeeds(t *testing.T) {
 	assert.Regexp(t, `PASS  kill-confirmer\s+--confirmed-by\s+sandbox: the scope's principal confirms`, r.stdout)
 	assert.Regexp(t, `PASS  csv-io-dir\s+KSQL_FLOWNET_IO_DIR\s+no selected scenario needs csv-io`, r.stdout)
 	if runtime.GOOS != "windows" {
-		assert.Regexp(t, `m7-04-windows-sigbreak\s+m7\s+no\s+needs windows \(this is `+runtime.GOOS+`\)\s+lease-wait,windows\n`, r.stdout)
+		w := flowtest(t, nil, "run", "--dry-run", "--features", needsFeatures(t), "--tags", "@a or @w")
+		assert.Regexp(t, `w\s+s\s+no\s+needs windows \(this is `+runtime.GOOS+`\)\s+lease-wait,windows\n`, w.stdout, w.stderr)
 	}
 }
 

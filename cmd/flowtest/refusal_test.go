@@ -152,6 +152,12 @@ func TestEveryWrongInputIsRefusedBeforeAnythingRuns(t *testing.T) {
 		{"unparsable step timeout", []string{"run", "--step-timeout", "5 minutes"}, nil, false, []string{`invalid value "5 minutes" for flag -step-timeout`}},
 		{"zero concurrency", []string{"run", "--concurrency", "0"}, nil, false, []string{`--concurrency "0": want an integer of at least 1`}},
 		{"word concurrency", []string{"run", "--concurrency", "two"}, nil, false, []string{`--concurrency "two"`}},
+		{"zero repeat", []string{"run", "--repeat", "0"}, nil, false, []string{`--repeat "0": want an integer of at least 1`}},
+		{"shard out of range", []string{"run", "--shard", "4/3"}, nil, false, []string{`--shard "4/3"`, "1 <= K <= N"}},
+		{"shard not K/N", []string{"run", "--shard", "2"}, nil, false, []string{`--shard "2"`}},
+		{"durations without shard", []string{"run", "--durations-from", "."}, nil, false, []string{"--durations-from", "only balances --shard"}},
+		{"durations from a missing archive", []string{"run", "--shard", "1/2", "--durations-from", "/nonexistent/archive"}, nil, false, []string{`--durations-from "/nonexistent/archive"`}},
+		{"shard with nothing in it", []string{"run", "--tags", "@m5-resume", "--shard", "2/2"}, nil, false, []string{"--shard 2/2", "got no scenario"}},
 		{"zero concurrency from the environment", []string{"run"}, []string{"FLOWTEST_CONCURRENCY=0"}, false, []string{"FLOWTEST_CONCURRENCY", `"0" is not an integer of at least 1`}},
 		{"zero timeout scale", []string{"run", "--timeout-scale", "0"}, nil, false, []string{`--timeout-scale "0": want a positive decimal`}},
 		{"unknown format", []string{"run", "--format", "bogus"}, nil, false, []string{`--format "bogus": unknown formatter "bogus"`, "junit"}},
@@ -286,7 +292,7 @@ func TestNothingRanIsNotGreen(t *testing.T) {
 	assert.Contains(t, d.stdout, "nothing would run")
 
 	if runtime.GOOS != "windows" {
-		w := flowtest(t, nil, "run", "--dry-run", "--tags", "@m7-04-windows-sigbreak")
+		w := flowtest(t, nil, "run", "--dry-run", "--features", needsFeatures(t), "--tags", "@w")
 		assert.Equal(t, 3, w.code, "a scenario for another platform only: nothing would run")
 	}
 

@@ -102,7 +102,12 @@ func TestShippedBuildHasEveryDefectOff(t *testing.T) {
 		StartIgnoresAppStart, ReleaseResumesRun, ScheduledForNotAsOf,
 		ApproverCheckMissing, ResumeForgetsNonIdempotent, ForceUnlockAcceptsLiveLease, ForceUnlockRefusalAudited,
 		StatusBumpsRevision, StatusShowsLeaseToken, CloudRunOwnerUnchecked, CloudRunProbeWithoutToken,
-		StopIgnoredAtNodeBoundary, ReleaseKeepsHold, RetryBrakeNeverFires, ActivityIgnoresLeaseExpiry}
+		StopIgnoredAtNodeBoundary, ReleaseKeepsHold, RetryBrakeNeverFires, ActivityIgnoresLeaseExpiry,
+		RerunFromIgnoresNonIdempotent, RerunFromRefusesUnexecuted, HeartbeatOnEveryTick,
+		DrainPastLeaseDeadline, NextNodeDespiteLostLease, StopClosesRunOnly,
+		ReleaseRefusesTerminalRun, CloseWithoutNetworkLock, ArchivedRunResumable,
+		IoPathLinksUnchecked, InputAuditLeaksCell, ExportNotAtomic, OutputAuditNamesPath, ExportWritesBom,
+		ImportReadsFirstChunk, ExportHeaderUppercase, ResumeSkipsInputDigest}
 	for _, on := range switches {
 		assert.False(t, on)
 	}

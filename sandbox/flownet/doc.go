@@ -13,6 +13,7 @@
 //	status <network_id> --profile <p> [--run-id <id> | --business-key <k>] [--json]
 //	poll-requests [--check]
 //	cancel-run --run-id <id> [--release] --reason-file <path>
+//	archive-run <network> --run-id <id> --reason-file <path> [--profile <p>]
 //	force-unlock-network <network_id> --profile <p> --expected-owner-invocation-id <id>
 //	            --reason-file <path> --evidence-ref <ref> --stop-confirmed-by <who>
 //	            --stop-evidence-ref <ref> --stop-method manual|local_pid|cloud_run_job_execution
@@ -80,10 +81,23 @@
 //     NETWORK_LEASE_INTERRUPTED, an ordinary finish (aggregate reported, lock released with
 //     that status and code); otherwise it is an error and the Invocation is left RUNNING for
 //     the next resume to finalise (with an OPERATION_AUDIT RECONCILIATION_REPAIR).
+//   - Control-plane drain (issue 15): every insert/update of run-network is fenced by the
+//     lease (store.leaseGone): transport failures are retried every 2 s, but nothing is sent
+//     once the last confirmed lease write plus the lease has passed, unless one heartbeat
+//     confirms the lock first (FINAL_WRITE_CONFIRMED). So an outage FlowNet does not survive
+//     leaves every record as it was (m7-02's outage case), and one bridged before the
+//     deadline persists the finished node and closes NETWORK_LEASE_INTERRUPTED.
+//   - Stop signal (m7-04): run-network has no handler; SIGTERM (CTRL_BREAK on Windows) ends
+//     it at once, as the original recorded for the Node CLI (simple termination): attempt,
+//     node state and Invocation stay RUNNING for force-unlock and orphan adjudication.
 //   - Canonical keys NFC-normalise by refusing identifiers with combining marks (no
 //     normaliser in the standard library; every identifier we generate is ASCII).
-//   - Nodes with CSV inputs/outputs are refused (CSV_IO_UNSUPPORTED) until the CSV issue
-//     wires --import-csv and receipts.
+//   - CSV inputs (io.go): path rules under <KSQL_FLOWNET_IO_DIR>/in (INPUT_PATH_REJECTED,
+//     INPUT_FILE_MISSING: the Attempt ends FAILED before its start marker), sha256
+//     baselines passed as --import-csv/--expected-import-sha256, receipts checked, the
+//     KSQL_FLOWNET_INPUT_AUDIT v1 summary in error_message; CSV outputs (io.go): path rules
+//     under <KSQL_FLOWNET_IO_DIR>/out (OUTPUT_PATH_REJECTED), --export-csv, receipts checked
+//     against the file on disk, the KSQL_FLOWNET_OUTPUT_AUDIT v1 summary.
 //
 // # poll-requests (product-contract §1.10, §3.4; pollconfig.go, pollrequest.go, poller.go,
 // pollchild.go)
@@ -151,4 +165,27 @@
 //     active_attempt_id and blocked_by, and business revision + 1; the Run's aggregate is
 //     left for the next run-network to recompute. The printed revision is the Node State's
 //     business revision.
+//
+// # archive-run (CLOSE; issue 17; archive.go)
+//
+// Product-contract §1.9: the Network lock (owner = the event id `archive_<uuid>`, the
+// YAML's lease, never a take-over), the lease monitor, a fencing check before each write, a
+// revision-fenced PUT of lifecycle_status=ARCHIVED and updated_at, the RUN_ARCHIVED
+// OPERATION_AUDIT (OP:<event_id>, result_code RUN_ARCHIVED, run_id, resolved_at =
+// archived_at, reason = the audit object: event_id, event_type, run_id, result_code,
+// requested_by, reason, archived_at, previous_status, run_revision_before,
+// service_principal), and the release into a LOCKDONE: tombstone (SUCCESS / NORMAL) whatever
+// happened. Decisions where the contract is silent:
+//   - run_revision_before is the Run's kintone $revision read inside the lock (NETWORK_RUN
+//     has no business revision field); run_revision is the $revision the PUT returned.
+//   - The Run must belong to the YAML's network and the profile (else RUN_READ_FAILED, as
+//     is a Run that does not exist). ALREADY_ARCHIVED is decided before the status checks.
+//   - RUN_LIVE cannot happen here: a live owner holds the lock, so the CLOSE meets
+//     LOCK_CONFLICT first (the poller's pre-check decides RUN_LIVE before starting it).
+//   - A failed fencing check before the Run PUT is REJECTED/LEASE_INTERRUPTED; after it,
+//     ARCHIVED/PENDING/LEASE_INTERRUPTED_AFTER_ARCHIVE. A 409 on the Run PUT with the Run
+//     re-read ARCHIVED is ALREADY_ARCHIVED, otherwise UNCONFIRMED; a lost response with the
+//     Run re-read ARCHIVED continues to the audit; any other failure is ARCHIVE_WRITE_FAILED.
+//   - stderr gets one line `archive-run: <outcome>: <detail>` (never the reason); stdout the
+//     JSON line. Exit 0 only for ARCHIVED+RECORDED+released and ALREADY_ARCHIVED+released.
 package flownet

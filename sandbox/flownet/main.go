@@ -17,6 +17,7 @@ var commands = map[string]func(c *cli, args []string) int{
 	"run-network":          (*cli).runNetwork,
 	"status":               (*cli).status,
 	"cancel-run":           (*cli).cancelRun,
+	"archive-run":          (*cli).archiveRun,
 	"force-unlock-network": (*cli).forceUnlockNetwork,
 	"resolve-node":         (*cli).resolveNode,
 	"poll-requests":        (*cli).pollRequests,
@@ -43,6 +44,8 @@ Commands:
       --reason-file <path> --evidence-ref <ref> --stop-confirmed-by <who>
       --stop-evidence-ref <ref> [--approved-by <who>] [--manual-completion | --compensation]
                                         settle an UNKNOWN or non-idempotent FAILED node
+  archive-run <network> --run-id <id> --reason-file <path> [--profile <p>]
+                                        archive (CLOSE) a FAILED or CANCELLED Run
   poll-requests [--check]               claim and run operation requests once (cron)
 
 Options:

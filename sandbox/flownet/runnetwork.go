@@ -252,9 +252,6 @@ func (c *cli) executeRunNetwork(ctx context.Context, o runOptions) (runOutput, e
 			if _, err := c.requireEnv("KSQL_FLOWNET_IO_DIR"); err != nil {
 				return out, err
 			}
-			// CSV stage 1/2 wiring (--import-csv, receipts, outputs) belongs to the CSV issue;
-			// refusing is safer than running a node without its inputs.
-			return out, coded("CSV_IO_UNSUPPORTED", "node %s declares CSV inputs/outputs, which this sandbox FlowNet build does not execute yet", nd.ID)
 		}
 	}
 	kf, err := c.newKsqlFlow(o, profile)
@@ -280,6 +277,7 @@ func (c *cli) executeRunNetwork(ctx context.Context, o runOptions) (runOutput, e
 		return out, err
 	}
 	lock.startHeartbeat()
+	st.lease = lock
 	e := &execution{c: c, st: st, kf: kf, lock: lock, profile: profile, invID: invID, caps: caps}
 
 	// 4. Run lookup and outcome, inside the lock.
@@ -303,6 +301,7 @@ func (c *cli) executeRunNetwork(ctx context.Context, o runOptions) (runOutput, e
 
 	// 5. Schedule.
 	out.Outcome, out.RunID, out.InvocationID = adm.outcome, strp(e.runID), strp(invID)
+	e.closeRunOnStop()
 	agg, status, code, serr := e.schedule(ctx)
 	out.RetryBrakeNodeIDs = append(out.RetryBrakeNodeIDs, e.brakeNodes...)
 	if serr != nil && errCode(serr, "") == codeLeaseInterruptedCode && e.finalWriteConfirmed {
@@ -437,7 +436,8 @@ func (e *execution) admit(ctx context.Context, wc *Network, o runOptions, key De
 	if !o.resume && o.resumeRun == "" {
 		return adm, &codedError{Code: "RUN_ALREADY_EXISTS", Msg: fmt.Sprintf("an unfinished Run %s exists for business key %s; use --resume to continue it", e.runID, run.Str("business_key")), Blocking: []string{e.runID}}
 	}
-	if run.Str("lifecycle_status") == "ARCHIVED" || run.Str("resume_allowed") == "false" {
+	archived := run.Str("lifecycle_status") == "ARCHIVED" && !defect.ArchivedRunResumable // planted defect (issue 17): an archived Run is resumed
+	if archived || run.Str("resume_allowed") == "false" {
 		return adm, coded("RUN_NOT_RESUMABLE", "Run %s is not resumable (lifecycle_status=%s, resume_allowed=%s)", e.runID, run.Str("lifecycle_status"), run.Str("resume_allowed"))
 	}
 	hold, _, err := e.holdState(ctx, e.runID)
@@ -562,8 +562,11 @@ func (e *execution) prepareResume(ctx context.Context, run kintoneapi.Record, mo
 			if ns.status == StatusUnknown {
 				return coded("RERUN_FROM_UNKNOWN_STATE", "node %s is UNKNOWN; resolve it before --rerun-from", id)
 			}
-			if !ns.node.Idempotent && ns.latestNo > 0 {
-				return coded("RERUN_FROM_NON_IDEMPOTENT", "node %s is not idempotent and has already been attempted", id)
+			if defect.RerunFromIgnoresNonIdempotent {
+				continue
+			}
+			if !ns.node.Idempotent && (ns.latestNo > 0 || defect.RerunFromRefusesUnexecuted) {
+				return coded("RERUN_FROM_NON_IDEMPOTENT", "--rerun-from %s selects node %s, executed idempotent=false (latest_attempt_no %d); resolve it instead", rerunFrom, id, ns.latestNo)
 			}
 		}
 		e.rerunSet = selected
@@ -585,6 +588,9 @@ func (e *execution) prepareResume(ctx context.Context, run kintoneapi.Record, mo
 	reason := "resume incomplete run"
 	if mode == "RERUN_FROM" {
 		reason = "rerun from " + rerunFrom
+	}
+	if err := e.checkInputBaselines(ctx, sel); err != nil { // io.go: before the Invocation exists
+		return err
 	}
 	return e.createInvocation(ctx, reason, nonNil(sel), nonNil(pres), nonNil(blocked))
 }

@@ -334,7 +334,7 @@ func (e *execution) schedule(ctx context.Context) (agg, status, code string, err
 			agg, err := e.updateRun(ctx, false)
 			return agg, StatusCancelled, CodeStopRequested, err
 		}
-		if err := e.lock.check(ctx); err != nil {
+		if err := e.lock.check(ctx); err != nil && !defect.NextNodeDespiteLostLease {
 			return "", "", "", e.leaseLost(ctx, err)
 		}
 		if err := e.runNode(ctx, ns); err != nil {
@@ -479,12 +479,24 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 	if _, err := e.updateRun(ctx, true); err != nil {
 		return err
 	}
+	// CSV inputs (io.go): path rules and baselines, before the start marker.
+	inputs, err := e.prepareInputs(ns.node)
+	var outputs []nodeOutput
+	if err == nil {
+		outputs, err = e.prepareOutputs(ns.node)
+	}
+	if err != nil {
+		if c := errCode(err, ""); c == codeInputPathRejected || c == codeInputFileMissing || c == codeOutputPathRejected {
+			return e.failBeforeStart(ctx, ns, att, err)
+		}
+		return err
+	}
 	// The FlowNet start marker: from here on, a missing result means the SQL may have run.
 	if att.rev, err = e.st.update(ctx, e.st.auditApp, att.recID, vals(map[string]any{"execution_started_at": isoMillis(e.c.now())}), att.rev); err != nil {
 		return fmt.Errorf("mark Attempt %s started: %w", attemptID, err)
 	}
 
-	rr := e.kf.run(ctx, runSpec{SQLPath: e.sql[ns.node.ID], AsOf: e.asOf, RunID: e.runID, AttemptID: attemptID, JobID: ns.node.JobID, Timeout: e.timeout})
+	rr := e.kf.run(ctx, runSpec{SQLPath: e.sql[ns.node.ID], AsOf: e.asOf, RunID: e.runID, AttemptID: attemptID, JobID: ns.node.JobID, Timeout: e.timeout, Extra: append(inputArgs(inputs), outputArgs(outputs)...)})
 
 	jl, jlErr := e.jobLog(ctx, attemptID)
 	obs := observe(rr, e.runID, attemptID, ns.node.JobID, jlErr != nil || (jl != nil && jl.Str("runner_execution_started_at") != ""))
@@ -512,6 +524,12 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 		}
 	} else {
 		fields["error_message"] = noResultMessage(rr, obs)
+	}
+	if len(inputs) > 0 {
+		out = e.checkInputReceipts(inputs, rr, out, fields)
+	}
+	if len(outputs) > 0 {
+		out = e.checkOutputReceipts(inputs, outputs, rr, out, fields)
 	}
 	if att.rev, err = e.st.update(ctx, e.st.auditApp, att.recID, vals(fields), att.rev); err != nil {
 		return fmt.Errorf("finalise Attempt %s: %w", attemptID, err)
