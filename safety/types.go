@@ -75,6 +75,10 @@ const (
 	VarTokenCSV        = "KSQL_CSV1_TARGET_API_TOKEN"
 	VarTokenCustomers  = "KSQL_TOKEN_CUSTOMERS"
 	VarTokenDeals      = "KSQL_TOKEN_DEALS"
+	// The harness's cleanup tokens (view/delete) of the state and audit apps; optional: unset,
+	// KSQL_SPIKE_TOKEN_EXEC / _AUDIT (then FlowNet's and the harness's) must also delete.
+	VarTokenExecCleanup  = "KSQL_SPIKE_TOKEN_EXEC_CLEANUP"
+	VarTokenAuditCleanup = "KSQL_SPIKE_TOKEN_AUDIT_CLEANUP"
 
 	VarDenyList     = "FLOWTEST_PRODUCTION_DENYLIST"
 	VarDenyListFile = "FLOWTEST_DENYLIST_FILE"
@@ -103,23 +107,28 @@ type TokenSpec struct {
 	Writable bool
 	// ReadOnlyOf names the writable counterpart of a read-only token ("" if none).
 	ReadOnlyOf string
+	// Cleanup marks the harness's delete-capable token of an app whose writable token is
+	// FlowNet's (view/add/edit).
+	Cleanup bool
 }
 
 // TokenCatalog lists every token variable flowtest reads. KSQL_E2E_TOKEN_LOGS
 // is writable: kSQL-Flow writes the JOB log with it.
 func TokenCatalog() []TokenSpec {
 	return []TokenSpec{
-		{VarTokenExec, RoleState, true, ""},
-		{VarTokenExecRO, RoleState, false, VarTokenExec},
-		{VarTokenAudit, RoleAudit, true, ""},
-		{VarTokenAuditRO, RoleAudit, false, VarTokenAudit},
-		{VarTokenLogs, RoleLog, true, ""},
-		{VarTokenLogsRO, RoleLog, false, VarTokenLogs},
-		{VarTokenRequests, RoleRequest, true, ""},
-		{VarTokenRequestsRO, RoleRequest, false, VarTokenRequests},
-		{VarTokenCSV, RoleCSV, true, ""},
-		{VarTokenCustomers, RoleCustomers, false, ""},
-		{VarTokenDeals, RoleDeals, false, ""},
+		{VarTokenExec, RoleState, true, "", false},
+		{VarTokenExecRO, RoleState, false, VarTokenExec, false},
+		{VarTokenAudit, RoleAudit, true, "", false},
+		{VarTokenAuditRO, RoleAudit, false, VarTokenAudit, false},
+		{VarTokenExecCleanup, RoleState, true, "", true},
+		{VarTokenAuditCleanup, RoleAudit, true, "", true},
+		{VarTokenLogs, RoleLog, true, "", false},
+		{VarTokenLogsRO, RoleLog, false, VarTokenLogs, false},
+		{VarTokenRequests, RoleRequest, true, "", false},
+		{VarTokenRequestsRO, RoleRequest, false, VarTokenRequests, false},
+		{VarTokenCSV, RoleCSV, true, "", false},
+		{VarTokenCustomers, RoleCustomers, false, "", false},
+		{VarTokenDeals, RoleDeals, false, "", false},
 	}
 }
 
@@ -368,7 +377,7 @@ type ResolvedApp struct {
 // role has none: business apps have only read tokens, the CSV app only a writable one).
 func TokenVars(role AppRole) (full, read string) {
 	for _, t := range TokenCatalog() {
-		if t.Role != role {
+		if t.Role != role || t.Cleanup {
 			continue
 		}
 		if t.Writable {
@@ -378,6 +387,16 @@ func TokenVars(role AppRole) (full, read string) {
 		}
 	}
 	return full, read
+}
+
+// CleanupTokenVar names the harness's cleanup token variable of role ("" if it has none).
+func CleanupTokenVar(role AppRole) string {
+	for _, t := range TokenCatalog() {
+		if t.Role == role && t.Cleanup {
+			return t.Name
+		}
+	}
+	return ""
 }
 
 // NewResolved builds the Resolved of a target (e.g. the sandbox emulator's apps) so

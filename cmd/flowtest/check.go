@@ -12,13 +12,17 @@ import (
 
 // cmdCheck runs the preflight only and prints every check with PASS/FAIL. In sandbox mode
 // the target checks need the emulator, so they are run only with --start-sandbox; in live
-// mode the pending-request read (rule 9) is the only request sent.
+// mode the setup checks (livesetup.go: one GET of the base URL, the launchers' version and
+// capabilities, the kSQL-Flow config) run first, and the pending-request read (rule 9) only
+// when every static check passed. Nothing is written.
 func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	s, code := startCommand("check", args, false, stderr)
 	if s == nil {
 		return code
 	}
 	defer s.close()
+	red := s.consoleRedactor()
+	stdout, stderr = redactConsole(stdout, red), redactConsole(stderr, red)
 	static := s.staticReport()
 	rep := static
 	if static.OK() && s.in.Target == safety.TargetLive {
@@ -34,6 +38,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		}
 		rep = r2
 		rep.Checks = append(rep.Checks, s.needChecks()...)
+		rep.Checks = append(rep.Checks, s.setupChecks()...) // run once, by staticReport
 	}
 	safety.FormatReport(stdout, rep)
 	if !rep.OK() {

@@ -262,9 +262,10 @@ type session struct {
 	cfg     *config.Config
 	prep    *preparation
 	in      safety.Input
-	workDir string    // run-level work dir (rendered preflight fixtures, sandbox emulator)
-	bin     string    // the flowsandbox binary (sandbox only): concurrent scenarios start their own emulator
-	extras  runExtras // what `flowtest gate run` adds (gate.go); the command line for run.json
+	workDir string         // run-level work dir (rendered preflight fixtures, sandbox emulator)
+	bin     string         // the flowsandbox binary (sandbox only): concurrent scenarios start their own emulator
+	extras  runExtras      // what `flowtest gate run` adds (gate.go); the command line for run.json
+	setup   []safety.Check // live setup checks (livesetup.go), run once per session
 }
 
 func openSession(f runFlags) (*session, error) {
@@ -336,11 +337,29 @@ func (s *session) needChecks() []safety.Check {
 	}
 }
 
-// staticReport is the safety preflight plus flowtest's own need rules.
+// staticReport is the safety preflight plus flowtest's own need rules and, live and only
+// when those pass, the setup checks (tenant TLS, launchers, kSQL-Flow config).
 func (s *session) staticReport() safety.Report {
 	rep := safety.Preflight(s.in)
 	rep.Checks = append(rep.Checks, s.needChecks()...)
+	// The setup probes start the launchers and send one request: only once every safety
+	// rule passed (a refused run starts nothing and sends nothing).
+	if rep.OK() {
+		rep.Checks = append(rep.Checks, s.setupChecks()...)
+	}
 	return rep
+}
+
+// setupChecks are the live setup checks, run once per session (they start the launchers and
+// send one request to the tenant); none on the sandbox.
+func (s *session) setupChecks() []safety.Check {
+	if s.in.Target != safety.TargetLive {
+		return nil
+	}
+	if s.setup == nil {
+		s.setup = liveSetupChecks(s.cfg)
+	}
+	return s.setup
 }
 
 // startCommand parses the flags of run or check and opens the session; a non-zero code
@@ -382,6 +401,8 @@ func runCommand(name string, args []string, stdout, stderr io.Writer, sigs <-cha
 	}
 	s.extras = extras
 	defer s.close()
+	red := s.consoleRedactor()
+	stdout, stderr = redactConsole(stdout, red), redactConsole(stderr, red)
 	f := s.flags
 	var err error
 	if _, given := f.uses["lock-dir"]; !given { // the flag was checked with the others
@@ -555,6 +576,7 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 		secrets[k] = v
 	}
 	red := results.NewRedactor(secrets, tgt.AppRoles())
+	stdout = redactConsole(stdout, red) // the console shows what the archive shows
 	arch, err := results.Create(f.out, label, time.Now(), red)
 	if err != nil {
 		// No scenario has started: a refusal, not a failed scenario.

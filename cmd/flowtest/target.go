@@ -20,7 +20,16 @@ func liveTarget(cfg *config.Config) (*target.Target, error) {
 		KsqlFlowConfig: cfg.FlowConfig(), Versions: map[string]string{},
 	}
 	for role, a := range cfg.LiveApps() {
-		t.Apps[string(role)] = target.App{Role: string(role), ID: a.ID, Tokens: map[string]string{"full": a.Full, "read": a.Read}}
+		tokens := map[string]string{"full": a.Full, "read": a.Read}
+		if role == safety.RoleState || role == safety.RoleAudit {
+			// FlowNet writes with the writer token (view/add/edit); the harness sweeps with
+			// the cleanup token when one is configured, else with the same writer token.
+			tokens["flownet"] = a.Full
+			if a.Cleanup != "" {
+				tokens["full"] = a.Cleanup
+			}
+		}
+		t.Apps[string(role)] = target.App{Role: string(role), ID: a.ID, Tokens: tokens}
 	}
 	// Business apps have only read tokens; kSQL-Flow reads them with those.
 	bin, args, dir, err := cfg.FlowNetCommand()

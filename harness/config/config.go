@@ -343,6 +343,8 @@ type AppSettings struct {
 	Role       safety.AppRole
 	ID         string
 	Full, Read string
+	// Cleanup is the harness's delete-capable token (state, audit), "" when Full serves both.
+	Cleanup string
 }
 
 // LiveApps returns the configured apps by role (only roles with an id).
@@ -360,6 +362,9 @@ func (c *Config) LiveApps() map[safety.AppRole]AppSettings {
 		}
 		if read != "" {
 			s.Read = c.Get(read)
+		}
+		if cl := safety.CleanupTokenVar(a.Role); cl != "" {
+			s.Cleanup = c.Get(cl)
 		}
 		out[a.Role] = s
 	}

@@ -41,7 +41,6 @@ const (
 	VarFlowBinArgs    = "KSQL_FLOW_BIN_ARGS"
 	VarFlowConfig     = "KSQL_FLOW_CONFIG"
 	VarFlowConfigPath = "KSQL_FLOW_CONFIG_PATH"
-	VarFlowWorkDir    = "KSQL_FLOW_WORKDIR"
 	VarIODir          = "KSQL_FLOWNET_IO_DIR"
 	VarConfirmedBy    = "M5_FORCE_UNLOCK_CONFIRMED_BY"
 )
@@ -60,10 +59,12 @@ func Variables() []VarSpec {
 		{safety.VarAppCSV, KindAppID, "", false, "CSV fixture app id (CSV series)."},
 		{safety.VarAppCust, KindAppID, "", true, "Business app 顧客管理 id (read-only; optional, checked for distinctness and the deny list)."},
 		{safety.VarAppDeals, KindAppID, "", true, "Business app 案件管理 id (read-only; optional, as above)."},
-		{safety.VarTokenExec, KindWritableToken, "", false, "State app token (view/add/edit/delete) for FlowNet and scope cleanup."},
+		{safety.VarTokenExec, KindWritableToken, "", false, "State app token FlowNet writes with (view/add/edit; also delete when KSQL_SPIKE_TOKEN_EXEC_CLEANUP is unset)."},
 		{safety.VarTokenExecRO, KindReadToken, "", false, "State app view-only token (optional; must differ from the writable one)."},
-		{safety.VarTokenAudit, KindWritableToken, "", false, "Audit app token (view/add/edit/delete)."},
+		{safety.VarTokenAudit, KindWritableToken, "", false, "Audit app token FlowNet writes with (view/add/edit; also delete when KSQL_SPIKE_TOKEN_AUDIT_CLEANUP is unset)."},
 		{safety.VarTokenAuditRO, KindReadToken, "", false, "Audit app view-only token (optional)."},
+		{safety.VarTokenExecCleanup, KindWritableToken, "", true, "State app token (view/delete) the harness sweeps scopes with (optional; FlowNet never gets it)."},
+		{safety.VarTokenAuditCleanup, KindWritableToken, "", true, "Audit app token (view/delete) the harness sweeps scopes with (optional; FlowNet never gets it)."},
 		{safety.VarTokenLogs, KindWritableToken, "", false, "JOB log token kSQL-Flow writes with (passed through to kSQL-Flow; the harness never writes the JOB log)."},
 		{safety.VarTokenLogsRO, KindReadToken, "", false, "JOB log view-only token for the harness and FlowNet."},
 		{safety.VarTokenRequests, KindWritableToken, "", false, "Request app token (add/view/edit/delete) for harness inserts, the poller and scope cleanup."},
@@ -77,7 +78,6 @@ func Variables() []VarSpec {
 		{VarFlowBinArgs, KindText, "", false, "kSQL-Flow leading args: JSON array or whitespace-separated (e.g. [\"../ksql-flow/dist/cli.js\"])."},
 		{VarFlowConfig, KindPath, "", false, "kSQL-Flow config file (fallback KSQL_FLOW_CONFIG_PATH)."},
 		{VarFlowConfigPath, KindPath, "", false, "Older name of KSQL_FLOW_CONFIG, read when that is unset."},
-		{VarFlowWorkDir, KindPath, "", false, "Base of per-scope kSQL-Flow work dirs."},
 		{VarIODir, KindPath, "", false, "Existing absolute directory for CSV IO roots (CSV series)."},
 		{VarConfirmedBy, KindText, "", false, "Confirmer for the force-unlock drill (m5-kill-unknown)."},
 		{VarFlowNetDir, KindPath, "flownet-dir", true, "kSQL-FlowNet checkout to test in live mode (its dist/cli/index.js is started)."},

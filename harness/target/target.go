@@ -315,6 +315,16 @@ const (
 	EnvKsqlCSVToken       = "KSQL_CSV1_TARGET_API_TOKEN"
 )
 
+// KsqlFlowEnvNames are the variables KsqlFlowEnv passes to kSQL-Flow: the only names a
+// kSQL-Flow config may reference as env:NAME (the CSV token only when a CSV app is configured).
+func KsqlFlowEnvNames(withCSV bool) []string {
+	names := []string{EnvKsqlCustomersToken, EnvKsqlDealsToken, EnvKsqlLogToken}
+	if withCSV {
+		names = append(names, EnvKsqlCSVToken)
+	}
+	return names
+}
+
 // KsqlFlowEnv is the environment kSQL-Flow needs for the config WriteKsqlFlowConfig wrote:
 // the business apps' read tokens and the JOB log app's full token (kSQL-Flow writes it).
 func (t *Target) KsqlFlowEnv() []string {

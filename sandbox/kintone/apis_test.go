@@ -332,6 +332,10 @@ func TestServeCommand(t *testing.T) {
 	assert.Equal(t, info.Apps[0].Tokens["flownet"], env["KSQL_FLOWNET_STATE_API_TOKEN"])
 	assert.Equal(t, info.Apps[3].Tokens["read"], env["KSQL_FLOW_LOG_API_TOKEN"])
 	assert.Equal(t, info.Apps[6].ID, env["KINTONE_CSV_APP_ID"])
+	for _, name := range []string{"KSQL_FLOWNET_REQUEST_APP_ID", "KSQL_FLOWNET_REQUEST_API_TOKEN"} {
+		_, set := env[name]
+		assert.False(t, set, "%s is the production request-app name flowtest's preflight compares against", name)
+	}
 
 	// A real client with the CA from the line works against it.
 	hc, err := kintoneapi.HTTPClientWithCA(info.CAFile)

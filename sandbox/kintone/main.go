@@ -136,11 +136,15 @@ func writeEnvFile(path string, s *Server) error {
 			add("KINTONE_"+r+"_TOKEN_"+strings.ToUpper(set), a.Tokens[set])
 		}
 	}
+	// FlowNet's own variable names, for running a FlowNet by hand. Not the request app's
+	// (KSQL_FLOWNET_REQUEST_APP_ID / _API_TOKEN): flowtest reads those names as the
+	// production request-app settings and refuses a live run whose E2E request app equals
+	// them, so a file sourced for a rehearsal must not set them. The request app is
+	// KINTONE_REQUEST_APP_ID with KINTONE_REQUEST_TOKEN_POLLER.
 	add("KSQL_FLOWNET_BASE_URL", s.BaseURL())
 	for _, p := range []struct{ role, prefix, set string }{
 		{"state", "KSQL_FLOWNET_STATE", "flownet"},
 		{"audit", "KSQL_FLOWNET_AUDIT", "flownet"},
-		{"request", "KSQL_FLOWNET_REQUEST", "poller"},
 		{"log", "KSQL_FLOW_LOG", "read"},
 		{"csv", "KSQL_CSV1_TARGET", "full"},
 	} {

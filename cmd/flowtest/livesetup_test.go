@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ksqlflow/flowtest/harness/config"
+	"github.com/ksqlflow/flowtest/harness/target"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// liveSetup is an operator's live setup against a stand-in tenant (the kintone emulator,
+// least-privilege tokens: FlowNet's writers without delete, separate cleanup tokens) with the
+// reference CLIs as launchers; each case breaks one part.
+type liveSetup struct {
+	baseURL  string
+	caFile   string
+	apps     map[string]target.App
+	features string
+	env      map[string]string
+}
+
+func newLiveSetup(t *testing.T) *liveSetup {
+	t.Helper()
+	// The emulator as a stand-alone tenant, started as the runner starts it: a child process.
+	sb := filepath.Join(binDir, "flowsandbox"+exe())
+	tenant, err := target.StartSandbox(context.Background(), target.SandboxOptions{Bin: sb, WorkDir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(func() { tenant.Close() })
+	apps := tenant.Apps
+	s := &liveSetup{baseURL: tenant.BaseURL, caFile: tenant.CAFile, apps: apps,
+		features: featuresDir(t, "schema_version: 1\nscenarios:\n  - {id: r, series: s}\n",
+			map[string]string{"x/r.feature": "Feature: r\n  @r @s\n  Scenario: r\n    Given x\n"}),
+		env: map[string]string{
+			"KSQL_SPIKE_BASE_URL": tenant.BaseURL, "FLOWTEST_CA_FILE": tenant.CAFile,
+			"KSQL_SPIKE_APP_EXEC": apps["state"].ID, "KSQL_SPIKE_APP_AUDIT": apps["audit"].ID, "KSQL_E2E_LOG_APP_ID": apps["log"].ID,
+			"FLOWTEST_APP_CUSTOMERS": apps["customers"].ID, "FLOWTEST_APP_DEALS": apps["deals"].ID,
+			"KSQL_SPIKE_TOKEN_EXEC": apps["state"].Tokens["flownet"], "KSQL_SPIKE_TOKEN_EXEC_CLEANUP": apps["state"].Tokens["full"],
+			"KSQL_SPIKE_TOKEN_EXEC_RO": apps["state"].Tokens["read"],
+			"KSQL_SPIKE_TOKEN_AUDIT":   apps["audit"].Tokens["flownet"], "KSQL_SPIKE_TOKEN_AUDIT_CLEANUP": apps["audit"].Tokens["full"],
+			"KSQL_SPIKE_TOKEN_AUDIT_RO": apps["audit"].Tokens["read"],
+			"KSQL_E2E_TOKEN_LOGS":       apps["log"].Tokens["ksqlflow"], "KSQL_E2E_TOKEN_LOGS_RO": apps["log"].Tokens["read"],
+			"KSQL_TOKEN_CUSTOMERS": apps["customers"].Tokens["read"], "KSQL_TOKEN_DEALS": apps["deals"].Tokens["read"],
+			"FLOWTEST_FLOWNET_BIN": sb, "FLOWTEST_FLOWNET_BIN_ARGS": "flownet",
+			"KSQL_FLOW_BIN": sb, "KSQL_FLOW_BIN_ARGS": "ksql-flow",
+		},
+	}
+	s.env["KSQL_FLOW_CONFIG"] = s.writeConfig(t, "KSQL_TOKEN_CUSTOMERS")
+	return s
+}
+
+// writeConfig writes an operator's kSQL-Flow config for the stand-in tenant whose customers
+// token is referenced as env:<customersVar>.
+func (s *liveSetup) writeConfig(t *testing.T, customersVar string) string {
+	t.Helper()
+	cfg := `{"formatVersion": 1, "profiles": {"e2e": {
+  "baseUrl": "` + s.baseURL + `/", "timezone": "Asia/Tokyo", "caFile": "` + filepath.ToSlash(s.caFile) + `",
+  "apps": {"顧客管理": {"appId": "` + s.apps["customers"].ID + `", "token": "env:` + customersVar + `"},
+           "案件管理": {"appId": ` + s.apps["deals"].ID + `, "token": "env:KSQL_TOKEN_DEALS"}},
+  "logApp": {"name": "JOB_LOG", "appId": "` + s.apps["log"].ID + `", "token": "env:KSQL_E2E_TOKEN_LOGS"}}}}`
+	return writeFile(t, "ksql-flow-config.json", cfg)
+}
+
+func (s *liveSetup) check(t *testing.T, change map[string]string) result {
+	t.Helper()
+	var env []string
+	for k, v := range s.env {
+		if nv, ok := change[k]; ok {
+			v = nv
+		}
+		if v != "" {
+			env = append(env, k+"="+v)
+		}
+	}
+	return flowtest(t, env, "check", "--target", "live", "--features", s.features, "--lock-dir", t.TempDir())
+}
+
+// The live preflight proves the setup read-only: a complete setup passes; a missing CA,
+// launcher or config, or a config referencing a variable flowtest does not pass to kSQL-Flow,
+// is refused by check, naming what is wrong.
+func TestLiveSetupPreflight(t *testing.T) {
+	s := newLiveSetup(t)
+	ok := s.check(t, nil)
+	require.Equal(t, 0, ok.code, ok.stdout+ok.stderr)
+	for _, name := range []string{"tenant-tls", "token-permissions", "flownet-launcher", "ksql-flow-launcher", "ksql-flow-config"} {
+		assert.Contains(t, ok.stdout, "PASS  "+name)
+	}
+	// The console goes through the archive's redactor: no real app id, no token.
+	for role, a := range s.apps {
+		if role == "state" || role == "audit" || role == "log" || role == "customers" || role == "deals" {
+			assert.NotContains(t, ok.stdout, "app "+a.ID, "the %s app id is redacted on the console", role)
+		}
+	}
+	assert.NotContains(t, ok.stdout, s.env["KSQL_SPIKE_TOKEN_EXEC"])
+
+	cases := []struct {
+		name   string
+		change map[string]string
+		want   []string
+	}{
+		{"no CA for the tenant's certificate", map[string]string{"FLOWTEST_CA_FILE": ""}, []string{"FAIL  tenant-tls", "x509"}},
+		{"CA file missing", map[string]string{"FLOWTEST_CA_FILE": filepath.Join(t.TempDir(), "missing.pem")}, []string{"FAIL  tenant-tls", "missing.pem"}},
+		// token roles: each token is probed, writing nothing, for what its role needs
+		{"FlowNet writer without cleanup token lacks delete", map[string]string{"KSQL_SPIKE_TOKEN_EXEC_CLEANUP": ""}, []string{"FAIL  token-permissions", "KSQL_SPIKE_TOKEN_EXEC (FlowNet's state writer) lacks the delete permission"}},
+		{"cleanup token lacks delete", map[string]string{"KSQL_SPIKE_TOKEN_AUDIT_CLEANUP": s.apps["audit"].Tokens["read"], "KSQL_SPIKE_TOKEN_AUDIT_RO": ""}, []string{"FAIL  token-permissions", "KSQL_SPIKE_TOKEN_AUDIT_CLEANUP (the harness's audit cleanup) lacks the delete permission"}},
+		{"JOB log read-only token can write", map[string]string{"KSQL_E2E_TOKEN_LOGS": s.apps["log"].Tokens["full"], "KSQL_E2E_TOKEN_LOGS_RO": s.apps["log"].Tokens["ksqlflow"]}, []string{"FAIL  token-permissions", "KSQL_E2E_TOKEN_LOGS_RO (read-only) has the add permission"}},
+		{"read-only token can write", map[string]string{"KSQL_TOKEN_DEALS": s.apps["deals"].Tokens["full"]}, []string{"FAIL  token-permissions", "KSQL_TOKEN_DEALS (read-only) has the add permission"}},
+		{"token of another app", map[string]string{"KSQL_TOKEN_CUSTOMERS": s.apps["deals"].Tokens["read"], "KSQL_TOKEN_DEALS": s.apps["customers"].Tokens["read"]}, []string{"FAIL  token-permissions", "KSQL_TOKEN_CUSTOMERS (read-only): probing view"}},
+		{"FlowNet launcher missing", map[string]string{"FLOWTEST_FLOWNET_BIN": "/nonexistent/node"}, []string{"FAIL  flownet-launcher", "/nonexistent/node"}},
+		{"FlowNet checkout not set", map[string]string{"FLOWTEST_FLOWNET_BIN": "", "FLOWTEST_FLOWNET_BIN_ARGS": ""}, []string{"FAIL  flownet-launcher", "FLOWTEST_FLOWNET_DIR is not set"}},
+		{"kSQL-Flow launcher missing", map[string]string{"KSQL_FLOW_BIN": "/nonexistent/ksql-flow"}, []string{"FAIL  ksql-flow-launcher", "/nonexistent/ksql-flow"}},
+		{"kSQL-Flow launcher not set", map[string]string{"KSQL_FLOW_BIN": ""}, []string{"FAIL  ksql-flow-launcher", "KSQL_FLOW_BIN is not set"}},
+		{"kSQL-Flow launcher does not answer capabilities", map[string]string{"KSQL_FLOW_BIN_ARGS": "flownet"}, []string{"FAIL  ksql-flow-launcher"}},
+		{"kSQL-Flow config missing", map[string]string{"KSQL_FLOW_CONFIG": filepath.Join(t.TempDir(), "nope.json")}, []string{"FAIL  ksql-flow-config", "nope.json"}},
+		{"kSQL-Flow config not set", map[string]string{"KSQL_FLOW_CONFIG": ""}, []string{"FAIL  ksql-flow-config", "KSQL_FLOW_CONFIG is not set"}},
+		{"wrong env: name in the config", map[string]string{"KSQL_FLOW_CONFIG": s.writeConfig(t, "KSQL_CUSTOMERS_TOKEN")}, []string{"FAIL  ksql-flow-config", "env:KSQL_CUSTOMERS_TOKEN", "does not pass"}},
+		{"config's business app is not FLOWTEST_APP_CUSTOMERS", map[string]string{"FLOWTEST_APP_CUSTOMERS": s.apps["csv"].ID}, []string{"FAIL  ksql-flow-config", "apps.顧客管理.appId is not FLOWTEST_APP_CUSTOMERS"}},
+		{"config's log app is not KSQL_E2E_LOG_APP_ID", map[string]string{"KSQL_E2E_LOG_APP_ID": s.apps["request"].ID}, []string{"FAIL  ksql-flow-config", "logApp.appId is not KSQL_E2E_LOG_APP_ID"}},
+		{"config's base URL is another tenant", map[string]string{"KSQL_FLOW_CONFIG": writeFile(t, "c.json", strings.Replace(mustRead(t, s.env["KSQL_FLOW_CONFIG"]), s.baseURL, "https://other.example", 1))}, []string{"FAIL  ksql-flow-config", "not the tenant's"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := s.check(t, c.change)
+			assert.Equal(t, 2, r.code, r.stdout+r.stderr)
+			for _, w := range c.want {
+				assert.Contains(t, r.stdout, w)
+			}
+		})
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(data)
+}
+
+// Each child gets the narrowest token its role needs: FlowNet the writer tokens (no
+// delete), the harness's cleaner the cleanup tokens; without cleanup tokens both use the
+// writer tokens (which then need delete).
+func TestLiveTokenRoles(t *testing.T) {
+	base := []string{"KSQL_SPIKE_BASE_URL=https://e2e.example", "KSQL_SPIKE_APP_EXEC=11", "KSQL_SPIKE_APP_AUDIT=12",
+		"KSQL_E2E_LOG_APP_ID=13", "KSQL_SPIKE_TOKEN_EXEC=writer-exec", "KSQL_SPIKE_TOKEN_AUDIT=writer-audit",
+		"KSQL_SPIKE_TOKEN_EXEC_RO=ro-exec", "KSQL_E2E_TOKEN_LOGS=logs", "KSQL_E2E_TOKEN_LOGS_RO=logs-ro",
+		"FLOWTEST_FLOWNET_BIN=node", "FLOWTEST_FLOWNET_BIN_ARGS=cli.js", "KSQL_FLOW_BIN=ksql-flow"}
+	load := func(extra ...string) *target.Target {
+		cfg, err := config.Load(config.Options{Target: "live", OSEnv: append(append([]string(nil), base...), extra...)})
+		require.NoError(t, err)
+		tgt, err := liveTarget(cfg)
+		require.NoError(t, err)
+		return tgt
+	}
+	tgt := load("KSQL_SPIKE_TOKEN_EXEC_CLEANUP=cleanup-exec", "KSQL_SPIKE_TOKEN_AUDIT_CLEANUP=cleanup-audit")
+	env := strings.Join(tgt.FlowNetEnv("", t.TempDir()), "\n")
+	assert.Contains(t, env, "KSQL_FLOWNET_STATE_API_TOKEN=writer-exec")
+	assert.Contains(t, env, "KSQL_FLOWNET_AUDIT_API_TOKEN=writer-audit")
+	assert.NotContains(t, env, "cleanup-", "FlowNet never gets a cleanup token")
+	assert.Equal(t, "cleanup-exec", tgt.Apps[target.RoleState].Token("full"), "the cleaner sweeps with the cleanup token")
+	assert.Equal(t, "cleanup-audit", tgt.Apps[target.RoleAudit].Token("full"))
+	assert.Equal(t, "ro-exec", tgt.Apps[target.RoleState].Tokens["read"])
+
+	tgt = load()
+	assert.Equal(t, "writer-exec", tgt.Apps[target.RoleState].Token("full"), "without a cleanup token the writer sweeps")
+	assert.Contains(t, strings.Join(tgt.FlowNetEnv("", t.TempDir()), "\n"), "KSQL_FLOWNET_STATE_API_TOKEN=writer-exec")
+}
