@@ -92,11 +92,7 @@ func (lifecycleDomain) boardCancel(ctx context.Context, ref string, want int) er
 // (app-request:<$id>:<creator>), built from what kintone recorded for the request.
 func (lifecycleDomain) noInvocationByRequest(ctx context.Context, ref string) error {
 	sc := sceneOf(ctx)
-	m, err := requestsOf(ctx).find(ref)
-	if err != nil {
-		return err
-	}
-	r, err := readRequest(ctx, m)
+	m, r, err := readNamedRequest(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -158,11 +154,7 @@ func (lifecycleDomain) closeForTheRun(ctx context.Context, name string) error {
 // before the archive PUT: the current one − 1); resolved_at is archived_at to the minute.
 func (lifecycleDomain) oneArchiveAudit(ctx context.Context, ref string) error {
 	sc := sceneOf(ctx)
-	m, err := requestsOf(ctx).find(ref)
-	if err != nil {
-		return err
-	}
-	req, err := readRequest(ctx, m)
+	m, req, err := readNamedRequest(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -383,11 +375,7 @@ func (lifecycleDomain) resumesInTheBackground(ctx context.Context, name string) 
 // claim fields, with cancel_requested set.
 func (lifecycleDomain) stillRequestedWithdrawn(ctx context.Context, ref string) error {
 	sc := sceneOf(ctx)
-	m, err := requestsOf(ctx).find(ref)
-	if err != nil {
-		return err
-	}
-	r, err := readRequest(ctx, m)
+	m, r, err := readNamedRequest(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -399,11 +387,7 @@ func (lifecycleDomain) stillRequestedWithdrawn(ctx context.Context, ref string) 
 // CANCELLED (a cancel after the claim is ignored).
 func (lifecycleDomain) endedNotCancelled(ctx context.Context, ref string) error {
 	sc := sceneOf(ctx)
-	m, err := requestsOf(ctx).find(ref)
-	if err != nil {
-		return err
-	}
-	r, err := readRequest(ctx, m)
+	m, r, err := readNamedRequest(ctx, ref)
 	if err != nil {
 		return err
 	}

@@ -217,6 +217,16 @@ func readRequest(ctx context.Context, m *madeRequest) (operationRequest, error) 
 	return recs[0], nil
 }
 
+// readNamedRequest finds the request a feature names and reads its record exactly.
+func readNamedRequest(ctx context.Context, ref string) (*madeRequest, operationRequest, error) {
+	m, err := requestsOf(ctx).find(ref)
+	if err != nil {
+		return nil, operationRequest{}, err
+	}
+	r, err := readRequest(ctx, m)
+	return m, r, err
+}
+
 // ---- creating requests ----
 
 func (requestDomain) noPendingRequest(ctx context.Context) error {
@@ -579,11 +589,7 @@ func theLastInvocation(ctx context.Context) (runInvocation, error) {
 
 func (requestDomain) messageEndsWithInvocation(ctx context.Context, ref string) error {
 	sc := sceneOf(ctx)
-	m, err := requestsOf(ctx).find(ref)
-	if err != nil {
-		return err
-	}
-	r, err := readRequest(ctx, m)
+	m, r, err := readNamedRequest(ctx, ref)
 	if err != nil {
 		return err
 	}
