@@ -368,21 +368,8 @@ type inputAudit struct {
 func (csvDomain) inputAuditSummary(ctx context.Context, name, input string, rows int, encoding string) error {
 	sc := sceneOf(ctx)
 	s := csvKey.Of(sc.st)
-	node, err := fixturesOf(ctx).node(name)
-	if err != nil {
-		return err
-	}
-	atts, err := attemptsOf(ctx, node.ID)
-	if err != nil {
-		return err
-	}
-	if err := sc.st.Assert("attempts of node "+name, ">= 1", len(atts), len(atts) >= 1); err != nil {
-		return err
-	}
-	msg := atts[len(atts)-1].ErrorMessage
 	var sum inputAudit
-	jerr := json.Unmarshal([]byte(msg), &sum)
-	if err := sc.st.Assert("error_message of the latest attempt of "+name+" is a JSON summary", "JSON", firstLine(msg), jerr == nil); err != nil {
+	if err := latestAttemptSummary(ctx, fixturesOf(ctx), name, &sum); err != nil {
 		return err
 	}
 	if err := sc.st.Equal("kind and version of the input audit summary", "KSQL_FLOWNET_INPUT_AUDIT v1", fmt.Sprintf("%s v%d", sum.Kind, sum.Version)); err != nil {
@@ -905,21 +892,8 @@ func (csvDomain) outputAuditSummary(ctx context.Context, name, sink string, rows
 	if _, err := s.outputPath(sc, fx, sink); err != nil {
 		return err
 	}
-	node, err := fx.node(name)
-	if err != nil {
-		return err
-	}
-	atts, err := attemptsOf(ctx, node.ID)
-	if err != nil {
-		return err
-	}
-	if err := sc.st.Assert("attempts of node "+name, ">= 1", len(atts), len(atts) >= 1); err != nil {
-		return err
-	}
-	msg := atts[len(atts)-1].ErrorMessage
 	var sum outputAudit
-	jerr := json.Unmarshal([]byte(msg), &sum)
-	if err := sc.st.Assert("error_message of the latest attempt of "+name+" is a JSON summary", "JSON", firstLine(msg), jerr == nil); err != nil {
+	if err := latestAttemptSummary(ctx, fx, name, &sum); err != nil {
 		return err
 	}
 	if err := sc.st.Equal("kind and version of the output audit summary", "KSQL_FLOWNET_OUTPUT_AUDIT v1", fmt.Sprintf("%s v%d", sum.Kind, sum.Version)); err != nil {
@@ -1272,4 +1246,24 @@ func (csvDomain) rewriteOneValue(ctx context.Context) error {
 	before := s.sha256
 	s.sha256, s.bytes = digest(data), len(data)
 	return sc.st.Assert("sha256 of the rewritten CSV input", "differs from "+before, s.sha256, s.sha256 != before)
+}
+
+// latestAttemptSummary decodes the JSON audit summary FlowNet keeps in the error_message of a
+// node's latest attempt into sum, asserting that the attempt exists and the field is JSON.
+func latestAttemptSummary(ctx context.Context, fx *fixtureState, name string, sum any) error {
+	sc := sceneOf(ctx)
+	node, err := fx.node(name)
+	if err != nil {
+		return err
+	}
+	atts, err := attemptsOf(ctx, node.ID)
+	if err != nil {
+		return err
+	}
+	if err := sc.st.Assert("attempts of node "+name, ">= 1", len(atts), len(atts) >= 1); err != nil {
+		return err
+	}
+	msg := atts[len(atts)-1].ErrorMessage
+	jerr := json.Unmarshal([]byte(msg), sum)
+	return sc.st.Assert("error_message of the latest attempt of "+name+" is a JSON summary", "JSON", firstLine(msg), jerr == nil)
 }

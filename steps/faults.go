@@ -182,6 +182,22 @@ func trafficCounts(name string, c faultproxy.Counts) map[string]int {
 	return out
 }
 
+// endedProxy returns the proxy of a process that has exited: its counts and traffic are final.
+func endedProxy(ctx context.Context, name, why string) (*faultproxy.Proxy, error) {
+	p, err := proxyOf(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	proc, err := processesOf(ctx).resolve(`"` + name + `"`)
+	if err != nil {
+		return nil, err
+	}
+	if _, done := proc.proc.Exited(); !done {
+		return nil, fmt.Errorf("%q is still running: %s", name, why)
+	}
+	return p, nil
+}
+
 func proxyOf(ctx context.Context, name string) (*faultproxy.Proxy, error) {
 	p, ok := faultKey.Of(scenario.From(ctx)).proxies[name]
 	if !ok {
@@ -358,16 +374,9 @@ func (faultDomain) callsWithin(ctx context.Context, table *godog.Table) error {
 			return fmt.Errorf("call table: a row has %d cells, the header %d", len(row.Cells), len(header))
 		}
 		name := strings.TrimSpace(row.Cells[0].Value)
-		p, err := proxyOf(ctx, name)
+		p, err := endedProxy(ctx, name, "its call counts are not final")
 		if err != nil {
 			return err
-		}
-		proc, err := processesOf(ctx).resolve(`"` + name + `"`)
-		if err != nil {
-			return err
-		}
-		if _, done := proc.proc.Exited(); !done {
-			return fmt.Errorf("%q is still running: its call counts are not final", name)
 		}
 		c := p.Counts()
 		sc.st.Note("kintone calls of "+name, countSummary(c))
@@ -525,16 +534,9 @@ func leaseDeadlineOf(name string, lines []faultproxy.TrafficLine, lease int) (la
 // The process must have ended.
 func (faultDomain) noWriteAfterLease(ctx context.Context, name string, lease int) error {
 	sc := sceneOf(ctx)
-	p, err := proxyOf(ctx, name)
+	p, err := endedProxy(ctx, name, "wait for its exit first")
 	if err != nil {
 		return err
-	}
-	proc, err := processesOf(ctx).resolve(`"` + name + `"`)
-	if err != nil {
-		return err
-	}
-	if _, done := proc.proc.Exited(); !done {
-		return fmt.Errorf("%q is still running: wait for its exit first", name)
 	}
 	lines := p.Traffic()
 	_, deadline, err := leaseDeadlineOf(name, lines, lease)
