@@ -25,7 +25,8 @@ import (
 // faultDomain: a fault proxy between one named FlowNet process (and the children that
 // inherit its base URL, e.g. a poller's runs) and kintone. Feature text declares the proxy
 // before the process starts, switches its mode, and holds single requests at barriers that
-// it waits for and releases. kSQL-Flow keeps the direct URL: only FlowNet's traffic passes.
+// it waits for and releases. kSQL-Flow never passes these proxies (at most the scope's own
+// kSQL-Flow proxy, windows.go, which holds a read but never blocks): only FlowNet's traffic does.
 type faultDomain struct{}
 
 func (d faultDomain) register(reg stepdef.Registry) {
@@ -59,6 +60,10 @@ type barrierEntry struct {
 	name, id, process string
 	reached           bool
 	releasedAt        time.Time // when the scenario let the held request go (zero: never)
+	// proxy is set for a barrier of a proxy that belongs to no single named process (the
+	// scope's kSQL-Flow proxy, windows.go); ended then says when nothing can arrive any more.
+	proxy *faultproxy.Proxy
+	ended func() (why string, done bool)
 }
 
 var faultKey = scenario.NewKey[faultState]("faults")
@@ -102,8 +107,12 @@ func proxyEnvFor(ctx context.Context, name string) ([]string, error) {
 	// fault-control.txt in the proxy's directory (kept with --keep-workdirs), re-read on every
 	// request; as long as nobody creates it, the steps' modes and barriers rule alone.
 	control := filepath.Join(dir, "fault-control.txt")
+	ca, bundle, err := scenarioCA(sc)
+	if err != nil {
+		return nil, err
+	}
 	p, err := faultproxy.New(faultproxy.Options{Name: procFileName(name), Upstream: t.BaseURL, UpstreamCA: t.CAFile,
-		TLS: strings.HasPrefix(t.BaseURL, "https:"), LogDir: dir, ControlFile: control})
+		TLS: strings.HasPrefix(t.BaseURL, "https:"), CA: ca, LogDir: dir, ControlFile: control})
 	if err != nil {
 		return nil, fmt.Errorf("fault proxy for %q: %w", name, err)
 	}
@@ -141,14 +150,8 @@ func proxyEnvFor(ctx context.Context, name string) ([]string, error) {
 	})
 	env := []string{"KSQL_FLOWNET_BASE_URL=" + p.URL()}
 	if p.CAFile() != "" {
-		bundle := filepath.Join(dir, "ca-bundle.pem")
-		files := []string{p.CAFile()}
-		if t.CAFile != "" {
-			files = append([]string{t.CAFile}, files...)
-		}
-		if err := faultproxy.WriteCABundle(bundle, files...); err != nil {
-			return nil, err
-		}
+		// One CA signs every proxy of the scenario (scenarioCA): the same bundle serves
+		// this process and the kSQL-Flow children that reach kintone through windows.go's proxy.
 		env = append(env, "SSL_CERT_FILE="+bundle, "NODE_EXTRA_CA_CERTS="+bundle)
 	}
 	fmt.Fprintf(st.Log, "  fault proxy for %q at %s (control file %s)\n", name, p.URL(), control)
@@ -288,6 +291,9 @@ func barrierOf(ctx context.Context, name string) (*barrierEntry, *faultproxy.Pro
 	if !ok {
 		return nil, nil, fmt.Errorf("no barrier %q was installed", name)
 	}
+	if b.proxy != nil {
+		return b, b.proxy, nil
+	}
 	p, err := proxyOf(ctx, b.process)
 	return b, p, err
 }
@@ -300,9 +306,18 @@ func (faultDomain) barrierIsReached(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	proc, err := processesOf(ctx).resolve(`"` + b.process + `"`)
-	if err != nil {
-		return err
+	ended := b.ended
+	if ended == nil {
+		proc, err := processesOf(ctx).resolve(`"` + b.process + `"`)
+		if err != nil {
+			return err
+		}
+		ended = func() (string, bool) {
+			if res, done := proc.proc.Exited(); done {
+				return fmt.Sprintf("%q exited (%s)", b.process, res), true
+			}
+			return "", false
+		}
 	}
 	var seen faultproxy.Arrival
 	err = wait.For(ctx, wait.BarrierArrival, "barrier "+name+" to hold a request", func(ctx context.Context) (bool, string, error) {
@@ -312,8 +327,8 @@ func (faultDomain) barrierIsReached(ctx context.Context, name string) error {
 				return true, "held " + a.Method + " " + a.Path, nil
 			}
 		}
-		if res, done := proc.proc.Exited(); done {
-			return false, "", wait.Permanent(fmt.Errorf("%q exited (%s) before barrier %s was reached", b.process, res, name))
+		if why, done := ended(); done {
+			return false, "", wait.Permanent(fmt.Errorf("%s before barrier %s was reached", why, name))
 		}
 		return false, "not yet", nil
 	})
@@ -454,8 +469,9 @@ func (faultDomain) droppedAtLeast(ctx context.Context, name string, n int) error
 }
 
 // childFinishesCutOff waits (bounded) for the JOB log row of the attempt the last "has a
-// RUNNING attempt" step found to leave RUNNING: kSQL-Flow keeps the direct kintone URL, so
-// an outage of FlowNet's traffic must not touch it. The harness reads the JOB log directly.
+// RUNNING attempt" step found to leave RUNNING: kSQL-Flow's traffic does not pass FlowNet's
+// proxy (at most the scope's kSQL-Flow proxy, windows.go), so an outage of FlowNet's traffic
+// must not touch it. The harness reads the JOB log directly.
 func (faultDomain) childFinishesCutOff(ctx context.Context, status string) error {
 	sc := sceneOf(ctx)
 	node, att, err := killKey.Of(sc.st).runningAttempt()

@@ -107,6 +107,7 @@ func startFlowNet(ctx context.Context, spec flownetSpec) (*flownetCall, error) {
 // flownetEnv is the environment of every FlowNet command of the scope.
 func flownetEnv(sc *scene, fx *fixtureState) []string {
 	env := append(sc.suite.Target.FlowNetEnv("", sc.ksqlWorkDir), csvIOEnv(sc, fx)...)
+	env = append(env, windowEnv(sc)...)
 	return append(env,
 		"KSQL_FLOWNET_REQUESTED_BY="+fx.scope.Principal("requester"),
 		"KSQL_FLOWNET_SERVICE_PRINCIPAL="+fx.scope.Principal("service"),

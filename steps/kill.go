@@ -79,6 +79,11 @@ func (killDomain) hasARunningAttempt(ctx context.Context, name string) error {
 					if procs := processesOf(ctx); procs.flownetDone() {
 						return false, "", wait.Permanent(fmt.Errorf("FlowNet has exited and the last attempt of %s is %s/%s", name, last.Status, last.ResultCode))
 					}
+					// A run-network process never starts a node again once it succeeded: the
+					// attempt this step waits for has come and gone (hold it with a barrier).
+					if last.Status == "SUCCESS" {
+						return false, "", wait.Permanent(fmt.Errorf("the attempt of %s already finished %s/%s before it was seen RUNNING with its start marker", name, last.Status, last.ResultCode))
+					}
 				}
 				return false, fmt.Sprintf("%d attempts, none RUNNING", len(atts)), nil
 			}

@@ -52,9 +52,11 @@ func (t trialOutcome) String() string {
 }
 
 // runWhileTheHolderHoldsTheLock: the holder takes the job lock of node's job first, and
-// only once its JOB log row is RUNNING does FlowNet start. If the holder was done before
-// FlowNet reached the node, the ordering is retried under a fresh sub-scope, up to three
-// trials. Every trial's evidence goes into the scenario record.
+// only once its JOB log row is RUNNING and its first business read is held by a barrier does
+// FlowNet start; the barrier is released when FlowNet's run has ended, so the hold covers it
+// on a tenant of any speed. If the holder was nevertheless done before FlowNet reached the
+// node, the ordering is retried under a fresh sub-scope, up to three trials (the original's
+// MAX_ORDER_ATTEMPTS). Every trial's evidence goes into the scenario record.
 func (lockConflictDomain) runWhileTheHolderHoldsTheLock(ctx context.Context, node, sql string) error {
 	sc := sceneOf(ctx)
 	fx := fixturesOf(ctx)
@@ -121,40 +123,66 @@ func lockConflictTrial(ctx context.Context, trial int, name, sql string) (trialO
 		return out, fmt.Errorf("render %s: %w", sql, err)
 	}
 	attemptID := fx.scope.ID() + "_holder"
-	path, argv := sc.suite.Target.KsqlFlow.With(ksqlFlowArgs(sc, "run", "-f", sqlPath,
+	// The holder keeps its lock while its first read of 顧客管理 is held by a barrier of the
+	// scenario's kSQL-Flow proxy (windows.go); the barrier is released only once FlowNet's
+	// run has met the lock and ended. The window is forced, not hoped for from a slow tenant.
+	ws := windowKey.Of(sc.st)
+	if err := ws.ensure(ctx, sc); err != nil {
+		return out, err
+	}
+	hold, err := holdReadBarrier(ctx, fmt.Sprintf("holder read, trial %d", trial), target.RoleCustomers)
+	if err != nil {
+		return out, err
+	}
+	t := sc.suite.Target
+	path, argv := t.KsqlFlow.With("run", "-f", sqlPath,
 		"--result-json", filepath.Join(dir, "holder-result.json"),
-		"--correlation-id", fx.scope.ID()+"_holder", "--attempt-id", attemptID, "--expected-job-id", jobID)...)
-	env := append(append([]string(nil), sc.suite.Target.BaseEnv...), sc.suite.Target.KsqlFlowEnv()...)
+		"--correlation-id", fx.scope.ID()+"_holder", "--attempt-id", attemptID, "--expected-job-id", jobID,
+		"--profile", t.Profile, "--config", ws.config)
+	env := append(append(append([]string(nil), t.BaseEnv...), t.KsqlFlowEnv()...), ws.env...)
 	holder := &namedProc{name: fmt.Sprintf("holder-trial-%d", trial), kind: kindKsqlFlow, role: "holder"}
 	if err := startChild(ctx, holder, proc.Spec{Path: path, Args: argv, Env: env, Dir: dir}); err != nil {
 		return out, err
 	}
 	p := holder.proc
-	// FlowNet starts only once the holder's JOB log row is RUNNING: the job lock is taken.
-	finishedFirst := false
-	err = wait.For(ctx, wait.JobLogRunning, "the holder's JOB log row to be RUNNING", func(ctx context.Context) (bool, string, error) {
+	hold.ended = func() (string, bool) {
+		if res, done := p.Exited(); done {
+			return fmt.Sprintf("the holder exited (%s)", res), true
+		}
+		return "", false
+	}
+	// FlowNet starts only once the holder's JOB log row is RUNNING (the job lock is taken) and
+	// its read is held (it cannot let go of the lock before the barrier is released).
+	err = wait.For(ctx, wait.JobLogRunning, "the holder's JOB log row to be RUNNING and its first read of 顧客管理 held", func(ctx context.Context) (bool, string, error) {
+		held := false
+		for _, a := range ws.proxy.Arrivals() {
+			held = held || a.BarrierID == hold.id
+		}
+		if res, done := p.Exited(); done {
+			if res.ExitCode == 0 {
+				// Exit 0 means it took the lock and released it: its reads never met the barrier.
+				return false, "", wait.Permanent(fmt.Errorf("the holder finished (%s) without its read of 顧客管理 being held: %s reads no app the hold matches", res, sql))
+			}
+			return false, "", wait.Permanent(fmt.Errorf("the holder exited %s before it held the lock: %s", res, p.StderrTail()))
+		}
+		if !held {
+			return false, "read not held yet", nil
+		}
 		rows, err := readExact(ctx, sc, target.RoleLog, decodeJobLogRow, match{"attempt_id", attemptID})
 		if err != nil {
 			return false, "", err
 		}
 		for _, r := range rows {
 			if r.Status == "RUNNING" {
-				return true, "RUNNING", nil
+				return true, "RUNNING, read held", nil
 			}
 		}
-		if res, done := p.Exited(); done {
-			if res.ExitCode == 0 {
-				// It held the lock and let go before a poll saw it: no hold to run against.
-				finishedFirst = true
-				return true, "holder finished", nil
-			}
-			return false, "", wait.Permanent(fmt.Errorf("the holder exited %s before its JOB log row was RUNNING: %s", res, p.StderrTail()))
-		}
-		return false, fmt.Sprintf("%d rows, none RUNNING", len(rows)), nil
+		return false, fmt.Sprintf("read held; %d JOB log rows, none RUNNING", len(rows)), nil
 	})
 	if err != nil {
 		return out, err
 	}
+	hold.reached = true
 	out.toRunning = time.Since(p.Started())
 	c, err := runNetwork(ctx, fmt.Sprintf("flownet-trial-%d", trial))
 	if err != nil {
@@ -167,7 +195,11 @@ func lockConflictTrial(ctx context.Context, trial int, name, sql string) (trialO
 	// If the holder is still running now, its lock covered FlowNet's whole run: the node's
 	// job met the held lock, whatever FlowNet then made of it.
 	_, holderDone := p.Exited()
-	out.holdCovered = !finishedFirst && !holderDone
+	out.holdCovered = !holderDone
+	if err := ws.proxy.Release(hold.id); err != nil {
+		return out, err
+	}
+	hold.releasedAt = time.Now()
 	holderRes, err := waitExit(ctx, holder.name, p)
 	if err != nil {
 		return out, err

@@ -12,6 +12,7 @@ import (
 	"github.com/ksqlflow/flowtest/harness/stepdef"
 	"github.com/ksqlflow/flowtest/harness/target"
 	"github.com/ksqlflow/flowtest/harness/wait"
+	"github.com/ksqlflow/flowtest/kintoneapi"
 )
 
 // recordDomain: the run graph FlowNet persisted — NETWORK_RUN and NODE_STATE in the state
@@ -99,13 +100,18 @@ func currentRunID(ctx context.Context) (string, error) {
 	return runs[0].RunID, nil
 }
 
-func theRun(ctx context.Context) (networkRun, error) {
+// ofTheRun reads the current run's records of one record type from one app.
+func ofTheRun[T any](ctx context.Context, role string, decode func(kintoneapi.Record) T, recordType string) ([]T, string, error) {
 	id, err := currentRunID(ctx)
 	if err != nil {
-		return networkRun{}, err
+		return nil, "", err
 	}
-	runs, err := readExact(ctx, sceneOf(ctx), target.RoleState, decodeNetworkRun,
-		match{"record_type", "NETWORK_RUN"}, match{"run_id", id})
+	recs, err := readExact(ctx, sceneOf(ctx), role, decode, match{"record_type", recordType}, match{"run_id", id})
+	return recs, id, err
+}
+
+func theRun(ctx context.Context) (networkRun, error) {
+	runs, id, err := ofTheRun(ctx, target.RoleState, decodeNetworkRun, "NETWORK_RUN")
 	if err != nil {
 		return networkRun{}, err
 	}
@@ -117,12 +123,7 @@ func theRun(ctx context.Context) (networkRun, error) {
 
 // nodeStates returns the run's NODE_STATE records keyed by rendered node id.
 func nodeStates(ctx context.Context) (map[string]nodeState, error) {
-	id, err := currentRunID(ctx)
-	if err != nil {
-		return nil, err
-	}
-	recs, err := readExact(ctx, sceneOf(ctx), target.RoleState, decodeNodeState,
-		match{"record_type", "NODE_STATE"}, match{"run_id", id})
+	recs, _, err := ofTheRun(ctx, target.RoleState, decodeNodeState, "NODE_STATE")
 	if err != nil {
 		return nil, err
 	}
@@ -135,12 +136,8 @@ func nodeStates(ctx context.Context) (map[string]nodeState, error) {
 
 // runAttempts returns every NODE_ATTEMPT of the run.
 func runAttempts(ctx context.Context) ([]nodeAttempt, error) {
-	id, err := currentRunID(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return readExact(ctx, sceneOf(ctx), target.RoleAudit, decodeNodeAttempt,
-		match{"record_type", "NODE_ATTEMPT"}, match{"run_id", id})
+	atts, _, err := ofTheRun(ctx, target.RoleAudit, decodeNodeAttempt, "NODE_ATTEMPT")
+	return atts, err
 }
 
 // attemptsOf returns the attempts of one rendered node id, by attempt number.
@@ -161,12 +158,8 @@ func attemptsOf(ctx context.Context, nodeID string) ([]nodeAttempt, error) {
 
 // invocations returns the run's RUN_INVOCATION records in creation order.
 func invocations(ctx context.Context) ([]runInvocation, error) {
-	id, err := currentRunID(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return readExact(ctx, sceneOf(ctx), target.RoleAudit, decodeRunInvocation,
-		match{"record_type", "RUN_INVOCATION"}, match{"run_id", id})
+	invs, _, err := ofTheRun(ctx, target.RoleAudit, decodeRunInvocation, "RUN_INVOCATION")
+	return invs, err
 }
 
 // invocationsCounted reads the run's invocations and asserts there are n.

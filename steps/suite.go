@@ -67,6 +67,9 @@ type Suite struct {
 	// ArchiveDir is the run's archive folder; a scenario's record is its evidence reference.
 	ArchiveDir string
 	Log        io.Writer
+	// FlowtestBin is the flowtest executable: the CSV steps give FlowNet its hidden
+	// ksql-flow-wrapper as the kSQL-Flow launcher (a kSQL-Flow without importCsv, an SJIS export).
+	FlowtestBin string
 	// Redact learns values a scenario makes that must never reach the archive (a request's
 	// reason body, a fake token handed to a process). Nil: nothing to register (unit tests).
 	Redact Redaction
@@ -100,6 +103,7 @@ var domains = []func(stepdef.Registry){
 	pollerDomain{}.register,
 	startDomain{}.register,
 	faultDomain{}.register,
+	windowDomain{}.register,
 	stopDomain{}.register,
 	csvDomain{}.register,
 	lifecycleDomain{}.register,

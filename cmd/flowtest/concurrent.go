@@ -51,6 +51,7 @@ type isolation struct {
 	base    *steps.Suite
 	secrets *runSecrets
 	appIDs  map[string]string // app id → role of the run's emulator: every emulator must match
+	latency map[string]time.Duration
 
 	mu      sync.Mutex
 	targets map[*scenario.State]*target.Target
@@ -72,7 +73,7 @@ func (iso *isolation) beforeScenario(ctx context.Context, st *scenario.State) er
 	// second interrupt, its stop is the scenario's last cleanup).
 	t, err := target.StartSandbox(context.Background(), target.SandboxOptions{
 		Bin: iso.bin, WorkDir: filepath.Join(st.WorkDir, "sandbox"), Profile: iso.profile,
-		Latency: sandboxLatency, Log: io.Discard,
+		Latency: iso.latency, Log: io.Discard,
 	})
 	if err != nil {
 		return fmt.Errorf("the scenario's own kintone emulator: %w", err)

@@ -149,6 +149,7 @@ func TestEveryWrongInputIsRefusedBeforeAnythingRuns(t *testing.T) {
 		// flag values
 		{"zero step timeout", []string{"run", "--step-timeout", "0"}, nil, false, []string{`--step-timeout "0": want a positive duration`}},
 		{"negative step timeout", []string{"run", "--step-timeout", "-5s"}, nil, false, []string{`--step-timeout "-5s"`}},
+		{"negative sandbox read latency", []string{"run", "--sandbox-read-latency", "-1s"}, nil, false, []string{`--sandbox-read-latency "-1s": want 0`}},
 		{"unparsable step timeout", []string{"run", "--step-timeout", "5 minutes"}, nil, false, []string{`invalid value "5 minutes" for flag -step-timeout`}},
 		{"zero concurrency", []string{"run", "--concurrency", "0"}, nil, false, []string{`--concurrency "0": want an integer of at least 1`}},
 		{"word concurrency", []string{"run", "--concurrency", "two"}, nil, false, []string{`--concurrency "two"`}},

@@ -42,6 +42,7 @@ type runFlags struct {
 	keepWorkDirs bool
 	allowEmpty   bool
 	repeat       int
+	readLatency  time.Duration      // sandbox: delay of every business-app request
 	shard        string             // K/N
 	durationsDir string             // --durations-from
 	config       map[string]*string // configuration flags handed to harness/config
@@ -75,6 +76,7 @@ func (f *runFlags) bind(fs *flag.FlagSet, withRun bool) {
 		fs.BoolVar(&f.keepWorkDirs, "keep-workdirs", false, "keep scenario work dirs (unredacted logs) after the run")
 		fs.StringVar(&f.shard, "shard", "", "K/N: run only shard K of a deterministic split of the selection into N shards (merge the shards' archives with `flowtest archive merge`)")
 		fs.StringVar(&f.durationsDir, "durations-from", "", "archive of an earlier run whose scenario durations balance --shard")
+		fs.DurationVar(&f.readLatency, "sandbox-read-latency", 500*time.Millisecond, "sandbox: delay of every request to the business apps (0 = a fast tenant; held windows make every scenario independent of it)")
 		fs.IntVar(&f.repeat, "repeat", 1, "run the selection this many times (new scopes, a new archive each time) and report per scenario how many runs passed; exit 1 if one flaked")
 	}
 }
@@ -482,7 +484,7 @@ func runCommand(name string, args []string, stdout, stderr io.Writer, sigs <-cha
 		plan.Resolve = func(ctx context.Context) (safety.Resolved, error) {
 			t, err := target.StartSandbox(ctx, target.SandboxOptions{
 				Bin: bin, WorkDir: filepath.Join(s.workDir, "sandbox"), Profile: s.cfg.Profile(),
-				Latency: sandboxLatency, Log: stdout,
+				Latency: sandboxLatency(s.flags.readLatency), Log: stdout,
 			})
 			if err != nil {
 				return safety.Resolved{}, err
@@ -534,9 +536,12 @@ func violations(what string, rep safety.Report) error {
 	return nil
 }
 
-// sandboxLatency makes the business apps answer like kintone (about half a second per
-// read), which gives the long-read fixtures their documented durations (job-longread.sql).
-var sandboxLatency = map[string]time.Duration{"customers": 500 * time.Millisecond, "deals": 500 * time.Millisecond}
+// sandboxLatency makes the business apps answer like kintone (by default about half a second
+// per read, which gives the long-read fixtures their documented durations, job-longread.sql).
+// No scenario depends on it: windows a scenario needs are held by barriers (steps/windows.go).
+func sandboxLatency(d time.Duration) map[string]time.Duration {
+	return map[string]time.Duration{"customers": d, "deals": d}
+}
 
 func resolvedOf(t *target.Target) safety.Resolved {
 	apps := map[safety.AppRole]safety.ResolvedApp{}
@@ -590,18 +595,20 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 	fixtures, _ := filepath.Abs(filepath.Join(f.features, "fixtures"))
 	archAbs, _ := filepath.Abs(arch.Dir())
 	rsec := &runSecrets{red: red, secrets: secrets}
+	self, _ := os.Executable() // the CSV steps' kSQL-Flow wrapper; if unknown, those steps say so
 	suite := &steps.Suite{
 		Target: tgt, FixturesDir: fixtures, ConfirmedBy: f.confirmedBy,
 		Scopes: s.prep.scopes, ArchiveDir: archAbs, Log: stdout, IODir: s.cfg.Get(config.VarIODir),
 		Cleaner: newCleaner(tgt), CheckIdentifiers: s.checkLaterIdentifiers,
 		CheckFixture: s.checkLaterFixture,
-		Redact:       rsec,
+		Redact:       rsec, FlowtestBin: self,
 	}
 	conc := s.concurrency()
 	before, attempts := suite.BeforeScenario, s.readAttempts(tgt)
 	var iso *isolation
 	if conc > 1 && s.bin != "" {
 		iso = newIsolation(s.bin, tgt.Profile, suite, rsec, tgt)
+		iso.latency = sandboxLatency(s.flags.readLatency)
 		before = iso.beforeScenario
 		attempts = func(ctx context.Context, st *scenario.State) {
 			if t := iso.target(st); t != nil {

@@ -230,6 +230,9 @@ func (f *runFlags) validate(uses map[string]flagUse, withRun bool) error {
 	if given("step-timeout") && f.stepTimeout <= 0 {
 		return refuse("--step-timeout %q: want a positive duration, e.g. 10m (leave it out for 5m times the timeout scale)", uses["step-timeout"].last())
 	}
+	if f.readLatency < 0 {
+		return refuse("--sandbox-read-latency %q: want 0 (a fast tenant) or a positive duration, e.g. 500ms", uses["sandbox-read-latency"].last())
+	}
 	for _, v := range f.formats {
 		if err := runner.ValidateFormat(v); err != nil {
 			return refuse("%v", err)

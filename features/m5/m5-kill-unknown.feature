@@ -7,8 +7,10 @@ Feature: M5 kill — a kSQL-Flow child killed after its start marker becomes UNK
   Scenario: the killed node and the run are UNKNOWN, the independent branch still succeeds
     Given the network fixture "network-diamond.yaml" with node "n1_customers" running "job-longread.sql"
     And no kSQL-Flow process of this scope is alive
+    And barrier "long read" holds the first read of the customers app by the scope's kSQL-Flow jobs
     When FlowNet runs the network for the scope's business key in the background
     And node "n1_customers" has a RUNNING attempt with its JOB log start marker
+    And barrier "long read" is reached
     And the kSQL-Flow child of that attempt is killed
     And the job lock of node "n1_customers" is held by the killed attempt
     Then the FlowNet run exits with code 1

@@ -6,8 +6,10 @@ Feature: M6 UNKNOWN isolation — the same isolation on the 30-second-lease dril
   Scenario: killing the long read makes it UNKNOWN, blocks the join and spares the independent node
     Given the network fixture "network-drill.yaml"
     And no kSQL-Flow process of this scope is alive
+    And barrier "long read" holds the first read of the customers app by the scope's kSQL-Flow jobs
     When FlowNet runs the network for the scope's business key in the background
     And node "n1_longread" has a RUNNING attempt with its JOB log start marker
+    And barrier "long read" is reached
     And the kSQL-Flow child of that attempt is killed
     And the job lock of node "n1_longread" is held by the killed attempt
     Then the FlowNet run exits with code 1

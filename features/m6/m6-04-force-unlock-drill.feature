@@ -4,13 +4,17 @@ Feature: M6 force-unlock drill — a dead owner's network lock is released only 
   kills the FlowNet tree deepest first through harness/proc on Linux and Windows and reads
   the process table to confirm it is gone. The drill network's lease is 10 s, so the lock
   becomes a stale candidate (lease + kintone's 60 s DATETIME allowance) within about 70 s.
+  The long read's first read of 顧客管理 is held until the tree is killed, so the kill always
+  finds n1_longread running, on a tenant of any speed; the killed child needs no release.
 
   @m6-04-force-unlock-drill @m6
   Scenario: refused while the lease lives and for a wrong owner, released for the right one, then resolved and resumed
     Given the network fixture "network-drill.yaml"
     And no kSQL-Flow process of this scope is alive
+    And barrier "long read" holds the first read of the customers app by the scope's kSQL-Flow jobs
     When FlowNet runs the network for the scope's business key in the background as "the drill run"
     And node "n1_longread" has a RUNNING attempt with its JOB log start marker
+    And barrier "long read" is reached
     And the whole process tree of "the drill run" is killed, deepest first
     And the operator reads the status of the run as JSON as "the status after the kill"
     Then "the status after the kill" shows the network lock not stale, owned by the run's invocation, and names it for force-unlock-network

@@ -1,8 +1,11 @@
 Feature: M7 kintone drain — FlowNet loses kintone mid-node and drains without corrupting anything
 
-  scenarios.md §2.3.2 (product-contract §3.7 lease monitor and control-plane drain). Only
-  FlowNet's kintone traffic passes its fault proxy; kSQL-Flow keeps the direct URL, so its
-  child finishes and writes its JOB log row while FlowNet is cut off.
+  scenarios.md §2.3.2 (product-contract §3.7 lease monitor and control-plane drain). The
+  outage is FlowNet's alone: its kintone traffic passes its fault proxy; kSQL-Flow reaches
+  kintone through a proxy of its own that never blocks, so its child finishes and writes its
+  JOB log row while FlowNet is cut off. That proxy's barrier holds the long read (its first
+  read of 顧客管理) until the outage has begun: the child finishes during the outage on a
+  tenant of any speed.
 
   Recovery case: kintone comes back before the lease deadline. The recovery case runs the
   control-plane network (the original's 30 s lease / 10 s heartbeat, serial n1 -> n2 -> n3):
@@ -25,10 +28,13 @@ Feature: M7 kintone drain — FlowNet loses kintone mid-node and drains without 
     Given the network fixture "network-m7-control-plane.yaml" as network "recover"
     And no kSQL-Flow process of this scope is alive
     And the kintone traffic of "the recovering run" goes through a fault proxy
+    And barrier "recovering long read" holds the first read of the customers app by the scope's kSQL-Flow jobs
     When FlowNet runs the network for the scope's business key in the background as "the recovering run"
     And node "n1_longread" has a RUNNING attempt with its JOB log start marker
+    And barrier "recovering long read" is reached
     And the fault proxy of "the recovering run" blocks everything
     And the fault proxy of "the recovering run" has dropped at least 1 request
+    And barrier "recovering long read" is released
     And the kSQL-Flow child of that attempt finishes on its own and its JOB log row is "SUCCESS"
     And the fault proxy of "the recovering run" has dropped at least 3 requests
     And the fault proxy of "the recovering run" passes everything again when at most 6 s of the 30 s lease it last carried are left
@@ -40,11 +46,14 @@ Feature: M7 kintone drain — FlowNet loses kintone mid-node and drains without 
     And every attempt has exactly one JOB log row carrying its run, execution and job ids and status "SUCCESS"
     Given the network fixture "network-drill.yaml" as network "outage"
     And the kintone traffic of "the abandoned run" goes through a fault proxy
+    And barrier "abandoned long read" holds the first read of the customers app by the scope's kSQL-Flow jobs
     When FlowNet runs the network for the scope's business key in the background as "the abandoned run"
     And node "n1_longread" has a RUNNING attempt with its JOB log start marker
+    And barrier "abandoned long read" is reached
     And the fault proxy of "the abandoned run" blocks everything
     And the fault proxy of "the abandoned run" has dropped at least 1 request
     And the revisions of every state and audit record of the scope are noted
+    And barrier "abandoned long read" is released
     And the kSQL-Flow child of that attempt finishes on its own and its JOB log row is "SUCCESS"
     Then "the abandoned run" exits with code 1
     And no write of "the abandoned run" reached its fault proxy after the 10 s lease it last carried ran out

@@ -6,6 +6,10 @@ Feature: M7 control-plane API calls — FlowNet's kintone calls per phase stay w
   by method, file, other, heartbeat PUTs) are the evidence in the scenario record; the
   bounds are the original's: total above zero and at most 500 / 100 / 100, nothing blocked,
   the run uses records GET/POST/PUT and the file API, and heartbeats between 1 and 30.
+  The budget is a run's of the original's length: its long read lasted about one heartbeat
+  interval (10 s). The long read's first read of 顧客管理 is held until the run's proxy has
+  passed a heartbeat 10 s or more after the lock was taken, so the run spans that interval on
+  a tenant of any speed (and a FlowNet that heartbeats too often shows it all the same).
 
   @m7-03-control-plane-api-calls @m7
   Scenario: the run, a status read and a force-unlock of a missing lock stay within their call budgets
@@ -13,7 +17,11 @@ Feature: M7 control-plane API calls — FlowNet's kintone calls per phase stay w
     And the kintone traffic of "the run" goes through a fault proxy
     And the kintone traffic of "the status" goes through a fault proxy
     And the kintone traffic of "the missing unlock" goes through a fault proxy
-    And FlowNet has run the network for the scope's business key as "the run" and exited with code 0
+    And barrier "long read" holds the first read of the customers app by the scope's kSQL-Flow jobs
+    And FlowNet runs the network for the scope's business key in the background as "the run"
+    And barrier "long read" is reached
+    And barrier "long read" is released once the fault proxy of "the run" has passed a heartbeat 10 s or more after its first lease write
+    And "the run" exits with code 0
     And the run is "SUCCESS"
     When the operator reads the status of the run as JSON as "the status"
     And the operator force-unlocks the network lock of a network that has none as "the missing unlock"

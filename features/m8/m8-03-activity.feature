@@ -1,15 +1,20 @@
 Feature: M8 activity — LIVE, INTERRUPTED, STOPPED on unfinished runs; none on a finished one
 
-  scenarios.md §2.4.3 (product-contract §3.6).
+  scenarios.md §2.4.3 (product-contract §3.6). The long read's first read of 顧客管理 is held
+  from before the drill run until its FlowNet parent was killed, so the LIVE status and the
+  kill meet n1_longread running on a tenant of any speed; the orphan then finishes on its own.
 
   @m8-03-activity @m8
   Scenario: a run is LIVE, INTERRUPTED once its dead owner's lease expired, STOPPED when held; a SUCCESS run has no activity
     Given the network fixture "network-drill.yaml"
     And no kSQL-Flow process of this scope is alive
+    And barrier "long read" holds the first read of the customers app by the scope's kSQL-Flow jobs
     When FlowNet runs the network for the scope's business key in the background as "the drill run"
     And node "n1_longread" has a RUNNING attempt with its JOB log start marker
+    And barrier "long read" is reached
     Then the status of the run shows activity "LIVE"
     When only the FlowNet process of "the drill run" is killed, leaving its kSQL-Flow child running
+    And barrier "long read" is released
     Then the orphaned kSQL-Flow child of "the drill run" finishes and its JOB log row is "SUCCESS"
     When the network lock of the run becomes a stale candidate
     Then the status of the run shows activity "INTERRUPTED"

@@ -3,18 +3,23 @@ Feature: P2-01 STOP and RELEASE requests — a hold at the node boundary, releas
   Acceptance 4・5 (scenarios.md §2.5.4). A STOP request becomes a hold (`cancel-run`): the
   running node finishes, no later node starts, the invocation closes CANCELLED /
   STOP_REQUESTED. A RELEASE request lifts the hold and runs nothing; a RERUN then completes the
-  Run. A RELEASE of a Run without a hold is refused.
+  Run. A RELEASE of a Run without a hold is refused. The long node stays RUNNING because its
+  first read of 顧客管理 is held by a barrier until the STOP request was processed, on a tenant
+  of any speed.
 
   @p2-01-04-stop-release @p2-01 @acc-4 @acc-5
   Scenario: STOP holds the drill at the node boundary, RELEASE runs nothing, RERUN completes it, RELEASE without hold is refused
     Given the request app holds no REQUESTED or ACCEPTED request
     And the network fixture "network-drill.yaml"
+    And barrier "long read" holds the first read of the customers app by the scope's kSQL-Flow jobs
     When FlowNet runs the network for the scope's business key in the background as "drill run"
     And node "n1_longread" has a RUNNING attempt with its JOB log start marker
+    And barrier "long read" is reached
     And a STOP request for the run is created as "stop"
     And the poller runs as "poller 1"
     Then request "stop" is "DONE" with result code "STOP_REQUESTED"
-    And "drill run" exits with code 1
+    When barrier "long read" is released
+    Then "drill run" exits with code 1
     And the last invocation is "CANCELLED" with result code "STOP_REQUESTED"
     And the node states are:
       | node           | status  | latest_attempt_no |

@@ -62,9 +62,14 @@ func (b *BodyMatch) empty() bool { return b == nil || (b.App == "" && b.ID == ""
 
 // Match selects the requests a barrier applies to.
 type Match struct {
-	Path   string     `json:"path"`             // regexp on the URL path (no query)
-	Method string     `json:"method,omitempty"` // e.g. PUT; "" = any
-	Body   *BodyMatch `json:"body,omitempty"`
+	Path   string `json:"path"`             // regexp on the URL path (no query)
+	Method string `json:"method,omitempty"` // e.g. PUT; "" = any
+	// App is the app the request addresses, wherever the client put it: the JSON body's
+	// top-level "app", else the "app" query parameter. A read is a GET with its
+	// parameters in the query string, or (kintone's X-HTTP-Method-Override for long
+	// queries, a cursor's creation) a POST with a JSON body; App matches either.
+	App  string     `json:"app,omitempty"`
+	Body *BodyMatch `json:"body,omitempty"`
 }
 
 // Barrier holds one matching request until released. See the package comment.
@@ -116,6 +121,7 @@ func compile(b Barrier) (*compiled, error) {
 type requestView struct {
 	method string
 	path   string
+	query  url.Values
 	body   []byte // nil when not buffered (too large, multipart, GET)
 	parsed bool
 	obj    map[string]json.RawMessage
@@ -159,6 +165,9 @@ func (c *compiled) matches(v *requestView) bool {
 	if !c.re.MatchString(v.path) {
 		return false
 	}
+	if c.b.Match.App != "" && v.app() != c.b.Match.App {
+		return false
+	}
 	bm := c.b.Match.Body
 	if bm.empty() {
 		return true
@@ -187,6 +196,16 @@ func (c *compiled) matches(v *requestView) bool {
 		}
 	}
 	return true
+}
+
+// app is the app the request addresses: the JSON body's top-level "app", else the query's.
+func (v *requestView) app() string {
+	if v.parse() {
+		if s, ok := scalar(v.obj["app"]); ok {
+			return s
+		}
+	}
+	return v.query.Get("app")
 }
 
 // isHeartbeat: a PUT whose JSON record has heartbeat_at (the original's definition).

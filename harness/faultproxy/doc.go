@@ -40,8 +40,9 @@
 //
 // # Barriers
 //
-// A Barrier matches on URL path (regexp), method, and the JSON body's top-level
-// "app" and "id" (string-compared, so 12 and "12" are equal) and the presence of a
+// A Barrier matches on URL path (regexp), method, the app the request addresses
+// (Match.App: the JSON body's "app", else the "app" query parameter, so a GET read
+// matches too), and the JSON body's top-level "app" and "id" (string-compared, so 12 and "12" are equal) and the presence of a
 // field under "record". Blocked requests never reach barriers. Phase "before" holds
 // the request before forwarding; "after-success" forwards it and holds a 2xx response
 // before returning it; a non-2xx response passes through and does not consume the

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -291,6 +292,37 @@ func TestBarrierMatchRules(t *testing.T) {
 		assert.Error(t, err, "%+v", bad)
 	}
 }
+
+// A business read addresses its app in the query string of a GET, or in the body of a
+// method-override POST; Match.App finds it in either.
+func TestBarrierMatchesTheAppOfARead(t *testing.T) {
+	cases := []struct {
+		name, method, path, body, query string
+		want                            bool
+	}{
+		{"read app in query", "GET", "/k/v1/records.json", "", "app=5&query=limit+1", true},
+		{"read of another app in query", "GET", "/k/v1/records.json", "", "app=6", false},
+		{"read app in override body", "POST", "/k/v1/records.json", `{"app":5,"query":"limit 1"}`, "", true},
+		{"body app wins over query app", "POST", "/k/v1/records.json", `{"app":6}`, "app=5", false},
+		{"read without any app", "GET", "/k/v1/records.json", "", "", false},
+		{"path differs", "GET", "/k/v1/record.json", "", "app=5", false},
+	}
+	c, err := compile(readBarrier)
+	require.NoError(t, err)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			q, err := url.ParseQuery(tc.query)
+			require.NoError(t, err)
+			v := &requestView{method: tc.method, path: tc.path, query: q}
+			if tc.body != "" {
+				v.body = []byte(tc.body)
+			}
+			assert.Equal(t, tc.want, c.matches(v))
+		})
+	}
+}
+
+var readBarrier = Barrier{ID: "read", Phase: PhaseBefore, Match: Match{Path: `/k/v1/records\.json$`, App: "5"}}
 
 func TestNonMatchingRequestLeavesBarrierArmed(t *testing.T) {
 	u := newUpstream(t)
