@@ -364,7 +364,7 @@ func (in Input) requiredTokens() []string {
 		r = append(r, VarTokenRequests, VarTokenRequestsRO)
 	}
 	if in.needsCSV() {
-		r = append(r, VarTokenCSV)
+		r = append(r, VarTokenCSV, VarTokenCSVRO)
 	}
 	return r
 }
@@ -408,7 +408,7 @@ func checkTokens(rep *Report, in Input) {
 		}
 	}
 	if p := in.ProductionRequestToken; strings.TrimSpace(p.Value) != "" {
-		for _, n := range []string{VarTokenRequests, VarTokenRequestsRO} {
+		for _, n := range []string{VarTokenRequests, VarTokenRequestsRO, VarTokenRequestsCleanup} {
 			if t, ok := in.token(n); ok && strings.TrimSpace(t.Value) == strings.TrimSpace(p.Value) {
 				rep.fail("production-request", n+", "+p.Name, "E2E request token equals the production request token")
 				distinct = false

@@ -257,6 +257,12 @@ func TestRule5Tokens(t *testing.T) {
 		in.ProductionRequestToken = set(VarProdReqTk, w.Value)
 		requireOnlyViolation(t, Preflight(in), "production-request", VarTokenRequests, "production request token")
 	})
+	t.Run("request cleanup token equals production token", func(t *testing.T) {
+		in := validLive()
+		w, _ := in.token(VarTokenRequestsCleanup)
+		in.ProductionRequestToken = set(VarProdReqTk, w.Value)
+		requireOnlyViolation(t, Preflight(in), "production-request", VarTokenRequestsCleanup, "production request token")
+	})
 	t.Run("missing required token", func(t *testing.T) {
 		in := withSetting(validLive(), VarTokenLogsRO, "", OriginUnset)
 		requireOnlyViolation(t, Preflight(in), "token-present", VarTokenLogsRO, "required")
@@ -267,6 +273,7 @@ func TestRule5Tokens(t *testing.T) {
 	}{
 		{VarTokenExec, false}, {VarTokenAudit, false}, {VarTokenLogs, false},
 		{VarTokenRequests, false}, {VarTokenCSV, false},
+		{VarTokenExecCleanup, false}, {VarTokenAuditCleanup, false}, {VarTokenRequestsCleanup, false},
 		{VarProdReqTk, false},                  // production token: writable, refused
 		{"KSQL_SPIKE_TOKEN_INTEGRATED", false}, // unknown: fail closed
 		{"SOME_SECRET", false},
@@ -484,7 +491,7 @@ func TestSandboxStaticPhaseIgnoresUnresolvedTarget(t *testing.T) {
 		BaseURL: "https://127.0.0.1:39999",
 		Apps:    map[AppRole]string{RoleState: "1", RoleAudit: "2", RoleLog: "3", RoleRequest: "4", RoleCSV: "5"},
 		Tokens: map[string]string{VarTokenExec: "a", VarTokenAudit: "b", VarTokenLogs: "c", VarTokenLogsRO: "d",
-			VarTokenRequests: "e", VarTokenRequestsRO: "f", VarTokenCSV: "g"},
+			VarTokenRequests: "e", VarTokenRequestsRO: "f", VarTokenCSV: "g", VarTokenCSVRO: "g2"},
 	})
 	require.True(t, CheckTarget(res).OK(), "%+v", CheckTarget(res).Violations())
 	bad := in.WithResolved(Resolved{BaseURL: "https://example.cybozu.com", Apps: map[AppRole]string{RoleState: "1", RoleAudit: "1", RoleLog: "3"},
@@ -521,6 +528,6 @@ func TestNewResolved(t *testing.T) {
 		RoleCustomers: {ID: "6", Full: "ignored", Read: "cr"},
 		RoleCSV:       {ID: "5", Full: "cf", Read: "ignored"},
 	})
-	require.Equal(t, map[string]string{VarTokenExec: "sf", VarTokenExecRO: "sr", VarTokenCustomers: "cr", VarTokenCSV: "cf"}, r.Tokens)
+	require.Equal(t, map[string]string{VarTokenExec: "sf", VarTokenExecRO: "sr", VarTokenCustomers: "cr", VarTokenCSV: "cf", VarTokenCSVRO: "ignored"}, r.Tokens)
 	require.Equal(t, "6", r.Apps[RoleCustomers])
 }

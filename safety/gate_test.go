@@ -74,7 +74,7 @@ func goodResolved() Resolved {
 		BaseURL: "https://127.0.0.1:1",
 		Apps:    map[AppRole]string{RoleState: "1", RoleAudit: "2", RoleLog: "3", RoleRequest: "4", RoleCSV: "5"},
 		Tokens: map[string]string{VarTokenExec: "a", VarTokenAudit: "b", VarTokenLogs: "c", VarTokenLogsRO: "d",
-			VarTokenRequests: "e", VarTokenRequestsRO: "f", VarTokenCSV: "g"},
+			VarTokenRequests: "e", VarTokenRequestsRO: "f", VarTokenCSV: "g", VarTokenCSVRO: "g2"},
 	}
 }
 

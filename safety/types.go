@@ -73,12 +73,17 @@ const (
 	VarTokenRequests   = "KSQL_E2E_TOKEN_REQUESTS"
 	VarTokenRequestsRO = "KSQL_E2E_TOKEN_REQUESTS_RO"
 	VarTokenCSV        = "KSQL_CSV1_TARGET_API_TOKEN"
+	VarTokenCSVRO      = "KSQL_CSV1_TARGET_API_TOKEN_RO"
 	VarTokenCustomers  = "KSQL_TOKEN_CUSTOMERS"
 	VarTokenDeals      = "KSQL_TOKEN_DEALS"
 	// The harness's cleanup tokens (view/delete) of the state and audit apps; optional: unset,
 	// KSQL_SPIKE_TOKEN_EXEC / _AUDIT (then FlowNet's and the harness's) must also delete.
 	VarTokenExecCleanup  = "KSQL_SPIKE_TOKEN_EXEC_CLEANUP"
 	VarTokenAuditCleanup = "KSQL_SPIKE_TOKEN_AUDIT_CLEANUP"
+	// The harness's request-app token (view/add/edit/delete: it creates, withdraws and sweeps
+	// requests); optional: unset, KSQL_E2E_TOKEN_REQUESTS (then the poller's and the
+	// harness's) needs all four, else the poller's needs only view/edit.
+	VarTokenRequestsCleanup = "KSQL_E2E_TOKEN_REQUESTS_CLEANUP"
 
 	VarDenyList     = "FLOWTEST_PRODUCTION_DENYLIST"
 	VarDenyListFile = "FLOWTEST_DENYLIST_FILE"
@@ -108,7 +113,7 @@ type TokenSpec struct {
 	// ReadOnlyOf names the writable counterpart of a read-only token ("" if none).
 	ReadOnlyOf string
 	// Cleanup marks the harness's delete-capable token of an app whose writable token is
-	// FlowNet's (view/add/edit).
+	// FlowNet's (state, audit: view/add/edit; request: the poller's view/edit).
 	Cleanup bool
 }
 
@@ -126,7 +131,9 @@ func TokenCatalog() []TokenSpec {
 		{VarTokenLogsRO, RoleLog, false, VarTokenLogs, false},
 		{VarTokenRequests, RoleRequest, true, "", false},
 		{VarTokenRequestsRO, RoleRequest, false, VarTokenRequests, false},
+		{VarTokenRequestsCleanup, RoleRequest, true, "", true},
 		{VarTokenCSV, RoleCSV, true, "", false},
+		{VarTokenCSVRO, RoleCSV, false, VarTokenCSV, false},
 		{VarTokenCustomers, RoleCustomers, false, "", false},
 		{VarTokenDeals, RoleDeals, false, "", false},
 	}

@@ -12,9 +12,10 @@ import (
 
 // cmdCheck runs the preflight only and prints every check with PASS/FAIL. In sandbox mode
 // the target checks need the emulator, so they are run only with --start-sandbox; in live
-// mode the setup checks (livesetup.go: one GET of the base URL, the launchers' version and
-// capabilities, the kSQL-Flow config) run first, and the pending-request read (rule 9) only
-// when every static check passed. Nothing is written.
+// mode the setup checks (livesetup.go: one GET of the base URL, write-free token probes, a
+// read of the state and audit apps for another runner, the launchers' version, capabilities
+// and validate of a rendered fixture, the kSQL-Flow config) run first, and the
+// pending-request read (rule 9) only when every static check passed. Nothing is written.
 func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	s, code := startCommand("check", args, false, stderr)
 	if s == nil {

@@ -33,22 +33,27 @@ const (
 // the tenant answers over TLS with the configured CA, the FlowNet and kSQL-Flow launchers
 // exist and answer, and the kSQL-Flow config agrees with flowtest's configuration (profile
 // base URL origin, log app, business apps, and every env:NAME it references is a variable
-// flowtest passes to the kSQL-Flow child). Nothing is written; the only request sent to the
-// tenant is one GET of its base URL. Sandbox: none (the runner makes the whole setup).
+// flowtest passes to the kSQL-Flow child). Nothing is written: the tenant gets one GET of its
+// base URL, the write-free token probes and reads of the state and audit apps. Sandbox: none
+// (the runner makes the whole setup).
+//
+// The launchers also validate a fixture rendered with a throw-away scope into a temporary
+// directory (flownet-validate, ksql-flow-validate: launchervalidate.go), and the state and
+// audit apps are read for another runner at work (tenant-activity: activity.go).
 func liveSetupChecks(cfg *config.Config) []safety.Check {
 	tls := tenantTLSCheck(cfg.Get(safety.VarBaseURL), cfg.Get(config.VarCAFile))
 	tokens := safety.Check{Name: "token-permissions", Subject: "tokens", OK: false,
 		Reason: "not probed: the tenant does not answer over TLS"}
+	active := safety.Check{Name: "tenant-activity", Subject: "state and audit apps", OK: false,
+		Reason: "not probed: the tenant does not answer over TLS"}
 	if tls.OK {
 		tokens = tokenPermissionCheck(cfg)
+		active = tenantActivityCheck(cfg, time.Now())
 	}
-	return []safety.Check{
-		tls,
-		tokens,
-		flowNetLauncherCheck(cfg),
-		ksqlFlowLauncherCheck(cfg),
-		ksqlFlowConfigCheck(cfg, os.ReadFile),
-	}
+	fn, kf := flowNetLauncherCheck(cfg), ksqlFlowLauncherCheck(cfg)
+	checks := []safety.Check{tls, tokens, active, fn, kf}
+	checks = append(checks, validateChecks(cfg, fn.OK, kf.OK)...)
+	return append(checks, ksqlFlowConfigCheck(cfg, os.ReadFile))
 }
 
 // tokenRole is what one token variable is used for and the permissions that use needs;
@@ -62,23 +67,31 @@ type tokenRole struct {
 // tokenRoles lists the configured token variables with their roles: FlowNet's writer tokens
 // (view/add/edit; with delete too when no cleanup token is set, because the harness then
 // sweeps with them), the harness's cleanup tokens (view/delete), kSQL-Flow's JOB log token
-// (view/add/edit), the request and CSV tokens the harness writes and sweeps with
-// (view/add/edit/delete), and the read-only tokens (view, nothing else).
+// (view/add/edit), the request poller's token (view/edit, product-contract §4.3; with add
+// and delete too when no request cleanup token is set), the harness's request token and the
+// CSV token (view/add/edit/delete: the harness creates, withdraws and sweeps with them), and
+// the read-only tokens (view, nothing else).
 func tokenRoles(cfg *config.Config) []tokenRole {
 	v, a, e, d := kintoneapi.PermView, kintoneapi.PermAdd, kintoneapi.PermEdit, kintoneapi.PermDelete
-	writer := func(cleanupVar string) []string {
+	// shared is what a product token needs: its own permissions, or, when the harness has
+	// no cleanup token of its own for that app, also what the harness does with it.
+	shared := func(cleanupVar string, own, harness []string, what string) ([]string, string) {
 		if cfg.Get(cleanupVar) == "" {
-			return []string{v, a, e, d}
+			return harness, " and the harness's " + what + ": " + cleanupVar + " is unset"
 		}
-		return []string{v, a, e}
+		return own, ""
 	}
+	execNeeds, execAlso := shared(safety.VarTokenExecCleanup, []string{v, a, e}, []string{v, a, e, d}, "sweep")
+	auditNeeds, auditAlso := shared(safety.VarTokenAuditCleanup, []string{v, a, e}, []string{v, a, e, d}, "sweep")
+	reqNeeds, reqAlso := shared(safety.VarTokenRequestsCleanup, []string{v, e}, []string{v, a, e, d}, "requests and sweep")
 	all := []tokenRole{
-		{safety.VarTokenExec, "FlowNet's state writer", writer(safety.VarTokenExecCleanup), false},
-		{safety.VarTokenAudit, "FlowNet's audit writer", writer(safety.VarTokenAuditCleanup), false},
+		{safety.VarTokenExec, "FlowNet's state writer" + execAlso, execNeeds, false},
+		{safety.VarTokenAudit, "FlowNet's audit writer" + auditAlso, auditNeeds, false},
 		{safety.VarTokenExecCleanup, "the harness's state cleanup", []string{v, d}, false},
 		{safety.VarTokenAuditCleanup, "the harness's audit cleanup", []string{v, d}, false},
 		{safety.VarTokenLogs, "kSQL-Flow's JOB log writer", []string{v, a, e}, false},
-		{safety.VarTokenRequests, "the request app writer (harness and FlowNet's poller)", []string{v, a, e, d}, false},
+		{safety.VarTokenRequests, "FlowNet's request poller" + reqAlso, reqNeeds, false},
+		{safety.VarTokenRequestsCleanup, "the harness's request writer and cleanup", []string{v, a, e, d}, false},
 		{safety.VarTokenCSV, "the CSV fixture writer", []string{v, a, e, d}, false},
 	}
 	for _, t := range safety.TokenCatalog() {
@@ -199,9 +212,9 @@ func tenantTLSCheck(baseURL, caFile string) safety.Check {
 	return c
 }
 
-// probe runs a launcher with args, a minimal environment and a bounded time, and returns its
-// stdout; the error carries the exit and stderr tail.
-func probe(bin string, args []string, dir string, caFile string) ([]byte, error) {
+// probe runs a launcher with args, a minimal environment (plus extraEnv) and a bounded time,
+// and returns its stdout; the error carries the exit and stderr tail.
+func probe(bin string, args []string, dir string, caFile string, extraEnv ...string) ([]byte, error) {
 	path, err := exec.LookPath(bin)
 	if err != nil {
 		return nil, fmt.Errorf("%s: not found or not executable: %v", bin, err)
@@ -210,7 +223,7 @@ func probe(bin string, args []string, dir string, caFile string) ([]byte, error)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Dir = dir
-	cmd.Env = target.ChildBaseEnv(caFile)
+	cmd.Env = append(target.ChildBaseEnv(caFile), extraEnv...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.WaitDelay = 2 * time.Second

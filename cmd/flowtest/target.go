@@ -12,6 +12,12 @@ import (
 	"github.com/ksqlflow/flowtest/safety"
 )
 
+// productTokenKind names, per app with a cleanup token, the token kind FlowNet's children
+// ask the target for (target.FlowNetEnv): the same kinds the sandbox emulator mints.
+var productTokenKind = map[safety.AppRole]string{
+	safety.RoleState: "flownet", safety.RoleAudit: "flownet", safety.RoleRequest: "poller",
+}
+
 // liveTarget resolves a live tenant from the configuration (which the safety gate checked).
 func liveTarget(cfg *config.Config) (*target.Target, error) {
 	t := &target.Target{
@@ -21,10 +27,11 @@ func liveTarget(cfg *config.Config) (*target.Target, error) {
 	}
 	for role, a := range cfg.LiveApps() {
 		tokens := map[string]string{"full": a.Full, "read": a.Read}
-		if role == safety.RoleState || role == safety.RoleAudit {
-			// FlowNet writes with the writer token (view/add/edit); the harness sweeps with
-			// the cleanup token when one is configured, else with the same writer token.
-			tokens["flownet"] = a.Full
+		if kind := productTokenKind[role]; kind != "" {
+			// FlowNet writes with the app's writable token (state/audit: view/add/edit; the
+			// request poller: view/edit); the harness writes and sweeps with the cleanup token
+			// when one is configured, else with that same token (which then needs delete).
+			tokens[kind] = a.Full
 			if a.Cleanup != "" {
 				tokens["full"] = a.Cleanup
 			}

@@ -163,7 +163,7 @@ func liveEnv() []string {
 		"KSQL_SPIKE_APP_EXEC=4257", "KSQL_SPIKE_APP_AUDIT=4258", "KSQL_E2E_LOG_APP_ID=4264",
 		"KSQL_E2E_REQUEST_APP_ID=4267", "KSQL_CSV1_TARGET_APP_ID=4270",
 		"KSQL_SPIKE_TOKEN_EXEC=t1", "KSQL_SPIKE_TOKEN_AUDIT=t2", "KSQL_E2E_TOKEN_LOGS=t3", "KSQL_E2E_TOKEN_LOGS_RO=t4",
-		"KSQL_E2E_TOKEN_REQUESTS=t5", "KSQL_E2E_TOKEN_REQUESTS_RO=t6", "KSQL_CSV1_TARGET_API_TOKEN=t7",
+		"KSQL_E2E_TOKEN_REQUESTS=t5", "KSQL_E2E_TOKEN_REQUESTS_RO=t6", "KSQL_CSV1_TARGET_API_TOKEN=t7", "KSQL_CSV1_TARGET_API_TOKEN_RO=t7r",
 	}
 }
 
@@ -179,6 +179,15 @@ func TestSafetyInput(t *testing.T) {
 	require.Equal(t, AppSettings{Role: safety.RoleRequest, ID: "4267", Full: "t5", Read: "t6"}, apps[safety.RoleRequest])
 	require.Equal(t, "t7", apps[safety.RoleCSV].Full)
 	require.Equal(t, "t1", cfg.Secrets()[safety.VarTokenExec])
+
+	// The optional cleanup tokens: the harness's own, beside the product's writable token.
+	cfg, err = Load(Options{Target: "live", OSEnv: append(liveEnv(), "KSQL_E2E_TOKEN_REQUESTS_CLEANUP=t8", "KSQL_SPIKE_TOKEN_EXEC_CLEANUP=t9"), SearchDir: "."})
+	require.NoError(t, err)
+	apps = cfg.LiveApps()
+	require.Equal(t, AppSettings{Role: safety.RoleRequest, ID: "4267", Full: "t5", Read: "t6", Cleanup: "t8"}, apps[safety.RoleRequest])
+	require.Equal(t, "t9", apps[safety.RoleState].Cleanup)
+	require.Equal(t, "t8", cfg.Secrets()[safety.VarTokenRequestsCleanup], "redacted like every token")
+	require.True(t, safety.Preflight(cfg.SafetyInput([]safety.Identifier{{Kind: safety.IdentScope, Value: "KSQL_FLOW_TEST_x"}}, nil)).OK())
 
 	// Sandbox: live values in the environment are neither checked nor used.
 	cfg, err = Load(Options{OSEnv: append(liveEnv(), "KSQL_SPIKE_BASE_URL=http://example.cybozu.com"), SearchDir: "."})

@@ -34,10 +34,13 @@ const (
 
 // App is one kintone app of the target.
 type App struct {
-	Role   string            `json:"role"`
-	Name   string            `json:"name"`
-	ID     string            `json:"id"`
-	Tokens map[string]string `json:"tokens"` // "full" (writable for the SUT), "read" (read-only)
+	Role string `json:"role"`
+	Name string `json:"name"`
+	ID   string `json:"id"`
+	// Tokens by kind: "full" (the harness writes and sweeps with it), "read" (view only), and
+	// where the product's token is narrower, "flownet" (state, audit: view/add/edit),
+	// "poller" (request: view/edit), "ksqlflow" (JOB log: view/add/edit).
+	Tokens map[string]string `json:"tokens"`
 }
 
 // Command is how to start a program: argv[0] and leading arguments.
@@ -84,7 +87,8 @@ func (t *Target) Abort() {
 
 // Token returns the app's first token of the given kinds ("" if none). The sandbox mints a
 // token per permission set (e.g. "flownet" = view/add/edit, "full" = with delete); a live
-// tenant configures "full" and "read", so callers name the narrowest kind first.
+// tenant configures "full" and "read", plus "flownet" / "poller" when the operator set a
+// separate cleanup token for the harness, so callers name the narrowest kind first.
 func (a App) Token(kinds ...string) string {
 	for _, k := range kinds {
 		if t := a.Tokens[k]; t != "" {
