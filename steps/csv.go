@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -125,7 +126,8 @@ func (s *csvState) key(fx *fixtureState, sink string) string {
 
 var csvKey = scenario.NewKey[csvState]("csv")
 
-// csvIOEnv is KSQL_FLOWNET_IO_DIR for the scope, once the scenario made its IO root.
+// csvIOEnv is KSQL_FLOWNET_IO_DIR for the scope, once the scenario made its IO root, and the
+// kSQL-Flow config copy and CA bundle of the scope's write-fault proxy, if it has one.
 func csvIOEnv(sc *scene, fx *fixtureState) []string {
 	s := csvKey.Of(sc.st)
 	var env []string
@@ -133,7 +135,7 @@ func csvIOEnv(sc *scene, fx *fixtureState) []string {
 		env = append(env, "KSQL_FLOWNET_IO_DIR="+root)
 	}
 	if p := s.proxies[fx.scope.ID()]; p != nil {
-		env = append(env, "KSQL_FLOW_CONFIG="+p.config)
+		env = append(env, "KSQL_FLOW_CONFIG="+p.config, "SSL_CERT_FILE="+p.caBundle, "NODE_EXTRA_CA_CERTS="+p.caBundle)
 	}
 	return env
 }
@@ -318,18 +320,47 @@ func (csvDomain) inputBehindLink(ctx context.Context, n int) error {
 	return nil
 }
 
-// runsWithLegacyKsqlFlow plays a kSQL-Flow built before CSV import: the sandbox kSQL-Flow's
-// legacy switch (capabilities report importCsv false).
+// runsWithLegacyKsqlFlow plays a kSQL-Flow built before CSV import, as the original's
+// generated stub did (scenarios.md §2.8.1): the target's own kSQL-Flow behind flowtest's
+// wrapper, whose `capabilities --json` reports importCsv false.
 func (csvDomain) runsWithLegacyKsqlFlow(ctx context.Context, name string) error {
-	sc := sceneOf(ctx)
-	if sc.suite.Target.Name == string(safety.TargetLive) {
-		return fmt.Errorf("a kSQL-Flow without importCsv is the sandbox kSQL-Flow's legacy switch; a live target needs a stub kSQL-Flow, which flowtest does not build")
+	env, err := wrappedKsqlFlow(sceneOf(ctx), WrapLegacyCapabilities)
+	if err != nil {
+		return err
 	}
-	c, err := runNetworkWith(ctx, name, []string{"FLOWSANDBOX_KSQL_FLOW_LEGACY=1"}, "--business-key", fixturesOf(ctx).scope.BusinessKey())
+	c, err := runNetworkWith(ctx, name, env, "--business-key", fixturesOf(ctx).scope.BusinessKey())
 	if err != nil {
 		return err
 	}
 	return c.finish(ctx)
+}
+
+// The kSQL-Flow wrapper: `flowtest ksql-flow-wrapper` (cmd/flowtest/ksqlwrap.go) and its
+// modes, shared here so the steps and the command cannot disagree on them.
+const (
+	KsqlFlowWrapperCommand = "ksql-flow-wrapper"
+	WrapLegacyCapabilities = "legacy-capabilities" // capabilities --json says importCsv false
+	WrapExportSJIS         = "export-sjis"         // export runs get --export-encoding sjis
+)
+
+// wrappedKsqlFlow is FlowNet's KSQL_FLOW_BIN / KSQL_FLOW_BIN_ARGS for the target's own
+// kSQL-Flow launcher wrapped by flowtest in mode: the same on the sandbox and on a live
+// target, since only the launcher changes.
+func wrappedKsqlFlow(sc *scene, mode string) ([]string, error) {
+	self := sc.suite.FlowtestBin
+	if self == "" {
+		return nil, fmt.Errorf("the kSQL-Flow wrapper (%s) needs the flowtest executable, which this run does not know", mode)
+	}
+	k := sc.suite.Target.KsqlFlow
+	if k.Path == "" {
+		return nil, fmt.Errorf("the target has no kSQL-Flow launcher to wrap (%s)", mode)
+	}
+	args := append([]string{KsqlFlowWrapperCommand, "--mode", mode, "--launcher-args", strconv.Itoa(len(k.Args)), "--", k.Path}, k.Args...)
+	b, err := json.Marshal(args)
+	if err != nil {
+		return nil, err
+	}
+	return []string{"KSQL_FLOW_BIN=" + self, "KSQL_FLOW_BIN_ARGS=" + string(b)}, nil
 }
 
 func (csvDomain) neverStarted(ctx context.Context, name string) error {
@@ -824,13 +855,10 @@ func (csvDomain) noTempFile(ctx context.Context, sink string) error {
 	return sc.st.Equal("temporary files beside the "+sink+" file", "(none)", orNone(strings.Join(tmp, ",")))
 }
 
-// sjisWrapper plays the original's csv2-encoding-wrapper (KSQL_FLOW_BIN adding
-// --export-encoding sjis) with the sandbox kSQL-Flow's default-encoding variable.
+// sjisWrapper plays the original's csv2-encoding-wrapper.mjs as KSQL_FLOW_BIN: export runs
+// get --export-encoding sjis (scenarios.md §2.9).
 func sjisWrapper(sc *scene) ([]string, error) {
-	if sc.suite.Target.Name == string(safety.TargetLive) {
-		return nil, fmt.Errorf("the Shift_JIS export wrapper is the sandbox kSQL-Flow's %s; a live target needs the original's wrapper script, which flowtest does not ship", "FLOWSANDBOX_KSQL_FLOW_EXPORT_ENCODING")
-	}
-	return []string{"FLOWSANDBOX_KSQL_FLOW_EXPORT_ENCODING=sjis"}, nil
+	return wrappedKsqlFlow(sc, WrapExportSJIS)
 }
 
 func (csvDomain) runsWithSJISWrapper(ctx context.Context, name string, code int) error {

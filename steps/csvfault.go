@@ -25,27 +25,30 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ksqlflow/flowtest/harness/faultproxy"
 	"github.com/ksqlflow/flowtest/harness/target"
 	"github.com/ksqlflow/flowtest/kintoneapi"
-	"github.com/ksqlflow/flowtest/safety"
 )
 
 // The CSV write fault of csv1-02 (scenarios.md §2.8.3): the original hooked the kSQL-Flow
 // child's HTTP client so that its 2nd POST/PUT of records to the CSV fixture app answered a
 // synthetic HTTP 400 (CSV1_FAULT). Here the child's kintone traffic goes through a small
 // TLS proxy instead: the scope gets a copy of the kSQL-Flow config whose baseUrl is the
-// proxy (and whose caFile is the proxy's own CA), given to FlowNet as KSQL_FLOW_CONFIG for
-// every run of the scope — the profile snapshot stays the same across the failing run and
-// its resume. The proxy answers the 2nd records write to the CSV app with 400 once and
-// passes everything else unchanged. FlowNet's own traffic does not pass through it.
+// proxy, given to FlowNet as KSQL_FLOW_CONFIG for every run of the scope — the profile
+// snapshot stays the same across the failing run and its resume. The child trusts the proxy
+// by a CA bundle named both in the copy's caFile and in FlowNet's CA variables, so a real
+// Node kSQL-Flow (NODE_EXTRA_CA_CERTS) and the sandbox one (caFile) both accept it. The
+// proxy answers the 2nd records write to the CSV app with 400 once and passes everything
+// else unchanged. FlowNet's own traffic does not pass through it.
 //
 // (harness/faultproxy is the proxy of FlowNet's traffic, with modes and barriers; this
 // one-shot write fault stays here until that package grows a "fail the n-th write" rule.)
 
 // csvFaultProxy is the running proxy of one scope.
 type csvFaultProxy struct {
-	srv    *http.Server
-	config string // the kSQL-Flow config copy pointing at the proxy
+	srv      *http.Server
+	config   string // the kSQL-Flow config copy pointing at the proxy
+	caBundle string // the tenant's CA (if any) and the proxy's, for the child's CA variables
 
 	mu       sync.Mutex
 	writes   int
@@ -58,9 +61,6 @@ type csvFaultProxy struct {
 func (csvDomain) writeFaultProxy(ctx context.Context, nth int) error {
 	sc, fx := sceneOf(ctx), fixturesOf(ctx)
 	s := csvKey.Of(sc.st)
-	if sc.suite.Target.Name == string(safety.TargetLive) {
-		return fmt.Errorf("the kSQL-Flow write fault needs the target's kSQL-Flow config rewritten to a local proxy; not done against a live tenant")
-	}
 	if s.proxies == nil {
 		s.proxies = map[string]*csvFaultProxy{}
 	}
@@ -84,13 +84,24 @@ func (csvDomain) writeFaultProxy(ctx context.Context, nth int) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	caFile := filepath.Join(dir, "proxy-ca.pem")
-	if err := os.WriteFile(caFile, certPEM, 0o600); err != nil {
+	proxyCA := filepath.Join(dir, "proxy-ca.pem")
+	if err := os.WriteFile(proxyCA, certPEM, 0o600); err != nil {
 		return err
 	}
-	p := &csvFaultProxy{failNth: nth, csvApp: t.Apps[target.RoleCSV].ID}
-	rp := httputil.NewSingleHostReverseProxy(up)
-	rp.Transport = hc.Transport
+	// The child trusts the proxy through a bundle (the tenant's CA, if one is configured, and
+	// the proxy's): in the config copy's caFile, and in SSL_CERT_FILE / NODE_EXTRA_CA_CERTS of
+	// FlowNet's environment, which kSQL-Flow inherits — a real kSQL-Flow may not read caFile.
+	bundle := filepath.Join(dir, "ca-bundle.pem")
+	cas := []string{proxyCA}
+	if t.CAFile != "" {
+		cas = append([]string{t.CAFile}, cas...)
+	}
+	if err := faultproxy.WriteCABundle(bundle, cas...); err != nil {
+		return err
+	}
+	p := &csvFaultProxy{failNth: nth, csvApp: t.Apps[target.RoleCSV].ID, caBundle: bundle}
+	// SetURL also sets the Host header to the tenant's: a real tenant is virtual-hosted.
+	rp := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(up) }, Transport: hc.Transport}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -107,7 +118,7 @@ func (csvDomain) writeFaultProxy(ctx context.Context, nth int) error {
 	go func() { _ = p.srv.ServeTLS(ln, "", "") }()
 	proxyURL := "https://" + ln.Addr().String()
 
-	cfg, err := rewriteKsqlConfig(t.KsqlFlowConfig, t.Profile, proxyURL, caFile)
+	cfg, err := rewriteKsqlConfig(t.KsqlFlowConfig, t.Profile, proxyURL, bundle)
 	if err != nil {
 		_ = p.srv.Close()
 		return err
@@ -127,6 +138,9 @@ func (csvDomain) writeFaultProxy(ctx context.Context, nth int) error {
 func (p *csvFaultProxy) fault(r *http.Request) bool {
 	if (r.Method != http.MethodPost && r.Method != http.MethodPut) || !(strings.HasSuffix(r.URL.Path, "/k/v1/records.json") || strings.HasSuffix(r.URL.Path, "/k/v1/record.json")) {
 		return false
+	}
+	if strings.EqualFold(r.Header.Get("X-HTTP-Method-Override"), http.MethodGet) {
+		return false // a long query sent as POST is a read, not a write
 	}
 	body, err := io.ReadAll(r.Body)
 	r.Body.Close()

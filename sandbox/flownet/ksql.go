@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ksqlflow/flowtest/sandbox/defect"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -100,7 +101,7 @@ func (k *ksqlFlow) checkCapabilities(ctx context.Context, n *Network) (*Capabili
 	}
 	need := []string{"resultJson", "correlationIds", "describeProfile", "inspectJob", "durableExecutionStarted"}
 	for _, nd := range n.Nodes {
-		if len(nd.Inputs) > 0 {
+		if len(nd.Inputs) > 0 && !defect.CapabilityCheckIgnoresInputs {
 			need = append(need, "importCsv")
 			break
 		}

@@ -20,8 +20,8 @@ import (
 // (product-contract.md §12 item 5); this sandbox decides, as the original harness's
 // csv2-encoding-wrapper implies (scenarios.md §2.9):
 //   - `run … --export-csv <sink>=<abs path>` (repeatable) exports the temp table #<sink> the
-//     job created; `--export-encoding utf8|sjis` (default utf8; FLOWSANDBOX_KSQL_FLOW_EXPORT_
-//     ENCODING plays the original's encoding wrapper) applies to every sink.
+//     job created; `--export-encoding utf8|sjis` (default utf8) applies to every sink (the
+//     original's encoding wrapper, flowtest's ksql-flow-wrapper, adds it to export runs).
 //   - A sink is checked before the job lock: absolute path, existing parent directory, a
 //     #<sink> the script creates (else VALIDATION_ERROR, nothing started).
 //   - The files are written only after every statement succeeded, fail-closed: each is
@@ -31,9 +31,6 @@ import (
 //     temp file is removed and no target is touched: an old file stays byte-identical.
 //   - Format: RFC 4180, header of the column names, CRLF line ends, no BOM.
 //   - The receipt (output_files) is name, sha256, bytes, rows, encoding; no path.
-
-// EnvExportEncoding is the default --export-encoding (the original's SJIS wrapper).
-const EnvExportEncoding = "FLOWSANDBOX_KSQL_FLOW_EXPORT_ENCODING"
 
 type exportSink struct {
 	Name, Path string

@@ -100,9 +100,9 @@ type Capabilities struct {
 }
 
 // capabilitiesDoc needs no config and no network. importCsv (IMPORT INTO, csvimport.go)
-// and resultCsv (--export-csv, csvexport.go) are true. A legacy kSQL-Flow (before CSV
-// import) is played by setting FLOWSANDBOX_KSQL_FLOW_LEGACY=1: importCsv is then false, as
-// the stub of scenarios.md §2.8.1 reports it.
+// and resultCsv (--export-csv, csvexport.go) are true. (A legacy kSQL-Flow, before CSV
+// import, is played for any kSQL-Flow by flowtest's ksql-flow-wrapper, as the stub of
+// scenarios.md §2.8.1 was.)
 func capabilitiesDoc() Capabilities {
 	var c Capabilities
 	c.FormatVersion, c.Kind = 1, "CAPABILITIES"
@@ -112,14 +112,11 @@ func capabilitiesDoc() Capabilities {
 	f := &c.Features
 	f.ResultJSON, f.CorrelationIDs, f.DescribeProfile, f.InspectJob = true, true, true, true
 	f.DurableExecutionStarted, f.GracefulCancel, f.JobLockProtocol = true, true, "profile-job-v0"
-	importCSV := os.Getenv(EnvLegacy) != "1"
+	importCSV := true
 	f.ImportCSV = &importCSV
 	f.ResultCSV = true
 	return c
 }
-
-// EnvLegacy makes the sandbox kSQL-Flow report importCsv false (a build before CSV import).
-const EnvLegacy = "FLOWSANDBOX_KSQL_FLOW_LEGACY"
 
 func capabilitiesCmd(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("capabilities", stderr)

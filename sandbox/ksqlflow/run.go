@@ -57,7 +57,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOpts, error) {
 	fs.Var(&o.importCSV, "import-csv", "name=<abs path> (repeatable)")
 	fs.Var(&o.importSHA, "expected-import-sha256", "name=<64 hex> (repeatable)")
 	fs.Var(&o.exportCSV, "export-csv", "sink=<abs path>: export temp table #sink as CSV (repeatable)")
-	fs.StringVar(&o.exportEncoding, "export-encoding", "", "utf8 | sjis (default utf8, or "+EnvExportEncoding+")")
+	fs.StringVar(&o.exportEncoding, "export-encoding", "", "utf8 | sjis (default utf8)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "parse and check only")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the result document on stdout (standalone)")
 	if err := fs.Parse(args); err != nil {
@@ -244,7 +244,7 @@ func execute(o *runOpts, stopRequested func() bool, stderr io.Writer) *Execution
 	if err != nil {
 		return invalid("CONFIG", "%v", err)
 	}
-	exportEnc := firstSet(o.exportEncoding, os.Getenv(EnvExportEncoding), "utf8")
+	exportEnc := firstSet(o.exportEncoding, "utf8")
 	if exportEnc != "utf8" && exportEnc != "sjis" {
 		return invalid("CONFIG", "--export-encoding %q: expected utf8 or sjis", exportEnc)
 	}
