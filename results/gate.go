@@ -116,6 +116,30 @@ type GateScenario struct {
 	CarriedOver *CarriedOver `json:"carried_over,omitempty"`
 }
 
+// requiredText and detailText are the Required and Detail cells of the gate's scenario
+// table, the same in README.md and index.html.
+func (s GateScenario) requiredText() string {
+	if s.Required {
+		return "yes"
+	}
+	return "no (carry-over series)"
+}
+
+func (s GateScenario) detailText() string {
+	if co := s.CarriedOver; co != nil {
+		return "carried over by the " + co.Series + " rule: " + co.Justification
+	}
+	return orDash(s.Why)
+}
+
+// stateText says what a carry-over rule decided, in both renderings.
+func (r CarryOverRule) stateText() string {
+	if r.Holds {
+		return "holds: the series is carried over"
+	}
+	return "does not hold: the series runs"
+}
+
 // CarriedOver points to the record in which a carried-over scenario last passed.
 type CarriedOver struct {
 	Archive string    `json:"archive"` // absolute path of the archive holding the record
@@ -307,17 +331,13 @@ func renderGateMarkdown(p func(string, ...any), g *GateRecord) {
 		c.Total, c.Passed, c.CarriedOver, c.Failed, c.Blocked, c.Interrupted, c.NotRun)
 	p("| Scenario | Required | Status | Evidence | Detail |\n| --- | --- | --- | --- | --- |\n")
 	for _, s := range g.Scenarios {
-		req := "no (carry-over series)"
-		if s.Required {
-			req = "yes"
-		}
-		ev, detail := "—", orDash(s.Why)
+		req, detail := s.requiredText(), s.detailText()
+		ev := "—"
 		if s.File != "" {
 			ev = "`" + s.File + "`"
 		}
 		if co := s.CarriedOver; co != nil {
 			ev = fmt.Sprintf("`%s/%s` sha256 %s (commit %s)", mdCode(co.Archive), mdCode(co.Record), co.SHA256, orDash(co.Commit))
-			detail = "carried over by the " + co.Series + " rule: " + co.Justification
 		}
 		st := statusWord(s.Status)
 		if s.Status != StatusPassed && s.Status != StatusCarriedOver {
@@ -328,10 +348,7 @@ func renderGateMarkdown(p func(string, ...any), g *GateRecord) {
 	if len(g.CarryOver) > 0 {
 		p("\n### Carry-over rules\n\n")
 		for _, r := range g.CarryOver {
-			state := "does not hold: the series runs"
-			if r.Holds {
-				state = "holds: the series is carried over"
-			}
+			state := r.stateText()
 			p("- **%s** (%s) — %s. Paths: %s. %s\n", mdInline(r.Series), state, mdInline(r.Why), mdInline(strings.Join(r.Paths, ", ")), mdInline(r.Justification))
 			for _, d := range r.Diffs {
 				p("\n  `%s`\n\n", mdCode(d.Command))

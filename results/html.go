@@ -207,17 +207,13 @@ func renderGateHTML(p func(string, ...any), g *GateRecord) {
 		c.Total, c.Passed, c.CarriedOver, c.Failed, c.Blocked, c.Interrupted, c.NotRun)
 	p("<table>\n<tr><th>Scenario</th><th>Required</th><th>Status</th><th>Evidence</th><th>Detail</th></tr>\n")
 	for _, s := range g.Scenarios {
-		req := "no (carry-over series)"
-		if s.Required {
-			req = "yes"
-		}
-		ev, detail := "—", orDash(s.Why)
+		req, detail := s.requiredText(), s.detailText()
+		ev := "—"
 		if s.File != "" {
 			ev = s.File
 		}
 		if co := s.CarriedOver; co != nil {
 			ev = fmt.Sprintf("%s/%s sha256 %s (commit %s)", co.Archive, co.Record, co.SHA256, orDash(co.Commit))
-			detail = "carried over by the " + co.Series + " rule: " + co.Justification
 		}
 		id := e(s.ID)
 		if s.File != "" && s.Status != StatusNotRun {
@@ -227,10 +223,7 @@ func renderGateHTML(p func(string, ...any), g *GateRecord) {
 	}
 	p("</table>\n")
 	for _, r := range g.CarryOver {
-		state := "does not hold: the series runs"
-		if r.Holds {
-			state = "holds: the series is carried over"
-		}
+		state := r.stateText()
 		p("<h3>Carry-over rule %s — %s</h3>\n<p>%s</p>\n<p class=\"muted\">Paths: <code>%s</code>. %s</p>\n", e(r.Series), e(state), e(r.Why), e(strings.Join(r.Paths, ", ")), e(r.Justification))
 		for _, d := range r.Diffs {
 			stat := d.Stat

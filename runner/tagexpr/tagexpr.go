@@ -428,30 +428,13 @@ func (p *parser) missingOperator(t token) error {
 	return p.errAt(t.col, fmt.Sprintf(`missing "and" or "or" before %s`, t.describe()))
 }
 
-func (p *parser) parseOr() (node, error) {
-	l, err := p.parseAnd()
-	if err != nil {
-		return nil, err
-	}
-	for {
-		t, err := p.peek()
-		if err != nil {
-			return nil, err
-		}
-		if t.kind != tOr {
-			return l, nil
-		}
-		_, _ = p.next()
-		r, err := p.parseAnd()
-		if err != nil {
-			return nil, err
-		}
-		l = binary{and: false, l: l, r: r}
-	}
-}
+func (p *parser) parseOr() (node, error) { return p.parseChain(tOr, false, p.parseAnd) }
 
-func (p *parser) parseAnd() (node, error) {
-	l, err := p.parseNot()
+func (p *parser) parseAnd() (node, error) { return p.parseChain(tAnd, true, p.parseNot) }
+
+// parseChain parses operands joined by one left-associative operator (op: tOr or tAnd).
+func (p *parser) parseChain(op kind, and bool, operand func() (node, error)) (node, error) {
+	l, err := operand()
 	if err != nil {
 		return nil, err
 	}
@@ -460,15 +443,15 @@ func (p *parser) parseAnd() (node, error) {
 		if err != nil {
 			return nil, err
 		}
-		if t.kind != tAnd {
+		if t.kind != op {
 			return l, nil
 		}
 		_, _ = p.next()
-		r, err := p.parseNot()
+		r, err := operand()
 		if err != nil {
 			return nil, err
 		}
-		l = binary{and: true, l: l, r: r}
+		l = binary{and: and, l: l, r: r}
 	}
 }
 

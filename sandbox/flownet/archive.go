@@ -44,16 +44,7 @@ const (
 
 // archiveRun is `archive-run <network.yaml> --run-id <id> --reason-file <path> [--profile <p>]`.
 func (c *cli) archiveRun(args []string) int {
-	o, problems := parseOptions(archiveRunSpec, args)
-	reason := ""
-	if len(problems) == 0 {
-		var err error
-		if reason, err = readReasonFile(o.get("--reason-file")); err != nil {
-			problems = append(problems, err.Error())
-		} else if reason == "" {
-			problems = append(problems, "--reason-file "+o.get("--reason-file")+" is empty")
-		}
-	}
+	o, reason, problems := parseWithReason(archiveRunSpec, args)
 	if len(problems) > 0 {
 		return c.argumentError("archive-run", problems)
 	}

@@ -45,16 +45,7 @@ var cancelRunSpec = optionSpec{command: "cancel-run", values: []string{"--run-id
 
 // cancelRun is `cancel-run --run-id <id> [--release] --reason-file <path>`.
 func (c *cli) cancelRun(args []string) int {
-	o, problems := parseOptions(cancelRunSpec, args)
-	reason := ""
-	if len(problems) == 0 {
-		var err error
-		if reason, err = readReasonFile(o.get("--reason-file")); err != nil {
-			problems = append(problems, err.Error())
-		} else if reason == "" {
-			problems = append(problems, "--reason-file "+o.get("--reason-file")+" is empty")
-		}
-	}
+	o, reason, problems := parseWithReason(cancelRunSpec, args)
 	if len(problems) > 0 {
 		return c.argumentError("cancel-run", problems)
 	}

@@ -102,6 +102,23 @@ func (c *cli) fail(err error, fallback string) int {
 }
 
 // readReasonFile reads a --reason-file; its trimmed content is the reason.
+// parseWithReason parses a command whose --reason-file must name a readable, non-empty
+// file (archive-run, cancel-run: a bad one is an argument error) and reads the reason.
+func parseWithReason(spec optionSpec, args []string) (options, string, []string) {
+	o, problems := parseOptions(spec, args)
+	if len(problems) > 0 {
+		return o, "", problems
+	}
+	reason, err := readReasonFile(o.get("--reason-file"))
+	switch {
+	case err != nil:
+		problems = append(problems, err.Error())
+	case reason == "":
+		problems = append(problems, "--reason-file "+o.get("--reason-file")+" is empty")
+	}
+	return o, reason, problems
+}
+
 func readReasonFile(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
