@@ -1,12 +1,13 @@
 # flowtest — build, run and test. `make run` is the main job (all 43 scenarios on the
 # sandbox); `make test` is the test suite (unit tests, runner self-tests and the acceptance
-# scenarios on the sandbox).
+# scenarios on the sandbox, and beside them the live-path rehearsal on a fast and a slow
+# stand-alone tenant).
 GO      ?= go
 BIN     := bin
 EXE     := $(shell $(GO) env GOEXE)
 FLAGS   ?=
 
-.PHONY: build run test flake vet bench defects clean cli-kintone
+.PHONY: build run test go-test rehearse rehearse-fast rehearse-slow flake vet bench defects clean cli-kintone
 
 build:
 	$(GO) build -o $(BIN)/flowtest$(EXE) ./cmd/flowtest
@@ -25,9 +26,30 @@ cli-kintone:
 
 # The acceptance scenarios in `go test` run at the sandbox's default concurrency (three per
 # core, at most 8: an emulator per scenario), so the suite takes minutes, not its serial sum.
+# The live-path rehearsal (below) runs beside it: both mostly wait (leases, pollers, emulated
+# latency), so together they take about as long as the longer of the two.
 test: build cli-kintone
 	$(GO) vet ./...
+	$(MAKE) --no-print-directory -j3 go-test rehearse-fast rehearse-slow
+
+go-test:
 	$(GO) test -count=1 -timeout 40m ./...
+
+# The live path rehearsed (flowtest rehearse): every scenario through `flowtest run --target
+# live`, exactly as a release gate runs, against stand-alone kintone emulators that wrote an
+# operator's live setup (.env, tokens.sh, kSQL-Flow config, deny list), with the reference
+# CLIs as launchers — on a fast tenant (no added latency: no scenario may depend on tenant
+# speed) and on a slow one (500 ms business reads), each over REHEARSE_SHARDS tenants at once.
+REHEARSE_SHARDS ?= 3
+
+rehearse: build cli-kintone
+	$(MAKE) --no-print-directory -j2 rehearse-fast rehearse-slow
+
+rehearse-fast:
+	./$(BIN)/flowtest$(EXE) rehearse --shards $(REHEARSE_SHARDS) $(FLAGS)
+
+rehearse-slow:
+	./$(BIN)/flowtest$(EXE) rehearse --shards $(REHEARSE_SHARDS) --latency 500ms $(FLAGS)
 
 # Flake hunting: the selection N times at the default concurrency; exit 1 if a scenario flaked.
 flake: build

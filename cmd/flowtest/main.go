@@ -27,6 +27,7 @@ import (
 	"syscall"
 
 	"github.com/ksqlflow/flowtest/runner"
+	"github.com/ksqlflow/flowtest/steps"
 )
 
 // Version is the runner version written into run.json (set with -ldflags at release).
@@ -44,6 +45,7 @@ commands:
   gate show        the scenarios a release gate requires, in run order (features/gates/<gate>.yaml)
   gate run         run a release gate: scope by carry-over rules and the SUT diff, then a gate record
   evidence         before/after evidence rows of a fix from two archives (--before A --after B)
+  rehearse         the live path without a tenant: run --target live against stand-alone emulators (--latency, --shards N)
   defects          prove each scenario can fail: run it against planted-defect sandboxes
   version          print the runner version
 
@@ -77,8 +79,12 @@ func Main(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 		return cmdArchive(args[1:], stdout, stderr)
 	case "gate": // release gates (gate.go)
 		return cmdGate(args[1:], stdout, stderr, sigs)
+	case "rehearse": // the live path against stand-alone emulators (rehearse.go)
+		return cmdRehearse(args[1:], stdout, stderr, sigs)
 	case "evidence": // before/after evidence of a fix (evidence.go)
 		return cmdEvidence(args[1:], stdout, stderr)
+	case steps.KsqlFlowWrapperCommand: // internal, not in usage: the CSV steps' kSQL-Flow launcher (ksqlwrap.go)
+		return cmdKsqlFlowWrapper(args[1:], os.Stdin, stdout, stderr, sigs)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "flowtest %s\n", Version)
 		return 0

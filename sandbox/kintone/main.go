@@ -17,12 +17,18 @@ import (
 const usage = `usage: flowsandbox kintone serve [flags]
 
 Serves the kintone REST emulator until SIGINT/SIGTERM. The first stdout line is one JSON
-object: {"base_url", "ca_file", "apps": [{"role","name","id","tokens":{set: token}}]}.
+object: {"base_url", "ca_file", "apps": [{"role","name","id","tokens":{set: token}}]},
+printed once the --env-out and --operator-env files are written.
 
 flags:
   --addr host:port      listen address (default 127.0.0.1:0)
   --data-dir dir        load records on start, save them on shutdown
   --env-out file        also write base URL, CA file, app ids and tokens as an env file
+  --operator-env dir    also write an operator's live setup for this emulator into dir, as
+                        README "Live mode" makes it for a real tenant: .env (E2E app ids,
+                        read-only tokens, launchers = this flowsandbox), tokens.sh (the
+                        writable tokens, narrowest per role), ksql-flow-config.json, a deny
+                        list; for rehearsing flowtest run --target live (flowtest rehearse)
   --latency role=dur    fixed delay per request on an app (repeatable, or comma-separated)
   --race-da02           racing revision-checked updates fail with 400 GAIA_DA02
   --plain-http          serve http:// (real kintone is https-only; default is https)
@@ -66,10 +72,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.Usage = func() { fmt.Fprint(stderr, usage) }
 	var opts Options
 	lat := latencyFlag{}
-	var envOut string
+	var envOut, operatorDir string
 	fl.StringVar(&opts.Addr, "addr", "127.0.0.1:0", "listen address")
 	fl.StringVar(&opts.DataDir, "data-dir", "", "data directory")
 	fl.StringVar(&envOut, "env-out", "", "env file to write")
+	fl.StringVar(&operatorDir, "operator-env", "", "directory to write an operator's live setup into")
 	fl.Var(lat, "latency", "role=duration")
 	fl.BoolVar(&opts.RaceDA02, "race-da02", false, "GAIA_DA02 for racing updates")
 	fl.BoolVar(&opts.PlainHTTP, "plain-http", false, "serve http")
@@ -78,6 +85,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if fl.NArg() > 0 {
 		fmt.Fprintf(stderr, "flowsandbox kintone serve: unexpected arguments %q\n", fl.Args())
+		return 2
+	}
+	if operatorDir != "" && opts.PlainHTTP {
+		fmt.Fprintln(stderr, "flowsandbox kintone serve: --operator-env needs https (live mode refuses http): drop --plain-http")
 		return 2
 	}
 	opts.Latency = lat
@@ -93,6 +104,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}{s.BaseURL(), s.CAFile(), s.Apps()})
 	if err == nil && envOut != "" {
 		err = writeEnvFile(envOut, s)
+	}
+	if err == nil && operatorDir != "" {
+		// The launchers of the setup are this binary's flownet and ksql-flow commands.
+		var self string
+		if self, err = os.Executable(); err == nil {
+			err = s.WriteOperatorEnv(operatorDir, OperatorEnvOptions{Sandbox: self})
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "flowsandbox kintone serve: %v\n", err)
