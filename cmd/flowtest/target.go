@@ -86,7 +86,7 @@ func newCleaner(t *target.Target) *cleaner {
 	tokens := map[string]string{}
 	for _, role := range []string{target.RoleState, target.RoleAudit} {
 		if a, ok := t.Apps[role]; ok {
-			tokens[a.ID] = a.Token("full")
+			tokens[a.ID] = a.Token("cleanup", "full")
 		}
 	}
 	return &cleaner{t: t, api: kintoneapi.New(t.BaseURL, hc, tokens)}
