@@ -29,8 +29,10 @@ import (
 // every FlowNet command of the scenario hands its kSQL-Flow children the config copy that
 // points at it. FlowNet stores the profile's base URL in the run's resolved profile snapshot
 // and a resume re-checks it (product-contract §1.3), so the proxy must be in place before
-// the scenario's first FlowNet command: declaring a hold later is refused. FlowNet's own
-// traffic keeps its direct URL (or its own fault proxy).
+// the scenario's first FlowNet command: either the first hold is declared before it, or
+// `the kintone traffic of the scope's kSQL-Flow jobs goes through a proxy` is, and the hold
+// just before the run it holds; starting the proxy later is refused. FlowNet's own traffic
+// keeps its direct URL (or its own fault proxy).
 type windowDomain struct{}
 
 func (d windowDomain) register(reg stepdef.Registry) {
@@ -177,15 +179,6 @@ func (ws *windowState) ensure(ctx context.Context, sc *scene) error {
 // until a hold was declared.
 func windowEnv(sc *scene) []string {
 	return windowKey.Of(sc.st).env
-}
-
-// ksqlFlowConfigOf is the kSQL-Flow config a kSQL-Flow process of the scenario is given: the
-// proxy's copy once a hold was declared.
-func ksqlFlowConfigOf(sc *scene) string {
-	if ws := windowKey.Of(sc.st); ws.config != "" {
-		return ws.config
-	}
-	return sc.suite.Target.KsqlFlowConfig
 }
 
 // scenarioCAState is the one CA that signs every proxy of the scenario, so each child needs a
