@@ -100,11 +100,21 @@ func WritePlan(w io.Writer, items []Item) {
 	tw.Flush()
 }
 
-// WriteList prints the manifest for `flowtest list`.
+// Filtered reports whether the selection (--tags, --rerun) left the item out; an item left
+// out for another reason (not implemented, a need this host lacks) is still selected.
+func (it Item) Filtered() bool {
+	return !it.Run && (it.Reason == ReasonFilteredByTag || it.Reason == ReasonNotInRerun)
+}
+
+// WriteList prints the manifest for `flowtest list`: the entries the selection keeps, each
+// numbered by its place in the run order.
 func WriteList(w io.Writer, items []Item) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tID\tSERIES\tACCEPTANCE\tNEEDS\tTAGS\tFEATURE\tLIMITS")
 	for i, it := range items {
+		if it.Filtered() {
+			continue
+		}
 		feature := "no (not implemented)"
 		if it.Feature != nil {
 			feature = it.Feature.Path

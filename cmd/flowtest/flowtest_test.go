@@ -146,6 +146,14 @@ func TestListShowsTheManifest(t *testing.T) {
 	assert.Regexp(t, `(?m)^\s*1\s+m5-serial-success\s+m5\s+serial-success,job-log-correlation\s+-\s`, r.stdout)
 	assert.NotContains(t, r.stdout, "PLATFORM")
 
+	// A selection lists what it selects, numbered by run order.
+	m := flowtest(t, nil, "list", "--tags", "@m6-02-unknown-isolation or @m5-resume")
+	require.Equal(t, 0, m.code, m.stderr)
+	assert.Contains(t, m.stdout, "2 of 43 scenarios selected")
+	assert.Regexp(t, `(?m)^3\s+m5-resume\s`, m.stdout)
+	assert.Regexp(t, `(?m)^7\s+m6-02-unknown-isolation\s`, m.stdout)
+	assert.NotContains(t, m.stdout, "m5-serial-success")
+
 	// Every scenario of the real manifest has a feature now; a manifest of its own shows
 	// what list says of an entry without one and of a Windows-only entry.
 	l := flowtest(t, nil, "list", "--features", needsFeatures(t))

@@ -129,11 +129,19 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 		return exitFor(stderr, "list", err)
 	}
 	runner.WriteList(stdout, items)
-	implemented := 0
+	listed, implemented := 0, 0
 	for _, it := range items {
+		if it.Filtered() {
+			continue
+		}
+		listed++
 		if it.Feature != nil {
 			implemented++
 		}
+	}
+	if listed < len(items) {
+		fmt.Fprintf(stdout, "%d of %d scenarios selected, %d with a feature file, %d not implemented\n", listed, len(items), implemented, listed-implemented)
+		return 0
 	}
 	fmt.Fprintf(stdout, "%d scenarios, %d with a feature file, %d not implemented\n", len(items), implemented, len(items)-implemented)
 	return 0
