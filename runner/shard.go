@@ -14,6 +14,11 @@ import (
 // or the archive did not run it): about a typical sandbox scenario.
 const DefaultShardWeight = 30 * time.Second
 
+// LeaseWaitShardWeight is that weight for a scenario that declares the lease-wait need: it
+// waits for a lease to become a stale candidate (lease + up to 60 s), 55–80 s measured, so
+// without durations the long ones are spread over the shards instead of dealt by count.
+const LeaseWaitShardWeight = 90 * time.Second
+
 // ParseShard parses "K/N" (1 <= K <= N).
 func ParseShard(s string) (k, n int, err error) {
 	a, b, ok := strings.Cut(strings.TrimSpace(s), "/")
@@ -30,7 +35,8 @@ func ParseShard(s string) (k, n int, err error) {
 // Shard keeps, of the items selected to run, those of shard k of n and marks the others not
 // run ("in another shard: j/n"). The split is deterministic — the same selection, n and
 // durations give every shard the same plan on every machine — and balanced: scenarios are
-// dealt longest first (by durations, else DefaultShardWeight; ties in run order) to the
+// dealt longest first (by durations, else LeaseWaitShardWeight for a scenario that needs
+// lease-wait and DefaultShardWeight for the others; ties in run order) to the
 // shard with the least total so far (ties to the lowest shard). Run order inside a shard is
 // the manifest's.
 func Shard(items []Item, k, n int, durations map[string]time.Duration) []Item {
@@ -42,7 +48,11 @@ func Shard(items []Item, k, n int, durations map[string]time.Duration) []Item {
 	for i, it := range items {
 		if it.Run {
 			w, ok := durations[it.ID]
-			if !ok || w <= 0 {
+			switch {
+			case ok && w > 0:
+			case it.Needs.Has(NeedLeaseWait):
+				w = LeaseWaitShardWeight
+			default:
 				w = DefaultShardWeight
 			}
 			sel = append(sel, entry{i, w})

@@ -57,6 +57,30 @@ func TestShardIsAPartitionBalancedByDurations(t *testing.T) {
 	assert.Equal(t, 1, c.Runnable)
 }
 
+// Without durations the declared lease-wait need weighs more: the three long scenarios go to
+// three shards rather than by count to whichever shard is dealt them.
+func TestShardSpreadsLeaseWaitsWithoutDurations(t *testing.T) {
+	// In run order every third is long: dealt by count (round robin), all three would land
+	// in shard 1.
+	var items []Item
+	for _, id := range []string{"l1", "a", "b", "l2", "c", "d", "l3", "e", "f"} {
+		it := Item{Entry: Entry{ID: id}, Run: true}
+		if id[0] == 'l' {
+			it.Needs = Needs{NeedLeaseWait}
+		}
+		items = append(items, it)
+	}
+	for k := 1; k <= 3; k++ {
+		var long []string
+		for _, it := range Shard(items, k, 3, nil) {
+			if it.Run && it.Needs.Has(NeedLeaseWait) {
+				long = append(long, it.ID)
+			}
+		}
+		assert.Len(t, long, 1, "shard %d/3 has lease waits %v", k, long)
+	}
+}
+
 // Shard 1/3 + 2/3 + 3/3 merged equals the unsharded selection: ids, statuses, totals.
 func TestMergedShardsEqualTheUnshardedRun(t *testing.T) {
 	fsys := selfFeatures(nil)
