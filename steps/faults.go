@@ -133,21 +133,7 @@ func proxyEnvFor(ctx context.Context, name string) ([]string, error) {
 		delete(fs.pendingMode, name)
 	}
 	st := sc.st
-	st.Defer("close the fault proxy of "+name, func(context.Context) error {
-		err := p.Close()
-		st.AddTraffic(trafficCounts(name, p.Counts()))
-		st.AddTrafficLog(trafficLines(name, p.Traffic()))
-		for _, a := range p.Arrivals() {
-			st.AddBarrierArrival(results.BarrierArrival{ID: a.BarrierID, Phase: string(a.Phase), Method: a.Method, Path: a.Path, Status: a.ResponseStatus, At: a.At})
-		}
-		// The hold of each released barrier ends at its release (the record shows At..ReleasedAt).
-		for _, b := range faultKey.Of(st).barriers {
-			if b.process == name && !b.releasedAt.IsZero() {
-				st.ReleaseBarrier(b.id, b.releasedAt)
-			}
-		}
-		return err
-	})
+	st.Defer("close the fault proxy of "+name, func(context.Context) error { return closeAndRecord(st, name, p) })
 	env := []string{"KSQL_FLOWNET_BASE_URL=" + p.URL()}
 	if p.CAFile() != "" {
 		// One CA signs every proxy of the scenario (scenarioCA): the same bundle serves
@@ -156,6 +142,26 @@ func proxyEnvFor(ctx context.Context, name string) ([]string, error) {
 	}
 	fmt.Fprintf(st.Log, "  fault proxy for %q at %s (control file %s)\n", name, p.URL(), control)
 	return env, nil
+}
+
+// closeAndRecord closes a proxy of the scenario and puts what it saw into the record under
+// name: its counts, every request, each barrier arrival and, for a barrier the scenario
+// released, the end of its hold (the record shows At..ReleasedAt).
+func closeAndRecord(st *scenario.State, name string, p *faultproxy.Proxy) error {
+	err := p.Close()
+	st.AddTraffic(trafficCounts(name, p.Counts()))
+	st.AddTrafficLog(trafficLines(name, p.Traffic()))
+	arrived := map[string]bool{}
+	for _, a := range p.Arrivals() {
+		arrived[a.BarrierID] = true
+		st.AddBarrierArrival(results.BarrierArrival{ID: a.BarrierID, Phase: string(a.Phase), Method: a.Method, Path: a.Path, Status: a.ResponseStatus, At: a.At})
+	}
+	for _, b := range faultKey.Of(st).barriers {
+		if arrived[b.id] && !b.releasedAt.IsZero() {
+			st.ReleaseBarrier(b.id, b.releasedAt)
+		}
+	}
+	return err
 }
 
 // trafficLines are a proxy's logged requests for the scenario record, under the process name.

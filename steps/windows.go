@@ -14,7 +14,6 @@ import (
 	"github.com/ksqlflow/flowtest/harness/stepdef"
 	"github.com/ksqlflow/flowtest/harness/target"
 	"github.com/ksqlflow/flowtest/harness/wait"
-	"github.com/ksqlflow/flowtest/results"
 )
 
 // windowDomain: windows held open by a barrier instead of hoped for from a slow tenant.
@@ -137,20 +136,7 @@ func (ws *windowState) ensure(ctx context.Context, sc *scene) error {
 		return fmt.Errorf("kSQL-Flow proxy: %w", err)
 	}
 	st := sc.st
-	st.Defer("close the kSQL-Flow proxy", func(context.Context) error {
-		err := p.Close()
-		st.AddTraffic(trafficCounts("ksql-flow", p.Counts()))
-		st.AddTrafficLog(trafficLines("ksql-flow", p.Traffic()))
-		for _, a := range p.Arrivals() {
-			st.AddBarrierArrival(results.BarrierArrival{ID: a.BarrierID, Phase: string(a.Phase), Method: a.Method, Path: a.Path, Status: a.ResponseStatus, At: a.At})
-		}
-		for _, b := range faultKey.Of(st).barriers {
-			if b.proxy == p && !b.releasedAt.IsZero() {
-				st.ReleaseBarrier(b.id, b.releasedAt)
-			}
-		}
-		return err
-	})
+	st.Defer("close the kSQL-Flow proxy", func(context.Context) error { return closeAndRecord(st, "ksql-flow", p) })
 	caFile := t.CAFile
 	if p.CAFile() != "" {
 		caFile = bundle
