@@ -82,25 +82,9 @@ func Create(outDir, label string, now time.Time, red *Redactor) (*Archive, error
 		return nil, errors.New("create archive: a redactor is required")
 	}
 	label = SanitizeLabel(label)
-	parent := filepath.Join(outDir, now.Format("2006-01-02"))
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, fmt.Errorf("create archive folder %s: %w", parent, err)
-	}
-	base := now.Format("150405") + "-" + label
-	var dir string
-	for i := 1; ; i++ {
-		name := base
-		if i > 1 {
-			name = fmt.Sprintf("%s-%d", base, i)
-		}
-		dir = filepath.Join(parent, name)
-		err := os.Mkdir(dir, 0o755)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, fs.ErrExist) || i >= 100 {
-			return nil, fmt.Errorf("create archive folder %s: %w", dir, err)
-		}
+	dir, err := NewDatedDir(outDir, label, now)
+	if err != nil {
+		return nil, fmt.Errorf("create archive folder: %w", err)
 	}
 	if err := os.Mkdir(filepath.Join(dir, ScenarioDir), 0o755); err != nil {
 		return nil, fmt.Errorf("create archive folder %s: %w", dir, err)
@@ -110,6 +94,31 @@ func Create(outDir, label string, now time.Time, red *Redactor) (*Archive, error
 		return nil, err
 	}
 	return a, nil
+}
+
+// NewDatedDir makes <outDir>/<YYYY-MM-DD>/<HHMMSS>-<label>/ (label sanitized; "-2", "-3", …
+// appended when the folder exists) and returns its path: the place of an archive, and of a
+// rehearsal that holds several.
+func NewDatedDir(outDir, label string, now time.Time) (string, error) {
+	parent := filepath.Join(outDir, now.Format("2006-01-02"))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", err
+	}
+	base := now.Format("150405") + "-" + SanitizeLabel(label)
+	for i := 1; ; i++ {
+		name := base
+		if i > 1 {
+			name = fmt.Sprintf("%s-%d", base, i)
+		}
+		dir := filepath.Join(parent, name)
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, fs.ErrExist) || i >= 100 {
+			return "", err
+		}
+	}
 }
 
 // SanitizeLabel turns a tag expression into a file-name-safe label:

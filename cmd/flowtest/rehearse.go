@@ -13,7 +13,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -147,7 +146,7 @@ func cmdRehearse(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal)
 	if f.latency > 0 {
 		speed = f.latency.String()
 	}
-	dir, err := newRehearsalDir(f.out, "rehearsal-"+speed+"-"+label(f.tags), started)
+	dir, err := results.NewDatedDir(f.out, "rehearsal-"+speed+"-"+label(f.tags), started)
 	if err != nil {
 		return exitFor(stderr, "rehearse", refuse("--out %q: %v", f.out, err))
 	}
@@ -357,29 +356,6 @@ func (f *rehearseFlags) validate(uses map[string]flagUse) error {
 		*p = abs
 	}
 	return nil
-}
-
-// newRehearsalDir makes <out>/<date>/<time>-<label> (a -2, -3 … suffix when it exists).
-func newRehearsalDir(out, lbl string, now time.Time) (string, error) {
-	parent := filepath.Join(out, now.Format("2006-01-02"))
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return "", err
-	}
-	base := now.Format("150405") + "-" + results.SanitizeLabel(lbl)
-	for i := 1; i < 100; i++ {
-		name := base
-		if i > 1 {
-			name = fmt.Sprintf("%s-%d", base, i)
-		}
-		err := os.Mkdir(filepath.Join(parent, name), 0o755)
-		if err == nil {
-			return filepath.Join(parent, name), nil
-		}
-		if !errors.Is(err, fs.ErrExist) {
-			return "", err
-		}
-	}
-	return "", fmt.Errorf("no free rehearsal folder under %s", parent)
 }
 
 // startTenant starts the emulator as a stand-alone tenant that writes the operator env, and
