@@ -346,13 +346,27 @@ func (faultDomain) barrierIsReached(ctx context.Context, name string) error {
 }
 
 func (faultDomain) releaseBarrier(ctx context.Context, name string) error {
-	b, p, err := barrierOf(ctx, name)
+	b, p, err := reachedBarrier(ctx, name)
 	if err != nil {
 		return err
 	}
-	if !b.reached {
-		return fmt.Errorf("barrier %q was not reached yet: wait for it first (barrier %q is reached)", name, name)
+	return b.release(p)
+}
+
+// reachedBarrier is a barrier the scenario may release: installed, and seen holding a request.
+func reachedBarrier(ctx context.Context, name string) (*barrierEntry, *faultproxy.Proxy, error) {
+	b, p, err := barrierOf(ctx, name)
+	if err != nil {
+		return nil, nil, err
 	}
+	if !b.reached {
+		return nil, nil, fmt.Errorf("barrier %q was not reached yet: wait for it first (barrier %q is reached)", name, name)
+	}
+	return b, p, nil
+}
+
+// release lets the held request go and notes when: the record shows the hold as At..ReleasedAt.
+func (b *barrierEntry) release(p *faultproxy.Proxy) error {
 	if err := p.Release(b.id); err != nil {
 		return err
 	}

@@ -196,10 +196,9 @@ func lockConflictTrial(ctx context.Context, trial int, name, sql string) (trialO
 	// job met the held lock, whatever FlowNet then made of it.
 	_, holderDone := p.Exited()
 	out.holdCovered = !holderDone
-	if err := ws.proxy.Release(hold.id); err != nil {
+	if err := hold.release(ws.proxy); err != nil {
 		return out, err
 	}
-	hold.releasedAt = time.Now()
 	holderRes, err := waitExit(ctx, holder.name, p)
 	if err != nil {
 		return out, err

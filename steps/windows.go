@@ -239,12 +239,9 @@ func (windowDomain) jobsGoThroughTheProxy(ctx context.Context) error {
 // early when that process has exited: no heartbeat can come any more.
 func (windowDomain) releaseAfterAHeartbeat(ctx context.Context, name, process string, secs int) error {
 	sc := sceneOf(ctx)
-	b, p, err := barrierOf(ctx, name)
+	b, p, err := reachedBarrier(ctx, name)
 	if err != nil {
 		return err
-	}
-	if !b.reached {
-		return fmt.Errorf("barrier %q was not reached yet: wait for it first (barrier %q is reached)", name, name)
 	}
 	fp, err := proxyOf(ctx, process)
 	if err != nil {
@@ -273,10 +270,9 @@ func (windowDomain) releaseAfterAHeartbeat(ctx context.Context, name, process st
 	if err != nil {
 		return err
 	}
-	if err := p.Release(b.id); err != nil {
+	if err := b.release(p); err != nil {
 		return err
 	}
-	b.releasedAt = time.Now()
 	sc.st.Note("held window "+name, fmt.Sprintf("released %s after the first lease write of %s, once a heartbeat passed %s after it (heartbeats by then: %d)",
 		b.releasedAt.Sub(first).Round(time.Millisecond), process, beat.Sub(first).Round(time.Millisecond), heartbeats))
 	return nil
