@@ -467,6 +467,14 @@ func (r *Redactor) redactRun(run *Run) *Run {
 		g.Name, g.Verdict, g.File = r.String(g.Name), r.String(g.Verdict), r.String(g.File)
 		c.Gate = &g
 	}
+	if run.Runner != nil {
+		rc := *run.Runner
+		rc.SlowestSetups = make([]ScenarioTime, len(run.Runner.SlowestSetups))
+		for i, s := range run.Runner.SlowestSetups {
+			rc.SlowestSetups[i] = ScenarioTime{ID: r.String(s.ID), MS: s.MS}
+		}
+		c.Runner = &rc
+	}
 	c.Scenarios = make([]ScenarioSummary, len(run.Scenarios))
 	for i, s := range run.Scenarios {
 		s.ID, s.Name, s.Feature, s.Series = r.String(s.ID), r.String(s.Name), r.String(s.Feature), r.String(s.Series)
@@ -541,19 +549,26 @@ func (r *Redactor) Tail(s string, max int) string {
 // cutSecretHead replaces a prefix of s that is the last ≥4 bytes of a secret encoding of at
 // least 8 bytes.
 func (r *Redactor) cutSecretHead(s string) string {
-	m := r.m.Load()
-	if m.empty() {
+	if len(s) < 4 {
 		return s
 	}
 	best, repl := 0, ""
 	sb := []byte(s)
-	for _, p := range m.pats {
-		if p.hint || len(p.text) < 8 {
+	for _, p := range r.m.patterns() {
+		if len(p.text) < 8 {
 			continue
 		}
-		for k := len(p.text) - 1; k >= 4 && k > best; k-- {
-			if bytes.HasPrefix(sb, p.text[len(p.text)-k:]) {
-				best, repl = k, p.repl
+		// The longest head s[:k] (4 ≤ k < len) that is p's last k bytes: the first i ≥ 1 with
+		// p.text[i] == s[0] (IndexByte) whose tail s starts with.
+		t := p.text
+		for i := 1; i <= len(t)-4 && len(t)-i > best; i++ {
+			j := bytes.IndexByte(t[i:len(t)-3], sb[0])
+			if j < 0 {
+				break
+			}
+			i += j
+			if len(t)-i > best && bytes.HasPrefix(sb, t[i:]) {
+				best, repl = len(t)-i, p.repl
 				break
 			}
 		}

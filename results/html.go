@@ -284,6 +284,12 @@ func timelineSVG(s *Scenario) string {
 	// Steps, one lane.
 	var steps lane
 	steps.label = "steps"
+	if s.SetupMS != nil && *s.SetupMS > 0 {
+		// The runner's own time before the first step, labelled so that it is not read as
+		// the scenario's.
+		end := s.Start.Add(time.Duration(*s.SetupMS) * time.Millisecond)
+		steps.marks = append(steps.marks, mark{from: s.Start, to: end, colour: "#c8c8c8", title: fmt.Sprintf("setup (runner): %d ms before the first step", *s.SetupMS)})
+	}
 	for _, st := range s.Steps {
 		if st.Start.IsZero() {
 			continue

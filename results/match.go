@@ -2,7 +2,10 @@ package results
 
 import (
 	"bytes"
+	"encoding/binary"
+	"slices"
 	"sort"
+	"sync"
 )
 
 // pattern is one byte string to find: a secret value in one encoding, or a registered
@@ -12,12 +15,16 @@ type pattern struct {
 	hint bool   // not redacted: only reported by scanHint (see Redactor.Bytes)
 	repl string // what replaces it
 	kind string // for leak reports: "<NAME> (<encoding>)"; never the value
+	// rank decides which label two patterns with the same text keep, whatever order they were
+	// added in: the lowest (secrets by name, then reasons).
+	rank string
 }
 
-// matcher finds all patterns at once with an Aho-Corasick automaton compiled to a dense DFA
-// over byte classes, so the cost per input byte is one table lookup whatever the number of
-// secrets and encodings (the benchmark has 10 secrets × ~15 encodings).
-type matcher struct {
+// dfa finds all patterns of a small, fixed set at once with an Aho-Corasick automaton compiled
+// to a dense DFA over byte classes: one table lookup per input byte. Its size is states ×
+// classes, so it serves the short patterns and the key-word hints only (see matcher); long
+// patterns, which grow with every secret and reason a run adds, are in matcher's gram index.
+type dfa struct {
 	pats   []pattern
 	cls    [256]int32 // byte -> class; class 0 = byte in no pattern
 	ncls   int32
@@ -31,16 +38,10 @@ type matcher struct {
 	fast []int32
 }
 
-// span is a merged region to redact: [start, end), labelled by its longest pattern.
-type span struct {
-	start, end int
-	pat        int
-}
-
-// newMatcher compiles the patterns. Empty patterns are dropped (an empty secret must not
+// newDFA compiles the patterns. Empty patterns are dropped (an empty secret must not
 // match everywhere); duplicates keep the first occurrence, so callers order them by priority.
-func newMatcher(pats []pattern) *matcher {
-	m := &matcher{}
+func newDFA(pats []pattern) *dfa {
+	m := &dfa{}
 	seen := map[string]bool{}
 	for _, p := range pats {
 		if len(p.text) == 0 || seen[string(p.text)] {
@@ -124,7 +125,7 @@ func newMatcher(pats []pattern) *matcher {
 }
 
 // any reports whether some pattern occurs in data.
-func (m *matcher) any(data []byte) bool {
+func (m *dfa) any(data []byte) bool {
 	if m.empty() {
 		return false
 	}
@@ -139,25 +140,14 @@ func (m *matcher) any(data []byte) bool {
 	return false
 }
 
-func (m *matcher) empty() bool { return m == nil || len(m.pats) == 0 }
+func (m *dfa) empty() bool { return m == nil || len(m.pats) == 0 }
 
-func (m *matcher) scan(data []byte) []span {
-	spans, _ := m.scanHint(data)
-	return spans
-}
-
-// scanHint returns the merged regions covered by any pattern occurrence, in order. Overlapping
-// occurrences are merged so that no part of any secret survives (a short secret overlapping a
-// longer one cannot leave the longer one's tail behind); the label is the longest pattern in
-// the region. Occurrences wholly inside an existing "[REDACTED:…]" placeholder are ignored, so
-// redacting twice is a no-op and a placeholder is not reported as a leak.
-//
-// hint reports whether a hint pattern occurs (hint patterns never make spans).
-func (m *matcher) scanHint(data []byte) (out []span, hint bool) {
+// occurrences calls emit with every occurrence [start,end) of the longest pattern ending at
+// each position of data, and reports whether a hint pattern occurs (hints never make spans).
+func (m *dfa) occurrences(data []byte, emit func(start, end int, p *pattern)) (hint bool) {
 	if m.empty() {
-		return nil, false
+		return false
 	}
-	holes := placeholders(data)
 	n := m.ncls
 	fast, cls := m.fast, &m.cls
 	s := int32(0)
@@ -174,8 +164,216 @@ func (m *matcher) scanHint(data []byte) (out []span, hint bool) {
 		if m.outLen[st] == 0 {
 			continue
 		}
-		end := i + 1
-		sp := span{start: end - int(m.outLen[st]), end: end, pat: int(m.outPat[st])}
+		emit(i+1-int(m.outLen[st]), i+1, &m.pats[m.outPat[st]])
+	}
+	return hint
+}
+
+// gramLen is the length of the grams that index long patterns: one unaligned 64-bit load per
+// input position reads a whole gram.
+const gramLen = 8
+
+// matcher finds every pattern of a growing set: the secrets and reasons a run registers as it
+// goes (hundreds of secrets, each in ~20 encodings). Adding a pattern costs the pattern's own
+// length, never a rebuild of what was added before — which is what made the first matcher, one
+// DFA over everything, quadratic over a run.
+//
+// A pattern of at least gramLen bytes is indexed by one of its 8-byte grams (the one with the
+// fewest patterns so far); the scan reads the gram at every input position, tests a bit filter
+// of gram hashes, and only on a hit looks the gram up and compares the candidates in full. The
+// few shorter patterns and the key-word hints are in a small DFA, rebuilt when a short pattern
+// is added. Scans take a read lock for the scan alone; an add holds the write lock for the
+// insertion of its own patterns.
+type matcher struct {
+	mu     sync.RWMutex
+	pats   []*pattern
+	byText map[string]int32 // pattern text -> index in pats
+	grams  map[uint64][]gramRef
+	filter []uint64 // bit set over gramHash, 1<<filterBits bits
+	fbits  uint
+	ngrams int
+	short  []int32 // indexes of the patterns shorter than gramLen
+	hints  bool    // the key-word hints are part of the short DFA
+	dfa    *dfa    // over the short patterns (and hints); nil when there are none
+}
+
+// gramRef is a long pattern indexed under a gram that starts off bytes into it.
+type gramRef struct {
+	pat int32
+	off int32
+}
+
+// span is a merged region to redact: [start, end), labelled by its longest pattern.
+type span struct {
+	start, end int
+	p          *pattern
+}
+
+// newMatcher indexes the patterns. Empty patterns are dropped (an empty secret must not match
+// everywhere); of two with the same text the lower rank is kept (add order when equal).
+func newMatcher(pats []pattern) *matcher {
+	m := &matcher{}
+	m.add(pats)
+	return m
+}
+
+// withHints makes the matcher report the key-word hints (hintPatterns) in scanHint.
+func (m *matcher) withHints() *matcher {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.hints = true
+	m.rebuildShort()
+	return m
+}
+
+// add indexes pats; see newMatcher for duplicates.
+func (m *matcher) add(pats []pattern) {
+	if len(pats) == 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.byText == nil {
+		m.byText, m.grams = map[string]int32{}, map[uint64][]gramRef{}
+	}
+	shortAdded := false
+	for _, p := range pats {
+		if len(p.text) == 0 || p.hint {
+			continue
+		}
+		p := p
+		if i, ok := m.byText[string(p.text)]; ok {
+			if p.rank < m.pats[i].rank {
+				m.pats[i] = &p // a new pointer: scans under way keep the one they read
+				shortAdded = shortAdded || len(p.text) < gramLen
+			}
+			continue
+		}
+		idx := int32(len(m.pats))
+		m.pats = append(m.pats, &p)
+		m.byText[string(p.text)] = idx
+		if len(p.text) < gramLen {
+			m.short = append(m.short, idx)
+			shortAdded = true
+			continue
+		}
+		m.indexGram(idx, &p)
+	}
+	if shortAdded {
+		m.rebuildShort()
+	}
+}
+
+// indexGram files the long pattern under its least crowded gram (the last such on ties: the
+// end of a token or a reason tends to be its most distinctive part).
+func (m *matcher) indexGram(idx int32, p *pattern) {
+	best, bestN := 0, -1
+	for off := 0; off+gramLen <= len(p.text); off++ {
+		n := len(m.grams[binary.LittleEndian.Uint64(p.text[off:])])
+		if bestN < 0 || n <= bestN {
+			best, bestN = off, n
+			if n == 0 && off+gramLen == len(p.text) {
+				break
+			}
+		}
+	}
+	g := binary.LittleEndian.Uint64(p.text[best:])
+	m.grams[g] = append(m.grams[g], gramRef{pat: idx, off: int32(best)})
+	m.ngrams++
+	if m.ngrams*16 > 1<<m.fbits {
+		m.resizeFilter() // keep the filter at most 1/16 full so that misses stay cheap
+		return
+	}
+	m.setFilter(g)
+}
+
+func (m *matcher) resizeFilter() {
+	m.fbits = 12
+	for m.ngrams*16 > 1<<m.fbits {
+		m.fbits++
+	}
+	m.filter = make([]uint64, (1<<m.fbits)/64)
+	for g := range m.grams {
+		m.setFilter(g)
+	}
+}
+
+func (m *matcher) setFilter(g uint64) {
+	h := gramHash(g, m.fbits)
+	m.filter[h>>6] |= 1 << (h & 63)
+}
+
+func gramHash(g uint64, fbits uint) uint64 { return (g * 0x9E3779B97F4A7C15) >> (64 - fbits) }
+
+// rebuildShort compiles the DFA of the short patterns (and hints); callers hold m.mu.
+func (m *matcher) rebuildShort() {
+	var pats []pattern
+	for _, i := range m.short {
+		pats = append(pats, *m.pats[i])
+	}
+	if m.hints {
+		// Hints last: a hint identical to a short secret is dropped as a duplicate, so the
+		// secret is still redacted (and the hint is then not needed: the value is gone).
+		pats = append(pats, hintPatterns...)
+	}
+	m.dfa = nil
+	if len(pats) > 0 {
+		m.dfa = newDFA(pats)
+	}
+}
+
+func (m *matcher) empty() bool {
+	if m == nil {
+		return true
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return len(m.pats) == 0
+}
+
+// patterns returns the redactable patterns (not the hints), in the order they were added.
+func (m *matcher) patterns() []*pattern {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return slices.Clone(m.pats)
+}
+
+func (m *matcher) scan(data []byte) []span {
+	spans, _ := m.scanHint(data)
+	return spans
+}
+
+// scanHint returns the merged regions covered by any pattern occurrence, in order. Overlapping
+// occurrences are merged so that no part of any secret survives (a short secret overlapping a
+// longer one cannot leave the longer one's tail behind); the label is the longest pattern in
+// the region. Occurrences wholly inside an existing "[REDACTED:…]" placeholder are ignored, so
+// redacting twice is a no-op and a placeholder is not reported as a leak.
+//
+// hint reports whether a hint pattern occurs (withHints).
+func (m *matcher) scanHint(data []byte) (out []span, hint bool) {
+	if m == nil || len(data) == 0 {
+		return nil, false
+	}
+	var occ []span
+	emit := func(start, end int, p *pattern) { occ = append(occ, span{start: start, end: end, p: p}) }
+	m.mu.RLock()
+	hint = m.dfa.occurrences(data, emit)
+	if m.ngrams > 0 {
+		m.gramOccurrences(data, emit)
+	}
+	m.mu.RUnlock()
+	if len(occ) == 0 {
+		return nil, hint
+	}
+	// In order of end, the longest first: the merge below then keeps the longest label.
+	slices.SortFunc(occ, func(a, b span) int {
+		if a.end != b.end {
+			return a.end - b.end
+		}
+		return b.start - a.start
+	})
+	holes := placeholders(data)
+	for _, sp := range occ {
 		if inHoles(holes, sp.start, sp.end) {
 			continue
 		}
@@ -186,13 +384,37 @@ func (m *matcher) scanHint(data []byte) (out []span, hint bool) {
 			if last.start < sp.start {
 				sp.start = last.start
 			}
-			if len(m.pats[last.pat].text) > len(m.pats[sp.pat].text) {
-				sp.pat = last.pat
+			if len(last.p.text) > len(sp.p.text) {
+				sp.p = last.p
+			}
+			if last.end > sp.end {
+				sp.end = last.end
 			}
 		}
 		out = append(out, sp)
 	}
 	return out, hint
+}
+
+// gramOccurrences finds the long patterns; callers hold m.mu for reading.
+func (m *matcher) gramOccurrences(data []byte, emit func(start, end int, p *pattern)) {
+	filter, fbits := m.filter, m.fbits
+	shift := 64 - fbits
+	for i := 0; i+gramLen <= len(data); i++ {
+		g := binary.LittleEndian.Uint64(data[i:])
+		h := (g * 0x9E3779B97F4A7C15) >> shift
+		if filter[h>>6]&(1<<(h&63)) == 0 {
+			continue
+		}
+		for _, ref := range m.grams[g] {
+			p := m.pats[ref.pat]
+			start := i - int(ref.off)
+			end := start + len(p.text)
+			if start >= 0 && end <= len(data) && bytes.Equal(data[start:end], p.text) {
+				emit(start, end, p)
+			}
+		}
+	}
 }
 
 // replace writes data with every span replaced by its pattern's replacement.
@@ -205,7 +427,7 @@ func (m *matcher) replace(data []byte, spans []span) []byte {
 	prev := 0
 	for _, sp := range spans {
 		b.Write(data[prev:sp.start])
-		b.WriteString(m.pats[sp.pat].repl)
+		b.WriteString(sp.p.repl)
 		prev = sp.end
 	}
 	b.Write(data[prev:])

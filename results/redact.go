@@ -5,10 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 )
 
 // SecretsFromEnv picks the variables whose name contains TOKEN, SECRET or PASSWORD
@@ -27,25 +28,23 @@ func SecretsFromEnv(env map[string]string) map[string]string {
 
 // Redactor rewrites text so that it holds no secret value (in any of the encodings of
 // encodings()), no registered request reason body and no real app id in an app position
-// (see appHits). It is safe for concurrent use.
+// (see appHits). It is safe for concurrent use: adding a secret or a reason costs that value's
+// own encodings (see matcher), so registering the tokens of one more scenario never waits on
+// — nor makes wait — the redaction of every other scenario's output.
 type Redactor struct {
-	mu      sync.Mutex // serialises Add*; readers use the atomic matcher
+	mu      sync.Mutex // guards secrets and reasons (Warnings, Secrets)
 	secrets map[string]string
 	reasons map[string]bool
 	apps    map[string]string // app id -> role
 	idLens  [32]bool          // lengths of app ids, to skip most digit runs cheaply
-	m       atomic.Pointer[matcher]
+	m       *matcher
 }
 
 // NewRedactor builds a redactor for secrets (env name -> value) and apps (app id -> role,
 // e.g. "4257" -> "state"). Empty secret values and empty app ids are ignored.
 func NewRedactor(secrets map[string]string, apps map[string]string) *Redactor {
-	r := &Redactor{secrets: map[string]string{}, reasons: map[string]bool{}, apps: map[string]string{}}
-	for k, v := range secrets {
-		if v != "" {
-			r.secrets[k] = v
-		}
-	}
+	r := &Redactor{secrets: map[string]string{}, reasons: map[string]bool{}, apps: map[string]string{},
+		m: (&matcher{}).withHints()}
 	for id, role := range apps {
 		id = strings.TrimSpace(id)
 		if id == "" || !allDigits(id) || len(id) >= len(r.idLens) {
@@ -54,20 +53,29 @@ func NewRedactor(secrets map[string]string, apps map[string]string) *Redactor {
 		r.apps[id] = sanitizeName(role, "app")
 		r.idLens[len(id)] = true
 	}
-	r.rebuild()
+	r.AddSecrets(secrets)
 	return r
 }
 
 // AddSecret registers a value captured at run time (e.g. a token a scenario generated) as
-// if it came from the environment under name.
+// if it came from the environment under name. It is redacted everywhere once AddSecret
+// returns.
 func (r *Redactor) AddSecret(name, value string) {
-	if value == "" {
-		return
-	}
+	r.AddSecrets(map[string]string{name: value})
+}
+
+// AddSecrets registers several secrets (name -> value) at once; empty values are ignored.
+func (r *Redactor) AddSecrets(secrets map[string]string) {
+	var pats []pattern
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.secrets[name] = value
-	r.rebuild()
+	for name, v := range secrets {
+		if v != "" {
+			r.secrets[name] = v
+			pats = append(pats, secretValuePatterns(name, v)...)
+		}
+	}
+	r.mu.Unlock()
+	r.m.add(pats)
 }
 
 // AddReason registers a request reason body the harness wrote, so that it is replaced by
@@ -77,15 +85,17 @@ func (r *Redactor) AddReason(body string) {
 		return
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.reasons[body] = true
-	r.rebuild()
+	r.mu.Unlock()
+	r.m.add(reasonPatterns(body))
 }
 
 // Reason returns what is stored instead of a request reason body: "" when there was none,
 // otherwise a placeholder holding the first 12 hex digits of its SHA-256 (enough to tell two
 // reasons apart and to check one against a known text, not to read it).
-func (r *Redactor) Reason(body string) string {
+func (r *Redactor) Reason(body string) string { return reasonPlaceholder(body) }
+
+func reasonPlaceholder(body string) string {
 	if body == "" {
 		return ""
 	}
@@ -95,11 +105,7 @@ func (r *Redactor) Reason(body string) string {
 
 // Roles returns the app id -> role map in use.
 func (r *Redactor) Roles() map[string]string {
-	out := map[string]string{}
-	for k, v := range r.apps {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(r.apps)
 }
 
 // Warnings lists secrets short enough to over-redact unrelated text (they are still
@@ -108,7 +114,7 @@ func (r *Redactor) Warnings() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var w []string
-	for _, name := range sortedKeys(r.secrets) {
+	for _, name := range slices.Sorted(maps.Keys(r.secrets)) {
 		if len(r.secrets[name]) < 8 {
 			w = append(w, "secret "+name+" is shorter than 8 characters; redaction will also hit unrelated text")
 		}
@@ -116,38 +122,34 @@ func (r *Redactor) Warnings() []string {
 	return w
 }
 
-// rebuild compiles the matcher; callers hold r.mu (or own r exclusively).
-func (r *Redactor) rebuild() {
-	r.m.Store(newMatcher(secretPatterns(r.secrets, r.reasons, r)))
+// secretValuePatterns are the patterns of one secret: every encoding, labelled by its name.
+// Two names with the same value keep the label of the name that sorts first.
+func secretValuePatterns(name, value string) []pattern {
+	repl := "[REDACTED:" + sanitizeName(name, "SECRET") + "]"
+	var pats []pattern
+	for _, e := range encodings(value) {
+		pats = append(pats, pattern{text: []byte(e.text), repl: repl, kind: "secret " + name + " (" + e.kind + ")", rank: "0" + name})
+	}
+	return pats
 }
 
-// secretPatterns orders patterns longest first, so that when two values share bytes (a secret
-// that is a substring of another, two names with the same value) the label is the longest and
-// the name order is deterministic.
-func secretPatterns(secrets map[string]string, reasons map[string]bool, r *Redactor) []pattern {
+// reasonPatterns are the patterns of one request reason body (a secret with the same text
+// keeps its own label).
+func reasonPatterns(body string) []pattern {
+	repl := reasonPlaceholder(body)
 	var pats []pattern
-	for _, name := range sortedKeys(secrets) {
-		repl := "[REDACTED:" + sanitizeName(name, "SECRET") + "]"
-		for _, e := range encodings(secrets[name]) {
-			pats = append(pats, pattern{text: []byte(e.text), repl: repl, kind: "secret " + name + " (" + e.kind + ")"})
-		}
+	for _, e := range encodings(body) {
+		pats = append(pats, pattern{text: []byte(e.text), repl: repl, kind: "request reason (" + e.kind + ")", rank: "1"})
 	}
-	for body := range reasons {
-		repl := r.Reason(body)
-		for _, e := range encodings(body) {
-			pats = append(pats, pattern{text: []byte(e.text), repl: repl, kind: "request reason (" + e.kind + ")"})
-		}
-	}
-	sort.SliceStable(pats, func(i, j int) bool {
-		if len(pats[i].text) != len(pats[j].text) {
-			return len(pats[i].text) > len(pats[j].text)
-		}
-		return bytes.Compare(pats[i].text, pats[j].text) < 0
-	})
-	if r != nil {
-		// Hints last: a hint identical to a secret encoding is dropped as a duplicate, so the
-		// secret is still redacted (and the hint is then not needed: the value is gone).
-		pats = append(pats, hintPatterns...)
+	return pats
+}
+
+// secretPatterns are the patterns of every secret (name -> value), for a matcher of its own
+// (the archive's leak scan).
+func secretPatterns(secrets map[string]string) []pattern {
+	var pats []pattern
+	for name, v := range secrets {
+		pats = append(pats, secretValuePatterns(name, v)...)
 	}
 	return pats
 }
@@ -182,7 +184,7 @@ func (r *Redactor) Bytes(b []byte) []byte {
 	}
 	// One pass finds the secrets and whether a reason/credential key word occurs; only then is
 	// the (slower) JSON-in-text pass needed, after which the text is scanned again.
-	m := r.m.Load()
+	m := r.m
 	spans, hint := m.scanHint(b)
 	if hint {
 		if j := r.jsonInText(b); !bytes.Equal(j, b) {
@@ -236,8 +238,7 @@ func (r *Redactor) jsonInText(b []byte) []byte {
 // text applies the byte-level rules: secrets and registered reasons in every encoding, then
 // \u-spelled literals, then app ids in app positions.
 func (r *Redactor) text(b []byte) []byte {
-	m := r.m.Load()
-	return r.textSpans(b, m, m.scan(b))
+	return r.textSpans(b, r.m, r.m.scan(b))
 }
 
 func (r *Redactor) textSpans(b []byte, m *matcher, spans []span) []byte {
@@ -533,12 +534,12 @@ func normKey(k string) string {
 // keyHints finds, case-insensitively, the words that make a key matter to the JSON rules
 // (reasons and credentials; app keys are covered by the text rules). Text without any of them
 // skips the JSON-in-text pass, which is what keeps large logs fast.
-var keyHints = func() *matcher {
+var keyHints = func() *dfa {
 	var pats []pattern
 	for _, w := range []string{"reason", "token", "secret", "passw", "authoriz", "cookie", "apikey", "api_key", "api-key"} {
 		pats = append(pats, pattern{text: []byte(w)})
 	}
-	m := newMatcher(pats)
+	m := newDFA(pats)
 	for c := 'A'; c <= 'Z'; c++ {
 		m.cls[c] = m.cls[c+('a'-'A')] // case-insensitive: upper case shares the lower-case class
 	}

@@ -58,10 +58,14 @@ type Scenario struct {
 	// Reason says why a scenario was not run, or summarises a failure. It is the runner's
 	// own text; the JSON name is status_reason so that `reason` keys can be treated as
 	// request reason bodies (never stored) everywhere.
-	Reason     string           `json:"status_reason,omitempty"`
-	Start      time.Time        `json:"start"`
-	End        time.Time        `json:"end"`
-	DurationMS int64            `json:"duration_ms"`
+	Reason     string    `json:"status_reason,omitempty"`
+	Start      time.Time `json:"start"`
+	End        time.Time `json:"end"`
+	DurationMS int64     `json:"duration_ms"`
+	// SetupMS is the runner's own cost before the scenario's first step: from Start to the
+	// first step's start (the scene: work dir, emulator, scope, fixtures). Absent when no step
+	// started.
+	SetupMS    *int64           `json:"setup_ms,omitempty"`
 	Steps      []Step           `json:"steps"`
 	Assertions []Assertion      `json:"assertions"`
 	Processes  []Process        `json:"processes"`
@@ -229,6 +233,26 @@ type Run struct {
 	ExitCode *int `json:"exit_code,omitempty"`
 	// Gate names the gate record of a `flowtest gate run` (gate.json).
 	Gate *GateRef `json:"gate,omitempty"`
+	// Runner is what the run cost flowtest itself, so that a regression of the runner shows.
+	Runner *RunnerCost `json:"runner,omitempty"`
+}
+
+// RunnerCost is the runner's own cost over a run: its CPU time (its process alone, not its
+// children's) and the scenarios' setup times (Scenario.SetupMS).
+type RunnerCost struct {
+	WallMS     int64 `json:"wall_ms"`
+	CPUMS      int64 `json:"cpu_ms"`
+	SetupP50MS int64 `json:"setup_p50_ms"`
+	SetupP95MS int64 `json:"setup_p95_ms"`
+	SetupMaxMS int64 `json:"setup_max_ms"`
+	// SlowestSetups are the (at most 3) scenarios with the longest setups, longest first.
+	SlowestSetups []ScenarioTime `json:"slowest_setups,omitempty"`
+}
+
+// ScenarioTime is a scenario id with a time in milliseconds.
+type ScenarioTime struct {
+	ID string `json:"id"`
+	MS int64  `json:"ms"`
 }
 
 // GateRef is run.json's pointer to the gate record.
@@ -258,6 +282,7 @@ type ScenarioSummary struct {
 	Reason         string   `json:"status_reason,omitempty"`
 	NotRunCategory string   `json:"not_run_category,omitempty"` // tag|platform|not-implemented|interrupted
 	DurationMS     int64    `json:"duration_ms"`
+	SetupMS        *int64   `json:"setup_ms,omitempty"`
 	File           string   `json:"file,omitempty"` // scenario file, relative to the archive
 }
 
@@ -285,7 +310,7 @@ type EvidenceRow struct {
 func Summarize(s *Scenario, file string) ScenarioSummary {
 	return ScenarioSummary{
 		ID: s.ID, Name: s.Name, Feature: s.Feature, Series: s.Series, Tags: append([]string(nil), s.Tags...),
-		Status: s.Status, Reason: s.Reason, DurationMS: s.DurationMS, File: file,
+		Status: s.Status, Reason: s.Reason, DurationMS: s.DurationMS, SetupMS: s.SetupMS, File: file,
 	}
 }
 

@@ -42,7 +42,7 @@ func Verify(dir string, secrets map[string]string, appIDs []string) ([]Leak, err
 			clean[k] = v
 		}
 	}
-	m := newMatcher(secretPatterns(clean, nil, nil))
+	m := newMatcher(secretPatterns(clean))
 	apps := map[string]string{}
 	var idLens [32]bool
 	for _, id := range appIDs {
@@ -85,7 +85,7 @@ func scanForLeaks(file string, data []byte, m *matcher, apps map[string]string, 
 	var leaks []Leak
 	spans := m.scan(data)
 	for _, sp := range spans {
-		leaks = append(leaks, Leak{File: file, Offset: int64(sp.start), Kind: m.pats[sp.pat].kind})
+		leaks = append(leaks, Leak{File: file, Offset: int64(sp.start), Kind: sp.p.kind})
 	}
 	if !m.empty() && bytes.Contains(data, []byte(`\u`)) {
 		forEachEscapedLiteral(data, func(start, end int, decoded string) {
@@ -95,7 +95,7 @@ func scanForLeaks(file string, data []byte, m *matcher, apps map[string]string, 
 				}
 			}
 			if ds := m.scan([]byte(decoded)); len(ds) > 0 {
-				leaks = append(leaks, Leak{File: file, Offset: int64(start), Kind: m.pats[ds[0].pat].kind + " spelled with \\u escapes"})
+				leaks = append(leaks, Leak{File: file, Offset: int64(start), Kind: ds[0].p.kind + " spelled with \\u escapes"})
 			}
 		})
 	}

@@ -326,6 +326,10 @@ func runOne(parent context.Context, o Options, rs *runState, it Item) (rec *resu
 	code, panicked := runSuite(ctx, o, it, st, steps, &hookErrs)
 
 	rec.Steps = steps.records()
+	if len(rec.Steps) > 0 && !rec.Steps[0].Start.IsZero() {
+		setup := rec.Steps[0].Start.Sub(start).Milliseconds()
+		rec.SetupMS = &setup
+	}
 	switch {
 	case panicked != nil:
 		rec.Status = results.StatusFailed
@@ -593,6 +597,7 @@ func fillRun(run *results.Run, items []Item, res Result, arch *results.Archive) 
 		run.State = results.RunInterrupted
 	}
 	run.End = time.Now().UTC()
+	run.Runner = results.ComputeRunnerCost(run.Scenarios, run.End.Sub(run.Start), processCPU())
 }
 
 func notRunCategory(reason string) string {

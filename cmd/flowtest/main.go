@@ -55,7 +55,10 @@ Run "flowtest <command> -h" for the flags of a command.
 func main() {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr, sigs))
+	stop := startProfiles()
+	code := Main(os.Args[1:], os.Stdout, os.Stderr, sigs)
+	stop()
+	os.Exit(code)
 }
 
 // Main runs one flowtest command and returns its exit code.

@@ -652,6 +652,10 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 		},
 	})
 	fmt.Fprintf(stdout, "%s — archive %s\n", results.TotalsText(run.Totals), arch.Dir())
+	if run.Runner != nil {
+		// The closing line: what the run cost the runner itself (run.json has it too).
+		defer fmt.Fprintln(stdout, results.CostText(run.Runner))
+	}
 	// The run knows every secret it used (the sandbox's tokens exist only now), so it checks
 	// its own archive for leaks before it says anything passed.
 	var appIDs []string

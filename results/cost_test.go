@@ -1,0 +1,34 @@
+package results
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func ms(v int64) *int64 { return &v }
+
+func TestComputeRunnerCost(t *testing.T) {
+	var sums []ScenarioSummary
+	for i := int64(1); i <= 20; i++ {
+		sums = append(sums, ScenarioSummary{ID: "s" + string(rune('a'+i-1)), SetupMS: ms(i * 10)})
+	}
+	sums = append(sums, ScenarioSummary{ID: "not-run"}) // no setup: not counted
+	c := ComputeRunnerCost(sums, 90*time.Second, 7500*time.Millisecond)
+	assert.Equal(t, int64(90000), c.WallMS)
+	assert.Equal(t, int64(7500), c.CPUMS)
+	assert.Equal(t, int64(100), c.SetupP50MS) // nearest rank: the 10th of 20
+	assert.Equal(t, int64(190), c.SetupP95MS) // the 19th of 20
+	assert.Equal(t, int64(200), c.SetupMaxMS)
+	require.Len(t, c.SlowestSetups, 3)
+	assert.Equal(t, []ScenarioTime{{"st", 200}, {"ss", 190}, {"sr", 180}}, c.SlowestSetups)
+	assert.Equal(t, "runner: wall 1m30s, CPU 7.5s, setup p50 100ms p95 190ms (slowest setups: st 200ms, ss 190ms, sr 180ms)", CostText(c))
+}
+
+func TestComputeRunnerCostWithoutSetups(t *testing.T) {
+	c := ComputeRunnerCost([]ScenarioSummary{{ID: "x"}}, time.Second, 0)
+	assert.Zero(t, c.SetupP95MS)
+	assert.Empty(t, c.SlowestSetups)
+}
