@@ -7,7 +7,7 @@ BIN     := bin
 EXE     := $(shell $(GO) env GOEXE)
 FLAGS   ?=
 
-.PHONY: build run test go-test rehearse rehearse-fast rehearse-slow flake vet bench defects clean cli-kintone
+.PHONY: build run test go-test rehearse rehearse-fast rehearse-slow flake vet bench bench-runner defects clean cli-kintone
 
 build:
 	$(GO) build -o $(BIN)/flowtest$(EXE) ./cmd/flowtest
@@ -32,8 +32,11 @@ test: build cli-kintone
 	$(GO) vet ./...
 	$(MAKE) --no-print-directory -j3 go-test rehearse-fast rehearse-slow
 
+# -parallel 6: the long end-to-end tests of cmd/flowtest (the acceptance run, the fast defects
+# that take their control from it, the gate, shard and concurrency runs) mostly wait, so they
+# run beside each other.
 go-test:
-	$(GO) test -count=1 -timeout 40m ./...
+	$(GO) test -count=1 -timeout 40m -parallel 6 ./...
 
 # The live path rehearsed (flowtest rehearse): every scenario through `flowtest run --target
 # live`, exactly as a release gate runs, against stand-alone kintone emulators that wrote an
@@ -66,6 +69,14 @@ vet:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The runner's own cost on a selection (TAGS, default @m5): once at the default concurrency,
+# once serially; each closing line gives wall time, runner CPU and setup p50/p95.
+bench-runner: build
+	@out=$$(mktemp -d); \
+	echo "== $(or $(TAGS),@m5), default concurrency"; ./$(BIN)/flowtest$(EXE) run --tags '$(or $(TAGS),@m5)' --out $$out/parallel $(FLAGS) | tail -1; \
+	echo "== $(or $(TAGS),@m5), --concurrency 1"; ./$(BIN)/flowtest$(EXE) run --tags '$(or $(TAGS),@m5)' --concurrency 1 --out $$out/serial $(FLAGS) | tail -1; \
+	rm -rf $$out
 
 clean:
 	rm -rf $(BIN)

@@ -45,6 +45,7 @@ func statusesOf(r runRecord) map[string]string {
 // once they would see each other's requests on one emulator. Each runs on its own, so
 // concurrency 4 gives what the serial run gives.
 func TestAppWideReadersGiveTheSameResultsConcurrently(t *testing.T) {
+	t.Parallel() // a long end-to-end run that mostly waits: the others of its kind run beside it
 	if testing.Short() {
 		t.Skip("acceptance run skipped in -short mode")
 	}
@@ -63,6 +64,7 @@ func TestAppWideReadersGiveTheSameResultsConcurrently(t *testing.T) {
 // Shards 1/2 and 2/2 of a selection, merged, are the selection: every scenario once, the
 // totals of one run, a clean leak scan; --repeat reports per scenario.
 func TestShardsMergeAndRepeatOnSandbox(t *testing.T) {
+	t.Parallel() // a long end-to-end run that mostly waits: the others of its kind run beside it
 	if testing.Short() {
 		t.Skip("acceptance run skipped in -short mode")
 	}

@@ -11,6 +11,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -391,6 +393,7 @@ func cmdDefects(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) 
 	goBin := fset.String("go", "go", "the go command that builds the broken sandboxes")
 	keep := fset.Bool("keep", false, "keep the work dir (broken binaries, run logs, archives) even when every defect is caught")
 	noControl := fset.Bool("no-control", false, "skip the control run of the declared scenarios on the correct sandbox")
+	controlFrom := fset.String("control-from", "", "take the control from this archive of a `flowtest run` on the correct sandbox of this checkout instead of running it again")
 	jobs := fset.Int("jobs", defaultDefectJobs, "defects checked at once (each builds its own sandbox and runs its own emulator)")
 	fset.Usage = func() {
 		fmt.Fprintf(stderr, "usage: flowtest defects [--only <names>] [--fast]\n\nBuild each planted defect of %s into a broken flowsandbox and show that its scenarios catch it.\n\n", catalogueFile)
@@ -457,7 +460,20 @@ func cmdDefects(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) 
 	start := time.Now()
 	fmt.Fprintf(stdout, "flowtest defects: %d of %d planted defects (%s), work dir %s\n", len(selected), len(cat.Defects), catalogueFile, work)
 
-	rows := r.all(selected, !*noControl, *jobs)
+	if *controlFrom != "" && *noControl {
+		fmt.Fprintln(stderr, "flowtest defects: --control-from and --no-control exclude each other")
+		return runner.ExitRefused
+	}
+	var control []defectRow
+	if *controlFrom != "" {
+		rows, err := r.controlFromArchive(*controlFrom, selected)
+		if err != nil {
+			fmt.Fprintf(stderr, "flowtest defects: --control-from %s: %v\n", *controlFrom, err)
+			return runner.ExitRefused
+		}
+		control = rows
+	}
+	rows := append(control, r.all(selected, !*noControl && *controlFrom == "", *jobs, longestFirst(selected, control))...)
 	fmt.Fprintln(stdout)
 	writeDefectTable(stdout, rows)
 
@@ -504,7 +520,10 @@ const defaultDefectJobs = 3
 // all runs the control (if asked) and every selected defect, up to jobs at once, and returns
 // their rows in catalogue order (control first). Each run has its own work dir, sandbox
 // binary, emulator and run lock directory, so the runs cannot see each other.
-func (r *defectsRun) all(selected []plantedDefect, control bool, jobs int) []defectRow {
+//
+// est, when not nil, estimates each selected defect's run time: the longest start first, so
+// that a long one does not start last and stretch the wall time alone.
+func (r *defectsRun) all(selected []plantedDefect, control bool, jobs int, est []time.Duration) []defectRow {
 	type task func() []defectRow
 	var tasks []task
 	if control {
@@ -514,9 +533,17 @@ func (r *defectsRun) all(selected []plantedDefect, control bool, jobs int) []def
 		tasks = append(tasks, func() []defectRow { return r.defect(d) })
 	}
 	out := make([][]defectRow, len(tasks))
+	order := make([]int, len(tasks)) // the order tasks start in; out stays in catalogue order
+	for i := range order {
+		order[i] = i
+	}
+	if est != nil && !control {
+		sort.SliceStable(order, func(a, b int) bool { return est[order[a]] > est[order[b]] })
+	}
 	sem := make(chan struct{}, jobs)
 	var wg sync.WaitGroup
-	for i, t := range tasks {
+	for _, i := range order {
+		t := tasks[i]
 		if r.ctx.Err() != nil {
 			break
 		}
@@ -722,6 +749,105 @@ func (r *defectsRun) control(selected []plantedDefect) []defectRow {
 		rows = append(rows, row)
 	}
 	return rows
+}
+
+// controlFromArchive is the control read from an earlier run's archive instead of a run of its
+// own: the archive must come from the sandbox target with the correct sandbox of this checkout
+// (its digest in run.json equals a fresh build's), and each declared scenario's record there
+// is judged as the control run's would be. The test suite runs the acceptance scenarios once
+// and hands that archive to the fast defects.
+func (r *defectsRun) controlFromArchive(dir string, selected []plantedDefect) ([]defectRow, error) {
+	recs, run, err := results.ReadArchive(dir)
+	if err != nil {
+		return nil, err
+	}
+	if run.Target != "sandbox" {
+		return nil, fmt.Errorf("the archive ran on target %q; a control needs the sandbox", run.Target)
+	}
+	work := filepath.Join(r.work, "control")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, err
+	}
+	bin, err := r.build(work, "")
+	if err != nil {
+		return nil, fmt.Errorf("build the correct sandbox: %w", err)
+	}
+	want, err := fileSHA256(bin)
+	if err != nil {
+		return nil, err
+	}
+	if got := run.Environment[sandboxDigestKey]; got != want {
+		if got == "" {
+			got = "none recorded"
+		}
+		return nil, fmt.Errorf("the archive's sandbox (sha256 %s) is not the correct sandbox of this checkout (sha256 %s): run the control instead", got, want)
+	}
+	byID := map[string]*results.Scenario{}
+	for _, rec := range recs {
+		byID[rec.ID] = rec
+	}
+	const name = "(control: no defect)"
+	var rows []defectRow
+	seen := map[string]bool{}
+	for _, d := range selected {
+		for _, id := range d.scenarios() {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			row := defectRow{defect: name, scenario: id, verdict: verdictControlOK}
+			if len(rows) == 0 {
+				row.wall = "archive"
+			}
+			switch rec := byID[id]; {
+			case rec == nil:
+				row.verdict, row.why = verdictControlBad, "no scenario record in "+dir
+			case rec.Status != results.StatusPassed:
+				row.verdict, row.why = verdictControlBad, rec.Status+" "+rec.Reason
+				row.dur = time.Duration(rec.DurationMS) * time.Millisecond
+			default:
+				row.dur = time.Duration(rec.DurationMS) * time.Millisecond
+			}
+			rows = append(rows, row)
+		}
+	}
+	fmt.Fprintf(r.log, "  control: %d scenarios from the archive %s\n", len(rows), dir)
+	return rows, nil
+}
+
+// longestFirst estimates each defect's run time as the sum of its scenarios' durations in the
+// control (nil without a control from an archive, whose durations are known before any run).
+func longestFirst(selected []plantedDefect, control []defectRow) []time.Duration {
+	if len(control) == 0 {
+		return nil
+	}
+	dur := map[string]time.Duration{}
+	for _, row := range control {
+		dur[row.scenario] = row.dur
+	}
+	est := make([]time.Duration, len(selected))
+	for i, d := range selected {
+		for _, id := range d.scenarios() {
+			est[i] += dur[id]
+		}
+	}
+	return est
+}
+
+// sandboxDigestKey is run.json's environment entry naming the sandbox binary that ran.
+const sandboxDigestKey = "sandbox_sha256"
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("digest %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // defect builds one broken sandbox, runs its scenarios and judges each record.

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -249,6 +252,7 @@ func TestDefectsRefusesUnknownNames(t *testing.T) {
 // scenarios run against it and fail on the declared assertion. The table is logged so CI
 // shows it.
 func TestFastDefectsAreCaught(t *testing.T) {
+	t.Parallel() // a long end-to-end run that mostly waits: the others of its kind run beside it
 	if testing.Short() {
 		t.Skip("planted-defect runs skipped in -short mode")
 	}
@@ -259,7 +263,11 @@ func TestFastDefectsAreCaught(t *testing.T) {
 			env = append(env, kv)
 		}
 	}
-	r := flowtest(t, env, "defects", "--fast")
+	// The control is the acceptance run's archive (the same correct sandbox): the scenarios
+	// run once in this package, not once more for the control.
+	acc, dir := acceptanceRun(t)
+	require.Equal(t, 0, acc.code, "the acceptance run (the control) failed:\n%s", acc.stdout)
+	r := flowtest(t, env, "defects", "--fast", "--control-from", dir)
 	t.Logf("flowtest defects --fast:\n%s", r.stdout)
 	require.Equal(t, 0, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 
@@ -281,5 +289,51 @@ func TestFastDefectsAreCaught(t *testing.T) {
 	}
 	assert.NotContains(t, r.stdout, "ESCAPED")
 	assert.Contains(t, r.stdout, "(control: no defect)")
+	assert.Contains(t, r.stdout, "control: ")
+	assert.Contains(t, r.stdout, "scenarios from the archive "+dir)
 	assert.Regexp(t, `\d+ caught, 0 escaped, \d+ not yet covered`, r.stdout)
+}
+
+// writeControlArchive writes an archive of two scenario records (a passed, b failed) whose
+// run.json names the sandbox digest given.
+func writeControlArchive(t *testing.T, target, digest string) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "scenarios"), 0o755))
+	for id, status := range map[string]string{"a": "passed", "b": "failed"} {
+		rec := fmt.Sprintf(`{"schema_version":1,"id":%q,"status":%q,"status_reason":"x","duration_ms":1500,"series":"s","tags":[],"steps":[],"assertions":[],"processes":[],"barriers":[],"traffic":{},"cleanup":{"ok":true,"actions":[]}}`, id, status)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "scenarios", id+".json"), []byte(rec), 0o644))
+	}
+	run := fmt.Sprintf(`{"schema_version":1,"target":%q,"state":"complete","environment":{"sandbox_sha256":%q},"scenarios":[]}`, target, digest)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "run.json"), []byte(run), 0o644))
+	return dir
+}
+
+// --control-from judges the archive's records as the control run would, and accepts only an
+// archive of the sandbox target made with the correct sandbox of this checkout.
+func TestControlFromArchive(t *testing.T) {
+	r := &defectsRun{root: repoRoot(), goBin: "go", work: t.TempDir(), log: io.Discard, ctx: context.Background()}
+	digest, err := fileSHA256(filepath.Join(binDir, "flowsandbox"+exe())) // TestMain built it from this checkout
+	require.NoError(t, err)
+	sel := []plantedDefect{
+		{Name: "d1", Catches: []defectCatch{{Scenario: "a"}, {Scenario: "b"}}},
+		{Name: "d2", Catches: []defectCatch{{Scenario: "a"}, {Scenario: "c"}}},
+	}
+	rows, err := r.controlFromArchive(writeControlArchive(t, "sandbox", digest), sel)
+	require.NoError(t, err)
+	require.Len(t, rows, 3, "each scenario once")
+	got := map[string]string{}
+	for _, row := range rows {
+		got[row.scenario] = row.verdict
+	}
+	assert.Equal(t, map[string]string{"a": verdictControlOK, "b": verdictControlBad, "c": verdictControlBad}, got)
+
+	_, err = r.controlFromArchive(writeControlArchive(t, "sandbox", "0000"), sel)
+	assert.ErrorContains(t, err, "is not the correct sandbox of this checkout")
+	_, err = r.controlFromArchive(writeControlArchive(t, "live", digest), sel)
+	assert.ErrorContains(t, err, `target "live"`)
+
+	both := flowtest(t, nil, "defects", "--fast", "--no-control", "--control-from", t.TempDir())
+	assert.Equal(t, 2, both.code)
+	assert.Contains(t, both.stderr, "exclude each other")
 }

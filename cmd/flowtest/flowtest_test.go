@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -40,6 +41,9 @@ func TestMain(m *testing.M) {
 		}
 	}
 	code := m.Run()
+	for _, c := range cleanups {
+		c()
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -91,19 +95,47 @@ func archiveDir(t *testing.T, stdout string) string {
 	return ""
 }
 
+// acceptance is the one full run of the manifest on the sandbox in this package's tests:
+// TestAcceptanceSuiteOnSandbox judges it, and the fast planted defects take their control
+// from its archive instead of running the same scenarios again.
+var acceptance struct {
+	once sync.Once
+	r    result
+	dir  string
+}
+
+func acceptanceRun(t *testing.T) (result, string) {
+	t.Helper()
+	acceptance.once.Do(func() {
+		out, err := os.MkdirTemp("", "flowtest-acceptance-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		acceptance.r = flowtest(t, nil, "run", "--out", out)
+		acceptance.dir = archiveDir(t, acceptance.r.stdout)
+		if !filepath.IsAbs(acceptance.dir) {
+			acceptance.dir = filepath.Join(repoRoot(), acceptance.dir)
+		}
+		cleanups = append(cleanups, func() { os.RemoveAll(out) })
+	})
+	if acceptance.dir == "" {
+		t.Fatalf("the acceptance run made no archive:\n%s\n%s", acceptance.r.stdout, acceptance.r.stderr)
+	}
+	return acceptance.r, acceptance.dir
+}
+
+// cleanups run after every test of the package (TestMain): what tests share outlives each.
+var cleanups []func()
+
 // The main job: the whole manifest on the sandbox. Implemented scenarios pass, the others
 // are reported as not implemented, never as passed; the archive verifies clean.
 func TestAcceptanceSuiteOnSandbox(t *testing.T) {
+	t.Parallel() // a long end-to-end run that mostly waits: the others of its kind run beside it
 	if testing.Short() {
 		t.Skip("acceptance run skipped in -short mode")
 	}
-	out := t.TempDir()
-	r := flowtest(t, nil, "run", "--out", out)
+	r, dir := acceptanceRun(t)
 	require.Equal(t, 0, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
-	dir := archiveDir(t, r.stdout)
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(repoRoot(), dir)
-	}
 	data, err := os.ReadFile(filepath.Join(dir, "run.json"))
 	require.NoError(t, err)
 	var run struct {

@@ -24,6 +24,7 @@ import (
 )
 
 func TestReleaseGateOnSandbox(t *testing.T) {
+	t.Parallel() // a long end-to-end run that mostly waits: the others of its kind run beside it
 	if testing.Short() {
 		t.Skip("acceptance run skipped in -short mode")
 	}

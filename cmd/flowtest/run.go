@@ -637,6 +637,13 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 	if conc := s.concurrency(); conc > 1 {
 		run.Environment["concurrency"] = fmt.Sprint(conc)
 	}
+	if s.bin != "" {
+		// Which sandbox ran: `flowtest defects --control-from` accepts this archive as its
+		// control only for the correct sandbox of the checkout it builds from.
+		if sum, err := fileSHA256(s.bin); err == nil {
+			run.Environment[sandboxDigestKey] = sum
+		}
+	}
 	res := runner.Execute(ctx, runner.Options{
 		Features: s.fsys, Items: s.items,
 		Initialize: suite.Initialize, BeforeScenario: before, BeforeCleanup: attempts, Concurrency: conc,
