@@ -3,9 +3,11 @@ package results
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -323,4 +325,30 @@ func TestRedactJSONLinesInText(t *testing.T) {
 	// A document cut in the middle (a tail) falls back to the text rules.
 	cut := `"reason":"stop it"}, {"app":4257}`
 	assert.Equal(t, `"reason":"stop it"}, {"app":"app:state"}`, r.String(cut))
+}
+
+// Secrets added while other goroutines redact: each value is redacted by every call that
+// starts after its AddSecret returned, whatever else is being added at the time (go test
+// -race checks the locking).
+func TestRedactorAddWhileRedacting(t *testing.T) {
+	r := NewRedactor(nil, nil)
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				v := fmt.Sprintf("w%d-token-%03d-Zx9q", w, i)
+				r.AddSecret(fmt.Sprintf("TOKEN_W%d_%d", w, i), v)
+				out := r.String("before " + v + " after")
+				if strings.Contains(out, v) {
+					t.Errorf("%q survived its own AddSecret: %q", v, out)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	out := r.String("w0-token-000-Zx9q w3-token-049-Zx9q")
+	assert.NotContains(t, out, "token-0")
 }
