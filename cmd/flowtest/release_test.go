@@ -124,6 +124,10 @@ carry_over:
 		}
 	}
 	require.NoError(t, json.Unmarshal([]byte(ev.stdout), &ba), ev.stdout+ev.stderr)
+	for _, d := range []string{accepting, gateDir} {
+		requireSchemaValid(t, d)
+	}
+	requireEvidenceValid(t, []byte(ev.stdout))
 	rows := map[string]string{}
 	for _, r := range ba.Rows {
 		rows[r.Scenario] = r.Status
