@@ -21,8 +21,11 @@ type StatusOptions struct {
 	// the ETA uses this run's own pace once a scenario has finished.
 	Expected     map[string]time.Duration
 	ExpectedFrom string
-	Every        time.Duration    // terminal redraw interval; default 1 s
-	Now          func() time.Time // the clock (tests); default time.Now
+	Every        time.Duration // terminal redraw interval; default 1 s
+	// Width, if set, is the terminal's width now: the status line is cut to it, since a
+	// line that wraps cannot be erased in place.
+	Width func() int
+	Now   func() time.Time // the clock (tests); default time.Now
 }
 
 // eraseLine returns the cursor to the line's start and clears it (ANSI; Windows 10+ consoles
@@ -168,7 +171,13 @@ func (s *status) draw() {
 	if s.shown {
 		io.WriteString(s.w, eraseLine)
 	}
-	io.WriteString(s.w, s.line())
+	line := s.line()
+	if s.o.Width != nil {
+		if w := s.o.Width(); w > 1 && len(line) >= w {
+			line = line[:w-1] // ASCII only: no rune is cut
+		}
+	}
+	io.WriteString(s.w, line)
 	s.shown = true
 }
 

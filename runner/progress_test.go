@@ -131,6 +131,16 @@ func TestProgressTerminalLine(t *testing.T) {
 	}, screen(out.String()))
 }
 
+// A status line wider than the terminal would wrap and could not be erased: it is cut.
+func TestProgressTerminalLineFitsTheWidth(t *testing.T) {
+	var out bytes.Buffer
+	s := newStatus(&out, StatusOptions{Terminal: true, Every: time.Hour, Width: func() int { return 40 }}, []Item{item("a", true)}, 1)
+	s.Write([]byte("START a\n"))
+	lines := screen(out.String())
+	assert.Equal(t, "PROGRESS 0/1 done: 0 passed, 0 failed, ", lines[len(lines)-1], "39 columns")
+	s.stop()
+}
+
 // redactor is the console redactor's job in cmd/flowtest, here as a plain writer.
 type redactor struct {
 	w   *bytes.Buffer

@@ -13,22 +13,31 @@ import (
 	"github.com/ksqlflow/flowtest/runner"
 )
 
-// isTerminal reports whether w is a terminal that can redraw a line in place (on Windows, a
-// console with virtual-terminal processing, which enableVT turns on). A pipe, a file or
-// TERM=dumb get plain lines.
-func isTerminal(w io.Writer) bool {
+// terminalOf returns w when it is a terminal that can redraw a line in place (on Windows, a
+// console with virtual-terminal processing, which enableVT turns on), else nil: a pipe, a
+// file or TERM=dumb get plain lines.
+func terminalOf(w io.Writer) *os.File {
 	f, ok := w.(*os.File)
-	if !ok || os.Getenv("TERM") == "dumb" || !term.IsTerminal(int(f.Fd())) {
-		return false
+	if !ok || os.Getenv("TERM") == "dumb" || !term.IsTerminal(int(f.Fd())) || !enableVT(f) {
+		return nil
 	}
-	return enableVT(f)
+	return f
 }
 
 // status is the run's progress line: the ETA comes from --durations-from, else from the last
 // archive of the same selection (tag expression and target) under --out, other than this
 // run's own.
 func (s *session) status(target, own string) *runner.StatusOptions {
-	o := &runner.StatusOptions{Terminal: s.tty}
+	o := &runner.StatusOptions{Terminal: s.tty != nil}
+	if tty := s.tty; tty != nil {
+		o.Width = func() int {
+			w, _, err := term.GetSize(int(tty.Fd()))
+			if err != nil {
+				return 0
+			}
+			return w
+		}
+	}
 	if s.flags.durationsDir != "" {
 		o.Expected, o.ExpectedFrom = s.durations, s.flags.durationsDir
 		return o

@@ -268,10 +268,10 @@ type session struct {
 	bin     string         // the flowsandbox binary (sandbox only): concurrent scenarios start their own emulator
 	extras  runExtras      // what `flowtest gate run` adds (gate.go); the command line for run.json
 	setup   []safety.Check // live setup checks (livesetup.go), run once per session
-	// durations are those of --durations-from (shard balance, ETA); tty says the console is
-	// a terminal (the progress line is redrawn in place).
+	// durations are those of --durations-from (shard balance, ETA); tty is the console when
+	// it is a terminal (the progress line is redrawn in place), else nil.
 	durations map[string]time.Duration
-	tty       bool
+	tty       *os.File
 }
 
 func openSession(f runFlags) (*session, error) {
@@ -407,7 +407,7 @@ func runCommand(name string, args []string, stdout, stderr io.Writer, sigs <-cha
 	}
 	s.extras = extras
 	defer s.close()
-	s.tty = isTerminal(stdout) // before the redactor hides the file behind a writer
+	s.tty = terminalOf(stdout) // before the redactor hides the file behind a writer
 	red := s.consoleRedactor()
 	stdout, stderr = redactConsole(stdout, red), redactConsole(stderr, red)
 	f := s.flags
