@@ -181,16 +181,21 @@ func (s *status) draw() {
 	s.shown = true
 }
 
-// line is the progress line: "PROGRESS 5/18 done: 4 passed, 1 failed, 0 blocked or
-// interrupted; elapsed 2m5s, ETA 3m10s".
+// line is the progress line: "PROGRESS 5/18 done, 4 passed, 1 failed; elapsed 2m5s, ETA
+// 3m10s", with ", 1 blocked/interrupted" after failed when there is one. Short, so that it
+// fits a terminal line.
 func (s *status) line() string {
 	now := s.o.Now()
 	eta := "ETA unknown"
 	if d, ok := s.eta(now); ok {
 		eta = "ETA " + roundDur(d)
 	}
-	return fmt.Sprintf("PROGRESS %d/%d done: %d passed, %d failed, %d blocked or interrupted; elapsed %s, %s",
-		s.done, s.total, s.passed, s.failed, s.other, roundDur(now.Sub(s.start)), eta)
+	other := ""
+	if s.other > 0 {
+		other = fmt.Sprintf(", %d blocked/interrupted", s.other)
+	}
+	return fmt.Sprintf("PROGRESS %d/%d done, %d passed, %d failed%s; elapsed %s, %s",
+		s.done, s.total, s.passed, s.failed, other, roundDur(now.Sub(s.start)), eta)
 }
 
 // eta estimates the time left: each scenario not finished takes its expected duration (from
