@@ -1,10 +1,13 @@
 package results
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -166,53 +169,111 @@ func ValidateArchive(dir string) ([]SchemaProblem, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("validate archive: %s is not a directory", dir)
 	}
-	var out []SchemaProblem
-	sawRun := false
+	v := &archiveValidator{}
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() || !strings.HasSuffix(d.Name(), ".json") || strings.HasPrefix(d.Name(), TempPrefix) {
+		if d.IsDir() || !v.wants(d.Name()) {
 			return nil
 		}
 		rel, err := filepath.Rel(dir, p)
 		if err != nil {
 			return err
 		}
-		rel = filepath.ToSlash(rel)
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		var schema string
-		switch {
-		case rel == "run.json":
-			schema, sawRun = SchemaRun, true
-		case rel == GateFile:
-			schema = SchemaGate
-		case path.Dir(rel) == ScenarioDir:
-			schema = SchemaScenario
-		case rel == "cucumber.json":
-			if _, err := jsonschema.UnmarshalJSON(bytes.NewReader(data)); err != nil {
-				out = append(out, SchemaProblem{File: rel, Message: "not JSON: " + err.Error()})
-			}
-			return nil
-		default:
-			out = append(out, SchemaProblem{File: rel, Message: "no schema describes this file"})
-			return nil
-		}
-		probs, err := ValidateJSON(schema, rel, data)
-		if err != nil {
-			return err
-		}
-		out = append(out, probs...)
-		return nil
+		return v.file(filepath.ToSlash(rel), data)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("validate archive %s: %w", dir, err)
 	}
-	if !sawRun {
-		out = append(out, SchemaProblem{File: "run.json", Message: "missing: every archive has one from its creation on"})
+	return v.done(), nil
+}
+
+// ValidatePack is ValidateArchive for a pack (`archive pack`): the JSON files of its one
+// folder, read from the gzip tar without unpacking it. Whether the pack is intact (digest,
+// SHA256SUMS, names) is VerifyPack's; an unreadable pack is an error here.
+func ValidatePack(pack string) ([]SchemaProblem, error) {
+	if _, err := compiledSchemas(); err != nil {
+		return nil, err
 	}
-	return out, nil
+	f, err := os.Open(pack)
+	if err != nil {
+		return nil, fmt.Errorf("validate pack: %w", err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("validate pack %s: %w", pack, err)
+	}
+	tr := tar.NewReader(gz)
+	v := &archiveValidator{}
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("validate pack %s: %w", pack, err)
+		}
+		_, rel, ok := strings.Cut(path.Clean(hdr.Name), "/")
+		if hdr.Typeflag != tar.TypeReg || !ok || !v.wants(path.Base(rel)) {
+			continue
+		}
+		data, err := io.ReadAll(io.LimitReader(tr, 1<<30))
+		if err != nil {
+			return nil, fmt.Errorf("validate pack %s: %s: %w", pack, hdr.Name, err)
+		}
+		if err := v.file(rel, data); err != nil {
+			return nil, fmt.Errorf("validate pack %s: %w", pack, err)
+		}
+	}
+	return v.done(), nil
+}
+
+// archiveValidator decides which schema a file of an archive has, by its path relative to
+// the archive, and collects the problems.
+type archiveValidator struct {
+	out    []SchemaProblem
+	sawRun bool
+}
+
+func (v *archiveValidator) wants(name string) bool {
+	return strings.HasSuffix(name, ".json") && !strings.HasPrefix(name, TempPrefix)
+}
+
+func (v *archiveValidator) file(rel string, data []byte) error {
+	var schema string
+	switch {
+	case rel == "run.json":
+		schema, v.sawRun = SchemaRun, true
+	case rel == GateFile:
+		schema = SchemaGate
+	case path.Dir(rel) == ScenarioDir:
+		schema = SchemaScenario
+	case rel == "cucumber.json":
+		if _, err := jsonschema.UnmarshalJSON(bytes.NewReader(data)); err != nil {
+			v.out = append(v.out, SchemaProblem{File: rel, Message: "not JSON: " + err.Error()})
+		}
+		return nil
+	default:
+		v.out = append(v.out, SchemaProblem{File: rel, Message: "no schema describes this file"})
+		return nil
+	}
+	probs, err := ValidateJSON(schema, rel, data)
+	if err != nil {
+		return err
+	}
+	v.out = append(v.out, probs...)
+	return nil
+}
+
+func (v *archiveValidator) done() []SchemaProblem {
+	if !v.sawRun {
+		v.out = append(v.out, SchemaProblem{File: "run.json", Message: "missing: every archive has one from its creation on"})
+	}
+	return v.out
 }

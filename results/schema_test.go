@@ -272,3 +272,33 @@ func TestValidateJSON(t *testing.T) {
 	_, err = ValidateJSON("nope", "x", []byte("{}"))
 	assert.Error(t, err)
 }
+
+// A pack is checked without unpacking it: the same problems as its folder.
+func TestValidatePack(t *testing.T) {
+	a, err := Create(t.TempDir(), "all", time.Now(), testRedactor())
+	require.NoError(t, err)
+	require.NoError(t, a.WriteScenario(sampleScenario("p2-16-01", StatusPassed)))
+	require.NoError(t, a.Finish(&Run{Target: "sandbox", End: time.Now()}))
+	good := filepath.Join(t.TempDir(), "good"+PackExt)
+	_, err = Pack(a.Dir(), good)
+	require.NoError(t, err)
+	probs, err := ValidatePack(good)
+	require.NoError(t, err)
+	assert.Empty(t, probs)
+
+	rec := loadJSON(t, filepath.Join(a.Dir(), "scenarios", "p2-16-01.json"))
+	rec["cleanup"].(map[string]any)["ok"] = "yes"
+	data, err := json.Marshal(rec)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(a.Dir(), "scenarios", "p2-16-01.json"), data, 0o644))
+	bad := filepath.Join(t.TempDir(), "bad"+PackExt)
+	_, err = Pack(a.Dir(), bad)
+	require.NoError(t, err)
+	probs, err = ValidatePack(bad)
+	require.NoError(t, err)
+	require.Len(t, probs, 1)
+	assert.Equal(t, SchemaProblem{File: "scenarios/p2-16-01.json", Pointer: "/cleanup/ok", Message: probs[0].Message}, probs[0])
+
+	_, err = ValidatePack(filepath.Join(a.Dir(), "run.json"))
+	assert.Error(t, err, "not a gzip tar")
+}

@@ -64,8 +64,8 @@ func verifyInputs(envFile string, named bool) (map[string]string, []string, erro
 
 // cmdVerify scans an archive folder or pack for the current environment's secrets (in every
 // encoding) and raw app ids; a pack (or a folder holding SHA256SUMS) is also checked against
-// its manifest and, for a pack, against its detached digest; a folder's JSON files are checked
-// against the schemas (results.ValidateArchive).
+// its manifest and, for a pack, against its detached digest; the JSON files of either are
+// checked against the schemas (results.ValidateArchive, ValidatePack).
 func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	fset := flag.NewFlagSet("archive verify", flag.ContinueOnError)
 	envFile := fset.String("env-file", ".env", "dotenv file whose secrets are searched too (OS environment wins)")
@@ -87,20 +87,21 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	if code == runner.ExitRefused {
 		return code
 	}
-	// A folder is also checked against the schemas of its JSON files; a pack's files are
-	// checked by its manifest (their schema check needs the unpacked folder: not yet).
-	if st, err := os.Stat(fset.Arg(0)); err == nil && st.IsDir() {
-		if schemaProblems(fset.Arg(0), stdout, stderr) && code == 0 {
-			code = runner.ExitFailed
-		}
+	// The JSON files, of a folder or a pack, are also checked against their schemas.
+	if schemaProblems(fset.Arg(0), stdout, stderr) && code == 0 {
+		code = runner.ExitFailed
 	}
 	return code
 }
 
-// schemaProblems prints every schema problem of an archive folder ("schema: file: pointer:
-// message") and reports whether there was one; a folder it cannot read is one too.
+// schemaProblems prints every schema problem of an archive folder or pack ("schema: file:
+// pointer: message") and reports whether there was one; one it cannot read is one too.
 func schemaProblems(dir string, stdout, stderr io.Writer) bool {
-	probs, err := results.ValidateArchive(dir)
+	validate := results.ValidateArchive
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() && results.IsPack(dir) {
+		validate = results.ValidatePack
+	}
+	probs, err := validate(dir)
 	if err != nil {
 		fmt.Fprintf(stderr, "archive verify: schema check: %v\n", err)
 		return true
