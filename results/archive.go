@@ -407,7 +407,7 @@ func (a *Archive) redactScenario(s *Scenario) *Scenario {
 	}
 	c.Barriers = make([]BarrierArrival, len(s.Barriers))
 	for i, b := range s.Barriers {
-		b.ID, b.Phase, b.Method, b.Path = r.String(b.ID), r.String(b.Phase), r.String(b.Method), r.String(b.Path)
+		b.ID, b.Name, b.Process, b.Phase, b.Method, b.Path = r.String(b.ID), r.String(b.Name), r.String(b.Process), r.String(b.Phase), r.String(b.Method), r.String(b.Path)
 		c.Barriers[i] = b
 	}
 	if s.Attempts != nil {

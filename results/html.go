@@ -53,7 +53,7 @@ table{border-collapse:collapse;width:100%;font-size:13px;margin:6px 0}th,td{bord
 code,pre{font-family:ui-monospace,"SFMono-Regular",Menlo,Consolas,monospace;font-size:12px}pre{background:#f7f7f7;border:1px solid #e0e0e0;padding:8px;overflow-x:auto;white-space:pre}
 .st{display:inline-block;padding:1px 7px;border-radius:9px;color:#fff;font-size:12px;font-weight:600}
 .verdict{border-radius:6px;padding:12px 16px;color:#fff;margin:12px 0}.verdict b{font-size:22px;margin-right:12px}
-.muted{color:#616161}.lim{font-size:12px;color:#616161}
+.muted{color:#616161}.lim{font-size:12px;color:#616161}.fail1{font-size:12px;color:#c62828;margin:2px 0}
 svg{display:block;margin:6px 0 2px;max-width:100%;height:auto}svg text{font-family:inherit;font-size:11px;fill:#212121}
 .legend span{display:inline-block;margin-right:12px;font-size:12px}.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-2px;border-radius:2px}
 `
@@ -87,6 +87,10 @@ func renderIndex(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 
 	p("<h2 id=\"results\">Results</h2>\n<table>\n<tr><th>#</th><th>Scenario</th><th>Acceptance</th><th>Result</th><th>Duration</th><th>Record</th></tr>\n")
 	var notRun []ScenarioSummary
+	recs := map[string]*Scenario{}
+	for _, s := range scen {
+		recs[s.ID] = s
+	}
 	n := 0
 	for _, s := range run.Scenarios {
 		if s.Status == StatusNotRun {
@@ -94,8 +98,13 @@ func renderIndex(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 			continue
 		}
 		n++
-		p("<tr><td>%d</td><td><a href=\"#s-%s\">%s</a><div class=\"lim\">%s</div></td><td>%s</td><td>%s</td><td>%s</td><td><code>%s</code></td></tr>\n",
-			n, e(anchor(s.ID)), e(s.ID), e(s.Name), e(acceptance(s.Tags)), badge(s.Status), e(fmtDur(time.Duration(s.DurationMS)*time.Millisecond)), e(orDash(s.File)))
+		// A failure says what failed right in the table: its first failing assertion.
+		why := ""
+		if rec := recs[s.ID]; rec != nil && s.Status == StatusFailed {
+			why = fmt.Sprintf("<div class=\"fail1\">%s</div>", e(firstObservation(rec)))
+		}
+		p("<tr><td>%d</td><td><a href=\"#s-%s\">%s</a><div class=\"lim\">%s</div></td><td>%s</td><td>%s%s</td><td>%s</td><td><code>%s</code></td></tr>\n",
+			n, e(anchor(s.ID)), e(s.ID), e(s.Name), e(acceptance(s.Tags)), badge(s.Status), why, e(fmtDur(time.Duration(s.DurationMS)*time.Millisecond)), e(orDash(s.File)))
 	}
 	if n == 0 {
 		p("<tr><td colspan=\"6\">No scenario ran.</td></tr>\n")
@@ -138,6 +147,9 @@ func renderIndex(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 		}
 		ran++
 		p("<h3 id=\"s-%s\">%s %s</h3>\n", e(anchor(s.ID)), e(s.ID), badge(s.Status))
+		if s.Status == StatusFailed {
+			p("<p class=\"fail1\"><b>First failure</b>: %s</p>\n", e(firstObservation(s)))
+		}
 		where := s.FeatureFile
 		if where != "" && s.Line > 0 {
 			where += fmt.Sprintf(":%d", s.Line)
@@ -259,10 +271,29 @@ type lane struct {
 type mark struct {
 	from, to time.Time // to == from: a point
 	colour   string
-	title    string
+	title    string // the SVG <title>: exact start, end and where the times come from
 	text     string // drawn on (or beside) the bar
 	dashed   bool   // uncertain extent (minute-precision times)
 	diamond  bool
+	kind     string // class of the shape (tl-step, tl-process, tl-attempt, …)
+}
+
+// spanText is a bar's exact extent for its <title>: "10:11:29.000–10:11:30.200 UTC (1.2 s)".
+func spanText(from, to time.Time) string {
+	const f = "15:04:05.000"
+	d := "0 ms"
+	if to.After(from) {
+		d = fmtDur(to.Sub(from))
+	}
+	return fmt.Sprintf("%s–%s UTC (%s)", from.UTC().Format(f), to.UTC().Format(f), d)
+}
+
+// minuteText is a kintone DATETIME as it is: a minute.
+func minuteText(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04") + " UTC (minute)"
 }
 
 // timelineSVG draws one scenario on one time axis: its steps, the processes it started, the
@@ -288,7 +319,8 @@ func timelineSVG(s *Scenario) string {
 		// The runner's own time before the first step, labelled so that it is not read as
 		// the scenario's.
 		end := s.Start.Add(time.Duration(*s.SetupMS) * time.Millisecond)
-		steps.marks = append(steps.marks, mark{from: s.Start, to: end, colour: "#c8c8c8", title: fmt.Sprintf("setup (runner): %d ms before the first step", *s.SetupMS)})
+		steps.marks = append(steps.marks, mark{from: s.Start, to: end, colour: "#c8c8c8", text: "setup", kind: "tl-setup",
+			title: fmt.Sprintf("setup (runner): %d ms before the first step — %s; source: the record's start and setup_ms", *s.SetupMS, spanText(s.Start, end))})
 	}
 	for _, st := range s.Steps {
 		if st.Start.IsZero() {
@@ -297,7 +329,8 @@ func timelineSVG(s *Scenario) string {
 		end := st.Start.Add(time.Duration(st.DurationMS) * time.Millisecond)
 		grow(st.Start)
 		grow(end)
-		steps.marks = append(steps.marks, mark{from: st.Start, to: end, colour: statusColour(st.Status), title: st.Status + ": " + st.Text + errSuffix(st.Error)})
+		steps.marks = append(steps.marks, mark{from: st.Start, to: end, colour: statusColour(st.Status), kind: "tl-step",
+			title: fmt.Sprintf("step %s: %s%s — %s; source: the runner's step times", st.Status, st.Text, errSuffix(st.Error), spanText(st.Start, end))})
 	}
 	if len(steps.marks) > 0 {
 		lanes = append(lanes, steps)
@@ -317,37 +350,36 @@ func timelineSVG(s *Scenario) string {
 			lanes = append(lanes, l)
 			continue
 		}
-		to := pr.Start.Add(time.Duration(pr.DurationMS) * time.Millisecond)
-		if pr.ExitCode == nil && pr.DurationMS == 0 {
-			to = s.End
-		}
+		_, to := processSpan(pr, s.End)
 		grow(pr.Start)
 		grow(to)
 		col := colProcess
 		if pr.ExitCode == nil && pr.Signal != "" {
 			col = colInterrupted
 		}
-		l.marks = append(l.marks, mark{from: pr.Start, to: to, colour: col, text: end,
-			title: fmt.Sprintf("%s: %s, %s (%s)", pr.Name, strings.Join(pr.Argv, " "), orDash(end), fmtDur(to.Sub(pr.Start)))})
+		l.marks = append(l.marks, mark{from: pr.Start, to: to, colour: col, text: end, kind: "tl-process",
+			title: fmt.Sprintf("process %s: %s, %s — %s; source: the harness (start, exit)", pr.Name, strings.Join(pr.Argv, " "), orDash(end), spanText(pr.Start, to))})
 		if end != "" {
 			l.label += " — " + end
 		}
 		lanes = append(lanes, l)
 	}
 	// Node attempts, one lane per attempt (a node's attempts often share the same minutes),
-	// nodes in order of first appearance.
+	// nodes in order of first appearance; each within the process that ran it (attempts.go).
+	ran := attemptProcesses(s)
 	var nodes []string
-	byNode := map[string][]Attempt{}
-	for _, a := range s.Attempts {
+	byNode := map[string][]int{}
+	for i, a := range s.Attempts {
 		if _, ok := byNode[a.Node]; !ok {
 			nodes = append(nodes, a.Node)
 		}
-		byNode[a.Node] = append(byNode[a.Node], a)
+		byNode[a.Node] = append(byNode[a.Node], i)
 	}
 	for _, node := range nodes {
-		atts := byNode[node]
-		sort.SliceStable(atts, func(i, j int) bool { return atts[i].AttemptNo < atts[j].AttemptNo })
-		for _, a := range atts {
+		idx := byNode[node]
+		sort.SliceStable(idx, func(i, j int) bool { return s.Attempts[idx[i]].AttemptNo < s.Attempts[idx[j]].AttemptNo })
+		for _, i := range idx {
+			a := s.Attempts[i]
 			l := lane{label: fmt.Sprintf("node %s #%d", clipLeft(node, 24), a.AttemptNo)}
 			took := fmtDur(time.Duration(a.DurationSec * float64(time.Second)))
 			text := strings.TrimSpace(a.Status + " " + a.ResultCode + " " + took)
@@ -356,9 +388,22 @@ func timelineSVG(s *Scenario) string {
 				lanes = append(lanes, l)
 				continue
 			}
-			from, to, dashed := attemptSpan(a)
-			l.marks = append(l.marks, mark{from: from, to: to, colour: colAttempt, dashed: dashed, text: text,
-				title: fmt.Sprintf("%s attempt %d: %s, ran %s%s", a.Node, a.AttemptNo, text, took, precisionNote(dashed))})
+			from, to, exact := attemptWindow(s, a, ran[i])
+			title := fmt.Sprintf("node %s attempt %d: %s, ran %s; ", a.Node, a.AttemptNo, text, took)
+			if exact {
+				title += fmt.Sprintf("%s; source: NODE_ATTEMPT started_at/finished_at", spanText(from, to))
+			} else {
+				within := "the scenario's lifetime (no FlowNet process of the record overlaps its minutes)"
+				if ran[i] >= 0 {
+					within = "the lifetime of process " + s.Processes[ran[i]].Name
+				}
+				title += fmt.Sprintf("somewhere in %s, its minutes cut to %s; source: NODE_ATTEMPT started_at %s, finished_at %s (kintone DATETIME keeps minutes)",
+					spanText(from, to), within, minuteText(a.StartedAt), minuteText(a.FinishedAt))
+			}
+			if a.InvocationID != "" {
+				title += ", invocation " + a.InvocationID
+			}
+			l.marks = append(l.marks, mark{from: from, to: to, colour: colAttempt, dashed: !exact, text: text, kind: "tl-attempt", title: title})
 			lanes = append(lanes, l)
 		}
 	}
@@ -376,8 +421,8 @@ func timelineSVG(s *Scenario) string {
 		if w.Outcome != WaitReached {
 			col = statusColour(w.Outcome)
 		}
-		m := mark{from: w.Start, to: to, colour: col,
-			title: fmt.Sprintf("wait for %s: %s after %s (limit %s)%s", w.What, w.Outcome, fmtDur(time.Duration(w.ElapsedMS)*time.Millisecond), fmtDur(time.Duration(w.LimitMS)*time.Millisecond), errSuffix(w.LastError))}
+		m := mark{from: w.Start, to: to, colour: col, kind: "tl-wait",
+			title: fmt.Sprintf("wait for %s: %s after %s (limit %s)%s — %s; source: harness/wait", w.What, w.Outcome, fmtDur(time.Duration(w.ElapsedMS)*time.Millisecond), fmtDur(time.Duration(w.LimitMS)*time.Millisecond), errSuffix(w.LastError), spanText(w.Start, to))}
 		placed := false
 		for i := range waitLanes {
 			if !w.Start.Before(laneEnd[i]) {
@@ -388,7 +433,11 @@ func timelineSVG(s *Scenario) string {
 			}
 		}
 		if !placed {
-			waitLanes = append(waitLanes, lane{label: "waits", marks: []mark{m}})
+			label := "waits" // further lanes numbered: two rows must not read the same
+			if n := len(waitLanes); n > 0 {
+				label = fmt.Sprintf("waits (%d)", n+1)
+			}
+			waitLanes = append(waitLanes, lane{label: label, marks: []mark{m}})
 			laneEnd = append(laneEnd, to.Add(time.Millisecond))
 		}
 	}
@@ -403,16 +452,31 @@ func timelineSVG(s *Scenario) string {
 		byBarrier[ba.ID] = append(byBarrier[ba.ID], ba)
 	}
 	for _, id := range barrierIDs {
-		l := lane{label: "barrier " + id}
+		// Labelled as the feature names it, with the process whose proxy holds it; the
+		// scope-prefixed id (older records) differs only at its end.
+		first := byBarrier[id][0]
+		l := lane{label: "barrier " + clipLeft(id, 30)}
+		if first.Name != "" {
+			l.label = "barrier " + first.Name
+			if first.Process != "" {
+				l.label += " — " + first.Process
+			}
+		}
 		for _, ba := range byBarrier[id] {
 			grow(ba.At)
-			m := mark{from: ba.At, to: ba.At, colour: colBarrier, diamond: true,
-				title: fmt.Sprintf("barrier %s (%s) held %s %s, status %d", ba.ID, ba.Phase, ba.Method, ba.Path, ba.Status)}
+			m := mark{from: ba.At, to: ba.At, colour: colBarrier, diamond: true, kind: "tl-barrier",
+				title: fmt.Sprintf("barrier %s (%s) held %s %s, status %d", orDash(ba.Name), ba.Phase, ba.Method, ba.Path, ba.Status)}
+			if ba.Process != "" {
+				m.title += ", in the fault proxy of " + ba.Process
+			}
 			if !ba.ReleasedAt.IsZero() {
 				grow(ba.ReleasedAt)
 				m.to, m.diamond = ba.ReleasedAt, false
-				m.title += ", released after " + fmtDur(ba.ReleasedAt.Sub(ba.At))
+				m.title += ", released after " + fmtDur(ba.ReleasedAt.Sub(ba.At)) + " — " + spanText(ba.At, ba.ReleasedAt)
+			} else {
+				m.title += fmt.Sprintf(" — at %s UTC, no release recorded", ba.At.UTC().Format("15:04:05.000"))
 			}
+			m.title += "; source: the fault proxy's arrival, the scenario's release; id " + ba.ID
 			l.marks = append(l.marks, m)
 		}
 		lanes = append(lanes, l)
@@ -453,12 +517,16 @@ func timelineSVG(s *Scenario) string {
 		if i%2 == 1 {
 			fmt.Fprintf(&b, "<rect x=\"0\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#f0f0f0\"/>\n", y, tlWidth, tlLane)
 		}
-		fmt.Fprintf(&b, "<text x=\"6\" y=\"%d\">%s</text>\n", y+15, e(clip(l.label, 40)))
+		if short := clip(l.label, 40); short != l.label {
+			fmt.Fprintf(&b, "<text x=\"6\" y=\"%d\">%s<title>%s</title></text>\n", y+15, e(short), e(l.label)) // the whole label on hover
+		} else {
+			fmt.Fprintf(&b, "<text x=\"6\" y=\"%d\">%s</text>\n", y+15, e(l.label))
+		}
 		for _, m := range l.marks {
 			x1, x2 := x(m.from), x(m.to)
 			if m.diamond {
 				cy := float64(y) + tlLane/2
-				fmt.Fprintf(&b, "<path d=\"M%.1f %.1f l5 5 l-5 5 l-5 -5 z\" fill=\"%s\"><title>%s</title></path>\n", x1, cy-5, m.colour, e(m.title))
+				fmt.Fprintf(&b, "<path class=\"%s\" d=\"M%.1f %.1f l5 5 l-5 5 l-5 -5 z\" fill=\"%s\"><title>%s</title></path>\n", m.kind, x1, cy-5, m.colour, e(m.title))
 				continue
 			}
 			w := math.Max(x2-x1, 2)
@@ -466,8 +534,8 @@ func timelineSVG(s *Scenario) string {
 			if m.dashed {
 				extra = fmt.Sprintf(" fill-opacity=\"0.35\" stroke=\"%s\" stroke-dasharray=\"4 3\"", m.colour)
 			}
-			fmt.Fprintf(&b, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" rx=\"2\" fill=\"%s\"%s><title>%s</title></rect>\n",
-				x1, y+tlBarPad, w, tlLane-2*tlBarPad, m.colour, extra, e(m.title))
+			fmt.Fprintf(&b, "<rect class=\"%s\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" rx=\"2\" fill=\"%s\"%s><title>%s</title></rect>\n",
+				m.kind, x1, y+tlBarPad, w, tlLane-2*tlBarPad, m.colour, extra, e(m.title))
 			if m.text != "" {
 				// On the bar when it fits (white on a solid bar), else just after it.
 				tw := 6.5 * float64(len([]rune(m.text)))
@@ -486,27 +554,6 @@ func timelineSVG(s *Scenario) string {
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
-}
-
-// attemptSpan places an attempt on the axis. kintone DATETIME keeps whole minutes: when
-// both times are on a minute boundary the attempt lies somewhere between the start of its
-// start minute and the end of its finish minute, drawn dashed.
-func attemptSpan(a Attempt) (from, to time.Time, dashed bool) {
-	from, to = a.StartedAt, a.FinishedAt
-	if to.IsZero() || to.Before(from) {
-		to = from.Add(time.Duration(a.DurationSec * float64(time.Second)))
-	}
-	if from.Truncate(time.Minute).Equal(from) && (a.FinishedAt.IsZero() || a.FinishedAt.Truncate(time.Minute).Equal(a.FinishedAt)) {
-		return from, to.Add(time.Minute), true
-	}
-	return from, to, false
-}
-
-func precisionNote(dashed bool) string {
-	if dashed {
-		return " (kintone keeps minutes: somewhere in the dashed span)"
-	}
-	return ""
 }
 
 func errSuffix(err string) string {

@@ -95,6 +95,11 @@ func TestIndexIsSelfContained(t *testing.T) {
 		assert.Contains(t, svg, "released after 1.0 s", "the barrier hold runs to its release")
 	}
 	assert.Contains(t, p, "Release gate r2: FAIL")
+	// The failed scenario's first failing assertion: in the results table and at the top of
+	// its section; the passed one has none.
+	assert.Regexp(t, `<div class="fail1">NETWORK_RUN count in [^<]*: expected 1, saw 2</div>`, p)
+	assert.Regexp(t, `<h3 id="s-p2-16-02">[^\n]*\n<p class="fail1"><b>First failure</b>: NETWORK_RUN count in [^<]*: expected 1, saw 2</p>`, p)
+	assert.Equal(t, 2, strings.Count(p, "expected 1, saw 2"))
 }
 
 // findBrowser looks for a Chromium: FLOWTEST_CHROMIUM, then the distribution's names.

@@ -10,7 +10,8 @@ package results
 import "time"
 
 // SchemaVersion is written as schema_version into every scenario file and run.json. Bump it
-// on any incompatible change (renamed/removed field, changed meaning); adding optional fields
+// on any incompatible change (renamed/removed field, changed meaning, an optional field made
+// required) and change the schemas' schema_version const with it; adding optional fields
 // does not require a bump. Readers refuse files with a newer version than they know.
 const SchemaVersion = 1
 
@@ -188,12 +189,17 @@ type Attempt struct {
 
 // BarrierArrival is one arrival at a fault-proxy barrier.
 type BarrierArrival struct {
-	ID     string    `json:"id"`
-	Phase  string    `json:"phase"`
-	Method string    `json:"method"`
-	Path   string    `json:"path"`
-	Status int       `json:"status"`
-	At     time.Time `json:"at"`
+	ID string `json:"id"`
+	// Name is the barrier's name in the feature (`barrier "long read" …`) and Process the
+	// process whose fault proxy holds it: what a reader of the timeline knows it by (ID is
+	// scope-prefixed and unique only). Absent in older records.
+	Name    string    `json:"name,omitempty"`
+	Process string    `json:"process,omitempty"`
+	Phase   string    `json:"phase"`
+	Method  string    `json:"method"`
+	Path    string    `json:"path"`
+	Status  int       `json:"status"`
+	At      time.Time `json:"at"`
 	// ReleasedAt is when the held request was let go (absent when not recorded): the hold
 	// is At..ReleasedAt.
 	ReleasedAt time.Time `json:"released_at,omitzero"`

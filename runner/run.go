@@ -63,6 +63,9 @@ type Options struct {
 	Run     *results.Run     // run.json skeleton (target, profile, SUT …); totals filled in
 
 	Progress io.Writer // start/end lines and interrupt notices
+	// Status, if set, adds the progress line (done/total, passed, failed, elapsed, ETA) to
+	// Progress: progress.go.
+	Status *StatusOptions
 	// Concurrency is how many scenarios run at once (<= 1: one at a time). Records are
 	// written as each scenario ends; the archive lists them in Items order whatever the
 	// finishing order. Isolation beyond the scope (an emulator per scenario) is the caller's,
@@ -106,6 +109,12 @@ func Execute(ctx context.Context, o Options) Result {
 		o.Concurrency = 1
 	}
 	o.Progress = &lockedWriter{w: o.Progress}
+	var st *status
+	if o.Status != nil {
+		st = newStatus(o.Progress, *o.Status, o.Items, o.Concurrency)
+		o.Progress = st // it serialises the console's writes itself
+		defer st.stop()
+	}
 	rs := &runState{running: map[*scenario.State]context.CancelFunc{}}
 	stopSignals := watchSignals(o, rs)
 	defer stopSignals()
@@ -124,6 +133,9 @@ func Execute(ctx context.Context, o Options) Result {
 		recMu.Lock()
 		defer recMu.Unlock()
 		recs[i] = rec
+		if st != nil && rec.Status != results.StatusNotRun {
+			st.finished(rec)
+		}
 		if rec.Status == results.StatusFailed || rec.Status == results.StatusBlocked {
 			res.Code = ExitFailed // blocked is not green either
 		}
@@ -164,6 +176,9 @@ func Execute(ctx context.Context, o Options) Result {
 		}
 		// Printed here, not in the worker, so that START lines come in run order.
 		fmt.Fprintf(o.Progress, "START %s (%s:%d)\n", it.ID, it.Feature.Path, it.Feature.Line)
+		if st != nil {
+			st.started(it.ID)
+		}
 		wg.Add(1)
 		go func(i int, it Item) {
 			defer wg.Done()

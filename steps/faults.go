@@ -151,10 +151,21 @@ func closeAndRecord(st *scenario.State, name string, p *faultproxy.Proxy) error 
 	err := p.Close()
 	st.AddTraffic(trafficCounts(name, p.Counts()))
 	st.AddTrafficLog(trafficLines(name, p.Traffic()))
+	byID := map[string]*barrierEntry{}
+	for _, b := range faultKey.Of(st).barriers {
+		byID[b.id] = b
+	}
 	arrived := map[string]bool{}
 	for _, a := range p.Arrivals() {
 		arrived[a.BarrierID] = true
-		st.AddBarrierArrival(results.BarrierArrival{ID: a.BarrierID, Phase: string(a.Phase), Method: a.Method, Path: a.Path, Status: a.ResponseStatus, At: a.At})
+		rec := results.BarrierArrival{ID: a.BarrierID, Process: name, Phase: string(a.Phase), Method: a.Method, Path: a.Path, Status: a.ResponseStatus, At: a.At}
+		if b := byID[a.BarrierID]; b != nil {
+			rec.Name = b.name
+			if b.process != "" {
+				rec.Process = b.process
+			}
+		}
+		st.AddBarrierArrival(rec)
 	}
 	for _, b := range faultKey.Of(st).barriers {
 		if arrived[b.id] && !b.releasedAt.IsZero() {

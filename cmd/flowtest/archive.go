@@ -64,7 +64,8 @@ func verifyInputs(envFile string, named bool) (map[string]string, []string, erro
 
 // cmdVerify scans an archive folder or pack for the current environment's secrets (in every
 // encoding) and raw app ids; a pack (or a folder holding SHA256SUMS) is also checked against
-// its manifest and, for a pack, against its detached digest.
+// its manifest and, for a pack, against its detached digest; the JSON files of either are
+// checked against the schemas (results.ValidateArchive, ValidatePack).
 func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	fset := flag.NewFlagSet("archive verify", flag.ContinueOnError)
 	envFile := fset.String("env-file", ".env", "dotenv file whose secrets are searched too (OS environment wins)")
@@ -82,7 +83,38 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return exitFor(stderr, "archive verify", err)
 	}
-	return results.VerifyMainWith(fset.Arg(0), results.VerifyOptions{Env: env, AppIDs: appIDs, SHA256: *sha}, stdout, stderr)
+	code = results.VerifyMainWith(fset.Arg(0), results.VerifyOptions{Env: env, AppIDs: appIDs, SHA256: *sha}, stdout, stderr)
+	if code == runner.ExitRefused {
+		return code
+	}
+	// The JSON files, of a folder or a pack, are also checked against their schemas.
+	if schemaProblems(fset.Arg(0), stdout, stderr) && code == 0 {
+		code = runner.ExitFailed
+	}
+	return code
+}
+
+// schemaProblems prints every schema problem of an archive folder or pack ("schema: file:
+// pointer: message") and reports whether there was one; one it cannot read is one too.
+func schemaProblems(dir string, stdout, stderr io.Writer) bool {
+	validate := results.ValidateArchive
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() && results.IsPack(dir) {
+		validate = results.ValidatePack
+	}
+	probs, err := validate(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "archive verify: schema check: %v\n", err)
+		return true
+	}
+	for _, p := range probs {
+		fmt.Fprintln(stdout, "schema: "+p.String())
+	}
+	if len(probs) > 0 {
+		fmt.Fprintf(stderr, "archive verify: %d schema problem(s) in %s\n", len(probs), dir)
+		return true
+	}
+	fmt.Fprintf(stdout, "archive verify: every JSON file of %s matches its schema\n", dir)
+	return false
 }
 
 // cmdPack seals an archive: leak scan first (a pack with a secret in it is refused), then

@@ -86,6 +86,10 @@ func TestShardsMergeAndRepeatOnSandbox(t *testing.T) {
 		merged = m.stdout[i+len(e):]
 		merged = merged[:indexOf(merged, " (from")]
 	}
+	for _, d := range append(dirs, merged) {
+		requireSchemaValid(t, d)
+	}
+	assert.Contains(t, m.stdout, "matches its schema")
 	run := readRun(t, merged)
 	assert.Equal(t, 43, run.Totals.Total)
 	assert.Equal(t, 3, run.Totals.Passed)

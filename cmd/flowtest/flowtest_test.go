@@ -165,6 +165,8 @@ func TestAcceptanceSuiteOnSandbox(t *testing.T) {
 
 	v := flowtest(t, nil, "archive", "verify", dir)
 	assert.Equal(t, 0, v.code, v.stdout+v.stderr)
+	assert.Contains(t, v.stdout, "matches its schema")
+	requireSchemaValid(t, dir) // every record of a full run
 }
 
 func TestListShowsTheManifest(t *testing.T) {

@@ -503,7 +503,8 @@ func cmdGateRun(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) 
 		fmt.Fprintln(stderr, "usage: flowtest gate run <gate> --sut-commit C --sut-repo DIR [--since-archive A] [run flags]")
 		return runner.ExitRefused
 	}
-	for _, bad := range []string{"tags", "rerun", "allow-empty", "repeat", "shard", "durations-from"} {
+	// --durations-from stays: without --shard it only gives the progress line its ETA.
+	for _, bad := range []string{"tags", "rerun", "allow-empty", "repeat", "shard"} {
 		if _, given := uses[bad]; given {
 			fmt.Fprintf(stderr, "flowtest gate run: --%s cannot be given: the gate definition and its carry-over rules decide what runs\n", bad)
 			return runner.ExitRefused

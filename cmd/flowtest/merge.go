@@ -91,5 +91,8 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 		return runner.ExitFailed
 	}
 	fmt.Fprintf(stdout, "archive verify: no secret or raw app id in %s\n", arch.Dir())
+	if schemaProblems(arch.Dir(), stdout, stderr) {
+		return runner.ExitFailed
+	}
 	return *merged.Run.ExitCode
 }

@@ -156,7 +156,7 @@ func TestEveryWrongInputIsRefusedBeforeAnythingRuns(t *testing.T) {
 		{"zero repeat", []string{"run", "--repeat", "0"}, nil, false, []string{`--repeat "0": want an integer of at least 1`}},
 		{"shard out of range", []string{"run", "--shard", "4/3"}, nil, false, []string{`--shard "4/3"`, "1 <= K <= N"}},
 		{"shard not K/N", []string{"run", "--shard", "2"}, nil, false, []string{`--shard "2"`}},
-		{"durations without shard", []string{"run", "--durations-from", "."}, nil, false, []string{"--durations-from", "only balances --shard"}},
+		{"durations from a file", []string{"run", "--durations-from", aFile}, nil, false, []string{"--durations-from", "not an archive directory"}},
 		{"durations from a missing archive", []string{"run", "--shard", "1/2", "--durations-from", "/nonexistent/archive"}, nil, false, []string{`--durations-from "/nonexistent/archive"`}},
 		{"shard with nothing in it", []string{"run", "--tags", "@m5-resume", "--shard", "2/2"}, nil, false, []string{"--shard 2/2", "got no scenario"}},
 		{"zero concurrency from the environment", []string{"run"}, []string{"FLOWTEST_CONCURRENCY=0"}, false, []string{"FLOWTEST_CONCURRENCY", `"0" is not an integer of at least 1`}},

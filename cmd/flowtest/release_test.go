@@ -58,10 +58,12 @@ carry_over:
     paths: [src/io/]
     justification: "M5 drives the scheduler only; nothing under src/io changed"
 `), 0o644))
-	g := flowtest(t, nil, "gate", "run", gateFile, "--sut-commit", c1, "--sut-repo", repo, "--since-archive", accepting,
+	g := flowtest(t, nil, "gate", "run", gateFile, "--sut-commit", c1, "--sut-repo", repo, "--since-archive", accepting, "--durations-from", accepting,
 		"--sandbox-bin", filepath.Join(broken, "flowsandbox"+exe()), "--out", results, "--lock-dir", lock)
 	require.Equal(t, exitGateFail, g.code, g.stdout+g.stderr)
 	assert.Contains(t, g.stdout, "gate demo: FAIL")
+	assert.Contains(t, g.stdout, "ETA from the durations of "+accepting, "the progress line of a gate run")
+	assert.Regexp(t, `PROGRESS 1/1 done, 0 passed, 1 failed; elapsed \S+, ETA 0s`, g.stdout)
 	gateDir := archiveDir(t, g.stdout)
 	assert.Contains(t, filepath.Base(gateDir), "gate-demo")
 
@@ -125,6 +127,10 @@ carry_over:
 		}
 	}
 	require.NoError(t, json.Unmarshal([]byte(ev.stdout), &ba), ev.stdout+ev.stderr)
+	for _, d := range []string{accepting, gateDir} {
+		requireSchemaValid(t, d)
+	}
+	requireEvidenceValid(t, []byte(ev.stdout))
 	rows := map[string]string{}
 	for _, r := range ba.Rows {
 		rows[r.Scenario] = r.Status

@@ -75,7 +75,7 @@ func (f *runFlags) bind(fs *flag.FlagSet, withRun bool) {
 		fs.StringVar(&f.sutCommit, "sut-commit", "", "commit of the system under test, for the acceptance record")
 		fs.BoolVar(&f.keepWorkDirs, "keep-workdirs", false, "keep scenario work dirs (unredacted logs) after the run")
 		fs.StringVar(&f.shard, "shard", "", "K/N: run only shard K of a deterministic split of the selection into N shards (merge the shards' archives with `flowtest archive merge`)")
-		fs.StringVar(&f.durationsDir, "durations-from", "", "archive of an earlier run whose scenario durations balance --shard")
+		fs.StringVar(&f.durationsDir, "durations-from", "", "archive of an earlier run whose scenario durations balance --shard and give the progress line its ETA")
 		fs.DurationVar(&f.readLatency, "sandbox-read-latency", 500*time.Millisecond, "sandbox: delay of every request to the business apps (0 = a fast tenant; held windows make every scenario independent of it)")
 		fs.IntVar(&f.repeat, "repeat", 1, "run the selection this many times (new scopes, a new archive each time) and report per scenario how many runs passed; exit 1 if one flaked")
 	}
@@ -268,6 +268,10 @@ type session struct {
 	bin     string         // the flowsandbox binary (sandbox only): concurrent scenarios start their own emulator
 	extras  runExtras      // what `flowtest gate run` adds (gate.go); the command line for run.json
 	setup   []safety.Check // live setup checks (livesetup.go), run once per session
+	// durations are those of --durations-from (shard balance, ETA); tty is the console when
+	// it is a terminal (the progress line is redrawn in place), else nil.
+	durations map[string]time.Duration
+	tty       *os.File
 }
 
 func openSession(f runFlags) (*session, error) {
@@ -278,14 +282,14 @@ func openSession(f runFlags) (*session, error) {
 	if err := runner.CheckSelection(items, f.tags, expr, f.rerun, f.allowEmpty); err != nil {
 		return nil, refuse("%v", err)
 	}
+	var durations map[string]time.Duration
+	if f.durationsDir != "" {
+		if durations, err = runner.DurationsOf(f.durationsDir); err != nil {
+			return nil, refuse("--durations-from %q: %v", f.durationsDir, err)
+		}
+	}
 	if f.shard != "" {
 		k, n, _ := runner.ParseShard(f.shard) // checked with the other flags
-		var durations map[string]time.Duration
-		if f.durationsDir != "" {
-			if durations, err = runner.DurationsOf(f.durationsDir); err != nil {
-				return nil, refuse("--durations-from %q: %v", f.durationsDir, err)
-			}
-		}
 		items = runner.Shard(items, k, n, durations)
 		if runner.Count(items).Selected == 0 && !f.allowEmpty {
 			return nil, refuse("--shard %s: this shard got no scenario of the selection (fewer selected scenarios than shards); --allow-empty accepts that", f.shard)
@@ -315,7 +319,7 @@ func openSession(f runFlags) (*session, error) {
 	in := cfg.SafetyInput(prep.idents, prep.fixtures)
 	in.Scenarios = prep.selected
 	in.ScenarioNeeds = safetyNeeds(items)
-	return &session{flags: f, items: items, fsys: fsys, cfg: cfg, prep: prep, in: in, workDir: work}, nil
+	return &session{flags: f, items: items, fsys: fsys, cfg: cfg, prep: prep, in: in, workDir: work, durations: durations}, nil
 }
 
 // close removes the run-level work dir (rendered preflight fixtures, the emulator's data and
@@ -403,6 +407,7 @@ func runCommand(name string, args []string, stdout, stderr io.Writer, sigs <-cha
 	}
 	s.extras = extras
 	defer s.close()
+	s.tty = terminalOf(stdout) // before the redactor hides the file behind a writer
 	red := s.consoleRedactor()
 	stdout, stderr = redactConsole(stdout, red), redactConsole(stderr, red)
 	f := s.flags
@@ -648,7 +653,7 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 		Features: s.fsys, Items: s.items,
 		Initialize: suite.Initialize, BeforeScenario: before, BeforeCleanup: attempts, Concurrency: conc,
 		StepTimeout: stepDeadline(f.stepTimeout, s.cfg.TimeoutScale), TimeoutScale: s.cfg.TimeoutScale, WorkRoot: work, KeepWorkDirs: f.keepWorkDirs,
-		Formats: f.formats, Archive: arch, Run: run, Progress: stdout, Signals: sigs,
+		Formats: f.formats, Archive: arch, Run: run, Progress: stdout, Status: s.status(tgt.Name, arch.Dir()), Signals: sigs,
 		// A second interrupt exits at once: the emulator must not outlive the runner.
 		Exit: func(code int) {
 			if iso != nil {

@@ -247,9 +247,6 @@ func (f *runFlags) validate(uses map[string]flagUse, withRun bool) error {
 		}
 	}
 	if given("durations-from") {
-		if !given("shard") {
-			return refuse("--durations-from %q: only balances --shard, which is not given", f.durationsDir)
-		}
 		if st, err := os.Stat(f.durationsDir); err != nil || !st.IsDir() {
 			return refuse("--durations-from %q: not an archive directory", f.durationsDir)
 		}

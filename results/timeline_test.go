@@ -1,0 +1,184 @@
+package results
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite the golden files of testdata/timeline")
+
+// svgShape is one drawn rect or path of a timeline, with its class and <title>.
+type svgShape struct {
+	class, title string
+	x, w         float64
+}
+
+func svgShapes(t *testing.T, svg string) (shapes []svgShape, texts []string) {
+	t.Helper()
+	dec := xml.NewDecoder(strings.NewReader(svg))
+	var cur *svgShape
+	inTitle, inText := false, false
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err, "the SVG is well-formed XML")
+		switch el := tok.(type) {
+		case xml.StartElement:
+			switch el.Name.Local {
+			case "rect", "path":
+				sh := svgShape{}
+				for _, a := range el.Attr {
+					switch a.Name.Local {
+					case "class":
+						sh.class = a.Value
+					case "x":
+						sh.x, _ = strconv.ParseFloat(a.Value, 64)
+					case "width":
+						sh.w, _ = strconv.ParseFloat(a.Value, 64)
+					case "d":
+						// M<x> <y> …: a point mark
+						f := strings.Fields(strings.TrimPrefix(a.Value, "M"))
+						sh.x, _ = strconv.ParseFloat(f[0], 64)
+					}
+				}
+				shapes = append(shapes, sh)
+				cur = &shapes[len(shapes)-1]
+			case "title":
+				inTitle = true
+			case "text":
+				inText = true
+			}
+		case xml.EndElement:
+			switch el.Name.Local {
+			case "title":
+				inTitle = false
+			case "text":
+				inText = false
+			case "rect", "path":
+				cur = nil
+			}
+		case xml.CharData:
+			if inTitle && cur != nil {
+				cur.title += string(el)
+			} else if inText {
+				texts = append(texts, string(el))
+			}
+		}
+	}
+	return shapes, texts
+}
+
+// The timeline of a recorded scenario (p2-16-05 on the sandbox: two run-network processes,
+// a node attempt in each, two barriers named in the feature): golden, and what the golden
+// must show, checked on its geometry so that a golden rewritten with -update cannot hide it.
+func TestTimelineOfARecordedScenario(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "timeline", "p2-16-05-close-rerun-race.json"))
+	require.NoError(t, err)
+	var s Scenario
+	require.NoError(t, json.Unmarshal(data, &s))
+	svg := timelineSVG(&s)
+
+	golden := filepath.Join("testdata", "timeline", "p2-16-05-close-rerun-race.svg")
+	if *updateGolden {
+		require.NoError(t, os.WriteFile(golden, []byte(svg), 0o644))
+	}
+	want, err := os.ReadFile(golden)
+	require.NoError(t, err, "no golden file: go test ./results -run TestTimelineOfARecordedScenario -update")
+	assert.Equal(t, string(want), svg, "the timeline changed: look at it, then rewrite the golden with -update")
+
+	shapes, texts := svgShapes(t, svg)
+	procs := map[string]svgShape{}
+	var attempts []svgShape
+	for _, sh := range shapes {
+		if sh.class == "" {
+			continue // background and lane stripes
+		}
+		// Every bar says its exact extent and where its times come from.
+		assert.Contains(t, sh.title, "UTC", sh.class)
+		assert.Contains(t, sh.title, "source: ", sh.class)
+		switch sh.class {
+		case "tl-process":
+			name, _, _ := strings.Cut(strings.TrimPrefix(sh.title, "process "), ":")
+			procs[name] = sh
+		case "tl-attempt":
+			attempts = append(attempts, sh)
+		}
+	}
+	require.Len(t, attempts, 2)
+	for i, a := range attempts {
+		_, after, ok := strings.Cut(a.title, "the lifetime of process ")
+		require.True(t, ok, "attempt %d is related to a process: %s", i, a.title)
+		name, _, _ := strings.Cut(after, ";")
+		p, ok := procs[name]
+		require.True(t, ok, "process %q is drawn", name)
+		// Inside its process's bar (the SVG rounds to 0.1 px; a bar is at least 2 px wide).
+		assert.GreaterOrEqual(t, a.x, p.x-0.05, "attempt %d starts within %s", i, name)
+		assert.LessOrEqual(t, a.x+a.w, max(p.x+p.w, p.x+2)+0.05, "attempt %d ends within %s", i, name)
+		assert.Contains(t, a.title, "started_at 2026-12-01 23:24 UTC (minute)", "its DATETIMEs as the minutes they are")
+	}
+	assert.Contains(t, attempts[0].title, "process first-run;", "attempt 1 ran in the first run")
+	assert.Contains(t, attempts[1].title, "process resumed-run;", "attempt 2 in the resumed run")
+	// Lanes: the setup band labelled; barriers by the feature's names and their process.
+	assert.Contains(t, texts, "setup")
+	assert.Contains(t, texts, "barrier heartbeat_after — resumed run")
+	found := false
+	for _, tx := range texts {
+		if strings.HasPrefix(tx, "barrier long read — ") {
+			found = true
+		}
+		assert.NotContains(t, tx, "KSQL_FLOW_TEST_", "no lane is labelled by a scope-prefixed id")
+	}
+	assert.True(t, found, "barrier long read has its lane: %v", texts)
+}
+
+// The rule relating attempts to processes, on the cases it decides (attempts.go).
+func TestAttemptProcesses(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 23, 14, 35, 0, time.UTC)
+	minute := t0.Truncate(time.Minute)
+	proc := func(name, cmd string, start time.Duration, ms int64) Process {
+		return Process{Name: name, Argv: []string{"flowsandbox", "flownet", cmd}, ExitCode: intp(1), Start: t0.Add(start), DurationMS: ms}
+	}
+	att := func(node string, no int, inv string) Attempt {
+		return Attempt{Node: node, AttemptNo: no, InvocationID: inv, StartedAt: minute, FinishedAt: minute, DurationSec: 0.03}
+	}
+	// m5-resume: the first run ran n1#1 and n2#1 (one invocation), the resume n2#2; an
+	// archive-run between them runs no node.
+	s := &Scenario{Start: t0, End: t0.Add(2 * time.Second),
+		Processes: []Process{proc("first", "run-network", 100*time.Millisecond, 700), proc("archive", "archive-run", 850*time.Millisecond, 20), proc("resume", "run-network", 900*time.Millisecond, 100)},
+		Attempts:  []Attempt{att("n1", 1, "A"), att("n2", 1, "A"), att("n2", 2, "B")}}
+	assert.Equal(t, []int{0, 0, 2}, attemptProcesses(s))
+	// Listed out of order, the attempt numbers still order the invocations.
+	s.Attempts = []Attempt{att("n2", 2, "B"), att("n1", 1, "A"), att("n2", 1, "A")}
+	assert.Equal(t, []int{2, 0, 0}, attemptProcesses(s))
+	// Drawn inside the process, never longer than it ran.
+	from, to, exact := attemptWindow(s, s.Attempts[0], 2)
+	assert.False(t, exact)
+	assert.Equal(t, s.Processes[2].Start, from)
+	assert.Equal(t, s.Processes[2].Start.Add(100*time.Millisecond), to)
+	// A process in another minute does not qualify: no process, the scenario bounds it.
+	s.Attempts = []Attempt{{Node: "n1", AttemptNo: 1, InvocationID: "C", StartedAt: minute.Add(-time.Hour), FinishedAt: minute.Add(-time.Hour)}}
+	assert.Equal(t, []int{-1}, attemptProcesses(s))
+	from, to, _ = attemptWindow(s, s.Attempts[0], -1)
+	assert.Equal(t, []time.Time{s.Start, s.End}, []time.Time{from, to}, "no overlap at all: the scenario's lifetime")
+	s.Attempts[0].StartedAt, s.Attempts[0].FinishedAt = minute, minute
+	from, to, _ = attemptWindow(s, s.Attempts[0], -1)
+	assert.Equal(t, []time.Time{s.Start, s.End}, []time.Time{from, to}, "its minute cut to the scenario")
+	// Times with seconds are exact: drawn as they are.
+	s.Attempts[0].StartedAt, s.Attempts[0].FinishedAt = t0.Add(150*time.Millisecond), t0.Add(400*time.Millisecond)
+	from, to, exact = attemptWindow(s, s.Attempts[0], 0)
+	assert.True(t, exact)
+	assert.Equal(t, []time.Time{t0.Add(150 * time.Millisecond), t0.Add(400 * time.Millisecond)}, []time.Time{from, to})
+}
