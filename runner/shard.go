@@ -19,6 +19,19 @@ const DefaultShardWeight = 30 * time.Second
 // without durations the long ones are spread over the shards instead of dealt by count.
 const LeaseWaitShardWeight = 90 * time.Second
 
+// EstimatedDuration is a scenario's expected run time: known when an earlier run measured it,
+// else LeaseWaitShardWeight for one that needs lease-wait and DefaultShardWeight otherwise.
+func EstimatedDuration(needs Needs, known time.Duration) time.Duration {
+	switch {
+	case known > 0:
+		return known
+	case needs.Has(NeedLeaseWait):
+		return LeaseWaitShardWeight
+	default:
+		return DefaultShardWeight
+	}
+}
+
 // ParseShard parses "K/N" (1 <= K <= N).
 func ParseShard(s string) (k, n int, err error) {
 	a, b, ok := strings.Cut(strings.TrimSpace(s), "/")
@@ -47,15 +60,7 @@ func Shard(items []Item, k, n int, durations map[string]time.Duration) []Item {
 	var sel []entry
 	for i, it := range items {
 		if it.Run {
-			w, ok := durations[it.ID]
-			switch {
-			case ok && w > 0:
-			case it.Needs.Has(NeedLeaseWait):
-				w = LeaseWaitShardWeight
-			default:
-				w = DefaultShardWeight
-			}
-			sel = append(sel, entry{i, w})
+			sel = append(sel, entry{i, EstimatedDuration(it.Needs, durations[it.ID])})
 		}
 	}
 	sort.SliceStable(sel, func(a, b int) bool { return sel[a].w > sel[b].w })

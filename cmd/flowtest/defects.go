@@ -473,7 +473,11 @@ func cmdDefects(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) 
 		}
 		control = rows
 	}
-	rows := append(control, r.all(selected, !*noControl && *controlFrom == "", *jobs, longestFirst(selected, control))...)
+	needs := map[string]runner.Needs{}
+	for _, e := range m.Scenarios {
+		needs[e.ID] = e.Needs
+	}
+	rows := append(control, r.all(selected, !*noControl && *controlFrom == "", *jobs, longestFirst(selected, control, needs))...)
 	fmt.Fprintln(stdout)
 	writeDefectTable(stdout, rows)
 
@@ -815,12 +819,11 @@ func (r *defectsRun) controlFromArchive(dir string, selected []plantedDefect) ([
 	return rows, nil
 }
 
-// longestFirst estimates each defect's run time as the sum of its scenarios' durations in the
-// control (nil without a control from an archive, whose durations are known before any run).
-func longestFirst(selected []plantedDefect, control []defectRow) []time.Duration {
-	if len(control) == 0 {
-		return nil
-	}
+// longestFirst estimates each defect's run time as the sum of its scenarios' expected
+// durations: measured in a control taken from an archive, else estimated from the manifest's
+// needs (runner.EstimatedDuration, as --shard does): a defect whose scenario waits for a lease
+// to go stale starts before the short ones.
+func longestFirst(selected []plantedDefect, control []defectRow, needs map[string]runner.Needs) []time.Duration {
 	dur := map[string]time.Duration{}
 	for _, row := range control {
 		dur[row.scenario] = row.dur
@@ -828,7 +831,7 @@ func longestFirst(selected []plantedDefect, control []defectRow) []time.Duration
 	est := make([]time.Duration, len(selected))
 	for i, d := range selected {
 		for _, id := range d.scenarios() {
-			est[i] += dur[id]
+			est[i] += runner.EstimatedDuration(needs[id], dur[id])
 		}
 	}
 	return est

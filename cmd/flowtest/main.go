@@ -55,6 +55,10 @@ Run "flowtest <command> -h" for the flags of a command.
 func main() {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	// A reader that goes away (`flowtest run | grep -m1 …`) must not kill the runner mid-scenario
+	// with SIGPIPE and skip its cleanup: console writes then fail with EPIPE instead, and the run
+	// ends as it would, its archive written and its children stopped.
+	signal.Ignore(syscall.SIGPIPE)
 	stop := startProfiles()
 	code := Main(os.Args[1:], os.Stdout, os.Stderr, sigs)
 	stop()
