@@ -4,8 +4,8 @@
 //	flowtest list                                                          the 43 scenarios in run order
 //	flowtest check  [--target sandbox|live] [--tags EXPR]                  preflight only
 //	flowtest steps  [--features DIR] [--unused]                            step definitions and their use
-//	flowtest archive verify DIR|PACK                                       scan an archive for leaks (a pack: and its SHA256SUMS)
-//	flowtest archive pack DIR                                              seal an archive into DIR.tar.gz with SHA256SUMS
+//	flowtest archive verify DIR|PACK                                       an archive is whole and has no leaks (a pack: and its SHA256SUMS)
+//	flowtest archive pack [--force] DIR                                    seal an archive into DIR.tar.gz with SHA256SUMS
 //	flowtest gate show|run <gate> …                                        release gates (features/gates/<gate>.yaml)
 //	flowtest evidence --before A --after B                                 the before/after evidence rows of a fix
 //	flowtest defects [--only a,b] [--fast]                                 planted defects must be caught
@@ -40,8 +40,8 @@ commands:
   list             list the 43 acceptance scenarios in run order
   check            preflight only: every safety check with PASS/FAIL
   steps            step definitions (regexp, handler, file:line) and the scenarios using them
-  archive verify   scan a results archive (folder or pack) for secrets and raw app ids; a pack also against its SHA256SUMS
-  archive pack     seal a results archive into one .tar.gz with a SHA256SUMS manifest; prints its sha256
+  archive verify   check a results archive (folder or pack) is whole and holds no secrets or raw app ids; a pack also against its SHA256SUMS
+  archive pack     seal a results archive into one .tar.gz with a SHA256SUMS manifest; prints its sha256 (never replaces a pack without --force)
   gate show        the scenarios a release gate requires, in run order (features/gates/<gate>.yaml)
   gate run         run a release gate: scope by carry-over rules and the SUT diff, then a gate record
   evidence         before/after evidence rows of a fix from two archives (--before A --after B)
