@@ -26,6 +26,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/ksqlflow/flowtest/harness/proc"
 	"github.com/ksqlflow/flowtest/runner"
 	"github.com/ksqlflow/flowtest/steps"
 )
@@ -53,6 +54,14 @@ Run "flowtest <command> -h" for the flags of a command.
 `
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == proc.KeeperCommand {
+		// The process keeper of a runner (harness/proc/lifeline.go), started by the runner
+		// itself: not a command.
+		os.Exit(proc.KeeperMain(os.Stdin, os.Stderr))
+	}
+	if self, err := os.Executable(); err == nil {
+		proc.SetKeeper(self, proc.KeeperCommand) // started with the first child, if any
+	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	stop := startProfiles()

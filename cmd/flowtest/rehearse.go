@@ -364,11 +364,11 @@ func (t *tenant) startTenant(ctx context.Context, sb string, latency time.Durati
 	if err := os.MkdirAll(t.work, 0o700); err != nil {
 		return err
 	}
-	args := []string{"kintone", "serve", "--operator-env", t.opDir}
+	args := []string{"kintone", "serve", "--exit-on-stdin-eof", "--operator-env", t.opDir}
 	if latency > 0 {
 		args = append(args, "--latency", fmt.Sprintf("customers=%s,deals=%s", latency, latency))
 	}
-	p, err := proc.Start(ctx, proc.Spec{Name: "tenant", Path: sb, Args: args, Env: proc.PlatformEnv(), Dir: t.work, LogDir: t.work})
+	p, err := proc.Start(ctx, proc.Spec{Name: "tenant", Path: sb, Args: args, Env: proc.PlatformEnv(), Dir: t.work, LogDir: t.work, ParentPipe: true})
 	if err != nil {
 		return fmt.Errorf("start the stand-alone emulator: %w", err)
 	}
