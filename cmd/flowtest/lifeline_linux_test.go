@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/ksqlflow/flowtest/harness/proc"
 	"github.com/ksqlflow/flowtest/harness/wait"
+	"github.com/ksqlflow/flowtest/harness/workdir"
 )
 
 // A runner killed with SIGKILL in the middle of a scenario — no signal handler, no cleanup —
@@ -29,10 +31,12 @@ func TestKilledRunnerLeavesNoProcess(t *testing.T) {
 		t.Skip("acceptance run skipped in -short mode")
 	}
 	out := t.TempDir()
+	tmp := t.TempDir() // the runner's temp dir: its work dir, and nobody else's
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + tmp}
 	cmd := exec.Command(filepath.Join(binDir, "flowtest"), "run", "--out", out, "--concurrency", "1",
 		"--sandbox-read-latency", "0", "--tags", "@m6-04-force-unlock-drill")
 	cmd.Dir = repoRoot()
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()}
+	cmd.Env = env
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -67,6 +71,19 @@ func TestKilledRunnerLeavesNoProcess(t *testing.T) {
 			return len(pids) == 0, fmt.Sprintf("%d alive: %v", len(pids), pids), nil
 		})
 	assert.NoError(t, err, "processes were %v before the kill", before)
+
+	// Its work dir (unredacted logs and configs) stayed; it names its owner, and the next run
+	// removes it and says so.
+	left, err := workdir.List(tmp)
+	require.NoError(t, err)
+	require.Len(t, left, 1, "the killed run's work dir")
+	assert.Equal(t, cmd.Process.Pid, left[0].Owner.PID)
+	assert.False(t, left[0].Alive)
+	next := flowtest(t, env, "run", "--dry-run", "--out", out, "--tags", "@m6-04-force-unlock-drill")
+	assert.Equal(t, 0, next.code, next.stdout+next.stderr)
+	assert.Contains(t, next.stderr, "removed 1 work dir(s) of dead runs")
+	assert.Contains(t, next.stderr, left[0].Path+" (pid "+strconv.Itoa(cmd.Process.Pid))
+	assert.NoDirExists(t, left[0].Path)
 }
 
 type discardWriter struct{}

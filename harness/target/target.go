@@ -237,7 +237,10 @@ func StartSandbox(ctx context.Context, o SandboxOptions) (*Target, error) {
 	}
 	p, err := proc.Start(ctx, proc.Spec{
 		Name: "kintone-emulator", Path: o.Bin, Args: args,
-		Env: proc.PlatformEnv(), Dir: o.WorkDir, LogDir: o.WorkDir, ParentPipe: true,
+		// Its temporary files (the TLS key and certificates) go inside the run's work dir, so
+		// that a killed run's are removed with it (harness/workdir).
+		Env: append(proc.PlatformEnv(), "TMPDIR="+o.WorkDir, "TMP="+o.WorkDir, "TEMP="+o.WorkDir),
+		Dir: o.WorkDir, LogDir: o.WorkDir, ParentPipe: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start the sandbox kintone emulator: %w", err)
