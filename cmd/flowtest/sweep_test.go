@@ -33,6 +33,7 @@ type standaloneTenant struct {
 	api    *kintoneapi.Client
 	apps   map[string]string // role -> app id
 	tokens []string
+	pid    int // the emulator's
 }
 
 func startStandaloneTenant(t *testing.T) *standaloneTenant {
@@ -60,7 +61,7 @@ func startStandaloneTenant(t *testing.T) *standaloneTenant {
 		}
 	}
 	require.NoError(t, json.Unmarshal([]byte(line), &info))
-	st := &standaloneTenant{envDir: envDir, apps: map[string]string{}}
+	st := &standaloneTenant{envDir: envDir, apps: map[string]string{}, pid: cmd.Process.Pid}
 	full := map[string]string{}
 	for _, a := range info.Apps {
 		st.apps[a.Role] = a.ID
