@@ -57,7 +57,7 @@ func killRunAt(t *testing.T, st *standaloneTenant, dir, tags, at string) []strin
 // the tenant.
 func noProcessLeft(t *testing.T, st *standaloneTenant) {
 	t.Helper()
-	err := wait.Until(context.Background(), "the killed run's processes to be gone", 3*time.Second, 50*time.Millisecond,
+	err := wait.Until(context.Background(), "the killed run's processes to be gone", 5*time.Second, 50*time.Millisecond,
 		func(ctx context.Context) (bool, string, error) {
 			pids, err := proc.FindByArgv(ctx, proc.ArgvContains(binDir))
 			if err != nil {
