@@ -1,7 +1,7 @@
 // Package workdir makes a run's work dir (rendered fixtures, emulator data, child logs and
 // configs — unredacted, so it must not outlive its use) and finds those of dead runs.
 //
-// A work dir is <temp>/flowtest-run-<random>/ holding owner.json: the pid, host and process
+// A work dir is <temp>/flowtest-run-<random>/ (a rehearsal's: flowtest-rehearse-<random>/) holding owner.json: the pid, host and process
 // start time of the runner that made it, when, whether it is to be kept (--keep-workdirs),
 // and the scenario scopes the run uses (so that `flowtest sweep` never takes a live run's
 // records for leftovers). A runner killed before its cleanup leaves its dir behind; the next
@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -27,6 +28,12 @@ import (
 
 // Prefix starts the name of every run work dir in the temp dir.
 const Prefix = "flowtest-run-"
+
+// RehearsePrefix starts the name of a rehearsal's work dir (operator envs with tokens, the
+// tenants' data and logs): owned and swept the same way.
+const RehearsePrefix = "flowtest-rehearse-"
+
+var prefixes = []string{Prefix, RehearsePrefix}
 
 // OwnerFile is the owner record inside a work dir.
 const OwnerFile = "owner.json"
@@ -48,12 +55,18 @@ type Dir struct {
 	owner Owner
 }
 
-// Create makes a work dir in parent (the OS temp dir when "") owned by this process.
-func Create(parent string, keep bool) (*Dir, error) {
+// Create makes a run work dir in parent (the OS temp dir when "") owned by this process.
+func Create(parent string, keep bool) (*Dir, error) { return CreateAs(parent, Prefix, keep) }
+
+// CreateAs is Create with another of the known name prefixes (RehearsePrefix).
+func CreateAs(parent, prefix string, keep bool) (*Dir, error) {
+	if !slices.Contains(prefixes, prefix) {
+		return nil, fmt.Errorf("run work dir: prefix %q is not one RemoveDead knows", prefix)
+	}
 	if parent == "" {
 		parent = os.TempDir()
 	}
-	path, err := os.MkdirTemp(parent, Prefix)
+	path, err := os.MkdirTemp(parent, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("run work dir: %w", err)
 	}
@@ -129,7 +142,7 @@ func List(parent string) ([]Entry, error) {
 	}
 	var out []Entry
 	for _, e := range ents {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), Prefix) {
+		if !e.IsDir() || !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(e.Name(), p) }) {
 			continue
 		}
 		path := filepath.Join(parent, e.Name())
