@@ -697,6 +697,8 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 			fmt.Fprintf(stdout, "archive leak: %s\n", l)
 		}
 		return runner.ExitFailed, res
+	case !archiveWhole(stdout, arch.Dir()) && res.Code != runner.ExitInterrupted:
+		return runner.ExitFailed, res
 	}
 	fmt.Fprintf(stdout, "archive verify: no secret or raw app id in %s\n", arch.Dir())
 	if res.Code == runner.ExitNothingRan {
@@ -746,4 +748,15 @@ func stepDeadline(flag time.Duration, scale float64) time.Duration {
 		scale = 1
 	}
 	return time.Duration(float64(defaultStepTimeout) * scale)
+}
+
+// archiveWhole checks the archive this command just wrote the way `archive verify` will
+// (results.CheckIntegrity), printing each problem: a run never reports on an archive that
+// does not hold together.
+func archiveWhole(stdout io.Writer, dir string) bool {
+	probs := results.CheckIntegrity(dir)
+	for _, p := range probs {
+		fmt.Fprintf(stdout, "archive integrity: %s\n", p)
+	}
+	return len(probs) == 0
 }
