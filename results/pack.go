@@ -41,7 +41,24 @@ const maxPackEntry = 256 << 20
 // Refused: a folder holding a file being written (.tmp-*), anything but regular files and
 // folders (a symlink could pull in a file from elsewhere), and a folder with a SHA256SUMS that
 // does not match its files (re-packing would launder the change).
-func Pack(dir, dst string) (string, error) {
+//
+// An existing dst is never replaced (ErrPackExists): a pack may already have been handed to
+// a reviewer with its digest, and a new one under the same name would quietly disown it.
+// PackReplace replaces it.
+func Pack(dir, dst string) (string, error) { return pack(dir, dst, false) }
+
+// PackReplace is Pack that replaces an existing dst (`archive pack --force`).
+func PackReplace(dir, dst string) (string, error) { return pack(dir, dst, true) }
+
+// ErrPackExists is Pack's refusal to replace an existing pack.
+var ErrPackExists = errors.New("the pack exists")
+
+func pack(dir, dst string, replace bool) (string, error) {
+	if !replace {
+		if _, err := os.Lstat(dst); err == nil {
+			return "", fmt.Errorf("pack: %s: %w", dst, ErrPackExists)
+		}
+	}
 	files, err := packFiles(dir)
 	if err != nil {
 		return "", err
@@ -130,8 +147,22 @@ func Pack(dir, dst string) (string, error) {
 	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
 		return "", fmt.Errorf("pack: %w", err)
 	}
-	if err := os.Rename(tmp.Name(), dst); err != nil {
-		return "", fmt.Errorf("pack: %w", err)
+	if replace {
+		if err := os.Rename(tmp.Name(), dst); err != nil {
+			return "", fmt.Errorf("pack: %w", err)
+		}
+	} else if err := os.Link(tmp.Name(), dst); err != nil {
+		// A link, unlike a rename, fails when dst appeared meanwhile (another pack run).
+		if errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("pack: %s: %w", dst, ErrPackExists)
+		}
+		// A file system without hard links: check, then rename (a narrow race, no worse).
+		if _, serr := os.Lstat(dst); serr == nil {
+			return "", fmt.Errorf("pack: %s: %w", dst, ErrPackExists)
+		}
+		if err := os.Rename(tmp.Name(), dst); err != nil {
+			return "", fmt.Errorf("pack: %w", err)
+		}
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
 	if err := os.WriteFile(dst+".sha256", []byte(sum+"  "+filepath.Base(dst)+"\n"), 0o644); err != nil {

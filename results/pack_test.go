@@ -22,7 +22,7 @@ func finishedArchive(t *testing.T) string {
 	require.NoError(t, err)
 	require.NoError(t, a.WriteScenario(sampleScenario("p2-16-01", StatusPassed)))
 	require.NoError(t, a.WriteScenario(sampleScenario("p2-16-02", StatusFailed)))
-	require.NoError(t, a.Finish(&Run{Target: "sandbox", End: time.Now()}))
+	require.NoError(t, a.Finish(&Run{Target: "sandbox", End: time.Now(), RunOrder: []string{"p2-16-01", "p2-16-02"}}))
 	return a.Dir()
 }
 
@@ -258,4 +258,20 @@ func extractManifest(t *testing.T, pack string) []byte {
 			return data
 		}
 	}
+}
+
+func TestPackNeverReplacesAPackUnlessAsked(t *testing.T) {
+	dir := finishedArchive(t)
+	dst := filepath.Join(t.TempDir(), "evidence.tar.gz")
+	sum, err := Pack(dir, dst)
+	require.NoError(t, err)
+	_, err = Pack(dir, dst)
+	require.ErrorIs(t, err, ErrPackExists)
+	// Refused before any work: no temporary file is left beside it.
+	entries, err := os.ReadDir(filepath.Dir(dst))
+	require.NoError(t, err)
+	assert.Len(t, entries, 2, "the pack and its .sha256 only")
+	sum2, err := PackReplace(dir, dst)
+	require.NoError(t, err)
+	assert.Equal(t, sum, sum2)
 }

@@ -334,8 +334,14 @@ func VerifyMainWith(target string, o VerifyOptions, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
+	// Whether the archive is whole is checked apart from the leak scan: a truncated or
+	// missing record says "no leaks" to a byte scan.
+	broken := CheckIntegrity(dir)
 	for _, p := range manifestProblems {
 		fmt.Fprintln(stdout, "manifest: "+p)
+	}
+	for _, p := range broken {
+		fmt.Fprintln(stdout, "integrity: "+p.String())
 	}
 	for _, l := range leaks {
 		fmt.Fprintln(stdout, l.String())
@@ -343,10 +349,10 @@ func VerifyMainWith(target string, o VerifyOptions, stdout, stderr io.Writer) in
 	if manifestNote != "" {
 		fmt.Fprintln(stdout, "archive verify: "+manifestNote)
 	}
-	if len(leaks) > 0 || len(manifestProblems) > 0 {
-		fmt.Fprintf(stderr, "archive verify: %d manifest problem(s), %d leak(s) in %s\n", len(manifestProblems), len(leaks), target)
+	if len(leaks) > 0 || len(manifestProblems) > 0 || len(broken) > 0 {
+		fmt.Fprintf(stderr, "archive verify: %d manifest problem(s), %d integrity problem(s), %d leak(s) in %s\n", len(manifestProblems), len(broken), len(leaks), target)
 		return 1
 	}
-	fmt.Fprintf(stdout, "archive verify: no leaks in %s (%d secret value(s), %d app id(s) checked)\n", target, len(secrets), len(o.AppIDs))
+	fmt.Fprintf(stdout, "archive verify: no leaks in %s (%d secret value(s), %d app id(s) checked); its records are whole and agree with run.json\n", target, len(secrets), len(o.AppIDs))
 	return 0
 }

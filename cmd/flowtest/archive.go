@@ -7,6 +7,7 @@ package main
 // every file against the manifest, naming each file that changed.
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -123,12 +124,13 @@ func cmdPack(args []string, stdout, stderr io.Writer) int {
 	fset := flag.NewFlagSet("archive pack", flag.ContinueOnError)
 	envFile := fset.String("env-file", ".env", "dotenv file whose secrets are searched too before packing (OS environment wins)")
 	out := fset.String("out", "", "the pack to write (default: <dir>.tar.gz beside the folder)")
+	force := fset.Bool("force", false, "replace an existing pack of that name (default: refuse, exit 2)")
 	uses, code, ok := parseFlags(fset, "archive pack", args, stderr)
 	if !ok {
 		return code
 	}
 	if fset.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: flowtest archive pack [--out FILE.tar.gz] <archive dir>")
+		fmt.Fprintln(stderr, "usage: flowtest archive pack [--out FILE.tar.gz] [--force] <archive dir>")
 		return runner.ExitRefused
 	}
 	dir := filepath.Clean(fset.Arg(0))
@@ -160,7 +162,23 @@ func cmdPack(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "flowtest archive pack: refused: %d leak(s) in %s\n", len(leaks), dir)
 		return runner.ExitFailed
 	}
-	sum, err := results.Pack(dir, dst)
+	if broken := results.CheckIntegrity(dir); len(broken) > 0 {
+		// Sealing a truncated or inconsistent archive would give it a digest it does not deserve.
+		for _, p := range broken {
+			fmt.Fprintln(stdout, "integrity: "+p.String())
+		}
+		fmt.Fprintf(stderr, "flowtest archive pack: refused: %d integrity problem(s) in %s\n", len(broken), dir)
+		return runner.ExitFailed
+	}
+	pack := results.Pack
+	if *force {
+		pack = results.PackReplace
+	}
+	sum, err := pack(dir, dst)
+	if errors.Is(err, results.ErrPackExists) {
+		fmt.Fprintf(stderr, "flowtest archive pack: refused: %s exists and is not replaced (it may already be with a reviewer under its digest); pass --force to replace it, or --out another name\n", dst)
+		return runner.ExitRefused
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "flowtest archive pack: %v\n", err)
 		if strings.Contains(err.Error(), "does not match its own") {

@@ -33,6 +33,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/ksqlflow/flowtest/harness/proc"
 	"github.com/ksqlflow/flowtest/results"
 	"github.com/ksqlflow/flowtest/runner"
 )
@@ -669,7 +670,7 @@ func (r *defectsRun) runScenarios(dir, bin string, ids []string) (map[string]*re
 		return cmd.Process.Signal(os.Interrupt)
 	}
 	cmd.WaitDelay = time.Minute
-	err = cmd.Run()
+	err = proc.RunBound(cmd) // a killed `flowtest defects` takes its runner along
 	code := 0
 	var ee *exec.ExitError
 	switch {

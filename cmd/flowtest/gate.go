@@ -29,6 +29,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/ksqlflow/flowtest/harness/proc"
 	"github.com/ksqlflow/flowtest/internal/yamlerr"
 	"github.com/ksqlflow/flowtest/results"
 	"github.com/ksqlflow/flowtest/runner"
@@ -870,7 +871,7 @@ func (g gitRepo) run(ctx context.Context, args ...string) (string, error) {
 	cmd.Env = gitEnv()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
+	if err := proc.RunBound(cmd); err != nil { // dies with the runner, like every child
 		msg := strings.TrimSpace(errb.String())
 		if msg == "" {
 			msg = err.Error()

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ksqlflow/flowtest/harness/config"
+	"github.com/ksqlflow/flowtest/harness/proc"
 	"github.com/ksqlflow/flowtest/harness/target"
 	"github.com/ksqlflow/flowtest/kintoneapi"
 	"github.com/ksqlflow/flowtest/safety"
@@ -227,7 +228,7 @@ func probe(bin string, args []string, dir string, caFile string, extraEnv ...str
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.WaitDelay = 2 * time.Second
-	if err := cmd.Run(); err != nil {
+	if err := proc.RunBound(cmd); err != nil { // dies with the runner, like every child
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("`%s %s` did not answer within %s", bin, strings.Join(args, " "), launcherProbeTimeout)
 		}

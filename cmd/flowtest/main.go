@@ -4,8 +4,9 @@
 //	flowtest list                                                          the 43 scenarios in run order
 //	flowtest check  [--target sandbox|live] [--tags EXPR]                  preflight only
 //	flowtest steps  [--features DIR] [--unused]                            step definitions and their use
-//	flowtest archive verify DIR|PACK                                       scan an archive for leaks (a pack: and its SHA256SUMS)
-//	flowtest archive pack DIR                                              seal an archive into DIR.tar.gz with SHA256SUMS
+//	flowtest archive verify DIR|PACK                                       an archive is whole and has no leaks (a pack: and its SHA256SUMS)
+//	flowtest archive pack [--force] DIR                                    seal an archive into DIR.tar.gz with SHA256SUMS
+//	flowtest sweep  [--target sandbox|live] [--older-than 1h] [--delete]   leftovers of dead runs on the target
 //	flowtest gate show|run <gate> …                                        release gates (features/gates/<gate>.yaml)
 //	flowtest evidence --before A --after B                                 the before/after evidence rows of a fix
 //	flowtest defects [--only a,b] [--fast]                                 planted defects must be caught
@@ -26,6 +27,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/ksqlflow/flowtest/harness/proc"
 	"github.com/ksqlflow/flowtest/runner"
 	"github.com/ksqlflow/flowtest/steps"
 )
@@ -40,8 +42,9 @@ commands:
   list             list the 43 acceptance scenarios in run order
   check            preflight only: every safety check with PASS/FAIL
   steps            step definitions (regexp, handler, file:line) and the scenarios using them
-  archive verify   scan a results archive (folder or pack) for secrets and raw app ids; a pack also against its SHA256SUMS
-  archive pack     seal a results archive into one .tar.gz with a SHA256SUMS manifest; prints its sha256
+  archive verify   check a results archive (folder or pack) is whole and holds no secrets or raw app ids; a pack also against its SHA256SUMS
+  archive pack     seal a results archive into one .tar.gz with a SHA256SUMS manifest; prints its sha256 (never replaces a pack without --force)
+  sweep            list (--delete: remove) what dead runs left on the target: scopes of no live runner, older than --older-than
   gate show        the scenarios a release gate requires, in run order (features/gates/<gate>.yaml)
   gate run         run a release gate: scope by carry-over rules and the SUT diff, then a gate record
   evidence         before/after evidence rows of a fix from two archives (--before A --after B)
@@ -53,6 +56,14 @@ Run "flowtest <command> -h" for the flags of a command.
 `
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == proc.KeeperCommand {
+		// The process keeper of a runner (harness/proc/lifeline.go), started by the runner
+		// itself: not a command.
+		os.Exit(proc.KeeperMain(os.Stdin, os.Stderr))
+	}
+	if self, err := os.Executable(); err == nil {
+		proc.SetKeeper(self, proc.KeeperCommand) // started with the first child, if any
+	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	// A reader that goes away (`flowtest run | grep -m1 …`) must not kill the runner mid-scenario
@@ -88,6 +99,8 @@ func Main(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 		return cmdGate(args[1:], stdout, stderr, sigs)
 	case "rehearse": // the live path against stand-alone emulators (rehearse.go)
 		return cmdRehearse(args[1:], stdout, stderr, sigs)
+	case "sweep": // leftovers of dead runs on the target (sweep.go)
+		return cmdSweep(args[1:], stdout, stderr)
 	case "evidence": // before/after evidence of a fix (evidence.go)
 		return cmdEvidence(args[1:], stdout, stderr)
 	case steps.KsqlFlowWrapperCommand: // internal, not in usage: the CSV steps' kSQL-Flow launcher (ksqlwrap.go)

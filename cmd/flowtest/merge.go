@@ -89,6 +89,8 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "archive leak: %s\n", l)
 		}
 		return runner.ExitFailed
+	case !archiveWhole(stdout, arch.Dir()):
+		return runner.ExitFailed
 	}
 	fmt.Fprintf(stdout, "archive verify: no secret or raw app id in %s\n", arch.Dir())
 	if schemaProblems(arch.Dir(), stdout, stderr) {

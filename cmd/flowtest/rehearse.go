@@ -29,6 +29,7 @@ import (
 	"github.com/ksqlflow/flowtest/harness/proc"
 	"github.com/ksqlflow/flowtest/harness/target"
 	"github.com/ksqlflow/flowtest/harness/wait"
+	"github.com/ksqlflow/flowtest/harness/workdir"
 	"github.com/ksqlflow/flowtest/results"
 	"github.com/ksqlflow/flowtest/runner"
 )
@@ -150,10 +151,16 @@ func cmdRehearse(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal)
 	if err != nil {
 		return exitFor(stderr, "rehearse", refuse("--out %q: %v", f.out, err))
 	}
-	work, err := os.MkdirTemp("", "flowtest-rehearse-")
+	// Owned like a run's work dir, so that a killed rehearsal's (operator envs with tokens)
+	// is removed by the next run or rehearsal.
+	if rep, err := workdir.RemoveDead(""); err == nil && rep.Line() != "" {
+		fmt.Fprintln(stderr, rep.Line())
+	}
+	wd, err := workdir.CreateAs("", workdir.RehearsePrefix, f.keepWorkDirs)
 	if err != nil {
 		return exitFor(stderr, "rehearse", err)
 	}
+	work := wd.Path()
 	if f.keepWorkDirs {
 		defer fmt.Fprintf(stderr, "flowtest rehearse: kept the operator envs (tokens included) and logs at %s\n", work)
 	} else {
@@ -364,11 +371,13 @@ func (t *tenant) startTenant(ctx context.Context, sb string, latency time.Durati
 	if err := os.MkdirAll(t.work, 0o700); err != nil {
 		return err
 	}
-	args := []string{"kintone", "serve", "--operator-env", t.opDir}
+	args := []string{"kintone", "serve", "--exit-on-stdin-eof", "--operator-env", t.opDir}
 	if latency > 0 {
 		args = append(args, "--latency", fmt.Sprintf("customers=%s,deals=%s", latency, latency))
 	}
-	p, err := proc.Start(ctx, proc.Spec{Name: "tenant", Path: sb, Args: args, Env: proc.PlatformEnv(), Dir: t.work, LogDir: t.work})
+	// Its TLS temp files go inside the rehearsal's work dir, and go with it.
+	env := append(proc.PlatformEnv(), "TMPDIR="+t.work, "TMP="+t.work, "TEMP="+t.work)
+	p, err := proc.Start(ctx, proc.Spec{Name: "tenant", Path: sb, Args: args, Env: env, Dir: t.work, LogDir: t.work, ParentPipe: true})
 	if err != nil {
 		return fmt.Errorf("start the stand-alone emulator: %w", err)
 	}

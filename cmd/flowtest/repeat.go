@@ -112,6 +112,11 @@ func (s *session) freshScopes(r int) error {
 	if err := violations("fixtures", safety.CheckFixtures(s.in, p.fixtures)); err != nil {
 		return err
 	}
+	if s.work != nil {
+		if err := s.work.AddScopes(p.scopeIDs()...); err != nil {
+			return err
+		}
+	}
 	s.prep = p
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/ksqlflow/flowtest/harness/scenario"
 	"github.com/ksqlflow/flowtest/harness/scope"
 	"github.com/ksqlflow/flowtest/harness/target"
+	"github.com/ksqlflow/flowtest/harness/workdir"
 	"github.com/ksqlflow/flowtest/results"
 	"github.com/ksqlflow/flowtest/runner"
 	"github.com/ksqlflow/flowtest/safety"
@@ -98,6 +100,16 @@ type preparation struct {
 	idents   []safety.Identifier
 	fixtures []safety.Fixture
 	selected []string
+}
+
+// scopeIDs are the prepared scopes, sorted.
+func (p *preparation) scopeIDs() []string {
+	out := make([]string, 0, len(p.scopes))
+	for _, sc := range p.scopes {
+		out = append(out, sc.ID())
+	}
+	sort.Strings(out)
+	return out
 }
 
 // prepare makes each selected scenario's scope and renders the fixtures its steps name, so
@@ -265,6 +277,7 @@ type session struct {
 	prep    *preparation
 	in      safety.Input
 	workDir string         // run-level work dir (rendered preflight fixtures, sandbox emulator)
+	work    *workdir.Dir   // its owner record (pid, start, scopes)
 	bin     string         // the flowsandbox binary (sandbox only): concurrent scenarios start their own emulator
 	extras  runExtras      // what `flowtest gate run` adds (gate.go); the command line for run.json
 	setup   []safety.Check // live setup checks (livesetup.go), run once per session
@@ -300,10 +313,18 @@ func openSession(f runFlags) (*session, error) {
 	if err != nil {
 		return nil, refuse("configuration: %v", err)
 	}
-	work, err := os.MkdirTemp("", "flowtest-run-")
+	// A runner killed before its cleanup left its work dir (unredacted logs and configs):
+	// the next run removes those whose owner is proven gone, and says so.
+	if rep, err := workdir.RemoveDead(""); err != nil {
+		fmt.Fprintf(os.Stderr, "flowtest: looking for work dirs of dead runs: %v\n", err)
+	} else if line := rep.Line(); line != "" {
+		fmt.Fprintln(os.Stderr, line)
+	}
+	wd, err := workdir.Create("", f.keepWorkDirs)
 	if err != nil {
 		return nil, err
 	}
+	work := wd.Path()
 	fixtures, err := filepath.Abs(filepath.Join(f.features, "fixtures"))
 	if err != nil {
 		return nil, err
@@ -316,10 +337,14 @@ func openSession(f runFlags) (*session, error) {
 		os.RemoveAll(work)
 		return nil, refuse("preflight: %v", err)
 	}
+	if err := wd.AddScopes(prep.scopeIDs()...); err != nil { // `flowtest sweep` leaves them alone
+		os.RemoveAll(work)
+		return nil, err
+	}
 	in := cfg.SafetyInput(prep.idents, prep.fixtures)
 	in.Scenarios = prep.selected
 	in.ScenarioNeeds = safetyNeeds(items)
-	return &session{flags: f, items: items, fsys: fsys, cfg: cfg, prep: prep, in: in, workDir: work, durations: durations}, nil
+	return &session{flags: f, items: items, fsys: fsys, cfg: cfg, prep: prep, in: in, workDir: work, work: wd, durations: durations}, nil
 }
 
 // close removes the run-level work dir (rendered preflight fixtures, the emulator's data and
@@ -684,6 +709,8 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 			fmt.Fprintf(stdout, "archive leak: %s\n", l)
 		}
 		return runner.ExitFailed, res
+	case !archiveWhole(stdout, arch.Dir()) && res.Code != runner.ExitInterrupted:
+		return runner.ExitFailed, res
 	}
 	fmt.Fprintf(stdout, "archive verify: no secret or raw app id in %s\n", arch.Dir())
 	if res.Code == runner.ExitNothingRan {
@@ -733,4 +760,15 @@ func stepDeadline(flag time.Duration, scale float64) time.Duration {
 		scale = 1
 	}
 	return time.Duration(float64(defaultStepTimeout) * scale)
+}
+
+// archiveWhole checks the archive this command just wrote the way `archive verify` will
+// (results.CheckIntegrity), printing each problem: a run never reports on an archive that
+// does not hold together.
+func archiveWhole(stdout io.Writer, dir string) bool {
+	probs := results.CheckIntegrity(dir)
+	for _, p := range probs {
+		fmt.Fprintf(stdout, "archive integrity: %s\n", p)
+	}
+	return len(probs) == 0
 }

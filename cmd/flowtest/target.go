@@ -96,16 +96,22 @@ func (c *cleaner) DeleteScope(ctx context.Context, sc *scope.Scope, _ []string) 
 	if c.api == nil {
 		return 0, fmt.Errorf("no kintone client for cleanup (CA file %s unreadable)", c.t.CAFile)
 	}
-	apps := hkintone.Apps{State: c.t.Apps[target.RoleState].ID, Audit: c.t.Apps[target.RoleAudit].ID,
-		Request: c.t.Apps[target.RoleRequest].ID, Log: c.t.Apps[target.RoleLog].ID, CSV: c.t.Apps[target.RoleCSV].ID}
-	for _, r := range []string{target.RoleCustomers, target.RoleDeals} {
-		if a, ok := c.t.Apps[r]; ok {
-			apps.Business = append(apps.Business, a.ID)
-		}
-	}
-	g, err := hkintone.New(c.api, apps, sc.ID(), hkintone.Options{Profile: c.t.Profile})
+	g, err := hkintone.New(c.api, guardApps(c.t), sc.ID(), hkintone.Options{Profile: c.t.Profile})
 	if err != nil {
 		return 0, err
 	}
 	return g.SweepScope(ctx)
+}
+
+// guardApps are the target's app ids by role, as the guarded client needs them (the JOB log
+// and business apps too: the guard refuses every write to them by role).
+func guardApps(t *target.Target) hkintone.Apps {
+	apps := hkintone.Apps{State: t.Apps[target.RoleState].ID, Audit: t.Apps[target.RoleAudit].ID,
+		Request: t.Apps[target.RoleRequest].ID, Log: t.Apps[target.RoleLog].ID, CSV: t.Apps[target.RoleCSV].ID}
+	for _, r := range []string{target.RoleCustomers, target.RoleDeals} {
+		if a, ok := t.Apps[r]; ok {
+			apps.Business = append(apps.Business, a.ID)
+		}
+	}
+	return apps
 }

@@ -27,53 +27,69 @@ import (
 // ("netrun_a" also finds "netrun_a_trial2"), so every query result is filtered exactly in Go
 // before anything is deleted: a record of another scope never reaches the guard.
 func (c *Client) SweepScope(ctx context.Context) (int, error) {
-	ix, err := c.loadScopeRuns(ctx)
+	audit, state, err := c.ScopeRecords(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("sweep scope %s: %w", c.scope, err)
-	}
-	if err := c.loadInvocationsAndAttempts(ctx, ix); err != nil {
-		return 0, fmt.Errorf("sweep scope %s: %w", c.scope, err)
+		return 0, err
 	}
 	deleted := 0
-	if c.apps.Audit != "" && len(ix.runs) > 0 {
-		recs, err := c.recordsOfRuns(ctx, c.apps.Audit, ix)
-		if err != nil {
-			return deleted, fmt.Errorf("sweep scope %s: audit records: %w", c.scope, err)
-		}
-		// Records without a run_id: force-release audits name the network in
-		// their reason JSON (§3.6), resolutions name the attempt.
-		extra, err := c.api.GetAll(ctx, c.apps.Audit, `record_type in ("OPERATION_AUDIT", "ATTEMPT_RESOLUTION")`, nil)
-		if err != nil {
-			return deleted, fmt.Errorf("sweep scope %s: audit events: %w", c.scope, err)
-		}
-		for _, r := range extra {
-			if c.inScopeDirect(ix, r) || c.inScopeIndirect(ix, r) {
-				recs = append(recs, r)
-			}
-		}
-		n, err := c.deleteInBatches(ctx, c.apps.Audit, dedupe(recs))
+	if len(audit) > 0 {
+		n, err := c.deleteInBatches(ctx, c.apps.Audit, audit)
 		deleted += n
 		if err != nil {
 			return deleted, fmt.Errorf("sweep scope %s: %w", c.scope, err)
 		}
 	}
-	if c.apps.State != "" {
-		recs, err := c.recordsOfRuns(ctx, c.apps.State, ix)
-		if err != nil {
-			return deleted, fmt.Errorf("sweep scope %s: state records: %w", c.scope, err)
-		}
-		locks, err := c.scopeLocks(ctx, ix)
-		if err != nil {
-			return deleted, fmt.Errorf("sweep scope %s: lock records: %w", c.scope, err)
-		}
-		recs = append(recs, locks...)
-		n, err := c.deleteInBatches(ctx, c.apps.State, dedupe(recs))
+	if len(state) > 0 {
+		n, err := c.deleteInBatches(ctx, c.apps.State, state)
 		deleted += n
 		if err != nil {
 			return deleted, fmt.Errorf("sweep scope %s: %w", c.scope, err)
 		}
 	}
 	return deleted, nil
+}
+
+// ScopeRecords reads what SweepScope deletes, without deleting: the scope's audit records
+// and its state records (runs, node states, held locks and tombstones it owns), each list
+// without duplicates. `flowtest sweep` lists them before it deletes.
+func (c *Client) ScopeRecords(ctx context.Context) (audit, state []kintoneapi.Record, err error) {
+	ix, err := c.loadScopeRuns(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sweep scope %s: %w", c.scope, err)
+	}
+	if err := c.loadInvocationsAndAttempts(ctx, ix); err != nil {
+		return nil, nil, fmt.Errorf("sweep scope %s: %w", c.scope, err)
+	}
+	if c.apps.Audit != "" && len(ix.runs) > 0 {
+		recs, err := c.recordsOfRuns(ctx, c.apps.Audit, ix)
+		if err != nil {
+			return nil, nil, fmt.Errorf("sweep scope %s: audit records: %w", c.scope, err)
+		}
+		// Records without a run_id: force-release audits name the network in
+		// their reason JSON (§3.6), resolutions name the attempt.
+		extra, err := c.api.GetAll(ctx, c.apps.Audit, `record_type in ("OPERATION_AUDIT", "ATTEMPT_RESOLUTION")`, nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("sweep scope %s: audit events: %w", c.scope, err)
+		}
+		for _, r := range extra {
+			if c.inScopeDirect(ix, r) || c.inScopeIndirect(ix, r) {
+				recs = append(recs, r)
+			}
+		}
+		audit = dedupe(recs)
+	}
+	if c.apps.State != "" {
+		recs, err := c.recordsOfRuns(ctx, c.apps.State, ix)
+		if err != nil {
+			return nil, nil, fmt.Errorf("sweep scope %s: state records: %w", c.scope, err)
+		}
+		locks, err := c.scopeLocks(ctx, ix)
+		if err != nil {
+			return nil, nil, fmt.Errorf("sweep scope %s: lock records: %w", c.scope, err)
+		}
+		state = dedupe(append(recs, locks...))
+	}
+	return audit, state, nil
 }
 
 func (c *Client) recordsOfRuns(ctx context.Context, app string, ix *scopeIndex) ([]kintoneapi.Record, error) {

@@ -1,11 +1,13 @@
 package proc
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,7 +19,18 @@ import (
 // helperLife, so even a broken test cannot leave processes behind for long.
 const helperLife = 60 * time.Second
 
+func init() {
+	if os.Getenv("PROCTEST_MODE") == "runner" {
+		// Keep the main thread for the main goroutine: a locked goroutine that ends on the
+		// main thread does not end it, so actRunner's test of a thread ending would not be one.
+		runtime.LockOSThread()
+	}
+}
+
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == KeeperCommand {
+		os.Exit(KeeperMain(os.Stdin, os.Stderr))
+	}
 	if mode := os.Getenv("PROCTEST_MODE"); mode != "" {
 		os.Exit(helper(mode))
 	}
@@ -105,7 +118,64 @@ func helper(mode string) int {
 		}
 		time.Sleep(helperLife)
 		return 1
+	case "runner":
+		return actRunner()
 	}
 	fmt.Fprintln(os.Stderr, "unknown PROCTEST_MODE", mode)
 	return 2
+}
+
+// actRunner plays a runner (PROCTEST_MODE=runner): with the keeper (unless PROCTEST_KEEPER=0),
+// it starts a child (level 1) that starts a grandchild (level 0, same group), asking for the
+// child from a goroutine locked to a thread that then ends — as Go ends the thread of a
+// locked goroutine that returns. It prints both pids, then "alive" if the child survived the
+// end of that thread, and waits to be killed.
+func actRunner() int {
+	exe, _ := os.Executable()
+	if os.Getenv("PROCTEST_KEEPER") != "0" {
+		SetKeeper(exe, KeeperCommand)
+	}
+	dir, err := os.MkdirTemp("", "proctest-runner-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	type started struct {
+		p   *Process
+		err error
+	}
+	ch := make(chan started, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: this thread ends with the goroutine
+		p, err := Start(context.Background(), Spec{Name: "child", Path: exe, Args: []string{"proctest-helper", "--level", "1"},
+			Env: append(PlatformEnv(), "PROCTEST_MODE=tree"), Dir: dir, LogDir: dir})
+		ch <- started{p, err}
+	}()
+	st := <-ch
+	if st.err != nil {
+		fmt.Fprintln(os.Stderr, st.err)
+		return 2
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, _ := st.p.Stdout()
+		if strings.Count(out, "\n") >= 2 {
+			fmt.Print(out)
+			break
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintln(os.Stderr, "the child never reported its grandchild")
+			return 2
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// A parent-death signal tied to the ended thread would have killed the child by now;
+	// half a second is ages for a signal already sent.
+	if _, err := st.p.WaitTimeout(500 * time.Millisecond); err == nil {
+		fmt.Println("died")
+	} else {
+		fmt.Println("alive")
+	}
+	time.Sleep(helperLife)
+	return 1
 }

@@ -60,6 +60,10 @@ type Spec struct {
 	Dir string
 	// LogDir receives <Name>.stdout.log and <Name>.stderr.log.
 	LogDir string
+	// ParentPipe makes the child's stdin a pipe whose write end only the runner holds, until
+	// the child is reaped: end of file on stdin tells the child that the runner is gone (for
+	// a server that should exit then; see lifeline.go). Without it stdin is the null device.
+	ParentPipe bool
 }
 
 // Result is how a process ended.
@@ -93,6 +97,7 @@ func (r Result) String() string {
 type Process struct {
 	spec       Spec
 	cmd        *exec.Cmd
+	lifeline   *os.File // write end of the child's stdin (Spec.ParentPipe); closed when reaped
 	pid        int
 	started    time.Time
 	stdoutPath string
@@ -166,12 +171,36 @@ func start(spec Spec) (*Process, error) {
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = sysProcAttr()
+	var lifeline *os.File
+	if spec.ParentPipe {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("start %s: parent pipe: %w", spec.Name, err)
+		}
+		defer r.Close() // the child holds its own copy after Start
+		cmd.Stdin, lifeline = r, w
+	}
 
 	started := time.Now()
 	if err := startRetryingBusy(cmd); err != nil {
+		if lifeline != nil {
+			lifeline.Close()
+		}
+		return nil, fmt.Errorf("start %s (%s): %w", spec.Name, spec.Path, err)
+	}
+	// Bound to the runner (lifeline.go) before anything else can happen; a child that could
+	// not be bound is killed, not left to outlive the runner.
+	if err := errors.Join(afterStart(cmd), keeperAdd(cmd.Process.Pid)); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if lifeline != nil {
+			lifeline.Close()
+		}
+		keeperForget(cmd.Process.Pid)
 		return nil, fmt.Errorf("start %s (%s): %w", spec.Name, spec.Path, err)
 	}
 	p := &Process{
+		lifeline:   lifeline,
 		spec:       spec,
 		cmd:        cmd,
 		pid:        cmd.Process.Pid,
@@ -190,14 +219,14 @@ func start(spec Spec) (*Process, error) {
 func startRetryingBusy(cmd *exec.Cmd) error {
 	var err error
 	for i := 0; i < 5; i++ {
-		err = cmd.Start()
+		err = startChild(cmd)
 		if err == nil || !isTextBusy(err) {
 			return err
 		}
 		time.Sleep(time.Duration(10*(i+1)) * time.Millisecond)
 		// exec.Cmd cannot be started twice; rebuild it.
 		fresh := exec.Command(cmd.Path, cmd.Args[1:]...)
-		fresh.Env, fresh.Dir, fresh.Stdout, fresh.Stderr, fresh.SysProcAttr = cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr, cmd.SysProcAttr
+		fresh.Env, fresh.Dir, fresh.Stdin, fresh.Stdout, fresh.Stderr, fresh.SysProcAttr = cmd.Env, cmd.Dir, cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.SysProcAttr
 		*cmd = *fresh
 	}
 	return err
@@ -236,6 +265,10 @@ func (p *Process) reap() {
 	} else if err != nil {
 		res.Err = err
 	}
+	if p.lifeline != nil {
+		p.lifeline.Close()
+	}
+	keeperForget(p.pid) // when its group is empty; else after KillTree swept it
 	p.mu.Lock()
 	p.stdoutTail = readTail(p.stdoutPath, TailBytes)
 	p.stderrTail = readTail(p.stderrPath, TailBytes)
@@ -388,6 +421,7 @@ func (p *Process) KillTree() ([]int32, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
+	keeperForget(p.pid)
 	killed = uniq(killed)
 	p.noteKilled(killed...)
 	if len(errs) > 0 {
@@ -531,4 +565,23 @@ func uniq(pids []int32) []int32 {
 		}
 	}
 	return out
+}
+
+// RunBound runs a short command the caller prepared (pipes, context, WaitDelay) like
+// cmd.Run, but bound to the runner as every Start child is (lifeline.go): its own process
+// group, killed with the runner. It replaces cmd.SysProcAttr.
+func RunBound(cmd *exec.Cmd) error {
+	cmd.SysProcAttr = sysProcAttr()
+	if err := startChild(cmd); err != nil {
+		return err
+	}
+	if err := errors.Join(afterStart(cmd), keeperAdd(cmd.Process.Pid)); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		keeperForget(cmd.Process.Pid)
+		return err
+	}
+	err := cmd.Wait()
+	keeperForget(cmd.Process.Pid)
+	return err
 }

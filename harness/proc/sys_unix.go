@@ -35,7 +35,9 @@ func parentMap(ctx context.Context) (map[int32]int32, error) {
 func sysProcAttr() *syscall.SysProcAttr {
 	// Own process group: pgid == pid, so a group kill uses -pid and never needs
 	// Getpgid on a leader that may already be dead.
-	return &syscall.SysProcAttr{Setpgid: true}
+	a := &syscall.SysProcAttr{Setpgid: true}
+	withDeathSignal(a) // Linux: killed when the runner dies (lifeline.go)
+	return a
 }
 
 func sendStop(p *os.Process, s StopSignal) error {

@@ -311,6 +311,27 @@ func readHolder(path string) (Holder, error) {
 	return h, nil
 }
 
+// ProcessAlive reports whether the process pid, created at procStartMs (ms since the epoch;
+// 0 = unknown), still runs on this host, by the rule the lock's reclaim uses: a pid that
+// exists but was created at another time is another process; any doubt counts as alive.
+func ProcessAlive(pid int, procStartMs int64) bool {
+	return processAlive(Holder{PID: pid, ProcStartMs: procStartMs})
+}
+
+// ProcessStartMs is the creation time of process pid in ms since the epoch (0 when unknown),
+// the value ProcessAlive compares.
+func ProcessStartMs(pid int) int64 {
+	p, err := process.NewProcess(int32(pid))
+	if err != nil {
+		return 0
+	}
+	ms, err := p.CreateTime()
+	if err != nil {
+		return 0
+	}
+	return ms
+}
+
 // processAlive reports whether the holder's process still runs: the pid
 // exists and, when the lock recorded it, was created at the same time (a
 // reused pid belongs to another process). Errors count as alive: never

@@ -225,7 +225,8 @@ func StartSandbox(ctx context.Context, o SandboxOptions) (*Target, error) {
 	if err := os.MkdirAll(o.WorkDir, 0o755); err != nil {
 		return nil, fmt.Errorf("sandbox work dir: %w", err)
 	}
-	args := []string{"kintone", "serve", "--addr", "127.0.0.1:0", "--data-dir", filepath.Join(o.WorkDir, "kintone-data")}
+	// --exit-on-stdin-eof with ParentPipe: the emulator ends with the runner, even a killed one.
+	args := []string{"kintone", "serve", "--exit-on-stdin-eof", "--addr", "127.0.0.1:0", "--data-dir", filepath.Join(o.WorkDir, "kintone-data")}
 	roles := make([]string, 0, len(o.Latency))
 	for r := range o.Latency {
 		roles = append(roles, r)
@@ -236,7 +237,10 @@ func StartSandbox(ctx context.Context, o SandboxOptions) (*Target, error) {
 	}
 	p, err := proc.Start(ctx, proc.Spec{
 		Name: "kintone-emulator", Path: o.Bin, Args: args,
-		Env: proc.PlatformEnv(), Dir: o.WorkDir, LogDir: o.WorkDir,
+		// Its temporary files (the TLS key and certificates) go inside the run's work dir, so
+		// that a killed run's are removed with it (harness/workdir).
+		Env: append(proc.PlatformEnv(), "TMPDIR="+o.WorkDir, "TMP="+o.WorkDir, "TEMP="+o.WorkDir),
+		Dir: o.WorkDir, LogDir: o.WorkDir, ParentPipe: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start the sandbox kintone emulator: %w", err)

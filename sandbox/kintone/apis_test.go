@@ -430,3 +430,36 @@ func TestMiscErrorPaths(t *testing.T) {
 	r = f.c.send(req)
 	assert.Equal(t, 200, r.status, "%s", r.body)
 }
+
+// Started with a pipe from its parent as stdin, the emulator ends when the pipe closes: a
+// parent killed without a chance to stop it still takes it along.
+func TestServeExitsWhenStdinCloses(t *testing.T) {
+	in, inW := io.Pipe()
+	old := stdin
+	stdin = in
+	t.Cleanup(func() { stdin = old })
+	pr, pw := io.Pipe()
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		code := serve(context.Background(), []string{"--exit-on-stdin-eof", "--data-dir", filepath.Join(t.TempDir(), "data")}, pw, &stderr)
+		pw.Close()
+		done <- code
+	}()
+	_, err := bufio.NewReader(pr).ReadString('\n')
+	require.NoError(t, err)
+	go io.Copy(io.Discard, pr) //nolint:errcheck
+	select {
+	case code := <-done:
+		t.Fatalf("the emulator ended (%d) while its stdin was open", code)
+	default:
+	}
+	require.NoError(t, inW.Close())
+	select {
+	case code := <-done:
+		assert.Equal(t, 0, code)
+		assert.Contains(t, stderr.String(), "stdin closed: the parent is gone")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the emulator did not end within 10 s of its stdin closing")
+	}
+}

@@ -32,6 +32,9 @@ flags:
   --latency role=dur    fixed delay per request on an app (repeatable, or comma-separated)
   --race-da02           racing revision-checked updates fail with 400 GAIA_DA02
   --plain-http          serve http:// (real kintone is https-only; default is https)
+  --exit-on-stdin-eof   shut down when stdin reaches end of file: started with a pipe from its
+                        parent as stdin, the emulator ends with the parent however the parent
+                        ends (flowtest gives it one)
 `
 
 // Main is the entry point of "flowsandbox kintone …".
@@ -44,6 +47,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	return serve(ctx, args[1:], stdout, stderr)
 }
+
+// stdin is what --exit-on-stdin-eof watches (a test replaces it).
+var stdin io.Reader = os.Stdin
 
 // latencyFlag collects role=duration pairs.
 type latencyFlag map[string]time.Duration
@@ -80,8 +86,21 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.Var(lat, "latency", "role=duration")
 	fl.BoolVar(&opts.RaceDA02, "race-da02", false, "GAIA_DA02 for racing updates")
 	fl.BoolVar(&opts.PlainHTTP, "plain-http", false, "serve http")
+	exitOnEOF := fl.Bool("exit-on-stdin-eof", false, "shut down when stdin reaches end of file")
 	if err := fl.Parse(args); err != nil {
 		return 2
+	}
+	if *exitOnEOF {
+		// The parent holds the only write end of our stdin: end of file means it is gone,
+		// even when it was killed and could not stop us.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			_, _ = io.Copy(io.Discard, stdin)
+			fmt.Fprintln(stderr, "flowsandbox kintone serve: stdin closed: the parent is gone")
+			cancel()
+		}()
 	}
 	if fl.NArg() > 0 {
 		fmt.Fprintf(stderr, "flowsandbox kintone serve: unexpected arguments %q\n", fl.Args())
