@@ -11,8 +11,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -777,7 +775,7 @@ func (r *defectsRun) controlFromArchive(dir string, selected []plantedDefect) ([
 	if err != nil {
 		return nil, fmt.Errorf("build the correct sandbox: %w", err)
 	}
-	want, err := fileSHA256(bin)
+	want, err := results.FileSHA256(bin)
 	if err != nil {
 		return nil, err
 	}
@@ -841,18 +839,6 @@ func longestFirst(selected []plantedDefect, control []defectRow, needs map[strin
 // sandboxDigestKey is run.json's environment entry naming the sandbox binary that ran.
 const sandboxDigestKey = "sandbox_sha256"
 
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("digest %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
 
 // defect builds one broken sandbox, runs its scenarios and judges each record.
 func (r *defectsRun) defect(d plantedDefect) []defectRow {

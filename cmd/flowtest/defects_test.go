@@ -327,7 +327,7 @@ func writeControlArchive(t *testing.T, target, digest string) string {
 // archive of the sandbox target made with the correct sandbox of this checkout.
 func TestControlFromArchive(t *testing.T) {
 	r := &defectsRun{root: repoRoot(), goBin: "go", work: t.TempDir(), log: io.Discard, ctx: context.Background()}
-	digest, err := fileSHA256(filepath.Join(binDir, "flowsandbox"+exe())) // TestMain built it from this checkout
+	digest, err := results.FileSHA256(filepath.Join(binDir, "flowsandbox"+exe())) // TestMain built it from this checkout
 	require.NoError(t, err)
 	sel := []plantedDefect{
 		{Name: "d1", Catches: []defectCatch{{Scenario: "a"}, {Scenario: "b"}}},

@@ -670,7 +670,7 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 	if s.bin != "" {
 		// Which sandbox ran: `flowtest defects --control-from` accepts this archive as its
 		// control only for the correct sandbox of the checkout it builds from.
-		if sum, err := fileSHA256(s.bin); err == nil {
+		if sum, err := results.FileSHA256(s.bin); err == nil {
 			run.Environment[sandboxDigestKey] = sum
 		}
 	}
