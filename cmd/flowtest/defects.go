@@ -839,7 +839,6 @@ func longestFirst(selected []plantedDefect, control []defectRow, needs map[strin
 // sandboxDigestKey is run.json's environment entry naming the sandbox binary that ran.
 const sandboxDigestKey = "sandbox_sha256"
 
-
 // defect builds one broken sandbox, runs its scenarios and judges each record.
 func (r *defectsRun) defect(d plantedDefect) []defectRow {
 	start := time.Now()
