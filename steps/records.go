@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/cucumber/godog"
 
@@ -40,6 +41,7 @@ func (d recordDomain) register(reg stepdef.Registry) {
 	reg.Step(`^at least one node has a "([^"]+)" attempt$`, d.someNodeHasAttempt)
 	reg.Step(`^the attempts were created in the order "([^"]+)", with increasing record ids$`, d.attemptsCreatedInOrder)
 	reg.Step(`^no node that had a "([^"]+)" attempt before `+procRef+` gained an attempt$`, d.noNodeGainedAttempt)
+	reg.Step(`^the attempt times FlowNet recorded for consecutive nodes are in order to the minute, within the minutes `+procRef+` ran$`, d.attemptTimesInOrder)
 }
 
 // recordState keeps what one step saw for a later one.
@@ -584,4 +586,80 @@ func (recordDomain) attemptsCreatedInOrder(ctx context.Context, order string) er
 	// One comparison covers both: taken in record id order, the nodes must be in
 	// topological order (and a node that ran twice would show twice).
 	return sc.st.Equal("nodes of the run's attempts in record id order", want, strings.Join(nodes, ", "))
+}
+
+// attemptTimesInOrder checks FlowNet's own NODE_ATTEMPT times (execution_started_at,
+// finished_at), which kintone keeps to the minute, against each other and against the
+// harness's clock around the FlowNet process — the product's records, where the no-overlap
+// step reads kSQL-Flow's millisecond result files. Every bound is one a correct FlowNet meets
+// after truncation to the minute (truncation keeps order): the process started before the
+// first attempt began, each attempt began before it finished, a node began after the node
+// before it finished, and every attempt finished before the process exited (as the harness
+// saw it). A finished_at written late by up to a minute is missed by one comparison only if a
+// minute boundary falls inside that gap; it takes three disjoint gaps of the three-node chain
+// (n1 end → n2 start, n2 end → n3 start, n3 end → exit) each holding a boundary to miss it in
+// all, so a run shorter than two minutes cannot hide it.
+func (recordDomain) attemptTimesInOrder(ctx context.Context, ref string) error {
+	sc := sceneOf(ctx)
+	p, err := processesOf(ctx).resolve(ref)
+	if err != nil {
+		return err
+	}
+	res, done := p.proc.Exited()
+	if !done {
+		return fmt.Errorf("%s has not exited: the attempts' bounds need its exit", p.name)
+	}
+	began := p.proc.Started().UTC().Truncate(time.Minute)
+	exited := p.proc.Started().Add(res.Duration).UTC().Truncate(time.Minute)
+	n, err := fixturesOf(ctx).rendered()
+	if err != nil {
+		return err
+	}
+	minute := func(what, v string) (time.Time, error) {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return time.Time{}, sc.st.Assert("attempt times to the minute: "+what, "a DATETIME", orNone(v), false)
+		}
+		return t.UTC().Truncate(time.Minute), nil
+	}
+	const layout = "2006-01-02T15:04Z"
+	notAfter := func(what string, a, b time.Time) error {
+		return sc.st.Assert("attempt times to the minute: "+what, "<=", a.Format(layout)+" vs "+b.Format(layout), !a.After(b))
+	}
+	var prevEnd time.Time
+	prevNode := ""
+	for _, node := range n.Nodes {
+		atts, err := attemptsOf(ctx, node.ID)
+		if err != nil {
+			return err
+		}
+		if err := sc.st.Equal("attempts of node "+node.FixtureID, 1, len(atts)); err != nil {
+			return err
+		}
+		a := atts[0]
+		start, err := minute("execution_started_at of "+node.FixtureID, a.ExecutionStartedAt)
+		if err != nil {
+			return err
+		}
+		end, err := minute("finished_at set for "+node.FixtureID, a.FinishedAt)
+		if err != nil {
+			return err
+		}
+		if err := notAfter("start of "+p.name+" <= execution_started_at of "+node.FixtureID, began, start); err != nil {
+			return err
+		}
+		if err := notAfter("execution_started_at of "+node.FixtureID+" <= its finished_at", start, end); err != nil {
+			return err
+		}
+		if prevNode != "" {
+			if err := notAfter("finished_at of "+prevNode+" <= execution_started_at of "+node.FixtureID, prevEnd, start); err != nil {
+				return err
+			}
+		}
+		if err := notAfter("finished_at of "+node.FixtureID+" <= exit of "+p.name, end, exited); err != nil {
+			return err
+		}
+		prevEnd, prevNode = end, node.FixtureID
+	}
+	return nil
 }

@@ -17,5 +17,6 @@ Feature: M5 serial success — three nodes run one after another and the JOB log
     And every node has exactly 1 attempt and it is "SUCCESS"
     And the run has 1 invocation and the last one is "SUCCESS"
     And the attempts of consecutive nodes do not overlap in time
+    And the attempt times FlowNet recorded for consecutive nodes are in order to the minute, within the minutes the FlowNet run ran
     And the JOB log has exactly 3 rows correlated with the run
     And every attempt has exactly one JOB log row carrying its run, execution and job ids and status "SUCCESS"

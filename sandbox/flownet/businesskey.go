@@ -80,6 +80,9 @@ func DeriveBusinessKey(n *Network, in KeyInput, now time.Time) (DerivedKey, erro
 				return DerivedKey{}, coded("TIMEZONE_INVALID", "timezone %q: %v", n.Policy.Timezone, err)
 			}
 			d := sched.In(loc)
+			if defect.ScheduledPeriodInUtc {
+				d = sched.UTC() // planted defect (issue 34): the period is taken from the UTC calendar, not the policy's time zone
+			}
 			k := strings.NewReplacer(
 				"{network_id}", n.NetworkID,
 				"{yyyy}", fmt.Sprintf("%04d", d.Year()),

@@ -510,6 +510,9 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 		res := *obs.Result
 		fields["execution_id"] = res.ExecutionID
 		fields["finished_at"] = res.FinishedAt
+		if t, err := time.Parse(time.RFC3339Nano, res.FinishedAt); err == nil && defect.AttemptFinishedAtRoundedUp {
+			fields["finished_at"] = isoMillis(t.Truncate(time.Minute).Add(time.Minute)) // planted defect (issue 34): finished_at rounded up to the next minute
+		}
 		fields["duration_sec"] = *res.DurationMs / 1000
 		fields["read_count"] = *res.ReadCount
 		fields["written_count"] = *res.WrittenCount
