@@ -107,7 +107,8 @@ func TestShippedBuildHasEveryDefectOff(t *testing.T) {
 		DrainPastLeaseDeadline, NextNodeDespiteLostLease, StopClosesRunOnly,
 		ReleaseRefusesTerminalRun, CloseWithoutNetworkLock, ArchivedRunResumable,
 		IoPathLinksUnchecked, InputAuditLeaksCell, ExportNotAtomic, OutputAuditNamesPath, ExportWritesBom,
-		ImportReadsFirstChunk, ExportHeaderUppercase, ResumeSkipsInputDigest}
+		ImportReadsFirstChunk, ExportHeaderUppercase, ResumeSkipsInputDigest,
+		HoldPolledDuringNode}
 	for _, on := range switches {
 		assert.False(t, on)
 	}
