@@ -34,6 +34,9 @@ const (
 	NeedLeaseWait Need = "lease-wait"
 	// NeedCLIKintone: the scenario drives the real cli-kintone (`cli-kintone record import`).
 	NeedCLIKintone Need = "cli-kintone"
+	// NeedIconv: the scenario checks Shift_JIS bytes against the distribution's iconv
+	// (`iconv -t CP932`), an encoder the sandbox does not use; blocked without it.
+	NeedIconv Need = "iconv"
 	// NeedWindows: the scenario can run only on Windows; elsewhere it is not run.
 	NeedWindows Need = "windows"
 )
@@ -52,6 +55,7 @@ var knownNeeds = []needInfo{
 	{NeedFaultProxy, "kintone traffic through the fault proxy (outage, barriers, injected errors, call counts)"},
 	{NeedLeaseWait, "waits for a Network lease to expire (up to 150 s per wait)"},
 	{NeedCLIKintone, "drives the real cli-kintone"},
+	{NeedIconv, "checks Shift_JIS bytes against the distribution's iconv (-t CP932)"},
 	{NeedWindows, "runs only on Windows"},
 }
 

@@ -420,7 +420,7 @@ func TestManifestErrors(t *testing.T) {
 // A need is declared once and read everywhere, so a misspelt one must stop everything: the
 // error names the file, the line and the known needs.
 func TestManifestRefusesUnknownNeed(t *testing.T) {
-	known := "known: confirmer, request-app, csv-io, fault-proxy, lease-wait, cli-kintone, windows"
+	known := "known: confirmer, request-app, csv-io, fault-proxy, lease-wait, cli-kintone, iconv, windows"
 	for name, tc := range map[string]struct{ text, want string }{
 		"unknown in flow list": {"schema_version: 1\nscenarios:\n  - {id: a, series: s}\n  - {id: b, series: s, needs: [confirmer, confirmr]}\n",
 			`features/manifest.yaml:4: unknown need "confirmr" (` + known + ")"},

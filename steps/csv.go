@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -75,6 +76,8 @@ func (d csvDomain) register(reg stepdef.Registry) {
 	reg.Step(`^the exported "([^"]+)" file is copied unchanged to the CSV input of the current network$`, d.copyExportToInput)
 	reg.Step(`^the scope's CSV input holds (\d+) rows in UTF-8$`, d.inputHoldsRows)
 	reg.Step(`^the scope's CSV input holds (\d+) rows in Shift_JIS$`, d.inputHoldsSJISRows)
+	reg.Step(`^the scope's CSV input holds (\d+) rows of Japanese text in UTF-8$`, d.inputHoldsJapaneseRows)
+	reg.Step(`^the exported "([^"]+)" file is, byte for byte, the CSV input's rows as CRLF CSV encoded by iconv's CP932$`, d.exportedBytesAreIconvCP932)
 	reg.Step(`^FlowNet runs the network for the scope's business key while the memory of its kSQL-Flow child is sampled$`, d.runsMeasured)
 	reg.Step(`^the wall time and the peak memory of the kSQL-Flow child were measured$`, d.measured)
 	reg.Step(`^the scope's rows are deleted from the CSV fixture app$`, d.rowsDeleted)
@@ -233,12 +236,35 @@ func (s *csvState) writeInput(sc *scene, fx *fixtureState, path string, n int) e
 
 // writeEncodedInput writes n rows (CRLF) in the encoding (utf8 or sjis; the content is ASCII).
 func (s *csvState) writeEncodedInput(sc *scene, fx *fixtureState, path string, n int, encoding string) error {
+	return s.writeRows(sc, fx, path, n, encoding, "")
+}
+
+// japaneseCells is the text the Japanese CSV rows carry after their ASCII marker (issue 34):
+// kanji, full-width and half-width kana, and the characters where CP932 and other Japanese
+// encodings part: ～ － ∥ ￠ ￡ ￢ (0x8160 0x817C 0x8161 0x8191 0x8192 0x81CA: the Unicode
+// CP932 maps them to, not JIS X 0208's 〜 − ‖ ¢ £ ¬) and the NEC row-13 extensions ① ㈱
+// (0x8740 0x878A). ￢ and ㈱ have a second, IBM extension code in CP932 (0xFA54 0xFA58) that
+// decodes to the same text, so only a byte comparison tells them apart. The NEC-selected IBM
+// extensions (0xED/0xEE rows, e.g. 髙) are left out: golang.org/x/text encodes them there,
+// Windows' CP932 (and iconv's) in the IBM rows 0xFA-0xFC, and the contract does not say which.
+var japaneseCells = []string{
+	"漢字カタカナｶﾀｶﾅ～－∥￠￡￢①㈱",
+	"株式会社テスト㈱ﾃｽﾄ①～￢",
+	"全角ひらがなと半角ｶﾅ－∥￠￡",
+}
+
+// writeRows writes n rows (CRLF) in the encoding; a non-empty lang "ja" appends Japanese text
+// to each value (japaneseCells; UTF-8 only, the Shift_JIS bytes are the exporter's to write).
+func (s *csvState) writeRows(sc *scene, fx *fixtureState, path string, n int, encoding, lang string) error {
 	prefix := kintone.CSVRowPrefix(fx.scope.ID())
 	var b strings.Builder
 	b.WriteString("test_key,test_value\r\n")
 	s.rows = nil
 	for i := 1; i <= n; i++ {
 		k, v := fmt.Sprintf("%s%05d", prefix, i), fmt.Sprintf("CSV1_PRIVATE_CELL_DO_NOT_AUDIT_%d", i)
+		if lang == "ja" {
+			v += "_" + japaneseCells[(i-1)%len(japaneseCells)]
+		}
 		s.rows = append(s.rows, [2]string{k, v})
 		b.WriteString(k + "," + v + "\r\n")
 	}
@@ -272,6 +298,21 @@ func (csvDomain) inputHoldsRows(ctx context.Context, n int) error {
 
 func (csvDomain) inputHoldsSJISRows(ctx context.Context, n int) error {
 	return inputRows(ctx, n, "sjis")
+}
+
+// inputHoldsJapaneseRows writes n UTF-8 rows whose values carry Japanese text (japaneseCells).
+func (csvDomain) inputHoldsJapaneseRows(ctx context.Context, n int) error {
+	sc, fx := sceneOf(ctx), fixturesOf(ctx)
+	s := csvKey.Of(sc.st)
+	root, err := s.ioRoot(sc, fx)
+	if err != nil {
+		return err
+	}
+	rel, err := inputRelPath(sc, fx)
+	if err != nil {
+		return err
+	}
+	return s.writeRows(sc, fx, filepath.Join(root, "in", rel), n, "utf8", "ja")
 }
 
 func inputRows(ctx context.Context, n int, encoding string) error {
@@ -979,6 +1020,67 @@ func (csvDomain) exportedFileIs(ctx context.Context, sink, encoding string) erro
 		seen = fmt.Sprintf("differs: %d bytes decoded, %d expected; first line %q", len(text), len(want), firstLine(text))
 	}
 	return sc.st.Equal("the exported "+sink+" file against the expected CRLF CSV", "identical", seen)
+}
+
+// exportedBytesAreIconvCP932 compares the exported file's bytes with the expected CSV encoded
+// by the distribution's iconv (-t CP932) as a child process: an encoder that is not the one
+// the sandbox uses (golang.org/x/text), so an exporter and this check cannot share a mistake.
+// Strict decoding alone cannot see an export in another Japanese encoding whose codes decode
+// to the same text (CP932 has two codes for ￢ and ㈱). Without iconv the scenario is blocked.
+func (csvDomain) exportedBytesAreIconvCP932(ctx context.Context, sink string) error {
+	sc, fx := sceneOf(ctx), fixturesOf(ctx)
+	s := csvKey.Of(sc.st)
+	p, err := s.outputPath(sc, fx, sink)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return sc.st.Equal("the exported "+sink+" file", "readable", err.Error())
+	}
+	var b strings.Builder
+	b.WriteString("test_key,test_value\r\n")
+	for _, r := range s.rows {
+		b.WriteString(r[0] + "," + r[1] + "\r\n")
+	}
+	want, err := iconvCP932(ctx, b.String())
+	if err != nil {
+		return err
+	}
+	seen := "identical"
+	if !bytes.Equal(data, want) {
+		seen = firstByteDifference(data, want)
+	}
+	return sc.st.Equal("the exported "+sink+" file's bytes against iconv's CP932", "identical", seen)
+}
+
+// iconvCP932 encodes text with `iconv -f UTF-8 -t CP932` (glibc's CP932 is Microsoft's table).
+func iconvCP932(ctx context.Context, text string) ([]byte, error) {
+	bin, err := exec.LookPath("iconv")
+	if err != nil {
+		return nil, scenario.Blocked("iconv unavailable: not on PATH (the CP932 byte check needs the distribution's iconv, Debian's libc-bin; .ci/run installs it)")
+	}
+	cmd := exec.CommandContext(ctx, bin, "-f", "UTF-8", "-t", "CP932")
+	cmd.Stdin = strings.NewReader(text)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("iconv -f UTF-8 -t CP932 of the expected CSV: %v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
+}
+
+// firstByteDifference names the first offset where got and want part, with a few bytes each.
+func firstByteDifference(got, want []byte) string {
+	i := 0
+	for i < len(got) && i < len(want) && got[i] == want[i] {
+		i++
+	}
+	win := func(b []byte) string {
+		return fmt.Sprintf("% X", b[i:min(len(b), i+6)])
+	}
+	return fmt.Sprintf("differs at byte %d of %d (expected %d): got %s, iconv %s", i, len(got), len(want), win(got), win(want))
 }
 
 func (csvDomain) exportedSHAIsReceipt(ctx context.Context, sink, name string) error {

@@ -37,6 +37,7 @@ func (d faultDomain) register(reg stepdef.Registry) {
 	reg.Step(`^barrier "([^"]+)" is reached$`, d.barrierIsReached)
 	reg.Step(`^barrier "([^"]+)" is released$`, d.releaseBarrier)
 	reg.Step(`^the kintone calls counted by the fault proxies are within:$`, d.callsWithin)
+	reg.Step(`^"([^"]+)" sent at most one heartbeat per (\d+) s of its lease, plus one$`, d.heartbeatsPerInterval)
 	reg.Step(`^the fault proxy of "([^"]+)" has dropped at least (\d+) requests?$`, d.droppedAtLeast)
 	reg.Step(`^the fault proxy of "([^"]+)" passes everything again when at most (\d+) s of the (\d+) s lease it last carried are left$`, d.passBeforeLeaseDeadline)
 	reg.Step(`^the kSQL-Flow child of that attempt finishes on its own and its JOB log row is "([^"]+)"$`, d.childFinishesCutOff)
@@ -396,6 +397,12 @@ var countColumns = map[string]func(faultproxy.Counts) int{
 	"file":         func(c faultproxy.Counts) int { return c.File },
 	"other":        func(c faultproxy.Counts) int { return c.Other },
 	"heartbeat":    func(c faultproxy.Counts) int { return c.Heartbeat },
+	// Less the lease monitor's ticks: each heartbeat is one fence read and one PUT
+	// (product-contract §3.7), and how many ticks a run has depends on how long it ran, so
+	// these are the calls a run makes whatever the tenant's speed (issue 34).
+	"calls less heartbeats":       func(c faultproxy.Counts) int { return c.Total - 2*c.Heartbeat },
+	"records GET less fences":     func(c faultproxy.Counts) int { return c.Records["GET"] - c.Heartbeat },
+	"records PUT less heartbeats": func(c faultproxy.Counts) int { return c.Records["PUT"] - c.Heartbeat },
 }
 
 // callsWithin compares each named process's proxy counters with the table's bounds: a cell
@@ -604,4 +611,34 @@ func (faultDomain) noWriteAfterLease(ctx context.Context, name string, lease int
 		}
 	}
 	return sc.st.Equal(fmt.Sprintf("writes of %s after its lease deadline %s", name, deadline.Format(time.RFC3339Nano)), "(none)", orNone(strings.Join(late, "; ")))
+}
+
+// heartbeatsPerInterval bounds a process's heartbeat PUTs by how long it held its lease: from
+// its first lease write (the lock's acquisition) to its last request through the proxy (the
+// release), one heartbeat per interval and one more for a tick that lands on the release.
+// The bound follows the run's own length, so it holds on a fast and a slow tenant alike,
+// and a lease monitor that renews more often than its interval exceeds it (m7-03, issue 34).
+func (faultDomain) heartbeatsPerInterval(ctx context.Context, name string, every int) error {
+	sc := sceneOf(ctx)
+	p, err := endedProxy(ctx, name, "its heartbeats are not final")
+	if err != nil {
+		return err
+	}
+	var first, last time.Time
+	for _, l := range p.Traffic() {
+		if first.IsZero() && l.Status/100 == 2 && slices.Contains(l.Fields, "lease_expires_at") {
+			first = l.At
+		}
+		if l.At.After(last) {
+			last = l.At
+		}
+	}
+	if first.IsZero() {
+		return fmt.Errorf("no lease write of %q passed its fault proxy", name)
+	}
+	held := last.Sub(first)
+	limit := int(held/(time.Duration(every)*time.Second)) + 1
+	n := p.Counts().Heartbeat
+	sc.st.Note("lease of "+name, fmt.Sprintf("held %s through the proxy, %d heartbeats (at most %d at one per %d s)", held.Round(time.Millisecond), n, limit, every))
+	return sc.st.Assert(fmt.Sprintf("heartbeats of %s per %d s of its lease", name, every), fmt.Sprintf("1..%d", limit), n, n >= 1 && n <= limit)
 }

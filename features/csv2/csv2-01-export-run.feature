@@ -4,12 +4,13 @@ Feature: CSV2 export run — four nodes, receipts, an exact CRLF artefact and no
   "report" and finalised. The import attempt carries the KSQL_FLOWNET_INPUT_AUDIT summary, the
   export attempt the KSQL_FLOWNET_OUTPUT_AUDIT receipt (sink, sha256, rows, bytes, encoding);
   the artefact decodes strictly, is exactly the expected CRLF CSV and has the receipt's
-  sha256; no state or audit record holds a path of the IO root or a cell value.
+  sha256; no state or audit record holds a path of the IO root or a cell value. The cells carry
+  Japanese text (issue 34), so the export's UTF-8 is checked on more than ASCII.
 
   @csv2-01-export-run @csv2
   Scenario: the export node writes the expected CSV and its receipt matches the artefact
     Given the network fixture "network-csv2-export.yaml" for the scope's CSV rows in "UTF8"
-    And the scope's CSV input holds 3 rows in UTF-8
+    And the scope's CSV input holds 3 rows of Japanese text in UTF-8
     And the scope's finalize marker row is in the CSV fixture app
     When FlowNet runs the network for the scope's business key
     Then the FlowNet run exits with code 0

@@ -6,10 +6,17 @@ Feature: CSV2 round trip — export, import the bytes back, rerun the export: th
   marker in place, --rerun-from the export node succeeds as RERUN_FROM and its new receipt and
   artefact have the first export's sha256.
 
+  The cells carry Japanese text (issue 34): kanji, full- and half-width kana, the characters
+  where CP932 parts from other Japanese encodings (～ － ∥ ￠ ￡ ￢, and the NEC extensions ① ㈱).
+  Strict decoding cannot tell CP932 from an encoding whose codes decode to the same text (CP932
+  itself holds ￢ and ㈱ twice), so the Shift_JIS export is also compared byte for byte with the
+  expected CSV encoded by the distribution's iconv (-t CP932), an encoder the sandbox does not
+  use; the Shift_JIS import back then reads exactly those bytes.
+
   @csv2-02-roundtrip @csv2 @acc-1 @acc-17
   Scenario: UTF-8 and Shift_JIS exports import back and re-export identically
     Given the network fixture "network-csv2-export.yaml" for the scope's CSV rows in "UTF8" as network "export"
-    And the scope's CSV input holds 3 rows in UTF-8
+    And the scope's CSV input holds 3 rows of Japanese text in UTF-8
     And FlowNet has run the network for the scope's business key as "first export" and exited with code 1
     Then the run is "FAILED"
     And the latest attempt of node "export_csv" is "SUCCESS" with result code "OK"
@@ -30,12 +37,13 @@ Feature: CSV2 round trip — export, import the bytes back, rerun the export: th
     And the output audit summary of node "export_csv" records sink "report" with 3 rows, encoding "utf8" and a size above 0
     And the exported "report" file and its receipt have the sha256 of the first export
     Given the network fixture "network-csv2-export.yaml" for the scope's CSV rows in "UTF8" in a fresh sub-scope "sjis" as network "sjis export"
-    And the scope's CSV input holds 3 rows in UTF-8
+    And the scope's CSV input holds 3 rows of Japanese text in UTF-8
     And FlowNet has run the network for the scope's business key with the Shift_JIS export wrapper as "first sjis export" and exited with code 1
     Then the run is "FAILED"
     And the latest attempt of node "export_csv" is "SUCCESS" with result code "OK"
     And the output audit summary of node "export_csv" records sink "report" with 3 rows, encoding "sjis" and a size above 0
     And the exported "report" file decodes strictly as "sjis" and is the CSV input's rows as CRLF CSV
+    And the exported "report" file is, byte for byte, the CSV input's rows as CRLF CSV encoded by iconv's CP932
     And the sha256 of the exported "report" file is the one in the output audit summary of node "export_csv"
     Given the network fixture "network-csv1-import.yaml" for the scope's CSV rows in "SJIS" as network "sjis import back"
     And the exported "report" file is copied unchanged to the CSV input of the current network

@@ -108,7 +108,8 @@ func TestShippedBuildHasEveryDefectOff(t *testing.T) {
 		ReleaseRefusesTerminalRun, CloseWithoutNetworkLock, ArchivedRunResumable,
 		IoPathLinksUnchecked, InputAuditLeaksCell, ExportNotAtomic, OutputAuditNamesPath, ExportWritesBom,
 		ImportReadsFirstChunk, ExportHeaderUppercase, ResumeSkipsInputDigest,
-		AttemptFinishedAtRoundedUp, ScheduledPeriodInUtc}
+		AttemptFinishedAtRoundedUp, ScheduledPeriodInUtc,
+		HoldPolledDuringNode, ExportSjisIbmCodes}
 	for _, on := range switches {
 		assert.False(t, on)
 	}

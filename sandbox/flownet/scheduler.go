@@ -440,6 +440,27 @@ func (e *execution) checkHold(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
+// pollHoldWhileRunning reads the hold every 250 ms until the returned stop is called: only
+// the planted defect hold-polled-during-node uses it (the contract reads the hold once, before
+// a node starts, and never interrupts running SQL, so polling it buys nothing).
+func (e *execution) pollHoldWhileRunning(ctx context.Context) (stop func()) {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tk := time.NewTicker(250 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tk.C:
+				_, _, _ = e.holdState(ctx, e.runID)
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}
+
 // runNode executes one node: Attempt (RUNNING/PENDING) → Node State RUNNING → Attempt
 // execution_started_at → kSQL-Flow → Attempt terminal → Node State terminal → Run aggregate.
 func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
@@ -496,6 +517,9 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 		return fmt.Errorf("mark Attempt %s started: %w", attemptID, err)
 	}
 
+	if defect.HoldPolledDuringNode {
+		defer e.pollHoldWhileRunning(ctx)() // planted defect (issue 34): the hold is watched on a quarter-second tick while the node runs
+	}
 	rr := e.kf.run(ctx, runSpec{SQLPath: e.sql[ns.node.ID], AsOf: e.asOf, RunID: e.runID, AttemptID: attemptID, JobID: ns.node.JobID, Timeout: e.timeout, Extra: append(inputArgs(inputs), outputArgs(outputs)...)})
 
 	jl, jlErr := e.jobLog(ctx, attemptID)

@@ -90,6 +90,9 @@ func encodeTable(t *Table, enc string) ([]byte, error) {
 		}
 		return b.Bytes(), nil
 	case "sjis":
+		if defect.ExportSjisIbmCodes {
+			return ibmCodedSJIS(b.String()) // planted defect (issue 34): IBM-943-style codes for CP932's doubles
+		}
 		out, _, err := transform.Bytes(japanese.ShiftJIS.NewEncoder(), b.Bytes())
 		if err != nil {
 			return nil, fmt.Errorf("a value cannot be encoded in Shift_JIS: %v", err)
@@ -155,4 +158,24 @@ func writeExports(sinks []exportSink, temps map[string]*Table, enc string) ([]In
 		}
 	}
 	return receipts, nil
+}
+
+// ibmCodedSJIS encodes like an IBM-943 converter: the characters CP932 holds twice get their
+// IBM extension code (￢ 0xFA54, ㈱ 0xFA58) instead of CP932's (0x81CA, 0x878A). Both decode
+// to the same text. Only the planted defect export-sjis-ibm-codes uses it.
+func ibmCodedSJIS(text string) ([]byte, error) {
+	ibm := map[rune][]byte{'￢': {0xFA, 0x54}, '㈱': {0xFA, 0x58}}
+	var out []byte
+	for _, r := range text {
+		if code, ok := ibm[r]; ok {
+			out = append(out, code...)
+			continue
+		}
+		enc, _, err := transform.Bytes(japanese.ShiftJIS.NewEncoder(), []byte(string(r)))
+		if err != nil {
+			return nil, fmt.Errorf("a value cannot be encoded in Shift_JIS: %v", err)
+		}
+		out = append(out, enc...)
+	}
+	return out, nil
 }
