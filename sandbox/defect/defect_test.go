@@ -93,7 +93,7 @@ func TestEverySwitchIsCatalogued(t *testing.T) {
 func TestShippedBuildHasEveryDefectOff(t *testing.T) {
 	switches := []bool{ResumeRerunsSuccess, ResumeRestartsAttemptNo, LockConflictFailsNode, KilledChildFailed,
 		DownstreamNotBlocked, BlockedByMissing, CapabilityCheckIgnoresInputs, ResumePrintsNew, JobLogWrongCorrelation,
-		KintoneAcceptsDuplicateUnique, KintoneIgnoresStaleRevision, IndependentBranchSkipped,
+		KintoneAcceptsDuplicateUnique, KintoneIgnoresStaleRevision, KintoneUniqueCheckNotAtomic, IndependentBranchSkipped,
 		DeferralWithoutNodesDeferred, DeferralMarksRunFailed, JobLogWrongExecutionId, ExtraInvocation,
 		RunKeyOmitsProfile, ResumeReportsInvocationId, ForceUnlockMissesDeadHolder, ResultStartedAtIsAsOf,
 		ResumeExecutesWorkingCopy, TopoOrderLastReadyFirst,
