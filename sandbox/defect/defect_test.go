@@ -102,7 +102,7 @@ func TestShippedBuildHasEveryDefectOff(t *testing.T) {
 		StartIgnoresAppStart, ReleaseResumesRun, ScheduledForNotAsOf,
 		ApproverCheckMissing, ResumeForgetsNonIdempotent, ForceUnlockAcceptsLiveLease, ForceUnlockRefusalAudited,
 		StatusBumpsRevision, StatusShowsLeaseToken, CloudRunOwnerUnchecked, CloudRunProbeWithoutToken,
-		StopIgnoredAtNodeBoundary, ReleaseKeepsHold, RetryBrakeNeverFires, ActivityIgnoresLeaseExpiry,
+		StopIgnoredAtNodeBoundary, StopClosesInvocationOnly, ReleaseKeepsHold, RetryBrakeNeverFires, ActivityIgnoresLeaseExpiry,
 		RerunFromIgnoresNonIdempotent, RerunFromRefusesUnexecuted, HeartbeatOnEveryTick,
 		DrainPastLeaseDeadline, NextNodeDespiteLostLease, StopClosesRunOnly,
 		ReleaseRefusesTerminalRun, CloseWithoutNetworkLock, ArchivedRunResumable,

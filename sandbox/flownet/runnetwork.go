@@ -302,6 +302,7 @@ func (c *cli) executeRunNetwork(ctx context.Context, o runOptions) (runOutput, e
 	// 5. Schedule.
 	out.Outcome, out.RunID, out.InvocationID = adm.outcome, strp(e.runID), strp(invID)
 	e.closeRunOnStop()
+	e.closeInvocationOnStop()
 	agg, status, code, serr := e.schedule(ctx)
 	out.RetryBrakeNodeIDs = append(out.RetryBrakeNodeIDs, e.brakeNodes...)
 	if serr != nil && errCode(serr, "") == codeLeaseInterruptedCode && e.finalWriteConfirmed {
