@@ -95,7 +95,7 @@ func TestShippedBuildHasEveryDefectOff(t *testing.T) {
 		DownstreamNotBlocked, BlockedByMissing, CapabilityCheckIgnoresInputs, ResumePrintsNew, JobLogWrongCorrelation,
 		KintoneAcceptsDuplicateUnique, KintoneIgnoresStaleRevision, KintoneUniqueCheckNotAtomic, IndependentBranchSkipped,
 		DeferralWithoutNodesDeferred, DeferralMarksRunFailed, JobLogWrongExecutionId, ExtraInvocation,
-		RunKeyOmitsProfile, ResumeReportsInvocationId, ForceUnlockMissesDeadHolder, ResultStartedAtIsAsOf,
+		RunKeyOmitsProfile, ResumeReportsInvocationId, NewRunReportsInvocationId, ForceUnlockMissesDeadHolder, ResultStartedAtIsAsOf,
 		ResumeExecutesWorkingCopy, TopoOrderLastReadyFirst,
 		ClaimWithoutRevision, StaleRequestReexecuted, RequestedByWithoutCreator, StartResumesUnfinished,
 		PollerReadErrorSwallowed, RerunSkipsLiveCheck, CancelRequestedIgnored, RerunFromNodeDropped,
