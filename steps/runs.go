@@ -30,6 +30,7 @@ func (d runDomain) register(reg stepdef.Registry) {
 	reg.Step(`^the stdout of `+procRef+` has a line starting with "([^"]*)"$`, d.stdoutHasLine)
 	reg.Step(`^"([^"]+)" and "([^"]+)" received the same identity: profile, network, business key and run key$`, d.sameIdentity)
 	reg.Step(`^"([^"]+)" reported the run id that "([^"]+)" reported, the run persisted for the business key$`, d.sameReportedRunID)
+	reg.Step(`^`+procRef+` reported the run id of the run persisted for the business key$`, d.reportedRunIsPersisted)
 }
 
 // runNetwork starts `run-network <network> --business-key <scope key> [extra…]`.
@@ -296,4 +297,30 @@ func (runDomain) sameReportedRunID(ctx context.Context, later, earlier string) e
 		return err
 	}
 	return sc.st.Equal("persisted run id of the business key against the reported one", b.runID, runs[0].RunID)
+}
+
+// reportedRunIsPersisted: the run id a run-network call reported (its NEW:/RESUME: line or
+// --json run_id) is that of the one NETWORK_RUN of the business key. Later steps read "the
+// run" by the reported id, so a wrong one must fail here, by this name, and not later as a
+// read that finds no record.
+func (runDomain) reportedRunIsPersisted(ctx context.Context, ref string) error {
+	sc := sceneOf(ctx)
+	c, err := processesOf(ctx).flownetRun(ref)
+	if err != nil {
+		return err
+	}
+	if err := c.finish(ctx); err != nil {
+		return err
+	}
+	if err := sc.st.Assert("run id reported by "+c.name, "non-empty (NEW:/RESUME: line or --json)", orNone(c.runID), c.runID != ""); err != nil {
+		return err
+	}
+	runs, err := runsForBusinessKey(ctx)
+	if err != nil {
+		return err
+	}
+	if err := sc.st.Equal("NETWORK_RUN records for the business key", 1, len(runs)); err != nil {
+		return err
+	}
+	return sc.st.Equal("run id reported by "+c.name+" against the run persisted for the business key", runs[0].RunID, c.runID)
 }

@@ -24,7 +24,7 @@ type stopDomain struct{}
 func (d stopDomain) register(reg stepdef.Registry) {
 	reg.Step(`^the platform's stop signal is sent to "([^"]+)"$`, d.sendStopSignal)
 	reg.Step(`^"([^"]+)" ends within (\d+) s of the stop signal, drained or terminated$`, d.endsAfterStop)
-	reg.Step(`^the graph of the run is safe: statuses in their allowed sets, finished_at on every terminal record, no RUNNING node under a terminal run$`, d.graphIsSafe)
+	reg.Step(`^the graph of the run is safe: statuses in their allowed sets, finished_at on every terminal record, no RUNNING node under a terminal run, no RUNNING attempt under a finished invocation$`, d.graphIsSafe)
 	reg.Step(`^no attempt or invocation of the run is RUNNING$`, d.nothingRunning)
 }
 
@@ -144,7 +144,9 @@ func isOneOf(s string, set []string) bool {
 
 // graphIsSafe checks the records of the run (the original's "safe graph"): every status in
 // its allowed set (product-contract §3), every terminal run, node state, attempt and
-// invocation carries finished_at, and a terminal run has no RUNNING node state.
+// invocation carries finished_at, a terminal run has no RUNNING node state, and a finished
+// invocation owns no RUNNING attempt (an invocation closes after its attempts; one a stop
+// left RUNNING belongs to a RUNNING invocation for orphan adjudication, §1.3.2).
 func (stopDomain) graphIsSafe(ctx context.Context) error {
 	sc := sceneOf(ctx)
 	run, err := theRun(ctx)
@@ -191,8 +193,16 @@ func (stopDomain) graphIsSafe(ctx context.Context) error {
 	for _, a := range atts {
 		check(fmt.Sprintf("attempt %d of %s", a.AttemptNo, fx.fixtureName(a.NodeID)), a.Status, a.FinishedAt, attemptStatuses)
 	}
+	owner := map[string]int{} // invocation id -> index in invs
 	for i, inv := range invs {
 		check(fmt.Sprintf("invocation %d", i+1), inv.Status, inv.FinishedAt, invocationStatuses)
+		owner[inv.InvocationID] = i
+	}
+	for _, a := range atts {
+		if i, ok := owner[a.InvocationID]; ok && a.Status == "RUNNING" && isOneOf(invs[i].Status, terminalStatuses) {
+			bad = append(bad, fmt.Sprintf("attempt %d of %s RUNNING under a %s invocation %d",
+				a.AttemptNo, fx.fixtureName(a.NodeID), invs[i].Status, i+1))
+		}
 	}
 	sc.st.Note("graph of the run", fmt.Sprintf("run %s, %d node states, %d attempts, %d invocations", run.Status, len(states), len(atts), len(invs)))
 	return sc.st.Equal("unsafe records of the run", "(none)", orNone(strings.Join(bad, "; ")))

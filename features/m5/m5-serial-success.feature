@@ -8,6 +8,7 @@ Feature: M5 serial success — three nodes run one after another and the JOB log
     When FlowNet runs the network for the scope's business key
     Then the FlowNet run exits with code 0
     And exactly one run exists for the business key
+    And the FlowNet run reported the run id of the run persisted for the business key
     And the run is "SUCCESS"
     And the node states are:
       | node         | status  |

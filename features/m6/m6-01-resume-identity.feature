@@ -6,6 +6,7 @@ Feature: M6 resume identity — a resume is the same Run with a new invocation
   Scenario: a resume prints RESUME, keeps the run id and adds no attempt to succeeded nodes
     Given the network fixture "network-m6-midfail.yaml"
     And FlowNet has run the network for the scope's business key as "the first run" and exited with code 1
+    And "the first run" reported the run id of the run persisted for the business key
     And the run is "FAILED"
     And the run has 1 invocation and the last one is "FAILED"
     And at least one node has a "SUCCESS" attempt

@@ -6,7 +6,8 @@ Feature: M7 graceful stop — the platform's stop signal mid-node leaves a safe 
   notes which signal was sent and whether FlowNet drained gracefully (its attempt and
   invocation closed) or simply terminated (the original recorded simple-termination). Either
   way the graph must be safe: statuses in their allowed sets, finished_at on every terminal
-  record, no RUNNING node state under a terminal run. What it left RUNNING is recovered by
+  record, no RUNNING node state under a terminal run, no RUNNING attempt under a finished
+  Invocation (one that closed without its attempt). What it left RUNNING is recovered by
   the operator: stale wait (the drill network's 10 s lease plus the 60 s DATETIME
   allowance), force-unlock-network, and --resume-run with orphan adjudication.
   The long read's first read of 顧客管理 is held until the stop signal has been sent, so the
@@ -25,7 +26,7 @@ Feature: M7 graceful stop — the platform's stop signal mid-node leaves a safe 
     And barrier "long read" is released
     Then "the stopped run" ends within 60 s of the stop signal, drained or terminated
     And the kSQL-Flow child of that attempt finishes on its own and its JOB log row is "SUCCESS"
-    And the graph of the run is safe: statuses in their allowed sets, finished_at on every terminal record, no RUNNING node under a terminal run
+    And the graph of the run is safe: statuses in their allowed sets, finished_at on every terminal record, no RUNNING node under a terminal run, no RUNNING attempt under a finished invocation
     When the network lock of the run becomes a stale candidate
     And the operator force-unlocks the network lock of the run, confirming the stop by "local_pid", as "the unlock"
     Then "the unlock" exits with code 0
@@ -33,4 +34,4 @@ Feature: M7 graceful stop — the platform's stop signal mid-node leaves a safe 
     Then "the adjudication" exits with code 0
     And the run is "SUCCESS"
     And no attempt or invocation of the run is RUNNING
-    And the graph of the run is safe: statuses in their allowed sets, finished_at on every terminal record, no RUNNING node under a terminal run
+    And the graph of the run is safe: statuses in their allowed sets, finished_at on every terminal record, no RUNNING node under a terminal run, no RUNNING attempt under a finished invocation

@@ -172,6 +172,9 @@ func (c *cli) runNetwork(args []string) int {
 		if defect.ResumeReportsInvocationId && out.Outcome == "RESUME" && out.InvocationID != nil {
 			id = *out.InvocationID // planted defect (issue 13): the resume summary names the Invocation where the Run belongs
 		}
+		if defect.NewRunReportsInvocationId && out.Outcome == "NEW" && out.InvocationID != nil {
+			id = *out.InvocationID // planted defect (issue 34): the same slip on the summary of a new Run
+		}
 		fmt.Fprintf(c.stdout, "%s: Run %s finished with aggregate %s (%s).\n", label, id, *out.AggregateStatus, out.InvocationResultCode)
 	}
 	if out.Outcome == "NOOP" || (out.AggregateStatus != nil && *out.AggregateStatus == StatusSuccess) {
@@ -302,6 +305,7 @@ func (c *cli) executeRunNetwork(ctx context.Context, o runOptions) (runOutput, e
 	// 5. Schedule.
 	out.Outcome, out.RunID, out.InvocationID = adm.outcome, strp(e.runID), strp(invID)
 	e.closeRunOnStop()
+	e.closeInvocationOnStop()
 	agg, status, code, serr := e.schedule(ctx)
 	out.RetryBrakeNodeIDs = append(out.RetryBrakeNodeIDs, e.brakeNodes...)
 	if serr != nil && errCode(serr, "") == codeLeaseInterruptedCode && e.finalWriteConfirmed {

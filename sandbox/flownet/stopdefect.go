@@ -31,3 +31,23 @@ func (e *execution) closeRunOnStop() {
 		os.Exit(1)
 	}()
 }
+
+// closeInvocationOnStop is the planted defect stop-closes-invocation-only (issue 34): a stop
+// handler that closes the Invocation CANCELLED / STOP_REQUESTED with finished_at, as if it
+// had drained, and exits without finalising the Attempt it was running: a finished
+// Invocation owns a RUNNING Attempt (Run and node state stay RUNNING, as after a simple
+// termination).
+func (e *execution) closeInvocationOnStop() {
+	if !defect.StopClosesInvocationOnly {
+		return
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+	go func() {
+		<-sig
+		_, _ = e.st.update(context.Background(), e.st.auditApp, e.invRecID,
+			vals(map[string]any{"status": StatusCancelled, "result_code": CodeStopRequested,
+				"finished_at": isoMillis(e.c.now()), "reason": e.invReason}), e.invRev)
+		os.Exit(1)
+	}()
+}

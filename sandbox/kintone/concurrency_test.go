@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -49,6 +50,64 @@ func TestConcurrentSameUniqueValue(t *testing.T) {
 			"record_key", "LOCK:N1", "record_type", "NETWORK_LOCK", "owner_invocation_id", fmt.Sprint("invoke_", i))})
 	})
 	assert.Equal(t, map[string]int{"200": 1, "CB_VA01": 99}, countBy(rs))
+	q := f.query(t, f.state, `record_key = "LOCK:N1"`, url.Values{"totalCount": {"true"}})
+	assert.Equal(t, "1", q.json["totalCount"], "never a persisted duplicate")
+}
+
+// TestUniqueCheckAndInsertAreOneStep orders two adds of the same unique value so that the
+// second reaches the app while the first has passed its unique check and not yet inserted
+// (the window TestConcurrentSameUniqueValue hits only by luck). The first add pauses
+// between check and insert; the second is let go, and the first released, only once the
+// second either waits for the app's write lock (atomic: it then sees the value taken) or
+// has passed its own check (not atomic: both insert). kintone keeps one winner, the other
+// gets 400 CB_VA01.
+func TestUniqueCheckAndInsertAreOneStep(t *testing.T) {
+	f := newFixture(t, Options{})
+	tok := f.state.Tokens["flownet"]
+	checked := make(chan struct{}, 4) // an add passed its unique checks
+	waiting := make(chan struct{}, 4) // an add found the app's write lock taken
+	release := make(chan struct{})
+	var once sync.Once
+	let := func() { once.Do(func() { close(release) }) }
+	f.s.hooks = writeHooks{
+		uniqueChecked: func(string) { checked <- struct{}{}; <-release },
+		lockWait:      func(string) { waiting <- struct{}{} },
+	}
+	add := func(owner string, out *resp, done chan<- struct{}) {
+		*out = f.c.do("POST", "/k/v1/record.json", tok, map[string]any{"app": f.state.ID, "record": rec(
+			"record_key", "LOCK:N1", "record_type", "NETWORK_LOCK", "owner_invocation_id", owner)})
+		done <- struct{}{}
+	}
+	// A guard against a hang of a broken emulator, never the ordering itself.
+	step := func(what string, ch <-chan struct{}) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			let()
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+	var first, second resp
+	done := make(chan struct{}, 2)
+	go add("invoke_first", &first, done)
+	step("the first add to pass its unique check", checked)
+	go add("invoke_second", &second, done)
+	secondChecked := false
+	select {
+	case <-waiting: // held behind the first add's lock
+	case <-checked: // passed its check while the first add had not inserted
+		secondChecked = true
+	case <-time.After(10 * time.Second):
+		let()
+		t.Fatal("timed out: the second add neither waited for the lock nor passed its check")
+	}
+	let()
+	step("the first add", done)
+	step("the second add", done)
+	assert.False(t, secondChecked, "the second add passed its unique check between the first add's check and insert")
+	assert.Equal(t, map[string]int{"200": 1, "CB_VA01": 1}, countBy([]resp{first, second}),
+		"first: %d %s; second: %d %s", first.status, first.body, second.status, second.body)
 	q := f.query(t, f.state, `record_key = "LOCK:N1"`, url.Values{"totalCount": {"true"}})
 	assert.Equal(t, "1", q.json["totalCount"], "never a persisted duplicate")
 }

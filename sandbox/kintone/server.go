@@ -44,6 +44,7 @@ type Server struct {
 	files   *fileStore
 	cursors *cursorStore
 	now     func() time.Time
+	hooks   writeHooks // test-only pauses in the write path; zero outside tests
 
 	ln      net.Listener
 	srv     *http.Server

@@ -239,6 +239,19 @@ func (t *tx) add(a *app, in fieldInput, prefix string) (*record, *apiError) {
 	if aerr != nil {
 		return nil, aerr
 	}
+	// The unique checks above and the insert below are one step: the app's write lock is
+	// held throughout, so a concurrent add of the same value waits and then gets CB_VA01.
+	// defect.KintoneUniqueCheckNotAtomic plants (issue 34) an add that gives the lock up in
+	// between (validated, then re-locked for the insert without checking again).
+	if defect.KintoneUniqueCheckNotAtomic {
+		a.mu.Unlock()
+	}
+	if h := t.s.hooks.uniqueChecked; h != nil {
+		h(a.id())
+	}
+	if defect.KintoneUniqueCheckNotAtomic {
+		a.mu.Lock()
+	}
 	id := a.nextID
 	a.nextID++
 	now := t.now.UTC().Truncate(time.Minute).Format(datetimeLayout)

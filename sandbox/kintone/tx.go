@@ -30,6 +30,15 @@ type undoEntry struct {
 	prev *record // nil: the record did not exist
 }
 
+// writeHooks let a test order two writes at the points where atomicity matters, without
+// timing (set only by tests of this package; nil hooks cost one comparison).
+type writeHooks struct {
+	// lockWait runs when a write finds an app's write lock taken, just before it waits.
+	lockWait func(appID string)
+	// uniqueChecked runs in an add after its unique checks passed, before the insert.
+	uniqueChecked func(appID string)
+}
+
 // begin locks apps in id order (so concurrent bulk requests cannot deadlock).
 func (s *Server) begin(arrival map[*app]uint64, apps ...*app) *tx {
 	uniq := map[*app]bool{}
@@ -43,7 +52,12 @@ func (s *Server) begin(arrival map[*app]uint64, apps ...*app) *tx {
 	sort.Slice(list, func(i, j int) bool { return appIDLess(list[i].id(), list[j].id()) })
 	ids := make([]int64, len(list))
 	for i, a := range list {
-		a.mu.Lock()
+		if !a.mu.TryLock() {
+			if h := s.hooks.lockWait; h != nil {
+				h(a.id())
+			}
+			a.mu.Lock()
+		}
 		ids[i] = a.nextID
 	}
 	return &tx{s: s, locked: list, nextIDs: ids, arrival: arrival, now: s.now()}
