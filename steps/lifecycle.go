@@ -20,7 +20,7 @@ type lifecycleDomain struct{}
 
 func (d lifecycleDomain) register(reg stepdef.Registry) {
 	reg.Step(`^a START request for network "([^"]+)" with a run_id of (\d+) characters is created as "([^"]+)"$`, d.startWithLongRunID)
-	reg.Step(`^the requester cancels `+reqRef+` on the request board with the revision it was created at, and kintone answers (200|409)$`, d.boardCancel)
+	reg.Step(`^the requester cancels `+reqRef+` on the request board with the revision (it was created at|it reads now), and kintone answers (200|409)$`, d.boardCancel)
 	reg.Step(`^no run invocation was requested by `+reqRef+`$`, d.noInvocationByRequest)
 	reg.Step(`^a CLOSE request for the run is created`+asName+`$`, d.closeForTheRun)
 	reg.Step(`^the run has exactly one RUN_ARCHIVED audit, of `+reqRef+`, with its five fields$`, d.oneArchiveAudit)
@@ -28,6 +28,7 @@ func (d lifecycleDomain) register(reg stepdef.Registry) {
 	reg.Step(`^exactly one NETWORK_LOCK record was added since it was noted: a LOCKDONE: tombstone without lock key, "SUCCESS"$`, d.oneNewTombstone)
 	reg.Step(`^`+reqRef+` is still "REQUESTED" and withdrawn: its claim lost on revision$`, d.stillRequestedWithdrawn)
 	reg.Step(`^`+reqRef+` ended "DONE" or "REJECTED", never "CANCELLED"$`, d.endedNotCancelled)
+	reg.Step(`^`+reqRef+` kept the outcome of the run's last invocation, its message marked cancel_ignored$`, d.keptOutcomeCancelIgnored)
 	reg.Step(`^FlowNet resumes the run by its id in the background as "([^"]+)"$`, d.resumesInTheBackground)
 	reg.Step(`^the operator archives the run as "([^"]+)"$`, d.operatorArchives)
 	reg.Step(`^"([^"]+)" printed outcome "([A-Z_]+)" with (code|audit) "([A-Z_]+)" and lock_released (true|false)$`, d.archiveOutcome)
@@ -61,15 +62,26 @@ func (lifecycleDomain) startWithLongRunID(ctx context.Context, label string, n i
 
 // boardCancel sends exactly what the request board sends when a requester withdraws a
 // request: {"cancel_requested":{"value":["取消"]}} with the revision the board read, through
-// the write guard, and compares kintone's HTTP answer with the expected one.
-func (lifecycleDomain) boardCancel(ctx context.Context, ref string, want int) error {
+// the write guard, and compares kintone's HTTP answer with the expected one. The board read
+// the request either when it was created (p2-16-02 claim wins: before the claim, so the
+// revision is stale once the claim landed) or just now (an exact read by $id: the revision
+// of whatever the poller last wrote, so the cancel lands on the claimed request).
+func (lifecycleDomain) boardCancel(ctx context.Context, ref, read string, want int) error {
 	sc := sceneOf(ctx)
 	rs := requestsOf(ctx)
 	m, err := rs.find(ref)
 	if err != nil {
 		return err
 	}
-	rev := m.revision // the board read the request when it was created (p2-16-02: before the claim)
+	rev := m.revision
+	if read == "it reads now" {
+		r, err := readRequest(ctx, m)
+		if err != nil {
+			return err
+		}
+		sc.st.Note("board read of request "+m.name, fmt.Sprintf("%s at revision %s", orNone(r.RequestState), r.Revision))
+		rev = r.Revision
+	}
 	g, err := rs.writer(ctx)
 	if err != nil {
 		return err
@@ -393,4 +405,37 @@ func (lifecycleDomain) endedNotCancelled(ctx context.Context, ref string) error 
 	}
 	seen := orNone(r.RequestState) + "/" + orNone(r.ResultCode)
 	return sc.st.Assert("request_state of request "+m.name, "DONE or REJECTED", seen, r.RequestState == "DONE" || r.RequestState == "REJECTED")
+}
+
+// cancelIgnored is what the finalizer appends to the outcome's message when the requester
+// withdrew after the claim (product-contract §1.10 step 5).
+const cancelIgnored = " (cancel_ignored)"
+
+// keptOutcomeCancelIgnored: a cancel that landed after the claim changes nothing but the
+// message. The request is finalized with the outcome of the START's child exactly as
+// without a cancel — DONE, the invocation's result code, "aggregate=<run status>;
+// invocation_id=<id>" (§1.10 run-network classification) — and the finalizer appended
+// " (cancel_ignored)" because its re-read showed cancel_requested. The expectation is built
+// from the run's own records (NETWORK_RUN status, the last RUN_INVOCATION), the outcome from
+// the request record; cancel_requested is compared too, so the cancel is known to have
+// stayed on the record the finalizer re-read.
+func (lifecycleDomain) keptOutcomeCancelIgnored(ctx context.Context, ref string) error {
+	sc := sceneOf(ctx)
+	m, r, err := readNamedRequest(ctx, ref)
+	if err != nil {
+		return err
+	}
+	run, err := theRun(ctx)
+	if err != nil {
+		return err
+	}
+	last, err := theLastInvocation(ctx)
+	if err != nil {
+		return err
+	}
+	want := fmt.Sprintf("DONE | %s | aggregate=%s; invocation_id=%s%s | cancel_requested true",
+		orNone(last.ResultCode), orNone(run.Status), orNone(last.InvocationID), cancelIgnored)
+	seen := fmt.Sprintf("%s | %s | %s | cancel_requested %t",
+		orNone(r.RequestState), orNone(r.ResultCode), orNone(r.ResultMessage), r.CancelRequested)
+	return sc.st.Equal("request_state | result_code | result_message | cancel_requested of request "+m.name, want, seen)
 }

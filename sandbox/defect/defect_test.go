@@ -98,6 +98,7 @@ func TestShippedBuildHasEveryDefectOff(t *testing.T) {
 		RunKeyOmitsProfile, ResumeReportsInvocationId, NewRunReportsInvocationId, ForceUnlockMissesDeadHolder, ResultStartedAtIsAsOf,
 		ResumeExecutesWorkingCopy, TopoOrderLastReadyFirst,
 		ClaimWithoutRevision, StaleRequestReexecuted, RequestedByWithoutCreator, StartResumesUnfinished,
+		FinalizeRetryDropsCancelIgnored,
 		PollerReadErrorSwallowed, RerunSkipsLiveCheck, CancelRequestedIgnored, RerunFromNodeDropped,
 		StartIgnoresAppStart, ReleaseResumesRun, ScheduledForNotAsOf,
 		ApproverCheckMissing, ResumeForgetsNonIdempotent, ForceUnlockAcceptsLiveLease, ForceUnlockRefusalAudited,

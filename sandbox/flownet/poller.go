@@ -245,14 +245,21 @@ func (p *poller) claimAndRun(ctx context.Context, req opRequest) {
 // " (cancel_ignored)" when the requester withdrew after the claim, revision-fenced PUT; on a
 // conflict re-read once (done if already identical) and try again.
 func (p *poller) finalize(ctx context.Context, id, state, code, msg string) bool {
+	firstCancel := false
 	for attempt := 0; attempt < 2; attempt++ {
 		cur, err := p.get(ctx, id)
 		if err != nil {
 			p.warn(warnFinalizeAbandoned, "request %s: %s; its outcome %s/%s was not written", id, briefErr(err), state, code)
 			return false
 		}
+		cancel := cur.cancelRequested()
+		if attempt == 0 {
+			firstCancel = cancel
+		} else if defect.FinalizeRetryDropsCancelIgnored {
+			cancel = firstCancel // planted defect (issue 34): the retry after a conflict re-sends the first read's message
+		}
 		m := msg
-		if cur.cancelRequested() {
+		if cancel {
 			m += " (cancel_ignored)"
 		}
 		m = capRunes(m, 65535)
