@@ -307,10 +307,14 @@ func RetryBrake(attempts []AttemptSummary) (code string, count int, fires bool) 
 		if a.Status == StatusCancelled || a.ResultCode == CodePrepareFailed {
 			continue
 		}
-		if a.Status != StatusFailed || a.ResultCode == "" || (code != "" && a.ResultCode != code) {
+		// defect.RetryBrakeIgnoresResultCode plants (issue 34) a brake that counts consecutive
+		// FAILED Attempts whatever their result_code.
+		if a.Status != StatusFailed || a.ResultCode == "" || (code != "" && a.ResultCode != code && !defect.RetryBrakeIgnoresResultCode) {
 			break
 		}
-		code = a.ResultCode
+		if code == "" {
+			code = a.ResultCode
+		}
 		count++
 	}
 	// defect.RetryBrakeNeverFires plants (issue 14) a brake that counts but never holds a node back.
