@@ -103,7 +103,7 @@ func TestShippedBuildHasEveryDefectOff(t *testing.T) {
 		ApproverCheckMissing, ResumeForgetsNonIdempotent, ForceUnlockAcceptsLiveLease, ForceUnlockRefusalAudited,
 		StatusBumpsRevision, StatusShowsLeaseToken, CloudRunOwnerUnchecked, CloudRunProbeWithoutToken,
 		StopIgnoredAtNodeBoundary, ReleaseKeepsHold, RetryBrakeNeverFires, ActivityIgnoresLeaseExpiry,
-		RetryBrakeIgnoresResultCode,
+		RetryBrakeIgnoresResultCode, RetryBrakeStopsAtCancelled,
 		RerunFromIgnoresNonIdempotent, RerunFromRefusesUnexecuted, HeartbeatOnEveryTick,
 		DrainPastLeaseDeadline, NextNodeDespiteLostLease, StopClosesRunOnly,
 		ReleaseRefusesTerminalRun, CloseWithoutNetworkLock, ArchivedRunResumable,

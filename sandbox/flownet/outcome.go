@@ -305,6 +305,9 @@ func RetryBrake(attempts []AttemptSummary) (code string, count int, fires bool) 
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].AttemptNo > sorted[j].AttemptNo })
 	for _, a := range sorted {
 		if a.Status == StatusCancelled || a.ResultCode == CodePrepareFailed {
+			if defect.RetryBrakeStopsAtCancelled {
+				break // planted defect (issue 34): a deferred Attempt ends the walk instead of being skipped
+			}
 			continue
 		}
 		// defect.RetryBrakeIgnoresResultCode plants (issue 34) a brake that counts consecutive
