@@ -21,6 +21,7 @@ type lockConflictDomain struct{}
 
 func (d lockConflictDomain) register(reg stepdef.Registry) {
 	reg.Step(`^FlowNet runs the network while the holder, a standalone kSQL-Flow, holds the job lock of node "([^"]+)" with "([^"]+)"$`, d.runWhileTheHolderHoldsTheLock)
+	reg.Step(`^FlowNet resumes the run by its id as "([^"]+)" while the holder, a standalone kSQL-Flow, holds the job lock of node "([^"]+)" with "([^"]+)"$`, d.resumeWhileTheHolderHoldsTheLock)
 }
 
 // Lock-conflict ordering trials (the original's MAX_ORDER_ATTEMPTS).
@@ -67,7 +68,11 @@ func (lockConflictDomain) runWhileTheHolderHoldsTheLock(ctx context.Context, nod
 				return err
 			}
 		}
-		out, err := lockConflictTrial(ctx, trial, node, sql)
+		names := trialNames{dir: fmt.Sprintf("holder-cwd-%d", trial), barrier: fmt.Sprintf("holder read, trial %d", trial), holder: fmt.Sprintf("holder-trial-%d", trial)}
+		out, err := lockConflictTrial(ctx, names, node, sql,
+			func(ctx context.Context) (*flownetCall, error) {
+				return runNetwork(ctx, fmt.Sprintf("flownet-trial-%d", trial))
+			})
 		if err != nil {
 			return err
 		}
@@ -94,6 +99,31 @@ func (lockConflictDomain) runWhileTheHolderHoldsTheLock(ctx context.Context, nod
 	return sc.st.Assert("job lock conflict observed", standaloneFirst+" within 3 trials", seen, strings.HasSuffix(last, standaloneFirst))
 }
 
+// resumeWhileTheHolderHoldsTheLock is the same ordering for a resume of the run by its id
+// (m8-02: a CANCELLED / PREPARE_FAILED Attempt between failures). A resume belongs to its
+// run, so there is one trial and no fresh sub-scope: the hold (the holder's JOB log row
+// RUNNING and its first read of 顧客管理 held before FlowNet starts) makes the order certain.
+func (lockConflictDomain) resumeWhileTheHolderHoldsTheLock(ctx context.Context, name, node, sql string) error {
+	sc := sceneOf(ctx)
+	id, err := currentRunID(ctx)
+	if err != nil {
+		return err
+	}
+	names := trialNames{dir: "holder-cwd-resume", barrier: "holder read, " + name, holder: "holder of " + name}
+	out, err := lockConflictTrial(ctx, names, node, sql,
+		func(ctx context.Context) (*flownetCall, error) {
+			if err := snapshotAttempts(ctx, name); err != nil {
+				return nil, err
+			}
+			return runNetworkWith(ctx, name, nil, "--resume-run", id)
+		})
+	if err != nil {
+		return err
+	}
+	sc.st.Note("lock-conflict resume "+name, out.String())
+	return sc.st.Equal("job lock conflict observed by "+name, standaloneFirst, out.class)
+}
+
 func allEndWith(list []string, suffix string) bool {
 	for _, s := range list {
 		if !strings.HasSuffix(s, suffix) {
@@ -103,7 +133,13 @@ func allEndWith(list []string, suffix string) bool {
 	return len(list) > 0
 }
 
-func lockConflictTrial(ctx context.Context, trial int, name, sql string) (trialOutcome, error) {
+// trialNames name what one ordering trial makes: the holder's working directory, the
+// barrier that holds its read, the holder process.
+type trialNames struct{ dir, barrier, holder string }
+
+// lockConflictTrial starts the holder on node name's job with sql, and FlowNet by start once
+// the holder holds the lock.
+func lockConflictTrial(ctx context.Context, names trialNames, name, sql string, start func(context.Context) (*flownetCall, error)) (trialOutcome, error) {
 	sc := sceneOf(ctx)
 	fx := fixturesOf(ctx)
 	var out trialOutcome
@@ -111,7 +147,7 @@ func lockConflictTrial(ctx context.Context, trial int, name, sql string) (trialO
 	if err != nil {
 		return out, err
 	}
-	dir := filepath.Join(sc.st.WorkDir, fmt.Sprintf("holder-cwd-%d", trial))
+	dir := filepath.Join(sc.st.WorkDir, names.dir)
 	fnDir := flownetDir(sc)
 	same := strings.EqualFold(filepath.Clean(dir), filepath.Clean(fnDir))
 	if err := sc.st.Assert("holder's working directory against FlowNet's (case-insensitive)", "different", dir+" | "+fnDir, !same); err != nil {
@@ -130,7 +166,7 @@ func lockConflictTrial(ctx context.Context, trial int, name, sql string) (trialO
 	if err := ws.ensure(ctx, sc); err != nil {
 		return out, err
 	}
-	hold, err := holdReadBarrier(ctx, fmt.Sprintf("holder read, trial %d", trial), target.RoleCustomers)
+	hold, err := holdReadBarrier(ctx, names.barrier, target.RoleCustomers)
 	if err != nil {
 		return out, err
 	}
@@ -140,7 +176,7 @@ func lockConflictTrial(ctx context.Context, trial int, name, sql string) (trialO
 		"--correlation-id", fx.scope.ID()+"_holder", "--attempt-id", attemptID, "--expected-job-id", jobID,
 		"--profile", t.Profile, "--config", ws.config)
 	env := append(append(append([]string(nil), t.BaseEnv...), t.KsqlFlowEnv()...), ws.env...)
-	holder := &namedProc{name: fmt.Sprintf("holder-trial-%d", trial), kind: kindKsqlFlow, role: "holder"}
+	holder := &namedProc{name: names.holder, kind: kindKsqlFlow, role: "holder"}
 	if err := startChild(ctx, holder, proc.Spec{Path: path, Args: argv, Env: env, Dir: dir}); err != nil {
 		return out, err
 	}
@@ -184,7 +220,7 @@ func lockConflictTrial(ctx context.Context, trial int, name, sql string) (trialO
 	}
 	hold.reached = true
 	out.toRunning = time.Since(p.Started())
-	c, err := runNetwork(ctx, fmt.Sprintf("flownet-trial-%d", trial))
+	c, err := start(ctx)
 	if err != nil {
 		return out, err
 	}

@@ -104,6 +104,7 @@ func TestShippedBuildHasEveryDefectOff(t *testing.T) {
 		ApproverCheckMissing, ResumeForgetsNonIdempotent, ForceUnlockAcceptsLiveLease, ForceUnlockRefusalAudited,
 		StatusBumpsRevision, StatusShowsLeaseToken, CloudRunOwnerUnchecked, CloudRunProbeWithoutToken,
 		StopIgnoredAtNodeBoundary, StopClosesInvocationOnly, ReleaseKeepsHold, RetryBrakeNeverFires, ActivityIgnoresLeaseExpiry,
+		RetryBrakeIgnoresResultCode, RetryBrakeStopsAtCancelled,
 		RerunFromIgnoresNonIdempotent, RerunFromRefusesUnexecuted, HeartbeatOnEveryTick,
 		DrainPastLeaseDeadline, NextNodeDespiteLostLease, StopClosesRunOnly,
 		ReleaseRefusesTerminalRun, CloseWithoutNetworkLock, ArchivedRunResumable,

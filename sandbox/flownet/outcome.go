@@ -305,12 +305,19 @@ func RetryBrake(attempts []AttemptSummary) (code string, count int, fires bool) 
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].AttemptNo > sorted[j].AttemptNo })
 	for _, a := range sorted {
 		if a.Status == StatusCancelled || a.ResultCode == CodePrepareFailed {
+			if defect.RetryBrakeStopsAtCancelled {
+				break // planted defect (issue 34): a deferred Attempt ends the walk instead of being skipped
+			}
 			continue
 		}
-		if a.Status != StatusFailed || a.ResultCode == "" || (code != "" && a.ResultCode != code) {
+		// defect.RetryBrakeIgnoresResultCode plants (issue 34) a brake that counts consecutive
+		// FAILED Attempts whatever their result_code.
+		if a.Status != StatusFailed || a.ResultCode == "" || (code != "" && a.ResultCode != code && !defect.RetryBrakeIgnoresResultCode) {
 			break
 		}
-		code = a.ResultCode
+		if code == "" {
+			code = a.ResultCode
+		}
 		count++
 	}
 	// defect.RetryBrakeNeverFires plants (issue 14) a brake that counts but never holds a node back.

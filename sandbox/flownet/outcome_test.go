@@ -149,6 +149,7 @@ func TestRetryBrake(t *testing.T) {
 		{"three in a row", []AttemptSummary{f(3, "FAILED", "SQL_ERROR"), f(1, "FAILED", "SQL_ERROR"), f(2, "FAILED", "SQL_ERROR")}, "SQL_ERROR", 3, true},
 		{"prepare failures are skipped", []AttemptSummary{f(1, "FAILED", "X"), f(2, "CANCELLED", "PREPARE_FAILED"), f(3, "FAILED", "X"), f(4, "CANCELLED", "PREPARE_FAILED"), f(5, "FAILED", "X")}, "X", 3, true},
 		{"different code breaks the run", []AttemptSummary{f(1, "FAILED", "X"), f(2, "FAILED", "Y"), f(3, "FAILED", "Y")}, "Y", 2, false},
+		{"an older different code stops the count", []AttemptSummary{f(1, "FAILED", "AUTH_ERROR"), f(2, "FAILED", "ASSERT_FAILED"), f(3, "FAILED", "ASSERT_FAILED"), f(4, "FAILED", "ASSERT_FAILED")}, "ASSERT_FAILED", 3, true},
 		{"success breaks the run", []AttemptSummary{f(1, "FAILED", "X"), f(2, "FAILED", "X"), f(3, "SUCCESS", "OK"), f(4, "FAILED", "X")}, "X", 1, false},
 		{"empty code breaks the run", []AttemptSummary{f(1, "FAILED", "X"), f(2, "FAILED", "X"), f(3, "FAILED", "")}, "", 0, false},
 	}
