@@ -108,6 +108,7 @@ func TestShippedBuildHasEveryDefectOff(t *testing.T) {
 		ReleaseRefusesTerminalRun, CloseWithoutNetworkLock, ArchivedRunResumable,
 		IoPathLinksUnchecked, InputAuditLeaksCell, ExportNotAtomic, OutputAuditNamesPath, ExportWritesBom,
 		ImportReadsFirstChunk, ExportHeaderUppercase, ResumeSkipsInputDigest,
+		StaleLockTakenOver,
 		AttemptFinishedAtRoundedUp, ScheduledPeriodInUtc}
 	for _, on := range switches {
 		assert.False(t, on)
