@@ -2,10 +2,21 @@ Feature: M6 force-unlock drill — a dead owner's network lock is released only 
 
   scenarios.md §2.2.4. The original was Windows-only (a PowerShell walk of node.exe); flowtest
   kills the FlowNet tree deepest first through harness/proc on Linux and Windows and reads
-  the process table to confirm it is gone. The drill network's lease is 10 s, so the lock
-  becomes a stale candidate (lease + kintone's 60 s DATETIME allowance) within about 70 s.
-  The long read's first read of 顧客管理 is held until the tree is killed, so the kill always
-  finds n1_longread running, on a tenant of any speed; the killed child needs no release.
+  the process table to confirm it is gone. Holds and waits, and why:
+  - The long read's first read of 顧客管理 is held by a barrier from the run's start until the
+    tree is killed, so the kill always finds n1_longread running, on a tenant of any speed;
+    the killed child needs no release.
+  - The dead owner's Network lock then stays as the kill left it until the right-owner
+    force-unlock. While its lease lives, the early unlock is refused (LEASE_STILL_ACTIVE).
+    The wait for a stale candidate starts after that refusal and ends when status calls the
+    lock stale: the drill network's lease is 10 s, so that is lease + kintone's 60 s DATETIME
+    allowance, about 70 s after the kill's last heartbeat.
+  - On the stale lock, before anything releases it: a wrong owner is refused
+    (OWNER_MISMATCH), and a run-network of the same business key and an archive-run (CLOSE)
+    of the run each meet the dead owner's RUNNING lock and get LOCK_CONFLICT. A stale lock is
+    never taken over (product-contract §8 invariant 2, §3.7, §1.9): only force-unlock-network
+    with stop evidence ends it. The revisions noted before the early unlock are compared
+    record by record after every refusal, so the lock record is unchanged until that unlock.
 
   @m6-04-force-unlock-drill @m6
   Scenario: refused while the lease lives and for a wrong owner, released for the right one, then resolved and resumed
@@ -26,6 +37,13 @@ Feature: M6 force-unlock drill — a dead owner's network lock is released only 
     When the network lock of the run becomes a stale candidate
     And the operator force-unlocks the network lock of the run for a wrong owner as "the wrong-owner unlock"
     Then "the wrong-owner unlock" is refused with "OWNER_MISMATCH"
+    And no state or audit record of the scope changed since the revisions were noted
+    When FlowNet has run the network for the scope's business key as "the run over the stale lock" and exited with code 1
+    Then "the run over the stale lock" is refused with "LOCK_CONFLICT"
+    And no state or audit record of the scope changed since the revisions were noted
+    When the operator archives the run as "the CLOSE over the stale lock"
+    Then "the CLOSE over the stale lock" exits with code 1
+    And "the CLOSE over the stale lock" printed outcome "REJECTED" with code "LOCK_CONFLICT" and lock_released true
     And no state or audit record of the scope changed since the revisions were noted
     When the operator force-unlocks the network lock of the run, confirming the stop by "local_pid", as "the unlock"
     Then "the unlock" exits with code 0

@@ -110,6 +110,7 @@ func TestShippedBuildHasEveryDefectOff(t *testing.T) {
 		ReleaseRefusesTerminalRun, CloseWithoutNetworkLock, ArchivedRunResumable,
 		IoPathLinksUnchecked, InputAuditLeaksCell, ExportNotAtomic, OutputAuditNamesPath, ExportWritesBom,
 		ImportReadsFirstChunk, ExportHeaderUppercase, ResumeSkipsInputDigest,
+		StaleLockTakenOver,
 		AttemptFinishedAtRoundedUp, ScheduledPeriodInUtc,
 		HoldPolledDuringNode, ExportSjisIbmCodes}
 	for _, on := range switches {

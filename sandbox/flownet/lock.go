@@ -99,10 +99,38 @@ func acquireLock(ctx context.Context, st *store, profile, networkID, owner, inst
 		l.setOK(t)
 		return l, nil
 	case got != nil && got.Str("status") == StatusRunning:
+		if defect.StaleLockTakenOver { // planted defect (issue 34): a stale lock of a dead owner is taken over
+			if taken, ok := l.takeOverStale(ctx, got, t); ok {
+				return taken, nil
+			}
+		}
 		return nil, coded(codeLockConflict, "network %s (profile %s) is locked by invocation %s until %s",
 			networkID, profile, got.Str("owner_invocation_id"), got.Str("lease_expires_at"))
 	}
 	return nil, &codedError{Code: codeLockUnavailable, Msg: fmt.Sprintf("acquire network lock for %s: %v", networkID, err), Err: err}
+}
+
+// takeOverStale is the planted defect's takeover (StaleLockTakenOver): a RUNNING lock whose
+// lease ran out more than the DATETIME allowance ago is treated as free and rewritten to this
+// owner, fenced by its $revision. The product must answer LOCK_CONFLICT instead (§8
+// invariant 2): only force-unlock-network, with stop evidence, may end a stale lock.
+func (l *networkLock) takeOverStale(ctx context.Context, got kintoneapi.Record, t time.Time) (*networkLock, bool) {
+	exp, ok := parseTime(got.Str("lease_expires_at"))
+	if !ok || !t.After(exp.Add(kintoneDatetimeAllowance*time.Second)) {
+		return nil, false
+	}
+	biz := atoi(got.Str("revision")) + 1
+	rev, err := l.st.kc.UpdateRecord(ctx, l.st.stateApp, got.ID(), vals(map[string]any{
+		"owner_invocation_id": l.owner, "lease_token": l.leaseToken,
+		"started_at": isoMillis(t), "heartbeat_at": isoMillis(t), "lease_expires_at": isoMillis(t.Add(l.lease)),
+		"revision": biz, "status_reason": "owner_instance_id=" + l.instance,
+	}), got.Revision())
+	if err != nil {
+		return nil, false
+	}
+	l.id, l.rev, l.bizRev = got.ID(), rev, biz
+	l.setOK(t)
+	return l, true
 }
 
 // startHeartbeat renews the lease every heartbeat interval until release.
