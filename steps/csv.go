@@ -293,29 +293,20 @@ func (csvDomain) ioRootWithoutInput(ctx context.Context) error {
 }
 
 func (csvDomain) inputHoldsRows(ctx context.Context, n int) error {
-	return inputRows(ctx, n, "utf8")
+	return inputRows(ctx, n, "utf8", "")
 }
 
 func (csvDomain) inputHoldsSJISRows(ctx context.Context, n int) error {
-	return inputRows(ctx, n, "sjis")
+	return inputRows(ctx, n, "sjis", "")
 }
 
 // inputHoldsJapaneseRows writes n UTF-8 rows whose values carry Japanese text (japaneseCells).
 func (csvDomain) inputHoldsJapaneseRows(ctx context.Context, n int) error {
-	sc, fx := sceneOf(ctx), fixturesOf(ctx)
-	s := csvKey.Of(sc.st)
-	root, err := s.ioRoot(sc, fx)
-	if err != nil {
-		return err
-	}
-	rel, err := inputRelPath(sc, fx)
-	if err != nil {
-		return err
-	}
-	return s.writeRows(sc, fx, filepath.Join(root, "in", rel), n, "utf8", "ja")
+	return inputRows(ctx, n, "utf8", "ja")
 }
 
-func inputRows(ctx context.Context, n int, encoding string) error {
+// inputRows writes the scope's CSV input of n rows in encoding; lang "ja" adds Japanese text.
+func inputRows(ctx context.Context, n int, encoding, lang string) error {
 	sc, fx := sceneOf(ctx), fixturesOf(ctx)
 	s := csvKey.Of(sc.st)
 	root, err := s.ioRoot(sc, fx)
@@ -326,7 +317,7 @@ func inputRows(ctx context.Context, n int, encoding string) error {
 	if err != nil {
 		return err
 	}
-	return s.writeEncodedInput(sc, fx, filepath.Join(root, "in", rel), n, encoding)
+	return s.writeRows(sc, fx, filepath.Join(root, "in", rel), n, encoding, lang)
 }
 
 // inputBehindLink writes the input outside the IO root and replaces the first directory of
