@@ -253,12 +253,21 @@ var japaneseCells = []string{
 	"全角ひらがなと半角ｶﾅ－∥￠￡",
 }
 
+// rowsCSV is the CSV input's text: the header and s.rows, CRLF, in input order (what the
+// harness writes, and what an export of the same rows must be).
+func (s *csvState) rowsCSV() string {
+	var b strings.Builder
+	b.WriteString("test_key,test_value\r\n")
+	for _, r := range s.rows {
+		b.WriteString(r[0] + "," + r[1] + "\r\n")
+	}
+	return b.String()
+}
+
 // writeRows writes n rows (CRLF) in the encoding; a non-empty lang "ja" appends Japanese text
 // to each value (japaneseCells; UTF-8 only, the Shift_JIS bytes are the exporter's to write).
 func (s *csvState) writeRows(sc *scene, fx *fixtureState, path string, n int, encoding, lang string) error {
 	prefix := kintone.CSVRowPrefix(fx.scope.ID())
-	var b strings.Builder
-	b.WriteString("test_key,test_value\r\n")
 	s.rows = nil
 	for i := 1; i <= n; i++ {
 		k, v := fmt.Sprintf("%s%05d", prefix, i), fmt.Sprintf("CSV1_PRIVATE_CELL_DO_NOT_AUDIT_%d", i)
@@ -266,12 +275,11 @@ func (s *csvState) writeRows(sc *scene, fx *fixtureState, path string, n int, en
 			v += "_" + japaneseCells[(i-1)%len(japaneseCells)]
 		}
 		s.rows = append(s.rows, [2]string{k, v})
-		b.WriteString(k + "," + v + "\r\n")
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	data := []byte(b.String())
+	data := []byte(s.rowsCSV())
 	if encoding == "sjis" {
 		var err error
 		if data, _, err = transform.Bytes(japanese.ShiftJIS.NewEncoder(), data); err != nil {
@@ -691,16 +699,10 @@ func (csvDomain) inputWithFirstValue(ctx context.Context, n int, first string) e
 	if err := (csvDomain{}).inputHoldsRows(ctx, n); err != nil {
 		return err
 	}
-	sc, fx := sceneOf(ctx), fixturesOf(ctx)
+	sc := sceneOf(ctx)
 	s := csvKey.Of(sc.st)
 	s.rows[0][1] = first + s.rows[0][1]
-	var b strings.Builder
-	b.WriteString("test_key,test_value\r\n")
-	for _, r := range s.rows {
-		b.WriteString(r[0] + "," + r[1] + "\r\n")
-	}
-	_ = fx
-	data := []byte(b.String())
+	data := []byte(s.rowsCSV())
 	if err := os.WriteFile(s.input, data, 0o600); err != nil {
 		return err
 	}
@@ -983,29 +985,33 @@ func (csvDomain) outputAuditSummary(ctx context.Context, name, sink string, rows
 	return nil
 }
 
-// exportedFileIs decodes the artefact strictly and compares it with the expected CSV: the
-// header and the CSV input's rows, CRLF, in input order.
-func (csvDomain) exportedFileIs(ctx context.Context, sink, encoding string) error {
-	sc, fx := sceneOf(ctx), fixturesOf(ctx)
-	s := csvKey.Of(sc.st)
+// readExport reads the sink's exported file; one that cannot be read fails as an assertion.
+func (s *csvState) readExport(sc *scene, fx *fixtureState, sink string) ([]byte, error) {
 	p, err := s.outputPath(sc, fx, sink)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	data, err := os.ReadFile(p)
 	if err != nil {
-		return sc.st.Equal("the exported "+sink+" file", "readable", err.Error())
+		return nil, sc.st.Equal("the exported "+sink+" file", "readable", err.Error())
+	}
+	return data, nil
+}
+
+// exportedFileIs decodes the artefact strictly and compares it with the expected CSV: the
+// header and the CSV input's rows, CRLF, in input order.
+func (csvDomain) exportedFileIs(ctx context.Context, sink, encoding string) error {
+	sc := sceneOf(ctx)
+	s := csvKey.Of(sc.st)
+	data, err := s.readExport(sc, fixturesOf(ctx), sink)
+	if err != nil {
+		return err
 	}
 	text, derr := strictDecode(data, encoding)
 	if err := sc.st.Assert("the exported "+sink+" file decodes strictly as "+encoding, "decodes", fmt.Sprint(derr), derr == nil); err != nil {
 		return err
 	}
-	var b strings.Builder
-	b.WriteString("test_key,test_value\r\n")
-	for _, r := range s.rows {
-		b.WriteString(r[0] + "," + r[1] + "\r\n")
-	}
-	want := b.String()
+	want := s.rowsCSV()
 	seen := "identical"
 	if text != want {
 		seen = fmt.Sprintf("differs: %d bytes decoded, %d expected; first line %q", len(text), len(want), firstLine(text))
@@ -1019,22 +1025,13 @@ func (csvDomain) exportedFileIs(ctx context.Context, sink, encoding string) erro
 // Strict decoding alone cannot see an export in another Japanese encoding whose codes decode
 // to the same text (CP932 has two codes for ￢ and ㈱). Without iconv the scenario is blocked.
 func (csvDomain) exportedBytesAreIconvCP932(ctx context.Context, sink string) error {
-	sc, fx := sceneOf(ctx), fixturesOf(ctx)
+	sc := sceneOf(ctx)
 	s := csvKey.Of(sc.st)
-	p, err := s.outputPath(sc, fx, sink)
+	data, err := s.readExport(sc, fixturesOf(ctx), sink)
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(p)
-	if err != nil {
-		return sc.st.Equal("the exported "+sink+" file", "readable", err.Error())
-	}
-	var b strings.Builder
-	b.WriteString("test_key,test_value\r\n")
-	for _, r := range s.rows {
-		b.WriteString(r[0] + "," + r[1] + "\r\n")
-	}
-	want, err := iconvCP932(ctx, b.String())
+	want, err := iconvCP932(ctx, s.rowsCSV())
 	if err != nil {
 		return err
 	}
@@ -1355,12 +1352,7 @@ func (csvDomain) rewriteOneValue(ctx context.Context) error {
 		return fmt.Errorf("no CSV input was written in this scenario")
 	}
 	s.rows[len(s.rows)-1][1] += "_CHANGED"
-	var b strings.Builder
-	b.WriteString("test_key,test_value\r\n")
-	for _, r := range s.rows {
-		b.WriteString(r[0] + "," + r[1] + "\r\n")
-	}
-	data := []byte(b.String())
+	data := []byte(s.rowsCSV())
 	if err := os.WriteFile(s.input, data, 0o600); err != nil {
 		return err
 	}
