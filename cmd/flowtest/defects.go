@@ -704,23 +704,13 @@ func (r *defectsRun) runScenarios(dir, bin string, ids []string) (map[string]*re
 // control runs the union of the selected defects' scenarios on the correct sandbox: a
 // scenario that already fails there proves nothing about a defect.
 func (r *defectsRun) control(selected []plantedDefect) []defectRow {
-	var ids []string
-	have := map[string]bool{}
-	for _, d := range selected {
-		for _, id := range d.scenarios() {
-			if !have[id] {
-				have[id] = true
-				ids = append(ids, id)
-			}
-		}
-	}
+	ids := controlIDs(selected)
 	if len(ids) == 0 {
 		return nil
 	}
-	const name = "(control: no defect)"
 	start := time.Now()
 	fail := func(why string) []defectRow {
-		return []defectRow{{defect: name, wall: time.Since(start).Round(100 * time.Millisecond).String(), scenario: strings.Join(ids, ", "), verdict: verdictControlBad, why: why}}
+		return []defectRow{{defect: controlName, wall: time.Since(start).Round(100 * time.Millisecond).String(), scenario: strings.Join(ids, ", "), verdict: verdictControlBad, why: why}}
 	}
 	dir := filepath.Join(r.work, "control")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -735,16 +725,39 @@ func (r *defectsRun) control(selected []plantedDefect) []defectRow {
 		return fail(err.Error())
 	}
 	fmt.Fprintf(r.log, "  control: %s in %s\n", strings.Join(ids, ", "), time.Since(start).Round(100*time.Millisecond))
-	var rows []defectRow
-	for i, id := range ids {
-		row := defectRow{defect: name, scenario: id, verdict: verdictControlOK}
-		if i == 0 {
-			row.wall = time.Since(start).Round(100 * time.Millisecond).String()
+	rows := controlRows(ids, recs, "no scenario record was written")
+	rows[0].wall = time.Since(start).Round(100 * time.Millisecond).String()
+	return rows
+}
+
+// controlName is the defect column of the control's rows.
+const controlName = "(control: no defect)"
+
+// controlIDs is the union of the selected defects' scenarios, in catalogue order.
+func controlIDs(selected []plantedDefect) []string {
+	var ids []string
+	have := map[string]bool{}
+	for _, d := range selected {
+		for _, id := range d.scenarios() {
+			if !have[id] {
+				have[id] = true
+				ids = append(ids, id)
+			}
 		}
+	}
+	return ids
+}
+
+// controlRows judges the control's record of each scenario (by id): it must exist (missing
+// says why not) and have passed on the correct sandbox.
+func controlRows(ids []string, recs map[string]*results.Scenario, missing string) []defectRow {
+	var rows []defectRow
+	for _, id := range ids {
+		row := defectRow{defect: controlName, scenario: id, verdict: verdictControlOK}
 		rec := recs[id]
 		switch {
 		case rec == nil:
-			row.verdict, row.why = verdictControlBad, "no scenario record was written"
+			row.verdict, row.why = verdictControlBad, missing
 		case rec.Status != results.StatusPassed:
 			row.verdict, row.why = verdictControlBad, rec.Status+" "+rec.Reason
 		}
@@ -791,30 +804,9 @@ func (r *defectsRun) controlFromArchive(dir string, selected []plantedDefect) ([
 	for _, rec := range recs {
 		byID[rec.ID] = rec
 	}
-	const name = "(control: no defect)"
-	var rows []defectRow
-	seen := map[string]bool{}
-	for _, d := range selected {
-		for _, id := range d.scenarios() {
-			if seen[id] {
-				continue
-			}
-			seen[id] = true
-			row := defectRow{defect: name, scenario: id, verdict: verdictControlOK}
-			if len(rows) == 0 {
-				row.wall = "archive"
-			}
-			switch rec := byID[id]; {
-			case rec == nil:
-				row.verdict, row.why = verdictControlBad, "no scenario record in "+dir
-			case rec.Status != results.StatusPassed:
-				row.verdict, row.why = verdictControlBad, rec.Status+" "+rec.Reason
-				row.dur = time.Duration(rec.DurationMS) * time.Millisecond
-			default:
-				row.dur = time.Duration(rec.DurationMS) * time.Millisecond
-			}
-			rows = append(rows, row)
-		}
+	rows := controlRows(controlIDs(selected), byID, "no scenario record in "+dir)
+	if len(rows) > 0 {
+		rows[0].wall = "archive"
 	}
 	fmt.Fprintf(r.log, "  control: %d scenarios from the archive %s\n", len(rows), dir)
 	return rows, nil
