@@ -303,6 +303,7 @@ func (m *matcher) setFilter(g uint64) {
 	m.filter[h>>6] |= 1 << (h & 63)
 }
 
+// gramHash is the gram's bit in the filter (Fibonacci hashing: the top fbits bits).
 func gramHash(g uint64, fbits uint) uint64 { return (g * 0x9E3779B97F4A7C15) >> (64 - fbits) }
 
 // rebuildShort compiles the DFA of the short patterns (and hints); callers hold m.mu.
@@ -399,10 +400,9 @@ func (m *matcher) scanHint(data []byte) (out []span, hint bool) {
 // gramOccurrences finds the long patterns; callers hold m.mu for reading.
 func (m *matcher) gramOccurrences(data []byte, emit func(start, end int, p *pattern)) {
 	filter, fbits := m.filter, m.fbits
-	shift := 64 - fbits
 	for i := 0; i+gramLen <= len(data); i++ {
 		g := binary.LittleEndian.Uint64(data[i:])
-		h := (g * 0x9E3779B97F4A7C15) >> shift
+		h := gramHash(g, fbits)
 		if filter[h>>6]&(1<<(h&63)) == 0 {
 			continue
 		}
