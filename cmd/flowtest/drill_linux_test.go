@@ -5,10 +5,8 @@ package main
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,7 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ksqlflow/flowtest/harness/proc"
 	"github.com/ksqlflow/flowtest/harness/wait"
 )
 
@@ -57,16 +54,7 @@ func killRunAt(t *testing.T, st *standaloneTenant, dir, tags, at string) []strin
 // the tenant.
 func noProcessLeft(t *testing.T, st *standaloneTenant) {
 	t.Helper()
-	err := wait.Until(context.Background(), "the killed run's processes to be gone", 5*time.Second, 50*time.Millisecond,
-		func(ctx context.Context) (bool, string, error) {
-			pids, err := proc.FindByArgv(ctx, proc.ArgvContains(binDir))
-			if err != nil {
-				return false, "", err
-			}
-			pids = slices.DeleteFunc(pids, func(p int32) bool { return int(p) == st.pid })
-			return len(pids) == 0, fmt.Sprintf("alive: %v", pids), nil
-		})
-	assert.NoError(t, err)
+	assert.NoError(t, binariesGone("the killed run's processes to be gone", 5*time.Second, 50*time.Millisecond, int32(st.pid)))
 }
 
 // The crash drill (issue 31): a live run on a stand-alone tenant is killed with SIGKILL at a

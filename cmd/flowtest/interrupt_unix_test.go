@@ -4,9 +4,7 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,9 +15,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/ksqlflow/flowtest/harness/proc"
-	"github.com/ksqlflow/flowtest/harness/wait"
 )
 
 // Ctrl-C in the middle of a scenario that has child processes running: the scenario stops,
@@ -56,14 +51,7 @@ func TestInterruptMidScenarioLeavesNothingBehind(t *testing.T) {
 	assert.Equal(t, 130, ee.ExitCode(), strings.Join(lines, "\n"))
 
 	// Nothing started from the test's binaries is still alive.
-	err = wait.Until(context.Background(), "children of the interrupted run to be gone", 10*time.Second, 100*time.Millisecond,
-		func(ctx context.Context) (bool, string, error) {
-			pids, err := proc.FindByArgv(ctx, proc.ArgvContains(binDir))
-			if err != nil {
-				return false, "", err
-			}
-			return len(pids) == 0, fmt.Sprintf("%d processes alive: %v", len(pids), pids), nil
-		})
+	err = binariesGone("children of the interrupted run to be gone", 10*time.Second, 100*time.Millisecond)
 	assert.NoError(t, err)
 
 	var dir string

@@ -5,7 +5,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ksqlflow/flowtest/harness/proc"
-	"github.com/ksqlflow/flowtest/harness/wait"
 	"github.com/ksqlflow/flowtest/harness/workdir"
 )
 
@@ -63,14 +61,7 @@ func TestKilledRunnerLeavesNoProcess(t *testing.T) {
 	go func() { _, _ = bufio.NewReader(stdout).WriteTo(discardWriter{}) }()
 	_ = cmd.Wait()
 
-	err = wait.Until(ctx, "every process of the killed runner to be gone", 5*time.Second, 100*time.Millisecond,
-		func(ctx context.Context) (bool, string, error) {
-			pids, err := proc.FindByArgv(ctx, proc.ArgvContains(binDir))
-			if err != nil {
-				return false, "", err
-			}
-			return len(pids) == 0, fmt.Sprintf("%d alive: %v", len(pids), pids), nil
-		})
+	err = binariesGone("every process of the killed runner to be gone", 5*time.Second, 100*time.Millisecond)
 	assert.NoError(t, err, "processes were %v before the kill", before)
 
 	// Its work dir (unredacted logs and configs) stayed; it names its owner, and the next run

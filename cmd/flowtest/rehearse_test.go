@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -250,15 +251,21 @@ func TestRehearseRunsTheLivePath(t *testing.T) {
 // noneLeft waits for every process started from the test's binaries to be gone.
 func noneLeft(t *testing.T) {
 	t.Helper()
-	err := wait.Until(context.Background(), "the rehearsal's processes to be gone", 10*time.Second, 100*time.Millisecond,
+	assert.NoError(t, binariesGone("the rehearsal's processes to be gone", 10*time.Second, 100*time.Millisecond))
+}
+
+// binariesGone waits, polling every poll for at most limit, until no process started from the
+// test's binaries is alive but those of except (e.g. a tenant the test still needs).
+func binariesGone(what string, limit, poll time.Duration, except ...int32) error {
+	return wait.Until(context.Background(), what, limit, poll,
 		func(ctx context.Context) (bool, string, error) {
 			pids, err := proc.FindByArgv(ctx, proc.ArgvContains(binDir))
 			if err != nil {
 				return false, "", err
 			}
+			pids = slices.DeleteFunc(pids, func(p int32) bool { return slices.Contains(except, p) })
 			return len(pids) == 0, fmt.Sprintf("%d alive: %v", len(pids), pids), nil
 		})
-	assert.NoError(t, err)
 }
 
 // syncBuffer is a bytes.Buffer a child's output and the test may use at once.
