@@ -116,3 +116,21 @@ func (s *safeBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 func (s *safeBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return string(s.b) }
+
+// With several workers the scenario expected to take longest starts first (so that it does
+// not start last and set the run's end); one at a time, run order holds whatever is expected.
+func TestConcurrentRunStartsLongestExpectedFirst(t *testing.T) {
+	fsys := selfFeatures(nil)
+	expected := map[string]time.Duration{"delta": 80 * time.Second, "alpha": 5 * time.Second}
+	r := execute(t, fsys, plan(t, fsys, ""), Options{Initialize: trivialSteps, Concurrency: 3, Expected: expected})
+	// delta 80 s; beta unknown (30 s default weight); alpha 5 s.
+	assert.Equal(t, []string{"delta", "beta", "alpha"}, startedOrder(r.progress.String()))
+	var ids []string
+	for _, s := range r.res.Scenarios {
+		ids = append(ids, s.ID)
+	}
+	assert.Equal(t, []string{"alpha", "beta", "gamma", "delta", "win-only", "epsilon"}, ids, "records keep run order")
+
+	serial := execute(t, fsys, plan(t, fsys, ""), Options{Initialize: trivialSteps, Concurrency: 1, Expected: expected})
+	assert.Equal(t, []string{"alpha", "beta", "delta"}, startedOrder(serial.progress.String()))
+}

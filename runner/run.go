@@ -71,6 +71,11 @@ type Options struct {
 	// finishing order. Isolation beyond the scope (an emulator per scenario) is the caller's,
 	// through BeforeScenario.
 	Concurrency int
+	// Expected are scenario durations of an earlier run. With Concurrency > 1 the scenarios
+	// start longest-expected first (EstimatedDuration: these, else the lease-wait weight),
+	// ties in run order, so that the few long lease waits do not start last and set the
+	// run's end; one at a time they start in run order. Status.Expected is used when nil.
+	Expected map[string]time.Duration
 	// Signals delivers interrupts (os.Interrupt, SIGTERM). The first cancels the current
 	// scenario; the second kills its children and calls Exit(130).
 	Signals <-chan os.Signal
@@ -158,14 +163,16 @@ func Execute(ctx context.Context, o Options) Result {
 			}
 		}
 	}
-	slots := make(chan struct{}, o.Concurrency)
-	var wg sync.WaitGroup
 	for i, it := range o.Items {
 		if !it.Run {
 			record(i, notRun(it, it.Reason))
-			continue
 		}
-		slots <- struct{}{} // a free worker; in order, so scenarios start in run order
+	}
+	slots := make(chan struct{}, o.Concurrency)
+	var wg sync.WaitGroup
+	for _, i := range startOrder(o) {
+		it := o.Items[i]
+		slots <- struct{}{} // a free worker; scenarios start in startOrder
 		rs.mu.Lock()
 		interrupted := rs.interrupted
 		rs.mu.Unlock()
@@ -174,7 +181,7 @@ func Execute(ctx context.Context, o Options) Result {
 			record(i, notRun(it, ReasonInterrupted))
 			continue
 		}
-		// Printed here, not in the worker, so that START lines come in run order.
+		// Printed here, not in the worker, so that START lines come in start order.
 		fmt.Fprintf(o.Progress, "START %s (%s:%d)\n", it.ID, it.Feature.Path, it.Feature.Line)
 		if st != nil {
 			st.started(it.ID)

@@ -104,3 +104,29 @@ func DurationsOf(archiveDir string) (map[string]time.Duration, error) {
 	}
 	return out, nil
 }
+
+// startOrder is the order in which the items marked to run start: run order one at a time;
+// with more than one worker, longest expected first (o.Expected, else Status.Expected, else
+// EstimatedDuration's weights), ties in run order. Records and reports keep run order
+// whatever the start order (Archive.SetOrder).
+func startOrder(o Options) []int {
+	var order []int
+	for i, it := range o.Items {
+		if it.Run {
+			order = append(order, i)
+		}
+	}
+	if o.Concurrency <= 1 {
+		return order
+	}
+	expected := o.Expected
+	if expected == nil && o.Status != nil {
+		expected = o.Status.Expected
+	}
+	weight := func(i int) time.Duration {
+		it := o.Items[i]
+		return EstimatedDuration(it.Needs, expected[it.ID])
+	}
+	sort.SliceStable(order, func(a, b int) bool { return weight(order[a]) > weight(order[b]) })
+	return order
+}
