@@ -3,6 +3,7 @@ package results
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -181,7 +182,7 @@ func describeRun(dir string, run *Run) BeforeAfterRun {
 	if run.RunnerVersion != "" {
 		env = append(env, "flowtest "+run.RunnerVersion)
 	}
-	for _, k := range sortedKeys(run.SUT.Versions) {
+	for _, k := range slices.Sorted(maps.Keys(run.SUT.Versions)) {
 		env = append(env, k+" "+run.SUT.Versions[k])
 	}
 	d.Environment = strings.Join(env, ", ")

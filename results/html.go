@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"html"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -129,10 +131,10 @@ func renderIndex(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 	}
 	row("SUT commit", commit)
 	row("SUT branch", run.SUT.Branch)
-	for _, k := range sortedKeys(run.SUT.Versions) {
+	for _, k := range slices.Sorted(maps.Keys(run.SUT.Versions)) {
 		row("Version: "+k, run.SUT.Versions[k])
 	}
-	for _, k := range sortedKeys(run.Environment) {
+	for _, k := range slices.Sorted(maps.Keys(run.Environment)) {
 		row(k, run.Environment[k])
 	}
 	p("</table>\n")

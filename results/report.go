@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -59,10 +60,10 @@ func renderReadme(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 	}
 	row("SUT commit", commit)
 	row("SUT branch", run.SUT.Branch)
-	for _, k := range sortedKeys(run.SUT.Versions) {
+	for _, k := range slices.Sorted(maps.Keys(run.SUT.Versions)) {
 		row("Version: "+k, run.SUT.Versions[k])
 	}
-	for _, k := range sortedKeys(run.Environment) {
+	for _, k := range slices.Sorted(maps.Keys(run.Environment)) {
 		row(k, run.Environment[k])
 	}
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ksqlflow/flowtest/harness/config"
 	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/redact"
 	"github.com/ksqlflow/flowtest/runner"
 	"github.com/ksqlflow/flowtest/safety"
 )
@@ -150,7 +151,7 @@ func cmdPack(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return exitFor(stderr, "archive pack", err)
 	}
-	leaks, err := results.Verify(dir, results.SecretsFromEnv(env), appIDs)
+	leaks, err := redact.Verify(dir, redact.SecretsFromEnv(env), appIDs)
 	if err != nil {
 		fmt.Fprintf(stderr, "flowtest archive pack: %v\n", err)
 		return runner.ExitRefused

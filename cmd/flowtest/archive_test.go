@@ -10,12 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/redact"
 )
 
 // smallArchive writes a finished two-scenario archive without running a suite.
 func smallArchive(t *testing.T) string {
 	t.Helper()
-	a, err := results.Create(t.TempDir(), "small", time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), results.NewRedactor(nil, nil))
+	a, err := results.Create(t.TempDir(), "small", time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), redact.New(nil, nil))
 	require.NoError(t, err)
 	order := []string{"a-01", "a-02"}
 	a.SetOrder(order)

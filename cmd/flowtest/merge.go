@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/redact"
 	"github.com/ksqlflow/flowtest/runner"
 )
 
@@ -51,8 +52,8 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "flowtest archive merge: refused: %v\n", err)
 		return runner.ExitRefused
 	}
-	secrets := results.SecretsFromEnv(env)
-	arch, err := results.Create(*out, "merged-"+label(merged.Run.TagExpression), time.Now(), results.NewRedactor(secrets, nil))
+	secrets := redact.SecretsFromEnv(env)
+	arch, err := results.Create(*out, "merged-"+label(merged.Run.TagExpression), time.Now(), redact.New(secrets, nil))
 	if err != nil {
 		fmt.Fprintf(stderr, "flowtest archive merge: --out %q: %v\n", *out, err)
 		return runner.ExitRefused
@@ -79,7 +80,7 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 		return runner.ExitFailed
 	}
 	fmt.Fprintf(stdout, "%s — merged archive %s (from %d shards)\n", results.TotalsText(merged.Run.Totals), arch.Dir(), len(in))
-	leaks, err := results.Verify(arch.Dir(), secrets, appIDs)
+	leaks, err := redact.Verify(arch.Dir(), secrets, appIDs)
 	switch {
 	case err != nil:
 		fmt.Fprintf(stdout, "archive verify: %v\n", err)

@@ -22,7 +22,8 @@ const module = "github.com/ksqlflow/flowtest"
 var rules = map[string][]string{
 	"kintoneapi":          {},
 	"safety":              {},
-	"results":             {},
+	"results":             {"results/redact"},
+	"results/redact":      {},
 	"internal/yamlerr":    {},
 	"internal/ciworkflow": {},
 	"internal/layering":   {},
@@ -46,7 +47,7 @@ var rules = map[string][]string{
 	"sandbox/flownet":     {"kintoneapi", "sandbox/defect"},
 	"sandbox/ksqlflow":    {"kintoneapi", "sandbox/defect"},
 	"cmd/flowsandbox":     {"sandbox/*"},
-	"cmd/flowtest":        {"harness/*", "internal/yamlerr", "kintoneapi", "results", "runner", "runner/*", "safety", "steps"},
+	"cmd/flowtest":        {"harness/*", "internal/yamlerr", "kintoneapi", "results", "results/*", "runner", "runner/*", "safety", "steps"},
 }
 
 type pkg struct {
