@@ -336,3 +336,14 @@ func TestConcurrentWritesAndAddSecret(t *testing.T) {
 }
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// finishedArchive writes a small real archive (two scenarios, reports, index.html).
+func finishedArchive(t *testing.T) string {
+	t.Helper()
+	a, err := Create(t.TempDir(), "p2-16", time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), testRedactor())
+	require.NoError(t, err)
+	require.NoError(t, a.WriteScenario(sampleScenario("p2-16-01", StatusPassed)))
+	require.NoError(t, a.WriteScenario(sampleScenario("p2-16-02", StatusFailed)))
+	require.NoError(t, a.Finish(&Run{Target: "sandbox", End: time.Now(), RunOrder: []string{"p2-16-01", "p2-16-02"}}))
+	return a.Dir()
+}

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/ksqlflow/flowtest/results/internal/mdtext"
 )
 
 // GateFile is the gate record of a `flowtest gate run`, beside run.json.
@@ -129,7 +131,7 @@ func (s GateScenario) detailText() string {
 	if co := s.CarriedOver; co != nil {
 		return "carried over by the " + co.Series + " rule: " + co.Justification
 	}
-	return orDash(s.Why)
+	return mdtext.OrDash(s.Why)
 }
 
 // stateText says what a carry-over rule decided, in both renderings.
@@ -306,23 +308,23 @@ func FileSHA256(path string) (string, error) {
 
 // renderGateMarkdown is the README's release-gate section.
 func renderGateMarkdown(p func(string, ...any), g *GateRecord) {
-	p("## Release gate %s: **%s**\n\n", mdInline(g.Gate), mdInline(g.Verdict))
+	p("## Release gate %s: **%s**\n\n", mdtext.Inline(g.Gate), mdtext.Inline(g.Verdict))
 	if g.Title != "" {
-		p("%s\n\n", mdInline(g.Title))
+		p("%s\n\n", mdtext.Inline(g.Title))
 	}
-	p("- Verdict: **%s** — %s\n", mdInline(g.Verdict), mdInline(g.VerdictWhy))
-	p("- Definition: `%s` (sha256 %s)\n", mdCode(g.Definition), mdInline(g.DefinitionSHA256))
-	p("- Required: `%s`\n", mdCode(g.Required))
+	p("- Verdict: **%s** — %s\n", mdtext.Inline(g.Verdict), mdtext.Inline(g.VerdictWhy))
+	p("- Definition: `%s` (sha256 %s)\n", mdtext.Code(g.Definition), mdtext.Inline(g.DefinitionSHA256))
+	p("- Required: `%s`\n", mdtext.Code(g.Required))
 	sut := g.SUT.Commit
 	if g.SUT.Given != "" && g.SUT.Given != g.SUT.Commit {
 		sut += " (given as " + g.SUT.Given + ")"
 	}
-	p("- SUT commit: %s\n", mdInline(orDash(sut)))
+	p("- SUT commit: %s\n", mdtext.Inline(mdtext.OrDash(sut)))
 	if g.SUT.Head != "" {
-		p("- **Warning**: the SUT repository's HEAD is %s, not the gate's commit\n", mdInline(g.SUT.Head))
+		p("- **Warning**: the SUT repository's HEAD is %s, not the gate's commit\n", mdtext.Inline(g.SUT.Head))
 	}
 	if g.Since != nil {
-		p("- Carried-over evidence from: `%s` (SUT commit %s, target %s)\n", mdCode(g.Since.Archive), mdInline(orDash(g.Since.Commit)), mdInline(orDash(g.Since.Target)))
+		p("- Carried-over evidence from: `%s` (SUT commit %s, target %s)\n", mdtext.Code(g.Since.Archive), mdtext.Inline(mdtext.OrDash(g.Since.Commit)), mdtext.Inline(mdtext.OrDash(g.Since.Target)))
 	} else {
 		p("- Carried-over evidence from: none (no --since-archive): every carry-over series runs\n")
 	}
@@ -337,21 +339,21 @@ func renderGateMarkdown(p func(string, ...any), g *GateRecord) {
 			ev = "`" + s.File + "`"
 		}
 		if co := s.CarriedOver; co != nil {
-			ev = fmt.Sprintf("`%s/%s` sha256 %s (commit %s)", mdCode(co.Archive), mdCode(co.Record), co.SHA256, orDash(co.Commit))
+			ev = fmt.Sprintf("`%s/%s` sha256 %s (commit %s)", mdtext.Code(co.Archive), mdtext.Code(co.Record), co.SHA256, mdtext.OrDash(co.Commit))
 		}
 		st := statusWord(s.Status)
 		if s.Status != StatusPassed && s.Status != StatusCarriedOver {
 			st = "**" + st + "**"
 		}
-		p("| %s | %s | %s | %s | %s |\n", mdCell(s.ID), req, st, mdCell(ev), mdCell(detail))
+		p("| %s | %s | %s | %s | %s |\n", mdtext.Cell(s.ID), req, st, mdtext.Cell(ev), mdtext.Cell(detail))
 	}
 	if len(g.CarryOver) > 0 {
 		p("\n### Carry-over rules\n\n")
 		for _, r := range g.CarryOver {
 			state := r.stateText()
-			p("- **%s** (%s) — %s. Paths: %s. %s\n", mdInline(r.Series), state, mdInline(r.Why), mdInline(strings.Join(r.Paths, ", ")), mdInline(r.Justification))
+			p("- **%s** (%s) — %s. Paths: %s. %s\n", mdtext.Inline(r.Series), state, mdtext.Inline(r.Why), mdtext.Inline(strings.Join(r.Paths, ", ")), mdtext.Inline(r.Justification))
 			for _, d := range r.Diffs {
-				p("\n  `%s`\n\n", mdCode(d.Command))
+				p("\n  `%s`\n\n", mdtext.Code(d.Command))
 				stat := d.Stat
 				if strings.TrimSpace(stat) == "" {
 					stat = "(no changes)"

@@ -72,8 +72,8 @@ func goldenArchive(t *testing.T, gate bool) string {
 		Scenarios:   sums, End: start.Add(42 * time.Second), ExitCode: &exit,
 		Command: []string{"flowtest", "run", "--tags", "@p2-16 or @p2-11", "--api-token", testToken},
 		Evidence: []EvidenceRow{
-			{Criterion: "acc-2 | claims", Environment: "sandbox", Result: EvidenceFail, Limits: "emulated latency\nonly", Scenarios: []string{"p2-16-01", "p2-16-02"}},
-			{Criterion: "acc-3", Environment: "sandbox", Result: EvidenceNotRun},
+			{Criterion: "acc-2 | claims", Environment: "sandbox", Result: "fail", Limits: "emulated latency\nonly", Scenarios: []string{"p2-16-01", "p2-16-02"}},
+			{Criterion: "acc-3", Environment: "sandbox", Result: "not run"},
 		},
 	}
 	require.NoError(t, a.Finish(run))

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/ksqlflow/flowtest/results/internal/mdtext"
 )
 
 // IndexFile is the acceptance record as one self-contained HTML page: no script, no external
@@ -103,10 +105,10 @@ func renderIndex(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 		// A failure says what failed right in the table: its first failing assertion.
 		why := ""
 		if rec := recs[s.ID]; rec != nil && s.Status == StatusFailed {
-			why = fmt.Sprintf("<div class=\"fail1\">%s</div>", e(firstObservation(rec)))
+			why = fmt.Sprintf("<div class=\"fail1\">%s</div>", e(rec.FirstObservation()))
 		}
 		p("<tr><td>%d</td><td><a href=\"#s-%s\">%s</a><div class=\"lim\">%s</div></td><td>%s</td><td>%s%s</td><td>%s</td><td><code>%s</code></td></tr>\n",
-			n, e(anchor(s.ID)), e(s.ID), e(s.Name), e(acceptance(s.Tags)), badge(s.Status), why, e(fmtDur(time.Duration(s.DurationMS)*time.Millisecond)), e(orDash(s.File)))
+			n, e(anchor(s.ID)), e(s.ID), e(s.Name), e(Acceptance(s.Tags)), badge(s.Status), why, e(fmtDur(time.Duration(s.DurationMS)*time.Millisecond)), e(mdtext.OrDash(s.File)))
 	}
 	if n == 0 {
 		p("<tr><td colspan=\"6\">No scenario ran.</td></tr>\n")
@@ -123,7 +125,7 @@ func renderIndex(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 	row("Profile", run.Profile)
 	row("OS", run.OS)
 	row("Runner version", run.RunnerVersion)
-	row("Tag expression", orDash(run.TagExpression))
+	row("Tag expression", mdtext.OrDash(run.TagExpression))
 	row("Command", strings.Join(run.Command, " "))
 	commit := run.SUT.Commit
 	if commit == "" {
@@ -150,13 +152,13 @@ func renderIndex(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 		ran++
 		p("<h3 id=\"s-%s\">%s %s</h3>\n", e(anchor(s.ID)), e(s.ID), badge(s.Status))
 		if s.Status == StatusFailed {
-			p("<p class=\"fail1\"><b>First failure</b>: %s</p>\n", e(firstObservation(s)))
+			p("<p class=\"fail1\"><b>First failure</b>: %s</p>\n", e(s.FirstObservation()))
 		}
 		where := s.FeatureFile
 		if where != "" && s.Line > 0 {
 			where += fmt.Sprintf(":%d", s.Line)
 		}
-		p("<p class=\"muted\">%s · <code>%s</code> · %s</p>\n", e(orDash(s.Name)), e(orDash(where)), e(fmtDur(time.Duration(s.DurationMS)*time.Millisecond)))
+		p("<p class=\"muted\">%s · <code>%s</code> · %s</p>\n", e(mdtext.OrDash(s.Name)), e(mdtext.OrDash(where)), e(fmtDur(time.Duration(s.DurationMS)*time.Millisecond)))
 		if s.Reason != "" && s.Status != StatusPassed {
 			p("<p><b>%s</b>: %s</p>\n", e(s.Status), e(s.Reason))
 		}
@@ -175,7 +177,7 @@ func renderIndex(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 			p("</table>\n")
 		}
 		if !s.Cleanup.OK {
-			p("<p><b>cleanup failed</b>: %s</p>\n", e(orDash(s.Cleanup.Error)))
+			p("<p><b>cleanup failed</b>: %s</p>\n", e(mdtext.OrDash(s.Cleanup.Error)))
 		}
 	}
 	if ran == 0 {
@@ -188,7 +190,7 @@ func renderIndex(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 	} else {
 		p("<table>\n<tr><th>Scenario</th><th>Why</th><th>Detail</th></tr>\n")
 		for _, s := range notRun {
-			p("<tr><td>%s</td><td>%s</td><td>%s</td></tr>\n", e(s.ID), e(notRunText(s.NotRunCategory)), e(orDash(s.Reason)))
+			p("<tr><td>%s</td><td>%s</td><td>%s</td></tr>\n", e(s.ID), e(notRunText(s.NotRunCategory)), e(mdtext.OrDash(s.Reason)))
 		}
 		p("</table>\n")
 	}
@@ -206,13 +208,13 @@ func renderGateHTML(p func(string, ...any), g *GateRecord) {
 	p("<tr><th>Verdict</th><td>%s %s</td></tr>\n", badge(g.Verdict), e(g.VerdictWhy))
 	p("<tr><th>Definition</th><td><code>%s</code> (sha256 <code>%s</code>)</td></tr>\n", e(g.Definition), e(g.DefinitionSHA256))
 	p("<tr><th>Required</th><td><code>%s</code></td></tr>\n", e(g.Required))
-	p("<tr><th>SUT commit</th><td><code>%s</code>", e(orDash(g.SUT.Commit)))
+	p("<tr><th>SUT commit</th><td><code>%s</code>", e(mdtext.OrDash(g.SUT.Commit)))
 	if g.SUT.Head != "" {
 		p(" — <b>warning</b>: the SUT repository's HEAD is <code>%s</code>", e(g.SUT.Head))
 	}
 	p("</td></tr>\n")
 	if g.Since != nil {
-		p("<tr><th>Carried-over evidence from</th><td><code>%s</code> (SUT commit <code>%s</code>, target %s)</td></tr>\n", e(g.Since.Archive), e(orDash(g.Since.Commit)), e(orDash(g.Since.Target)))
+		p("<tr><th>Carried-over evidence from</th><td><code>%s</code> (SUT commit <code>%s</code>, target %s)</td></tr>\n", e(g.Since.Archive), e(mdtext.OrDash(g.Since.Commit)), e(mdtext.OrDash(g.Since.Target)))
 	} else {
 		p("<tr><th>Carried-over evidence from</th><td>none (no --since-archive): every carry-over series runs</td></tr>\n")
 	}
@@ -227,7 +229,7 @@ func renderGateHTML(p func(string, ...any), g *GateRecord) {
 			ev = s.File
 		}
 		if co := s.CarriedOver; co != nil {
-			ev = fmt.Sprintf("%s/%s sha256 %s (commit %s)", co.Archive, co.Record, co.SHA256, orDash(co.Commit))
+			ev = fmt.Sprintf("%s/%s sha256 %s (commit %s)", co.Archive, co.Record, co.SHA256, mdtext.OrDash(co.Commit))
 		}
 		id := e(s.ID)
 		if s.File != "" && s.Status != StatusNotRun {
@@ -360,7 +362,7 @@ func timelineSVG(s *Scenario) string {
 			col = colInterrupted
 		}
 		l.marks = append(l.marks, mark{from: pr.Start, to: to, colour: col, text: end, kind: "tl-process",
-			title: fmt.Sprintf("process %s: %s, %s — %s; source: the harness (start, exit)", pr.Name, strings.Join(pr.Argv, " "), orDash(end), spanText(pr.Start, to))})
+			title: fmt.Sprintf("process %s: %s, %s — %s; source: the harness (start, exit)", pr.Name, strings.Join(pr.Argv, " "), mdtext.OrDash(end), spanText(pr.Start, to))})
 		if end != "" {
 			l.label += " — " + end
 		}
@@ -467,7 +469,7 @@ func timelineSVG(s *Scenario) string {
 		for _, ba := range byBarrier[id] {
 			grow(ba.At)
 			m := mark{from: ba.At, to: ba.At, colour: colBarrier, diamond: true, kind: "tl-barrier",
-				title: fmt.Sprintf("barrier %s (%s) held %s %s, status %d", orDash(ba.Name), ba.Phase, ba.Method, ba.Path, ba.Status)}
+				title: fmt.Sprintf("barrier %s (%s) held %s %s, status %d", mdtext.OrDash(ba.Name), ba.Phase, ba.Method, ba.Path, ba.Status)}
 			if ba.Process != "" {
 				m.title += ", in the fault proxy of " + ba.Process
 			}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ksqlflow/flowtest/results/internal/mdtext"
 )
 
 // renderReadme writes the acceptance record a person reads. run and scen are already redacted;
@@ -20,12 +22,12 @@ func renderReadme(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 	if title == "" {
 		title = "all"
 	}
-	p("# Acceptance record: %s\n\n", mdInline(title))
+	p("# Acceptance record: %s\n\n", mdtext.Inline(title))
 	p("- Date: %s to %s (%s)\n", fmtTime(run.Start), fmtTime(run.End), fmtDur(run.End.Sub(run.Start)))
-	p("- State: **%s**\n", mdInline(run.State))
+	p("- State: **%s**\n", mdtext.Inline(run.State))
 	p("- Result: %s\n", TotalsText(run.Totals))
 	if gate != nil {
-		p("- Release gate %s: **%s**\n", mdInline(gate.Gate), mdInline(gate.Verdict))
+		p("- Release gate %s: **%s**\n", mdtext.Inline(gate.Gate), mdtext.Inline(gate.Verdict))
 	}
 	files := "`run.json` (schema_version %d), `scenarios/<id>.json`, `cucumber.json`, `junit.xml`, `index.html`"
 	if gate != nil {
@@ -39,14 +41,14 @@ func renderReadme(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 	p("## Environment\n\n| | |\n| --- | --- |\n")
 	row := func(k, v string) {
 		if v != "" {
-			p("| %s | %s |\n", mdCell(k), mdCell(v))
+			p("| %s | %s |\n", mdtext.Cell(k), mdtext.Cell(v))
 		}
 	}
 	row("Target", run.Target)
 	row("Profile", run.Profile)
 	row("OS", run.OS)
 	row("Runner version", run.RunnerVersion)
-	row("Tag expression", orDash(run.TagExpression))
+	row("Tag expression", mdtext.OrDash(run.TagExpression))
 	commit := run.SUT.Commit
 	if commit == "" {
 		commit = "unknown (not given with --sut-commit, not detected)"
@@ -72,7 +74,7 @@ func renderReadme(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 		p("(none recorded)\n")
 	}
 	for i, id := range run.RunOrder {
-		p("%d. %s\n", i+1, mdInline(id))
+		p("%d. %s\n", i+1, mdtext.Inline(id))
 	}
 
 	p("\n## Results\n\n| Scenario | Acceptance | Result | Duration | Evidence |\n| --- | --- | --- | --- | --- |\n")
@@ -92,7 +94,7 @@ func renderReadme(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 		if s.File != "" {
 			file = "`" + s.File + "`"
 		}
-		p("| %s | %s | %s | %s | %s |\n", mdCell(s.ID), mdCell(acceptance(s.Tags)), result, fmtDur(time.Duration(s.DurationMS)*time.Millisecond), file)
+		p("| %s | %s | %s | %s | %s |\n", mdtext.Cell(s.ID), mdtext.Cell(Acceptance(s.Tags)), result, fmtDur(time.Duration(s.DurationMS)*time.Millisecond), file)
 	}
 
 	for _, group := range []struct {
@@ -114,26 +116,26 @@ func renderReadme(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 		p("\n## %s\n\n", group.heading)
 		for _, s := range list {
 			if s.Status == StatusFailed {
-				p("### %s\n\n", mdInline(s.ID))
+				p("### %s\n\n", mdtext.Inline(s.ID))
 			} else {
-				p("### %s (%s)\n\n", mdInline(s.ID), s.Status)
+				p("### %s (%s)\n\n", mdtext.Inline(s.ID), s.Status)
 			}
 			if s.Reason != "" {
-				p("%s\n\n", mdInline(s.Reason))
+				p("%s\n\n", mdtext.Inline(s.Reason))
 			}
 			for _, st := range s.Steps {
 				if st.Status == "failed" || st.Status == "undefined" || st.Status == "pending" {
 					kw, name := stepParts(st)
-					p("- step %s: `%s%s`: %s\n", st.Status, mdCode(kw), mdCode(name), mdInline(orDash(st.Error)))
+					p("- step %s: `%s%s`: %s\n", st.Status, mdtext.Code(kw), mdtext.Code(name), mdtext.Inline(mdtext.OrDash(st.Error)))
 				}
 			}
 			for _, a := range s.Assertions {
 				if !a.OK {
-					p("- %s: expected %s, saw %s\n", mdInline(a.What), mdInline(a.Expected), mdInline(a.Seen))
+					p("- %s: expected %s, saw %s\n", mdtext.Inline(a.What), mdtext.Inline(a.Expected), mdtext.Inline(a.Seen))
 				}
 			}
 			if !s.Cleanup.OK {
-				p("- cleanup failed: %s\n", mdInline(orDash(s.Cleanup.Error)))
+				p("- cleanup failed: %s\n", mdtext.Inline(mdtext.OrDash(s.Cleanup.Error)))
 			}
 			p("\n")
 		}
@@ -145,7 +147,7 @@ func renderReadme(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 	} else {
 		p("| Scenario | Why | Detail |\n| --- | --- | --- |\n")
 		for _, s := range notRun {
-			p("| %s | %s | %s |\n", mdCell(s.ID), mdCell(notRunText(s.NotRunCategory)), mdCell(orDash(s.Reason)))
+			p("| %s | %s | %s |\n", mdtext.Cell(s.ID), mdtext.Cell(notRunText(s.NotRunCategory)), mdtext.Cell(mdtext.OrDash(s.Reason)))
 		}
 	}
 
@@ -155,7 +157,7 @@ func renderReadme(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 	} else {
 		p("| Criterion | Environment | Result | Limits | Scenarios |\n| --- | --- | --- | --- | --- |\n")
 		for _, e := range run.Evidence {
-			p("| %s | %s | %s | %s | %s |\n", mdCell(e.Criterion), mdCell(e.Environment), mdCell(e.Result), mdCell(orDash(e.Limits)), mdCell(strings.Join(e.Scenarios, ", ")))
+			p("| %s | %s | %s | %s | %s |\n", mdtext.Cell(e.Criterion), mdtext.Cell(e.Environment), mdtext.Cell(e.Result), mdtext.Cell(mdtext.OrDash(e.Limits)), mdtext.Cell(strings.Join(e.Scenarios, ", ")))
 		}
 	}
 	return b.Bytes()
@@ -188,36 +190,6 @@ func notRunText(cat string) string {
 		return "not run"
 	}
 	return cat
-}
-
-// acceptance lists the acceptance numbers from @acc-N tags.
-func acceptance(tags []string) string {
-	var acc []string
-	for _, t := range tags {
-		t = strings.TrimPrefix(t, "@")
-		if strings.HasPrefix(t, "acc-") {
-			acc = append(acc, strings.TrimPrefix(t, "acc-"))
-		}
-	}
-	return orDash(strings.Join(acc, ", "))
-}
-
-func mdCell(s string) string {
-	s = strings.ReplaceAll(s, "|", `\|`)
-	s = strings.ReplaceAll(s, "\r\n", "<br>")
-	return strings.ReplaceAll(s, "\n", "<br>")
-}
-
-func mdInline(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", " "), "\n", " ")
-}
-func mdCode(s string) string { return strings.ReplaceAll(mdInline(s), "`", "'") }
-
-func orDash(s string) string {
-	if s == "" {
-		return "—"
-	}
-	return s
 }
 
 func fmtTime(t time.Time) string {
@@ -344,7 +316,7 @@ func renderCucumber(scen []*Scenario) ([]byte, error) {
 			if !s.Cleanup.OK {
 				msg = strings.TrimSpace("cleanup failed: " + s.Cleanup.Error + " " + msg)
 			}
-			cs.Steps = append(cs.Steps, cukeStep{Keyword: "After ", Name: "hook", Result: cukeResult{Status: "failed", Error: orDash(msg)}})
+			cs.Steps = append(cs.Steps, cukeStep{Keyword: "After ", Name: "hook", Result: cukeResult{Status: "failed", Error: mdtext.OrDash(msg)}})
 		}
 		f.Elements = append(f.Elements, cs)
 	}
@@ -450,7 +422,7 @@ func renderJUnit(run *Run, scen []*Scenario) ([]byte, error) {
 		}
 		switch s.Status {
 		case StatusFailed:
-			c.Failure = &junitMessage{Message: orDash(firstLine(failureMessage(s))), Type: "failed", Text: failureMessage(s)}
+			c.Failure = &junitMessage{Message: mdtext.OrDash(firstLine(failureMessage(s))), Type: "failed", Text: failureMessage(s)}
 			su.Failures++
 		case StatusBlocked, StatusInterrupted:
 			// Not a failure of the SUT, not a pass either: a JUnit error of its own type.
@@ -461,7 +433,7 @@ func renderJUnit(run *Run, scen []*Scenario) ([]byte, error) {
 			c.Error = &junitMessage{Message: msg, Type: s.Status, Text: s.Reason}
 			su.Errors++
 		case StatusNotRun:
-			c.Skipped = &junitMessage{Message: orDash(s.Reason)}
+			c.Skipped = &junitMessage{Message: mdtext.OrDash(s.Reason)}
 			su.Skipped++
 		}
 		su.Tests++

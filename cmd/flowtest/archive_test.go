@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/pack"
 	"github.com/ksqlflow/flowtest/results/redact"
 )
 
@@ -31,7 +32,7 @@ func smallArchive(t *testing.T) string {
 
 func TestArchivePackRefusesToReplaceAPack(t *testing.T) {
 	dir := smallArchive(t)
-	pack := dir + results.PackExt
+	pack := dir + pack.PackExt
 	first := flowtest(t, nil, "archive", "pack", dir)
 	require.Equal(t, 0, first.code, first.stdout+first.stderr)
 	before, err := os.ReadFile(pack)
@@ -71,5 +72,5 @@ func TestArchiveVerifyAndPackRefuseABrokenArchive(t *testing.T) {
 	p := flowtest(t, nil, "archive", "pack", dir)
 	assert.Equal(t, 1, p.code, p.stdout+p.stderr)
 	assert.Contains(t, p.stdout, "integrity: scenarios/a-02.json")
-	assert.NoFileExists(t, dir+results.PackExt)
+	assert.NoFileExists(t, dir+pack.PackExt)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/merge"
 	"github.com/ksqlflow/flowtest/results/redact"
 	"github.com/ksqlflow/flowtest/runner"
 )
@@ -38,16 +39,16 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return exitFor(stderr, "archive merge", err)
 	}
-	var in []results.MergeInput
+	var in []merge.MergeInput
 	for _, dir := range fset.Args() {
 		scen, run, err := results.ReadArchive(dir)
 		if err != nil {
 			fmt.Fprintf(stderr, "flowtest archive merge: %v\n", err)
 			return runner.ExitRefused
 		}
-		in = append(in, results.MergeInput{Dir: dir, Run: run, Scenarios: scen})
+		in = append(in, merge.MergeInput{Dir: dir, Run: run, Scenarios: scen})
 	}
-	merged, err := results.Merge(in)
+	merged, err := merge.Merge(in)
 	if err != nil {
 		fmt.Fprintf(stderr, "flowtest archive merge: refused: %v\n", err)
 		return runner.ExitRefused
