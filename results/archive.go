@@ -258,10 +258,11 @@ func (a *Archive) Finish(run *Run) error {
 	if err := a.write("run.json", data); err != nil {
 		errs = append(errs, err)
 	}
-	if err := a.write("README.md", renderReadme(r, scen, gate)); err != nil {
+	view := newRunView(r, scen, gate)
+	if err := a.write("README.md", renderReadme(view)); err != nil {
 		errs = append(errs, err)
 	}
-	if err := a.write(IndexFile, renderIndex(r, scen, gate)); err != nil {
+	if err := a.write(IndexFile, renderIndex(view)); err != nil {
 		errs = append(errs, err)
 	}
 	if cj, err := renderCucumber(scen); err != nil {

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"html"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -60,20 +58,17 @@ svg{display:block;margin:6px 0 2px;max-width:100%;height:auto}svg text{font-fami
 .legend span{display:inline-block;margin-right:12px;font-size:12px}.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-2px;border-radius:2px}
 `
 
-// renderIndex renders index.html. run and scen are redacted already; the page goes through
-// the archive writer once more.
-func renderIndex(run *Run, scen []*Scenario, gate *GateRecord) []byte {
+// renderIndex renders index.html from the run's view; the page goes through the archive
+// writer once more.
+func renderIndex(v *runView) []byte {
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	e := html.EscapeString
-	title := run.Label
-	if title == "" {
-		title = "all"
-	}
+	run, gate, title := v.run, v.gate, v.title
 	p("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
 	p("<title>Acceptance record: %s</title>\n<style>%s</style>\n</head>\n<body>\n", e(title), indexStyle)
 	p("<h1>Acceptance record: %s</h1>\n", e(title))
-	p("<p class=\"muted\">%s to %s (%s) · state <b>%s</b> · %s</p>\n", e(fmtTime(run.Start)), e(fmtTime(run.End)), e(fmtDur(run.End.Sub(run.Start))), e(run.State), e(TotalsText(run.Totals)))
+	p("<p class=\"muted\">%s to %s (%s) · state <b>%s</b> · %s</p>\n", e(fmtTime(run.Start)), e(fmtTime(run.End)), e(fmtDur(v.duration)), e(run.State), e(v.totals))
 	if gate != nil {
 		p("<div class=\"verdict\" style=\"background:%s\"><b>Release gate %s: %s</b>%s</div>\n", statusColour(gate.Verdict), e(gate.Gate), e(gate.Verdict), e(gate.VerdictWhy))
 	}
@@ -84,25 +79,19 @@ func renderIndex(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 	p("; all redacted. Times are UTC unless shown otherwise.</p>\n")
 
 	if gate != nil {
-		renderGateHTML(p, gate)
+		renderGateHTML(p, v)
 	}
 
 	p("<h2 id=\"results\">Results</h2>\n<table>\n<tr><th>#</th><th>Scenario</th><th>Acceptance</th><th>Result</th><th>Duration</th><th>Record</th></tr>\n")
-	var notRun []ScenarioSummary
-	recs := map[string]*Scenario{}
-	for _, s := range scen {
-		recs[s.ID] = s
-	}
 	n := 0
 	for _, s := range run.Scenarios {
 		if s.Status == StatusNotRun {
-			notRun = append(notRun, s)
-			continue
+			continue // listed under Not run
 		}
 		n++
 		// A failure says what failed right in the table: its first failing assertion.
 		why := ""
-		if rec := recs[s.ID]; rec != nil && s.Status == StatusFailed {
+		if rec := v.records[s.ID]; rec != nil && s.Status == StatusFailed {
 			why = fmt.Sprintf("<div class=\"fail1\">%s</div>", e(rec.FirstObservation()))
 		}
 		p("<tr><td>%d</td><td><a href=\"#s-%s\">%s</a><div class=\"lim\">%s</div></td><td>%s</td><td>%s%s</td><td>%s</td><td><code>%s</code></td></tr>\n",
@@ -114,28 +103,8 @@ func renderIndex(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 	p("</table>\n")
 
 	p("<h2 id=\"environment\">Environment</h2>\n<table>\n")
-	row := func(k, v string) {
-		if v != "" {
-			p("<tr><th>%s</th><td>%s</td></tr>\n", e(k), e(v))
-		}
-	}
-	row("Target", run.Target)
-	row("Profile", run.Profile)
-	row("OS", run.OS)
-	row("Runner version", run.RunnerVersion)
-	row("Tag expression", mdtext.OrDash(run.TagExpression))
-	row("Command", strings.Join(run.Command, " "))
-	commit := run.SUT.Commit
-	if commit == "" {
-		commit = "unknown (not given with --sut-commit, not detected)"
-	}
-	row("SUT commit", commit)
-	row("SUT branch", run.SUT.Branch)
-	for _, k := range slices.Sorted(maps.Keys(run.SUT.Versions)) {
-		row("Version: "+k, run.SUT.Versions[k])
-	}
-	for _, k := range slices.Sorted(maps.Keys(run.Environment)) {
-		row(k, run.Environment[k])
+	for _, r := range v.environment(true, false) {
+		p("<tr><th>%s</th><td>%s</td></tr>\n", e(r.key), e(r.value))
 	}
 	p("</table>\n")
 
@@ -143,7 +112,7 @@ func renderIndex(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 	p("<p class=\"legend\"><span><i style=\"background:%s\"></i>step passed / wait reached</span><span><i style=\"background:%s\"></i>failed / timed out</span><span><i style=\"background:%s\"></i>blocked</span><span><i style=\"background:%s\"></i>interrupted / gave up</span><span><i style=\"background:%s\"></i>process</span><span><i style=\"background:%s\"></i>wait</span><span><i style=\"background:%s\"></i>node attempt (kintone keeps minutes: a dashed bar is the span it lies in)</span><span><i style=\"background:%s\"></i>barrier hold</span></p>\n",
 		colPassed, colFailed, colBlocked, colInterrupted, colProcess, colWait, colAttempt, colBarrier)
 	ran := 0
-	for _, s := range scen {
+	for _, s := range v.scen {
 		if s.Status == StatusNotRun {
 			continue
 		}
@@ -161,13 +130,7 @@ func renderIndex(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 			p("<p><b>%s</b>: %s</p>\n", e(s.Status), e(s.Reason))
 		}
 		b.WriteString(timelineSVG(s))
-		var bad []Assertion
-		for _, a := range s.Assertions {
-			if !a.OK {
-				bad = append(bad, a)
-			}
-		}
-		if len(bad) > 0 {
+		if bad := failedAssertions(s); len(bad) > 0 {
 			p("<table><tr><th>Failed assertion</th><th>Expected</th><th>Seen</th></tr>\n")
 			for _, a := range bad {
 				p("<tr><td>%s</td><td>%s</td><td>%s</td></tr>\n", e(a.What), e(a.Expected), e(a.Seen))
@@ -183,11 +146,11 @@ func renderIndex(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 	}
 
 	p("<h2 id=\"not-run\">Not run</h2>\n")
-	if len(notRun) == 0 {
+	if len(v.notRun) == 0 {
 		p("<p>Every selected scenario ran.</p>\n")
 	} else {
 		p("<table>\n<tr><th>Scenario</th><th>Why</th><th>Detail</th></tr>\n")
-		for _, s := range notRun {
+		for _, s := range v.notRun {
 			p("<tr><td>%s</td><td>%s</td><td>%s</td></tr>\n", e(s.ID), e(notRunText(s.NotRunCategory)), e(mdtext.OrDash(s.Reason)))
 		}
 		p("</table>\n")
@@ -196,8 +159,9 @@ func renderIndex(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 	return b.Bytes()
 }
 
-func renderGateHTML(p func(string, ...any), g *GateRecord) {
+func renderGateHTML(p func(string, ...any), v *runView) {
 	e := html.EscapeString
+	g := v.gate
 	p("<h2 id=\"gate\">Release gate %s</h2>\n", e(g.Gate))
 	if g.Title != "" {
 		p("<p>%s</p>\n", e(g.Title))
@@ -216,35 +180,28 @@ func renderGateHTML(p func(string, ...any), g *GateRecord) {
 	} else {
 		p("<tr><th>Carried-over evidence from</th><td>none (no --since-archive): every carry-over series runs</td></tr>\n")
 	}
-	c := g.Counts
-	p("<tr><th>Scenarios</th><td>%d — %d passed, %d carried over, %d failed, %d blocked, %d interrupted, %d not run</td></tr>\n</table>\n",
-		c.Total, c.Passed, c.CarriedOver, c.Failed, c.Blocked, c.Interrupted, c.NotRun)
+	p("<tr><th>Scenarios</th><td>%s</td></tr>\n</table>\n", e(g.Counts.countsText()))
 	p("<table>\n<tr><th>Scenario</th><th>Required</th><th>Status</th><th>Evidence</th><th>Detail</th></tr>\n")
-	for _, s := range g.Scenarios {
-		req, detail := s.requiredText(), s.detailText()
+	for _, r := range v.gateRows() {
 		ev := "—"
-		if s.File != "" {
-			ev = s.File
+		if r.file != "" {
+			ev = r.file
 		}
-		if co := s.CarriedOver; co != nil {
+		if co := r.carried; co != nil {
 			ev = fmt.Sprintf("%s/%s sha256 %s (commit %s)", co.Archive, co.Record, co.SHA256, mdtext.OrDash(co.Commit))
 		}
-		id := e(s.ID)
-		if s.File != "" && s.Status != StatusNotRun {
-			id = fmt.Sprintf("<a href=\"#s-%s\">%s</a>", e(anchor(s.ID)), id)
+		id := e(r.id)
+		if r.linked {
+			id = fmt.Sprintf("<a href=\"#s-%s\">%s</a>", e(anchor(r.id)), id)
 		}
-		p("<tr><td>%s</td><td>%s</td><td>%s</td><td><code>%s</code></td><td>%s</td></tr>\n", id, req, badge(s.Status), e(ev), e(detail))
+		p("<tr><td>%s</td><td>%s</td><td>%s</td><td><code>%s</code></td><td>%s</td></tr>\n", id, r.required, badge(r.status), e(ev), e(r.detail))
 	}
 	p("</table>\n")
 	for _, r := range g.CarryOver {
 		state := r.stateText()
 		p("<h3>Carry-over rule %s — %s</h3>\n<p>%s</p>\n<p class=\"muted\">Paths: <code>%s</code>. %s</p>\n", e(r.Series), e(state), e(r.Why), e(strings.Join(r.Paths, ", ")), e(r.Justification))
 		for _, d := range r.Diffs {
-			stat := d.Stat
-			if strings.TrimSpace(stat) == "" {
-				stat = "(no changes)"
-			}
-			p("<p><code>%s</code></p>\n<pre>%s</pre>\n", e(d.Command), e(strings.TrimRight(stat, "\n")))
+			p("<p><code>%s</code></p>\n<pre>%s</pre>\n", e(d.Command), e(strings.TrimRight(d.statText(), "\n")))
 		}
 	}
 }

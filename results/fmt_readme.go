@@ -3,7 +3,6 @@ package results
 import (
 	"bytes"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -11,19 +10,16 @@ import (
 	"github.com/ksqlflow/flowtest/results/internal/mdtext"
 )
 
-// renderReadme writes the acceptance record a person reads. run and scen are already redacted;
+// renderReadme writes README.md, the acceptance record a person reads, from the run's view;
 // the bytes go through the archive writer once more.
-func renderReadme(run *Run, scen []*Scenario, gate *GateRecord) []byte {
+func renderReadme(v *runView) []byte {
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	title := run.Label
-	if title == "" {
-		title = "all"
-	}
-	p("# Acceptance record: %s\n\n", mdtext.Inline(title))
-	p("- Date: %s to %s (%s)\n", fmtTime(run.Start), fmtTime(run.End), fmtDur(run.End.Sub(run.Start)))
+	run, gate := v.run, v.gate
+	p("# Acceptance record: %s\n\n", mdtext.Inline(v.title))
+	p("- Date: %s to %s (%s)\n", fmtTime(run.Start), fmtTime(run.End), fmtDur(v.duration))
 	p("- State: **%s**\n", mdtext.Inline(run.State))
-	p("- Result: %s\n", TotalsText(run.Totals))
+	p("- Result: %s\n", v.totals)
 	if gate != nil {
 		p("- Release gate %s: **%s**\n", mdtext.Inline(gate.Gate), mdtext.Inline(gate.Verdict))
 	}
@@ -33,38 +29,12 @@ func renderReadme(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 	}
 	p("- Files: "+files+"; all redacted\n\n", run.SchemaVersion)
 	if gate != nil {
-		renderGateMarkdown(p, gate)
+		renderGateMarkdown(p, v)
 	}
 
 	p("## Environment\n\n| | |\n| --- | --- |\n")
-	row := func(k, v string) {
-		if v != "" {
-			p("| %s | %s |\n", mdtext.Cell(k), mdtext.Cell(v))
-		}
-	}
-	row("Target", run.Target)
-	row("Profile", run.Profile)
-	row("OS", run.OS)
-	row("Runner version", run.RunnerVersion)
-	row("Tag expression", mdtext.OrDash(run.TagExpression))
-	commit := run.SUT.Commit
-	if commit == "" {
-		commit = "unknown (not given with --sut-commit, not detected)"
-	} else {
-		if run.SUT.CommitSource != "" {
-			commit += " (" + run.SUT.CommitSource + ")"
-		}
-		if run.SUT.Dirty {
-			commit += ", uncommitted changes"
-		}
-	}
-	row("SUT commit", commit)
-	row("SUT branch", run.SUT.Branch)
-	for _, k := range slices.Sorted(maps.Keys(run.SUT.Versions)) {
-		row("Version: "+k, run.SUT.Versions[k])
-	}
-	for _, k := range slices.Sorted(maps.Keys(run.Environment)) {
-		row(k, run.Environment[k])
+	for _, r := range v.environment(false, true) {
+		p("| %s | %s |\n", mdtext.Cell(r.key), mdtext.Cell(r.value))
 	}
 
 	p("\n## Run order\n\n")
@@ -76,13 +46,9 @@ func renderReadme(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 	}
 
 	p("\n## Results\n\n| Scenario | Acceptance | Result | Duration | Evidence |\n| --- | --- | --- | --- | --- |\n")
-	var notRun []ScenarioSummary
 	for _, s := range run.Scenarios {
-		if s.Status == StatusNotRun {
-			notRun = append(notRun, s)
-			if s.NotRunCategory == NotRunTag {
-				continue // filtered scenarios are listed below, not as results
-			}
+		if s.Status == StatusNotRun && s.NotRunCategory == NotRunTag {
+			continue // filtered scenarios are listed below, not as results
 		}
 		result := s.Status
 		if s.Status == StatusFailed || s.Status == StatusBlocked || s.Status == StatusInterrupted {
@@ -103,7 +69,7 @@ func renderReadme(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 		{"Blocked and interrupted (not failures of the SUT, not passes either)", []string{StatusBlocked, StatusInterrupted}},
 	} {
 		var list []*Scenario
-		for _, s := range scen {
+		for _, s := range v.scen {
 			if slices.Contains(group.statuses, s.Status) {
 				list = append(list, s)
 			}
@@ -127,10 +93,8 @@ func renderReadme(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 					p("- step %s: `%s%s`: %s\n", st.Status, mdtext.Code(kw), mdtext.Code(name), mdtext.Inline(mdtext.OrDash(st.Error)))
 				}
 			}
-			for _, a := range s.Assertions {
-				if !a.OK {
-					p("- %s: expected %s, saw %s\n", mdtext.Inline(a.What), mdtext.Inline(a.Expected), mdtext.Inline(a.Seen))
-				}
+			for _, a := range failedAssertions(s) {
+				p("- %s: expected %s, saw %s\n", mdtext.Inline(a.What), mdtext.Inline(a.Expected), mdtext.Inline(a.Seen))
 			}
 			if !s.Cleanup.OK {
 				p("- cleanup failed: %s\n", mdtext.Inline(mdtext.OrDash(s.Cleanup.Error)))
@@ -140,11 +104,11 @@ func renderReadme(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 	}
 
 	p("\n## Not run\n\n")
-	if len(notRun) == 0 {
+	if len(v.notRun) == 0 {
 		p("Every selected scenario ran.\n")
 	} else {
 		p("| Scenario | Why | Detail |\n| --- | --- | --- |\n")
-		for _, s := range notRun {
+		for _, s := range v.notRun {
 			p("| %s | %s | %s |\n", mdtext.Cell(s.ID), mdtext.Cell(notRunText(s.NotRunCategory)), mdtext.Cell(mdtext.OrDash(s.Reason)))
 		}
 	}
@@ -162,7 +126,8 @@ func renderReadme(run *Run, scen []*Scenario, gate *GateRecord) []byte {
 }
 
 // renderGateMarkdown is the README's release-gate section.
-func renderGateMarkdown(p func(string, ...any), g *GateRecord) {
+func renderGateMarkdown(p func(string, ...any), v *runView) {
+	g := v.gate
 	p("## Release gate %s: **%s**\n\n", mdtext.Inline(g.Gate), mdtext.Inline(g.Verdict))
 	if g.Title != "" {
 		p("%s\n\n", mdtext.Inline(g.Title))
@@ -170,11 +135,7 @@ func renderGateMarkdown(p func(string, ...any), g *GateRecord) {
 	p("- Verdict: **%s** — %s\n", mdtext.Inline(g.Verdict), mdtext.Inline(g.VerdictWhy))
 	p("- Definition: `%s` (sha256 %s)\n", mdtext.Code(g.Definition), mdtext.Inline(g.DefinitionSHA256))
 	p("- Required: `%s`\n", mdtext.Code(g.Required))
-	sut := g.SUT.Commit
-	if g.SUT.Given != "" && g.SUT.Given != g.SUT.Commit {
-		sut += " (given as " + g.SUT.Given + ")"
-	}
-	p("- SUT commit: %s\n", mdtext.Inline(mdtext.OrDash(sut)))
+	p("- SUT commit: %s\n", mdtext.Inline(g.sutText()))
 	if g.SUT.Head != "" {
 		p("- **Warning**: the SUT repository's HEAD is %s, not the gate's commit\n", mdtext.Inline(g.SUT.Head))
 	}
@@ -183,24 +144,21 @@ func renderGateMarkdown(p func(string, ...any), g *GateRecord) {
 	} else {
 		p("- Carried-over evidence from: none (no --since-archive): every carry-over series runs\n")
 	}
-	c := g.Counts
-	p("- Scenarios: %d — %d passed, %d carried over, %d failed, %d blocked, %d interrupted, %d not run\n\n",
-		c.Total, c.Passed, c.CarriedOver, c.Failed, c.Blocked, c.Interrupted, c.NotRun)
+	p("- Scenarios: %s\n\n", g.Counts.countsText())
 	p("| Scenario | Required | Status | Evidence | Detail |\n| --- | --- | --- | --- | --- |\n")
-	for _, s := range g.Scenarios {
-		req, detail := s.requiredText(), s.detailText()
+	for _, r := range v.gateRows() {
 		ev := "—"
-		if s.File != "" {
-			ev = "`" + s.File + "`"
+		if r.file != "" {
+			ev = "`" + r.file + "`"
 		}
-		if co := s.CarriedOver; co != nil {
+		if co := r.carried; co != nil {
 			ev = fmt.Sprintf("`%s/%s` sha256 %s (commit %s)", mdtext.Code(co.Archive), mdtext.Code(co.Record), co.SHA256, mdtext.OrDash(co.Commit))
 		}
-		st := statusWord(s.Status)
-		if s.Status != StatusPassed && s.Status != StatusCarriedOver {
+		st := statusWord(r.status)
+		if r.status != StatusPassed && r.status != StatusCarriedOver {
 			st = "**" + st + "**"
 		}
-		p("| %s | %s | %s | %s | %s |\n", mdtext.Cell(s.ID), req, st, mdtext.Cell(ev), mdtext.Cell(detail))
+		p("| %s | %s | %s | %s | %s |\n", mdtext.Cell(r.id), r.required, st, mdtext.Cell(ev), mdtext.Cell(r.detail))
 	}
 	if len(g.CarryOver) > 0 {
 		p("\n### Carry-over rules\n\n")
@@ -209,10 +167,7 @@ func renderGateMarkdown(p func(string, ...any), g *GateRecord) {
 			p("- **%s** (%s) — %s. Paths: %s. %s\n", mdtext.Inline(r.Series), state, mdtext.Inline(r.Why), mdtext.Inline(strings.Join(r.Paths, ", ")), mdtext.Inline(r.Justification))
 			for _, d := range r.Diffs {
 				p("\n  `%s`\n\n", mdtext.Code(d.Command))
-				stat := d.Stat
-				if strings.TrimSpace(stat) == "" {
-					stat = "(no changes)"
-				}
+				stat := d.statText()
 				fence := "```"
 				for strings.Contains(stat, fence) {
 					fence += "`"
