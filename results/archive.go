@@ -1,7 +1,6 @@
 package results
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +12,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
+
+	"github.com/ksqlflow/flowtest/results/redact"
 )
 
 // Archive is one run's results folder. Every byte written into it goes through write(),
@@ -21,7 +23,7 @@ import (
 type Archive struct {
 	dir   string
 	label string
-	red   *Redactor
+	red   *redact.Redactor
 	start time.Time
 
 	mu        sync.Mutex
@@ -77,7 +79,7 @@ const ScenarioDir = "scenarios"
 // provisional run.json with state "interrupted", so that a run killed before Finish still
 // leaves an archive that says so. If the folder exists (two runs in the same second), "-2",
 // "-3", … is appended. label is sanitized for a file name; empty means "all".
-func Create(outDir, label string, now time.Time, red *Redactor) (*Archive, error) {
+func Create(outDir, label string, now time.Time, red *redact.Redactor) (*Archive, error) {
 	if red == nil {
 		return nil, errors.New("create archive: a redactor is required")
 	}
@@ -127,7 +129,7 @@ func SanitizeLabel(label string) string {
 	var b strings.Builder
 	dash := false
 	for _, r := range label {
-		if r < utf8.RuneSelf && (isAlnum(byte(r)) || r == '.' || r == '_') {
+		if r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '.' || r == '_') {
 			b.WriteRune(r)
 			dash = false
 		} else if !dash && b.Len() > 0 {
@@ -149,7 +151,7 @@ func SanitizeLabel(label string) string {
 func (a *Archive) Dir() string { return a.dir }
 
 // Redactor is the redactor every file of this archive goes through.
-func (a *Archive) Redactor() *Redactor { return a.red }
+func (a *Archive) Redactor() *redact.Redactor { return a.red }
 
 // WriteScenario redacts s and writes it at once to scenarios/<id>.json (atomically: a crash
 // leaves either the previous state or the whole file). A second scenario with the same id gets
@@ -256,10 +258,11 @@ func (a *Archive) Finish(run *Run) error {
 	if err := a.write("run.json", data); err != nil {
 		errs = append(errs, err)
 	}
-	if err := a.write("README.md", renderReadme(r, scen, gate)); err != nil {
+	view := newRunView(r, scen, gate)
+	if err := a.write("README.md", renderReadme(view)); err != nil {
 		errs = append(errs, err)
 	}
-	if err := a.write(IndexFile, renderIndex(r, scen, gate)); err != nil {
+	if err := a.write(IndexFile, renderIndex(view)); err != nil {
 		errs = append(errs, err)
 	}
 	if cj, err := renderCucumber(scen); err != nil {
@@ -291,7 +294,7 @@ func (a *Archive) prepareRun(run *Run) *Run {
 	if r.Totals == (Totals{}) {
 		r.Totals = ComputeTotals(r.Scenarios)
 	}
-	return a.red.redactRun(&r)
+	return redactRun(a.red, &r)
 }
 
 // WriteFile writes any other file into the archive (name relative to it, '/'-separated),
@@ -377,7 +380,7 @@ func (a *Archive) redactScenario(s *Scenario) *Scenario {
 	}
 	c.ID, c.Name, c.Feature, c.FeatureFile = r.String(c.ID), r.String(c.Name), r.String(c.Feature), r.String(c.FeatureFile)
 	c.Series, c.Status, c.Reason = r.String(c.Series), r.String(c.Status), r.String(c.Reason)
-	c.Tags = r.strings(c.Tags)
+	c.Tags = r.Strings(c.Tags)
 	c.Steps = make([]Step, len(s.Steps))
 	for i, st := range s.Steps {
 		st.Text, st.Keyword, st.Status, st.Error = r.String(st.Text), r.String(st.Keyword), r.String(st.Status), r.String(st.Error)
@@ -431,11 +434,11 @@ func (a *Archive) redactScenario(s *Scenario) *Scenario {
 		c.TrafficLog = make([]TrafficLine, len(s.TrafficLog))
 		for i, t := range s.TrafficLog {
 			t.Process, t.Method, t.Path, t.App, t.RecordID = r.String(t.Process), r.String(t.Method), r.String(t.Path), r.String(t.App), r.String(t.RecordID)
-			t.Fields, t.Error = r.strings(t.Fields), r.String(t.Error)
+			t.Fields, t.Error = r.Strings(t.Fields), r.String(t.Error)
 			c.TrafficLog[i] = t
 		}
 	}
-	c.Cleanup.Actions = r.strings(s.Cleanup.Actions)
+	c.Cleanup.Actions = r.Strings(s.Cleanup.Actions)
 	c.Cleanup.Error = r.String(s.Cleanup.Error)
 	if c.Tags == nil {
 		c.Tags = []string{}
@@ -447,14 +450,14 @@ func (a *Archive) redactScenario(s *Scenario) *Scenario {
 }
 
 // redactRun returns a redacted deep copy of run.
-func (r *Redactor) redactRun(run *Run) *Run {
+func redactRun(r *redact.Redactor, run *Run) *Run {
 	c := *run
 	c.RunnerVersion, c.Target, c.Profile = r.String(c.RunnerVersion), r.String(c.Target), r.String(c.Profile)
 	c.OS, c.TagExpression, c.Label, c.State = r.String(c.OS), r.String(c.TagExpression), r.String(c.Label), r.String(c.State)
 	c.SUT.Commit, c.SUT.CommitSource, c.SUT.Branch = r.String(c.SUT.Commit), r.String(c.SUT.CommitSource), r.String(c.SUT.Branch)
-	c.SUT.Versions = r.stringMap(run.SUT.Versions)
-	c.Environment = r.stringMap(run.Environment)
-	c.RunOrder = r.strings(run.RunOrder)
+	c.SUT.Versions = r.StringMap(run.SUT.Versions)
+	c.Environment = r.StringMap(run.Environment)
+	c.RunOrder = r.Strings(run.RunOrder)
 	if run.Command != nil {
 		c.Command = r.Argv(run.Command)
 	}
@@ -478,103 +481,18 @@ func (r *Redactor) redactRun(run *Run) *Run {
 	c.Scenarios = make([]ScenarioSummary, len(run.Scenarios))
 	for i, s := range run.Scenarios {
 		s.ID, s.Name, s.Feature, s.Series = r.String(s.ID), r.String(s.Name), r.String(s.Feature), r.String(s.Series)
-		s.Tags = r.strings(s.Tags)
+		s.Tags = r.Strings(s.Tags)
 		s.Status, s.Reason, s.NotRunCategory, s.File = r.String(s.Status), r.String(s.Reason), r.String(s.NotRunCategory), r.String(s.File)
 		c.Scenarios[i] = s
 	}
 	c.Evidence = make([]EvidenceRow, len(run.Evidence))
 	for i, e := range run.Evidence {
 		e.Criterion, e.Environment, e.Result, e.Limits = r.String(e.Criterion), r.String(e.Environment), r.String(e.Result), r.String(e.Limits)
-		e.Scenarios = r.strings(e.Scenarios)
+		e.Scenarios = r.Strings(e.Scenarios)
 		c.Evidence[i] = e
 	}
 	if c.RunOrder == nil {
 		c.RunOrder = []string{}
 	}
 	return &c
-}
-
-func (r *Redactor) strings(in []string) []string {
-	if in == nil {
-		return nil
-	}
-	out := make([]string, len(in))
-	for i, s := range in {
-		out[i] = r.String(s)
-	}
-	return out
-}
-
-func (r *Redactor) stringMap(in map[string]string) map[string]string {
-	if in == nil {
-		return nil
-	}
-	out := make(map[string]string, len(in))
-	for k, v := range in {
-		if isSensitiveKey(k) && v != "" {
-			v = "[REDACTED:" + sanitizeName(strings.ToUpper(k), "SECRET") + "]"
-		} else if role, ok := r.apps[strings.TrimSpace(v)]; ok && isAppKey(k) {
-			v = "app:" + role
-		}
-		out[r.String(k)] = r.String(v)
-	}
-	return out
-}
-
-// Tail redacts a child's output and keeps at most max bytes of its end. The head of s is
-// checked for the end of a secret (s may already be a tail cut in the middle of one), and the
-// cut never splits a placeholder or a UTF-8 sequence.
-func (r *Redactor) Tail(s string, max int) string {
-	if s == "" {
-		return s
-	}
-	s = r.cutSecretHead(s)
-	s = r.String(s)
-	if len(s) <= max {
-		return s
-	}
-	cut := len(s) - max
-	for cut < len(s) && !utf8.RuneStart(s[cut]) {
-		cut++
-	}
-	// If the cut falls inside "[REDACTED:…]", move it past the placeholder.
-	if open := strings.LastIndex(s[:cut], "[REDACTED:"); open >= 0 {
-		if close := strings.IndexByte(s[open:], ']'); close >= 0 && open+close >= cut {
-			cut = open + close + 1
-		}
-	}
-	return s[cut:]
-}
-
-// cutSecretHead replaces a prefix of s that is the last ≥4 bytes of a secret encoding of at
-// least 8 bytes.
-func (r *Redactor) cutSecretHead(s string) string {
-	if len(s) < 4 {
-		return s
-	}
-	best, repl := 0, ""
-	sb := []byte(s)
-	for _, p := range r.m.patterns() {
-		if len(p.text) < 8 {
-			continue
-		}
-		// The longest head s[:k] (4 ≤ k < len) that is p's last k bytes: the first i ≥ 1 with
-		// p.text[i] == s[0] (IndexByte) whose tail s starts with.
-		t := p.text
-		for i := 1; i <= len(t)-4 && len(t)-i > best; i++ {
-			j := bytes.IndexByte(t[i:len(t)-3], sb[0])
-			if j < 0 {
-				break
-			}
-			i += j
-			if len(t)-i > best && bytes.HasPrefix(sb, t[i:]) {
-				best, repl = len(t)-i, p.repl
-				break
-			}
-		}
-	}
-	if best == 0 {
-		return s
-	}
-	return repl + s[best:]
 }

@@ -2,6 +2,7 @@ package results
 
 import (
 	"bufio"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ksqlflow/flowtest/results/redact"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -21,8 +23,8 @@ const (
 	testSecret = "p@ss word/with+chars"
 )
 
-func testRedactor() *Redactor {
-	return NewRedactor(map[string]string{"KSQL_FLOWNET_STATE_API_TOKEN": testToken, "KSQL_DB_PASSWORD": testSecret},
+func testRedactor() *redact.Redactor {
+	return redact.New(map[string]string{"KSQL_FLOWNET_STATE_API_TOKEN": testToken, "KSQL_DB_PASSWORD": testSecret},
 		map[string]string{"4257": "state", "4258": "audit", "4260": "request", "4264": "log"})
 }
 
@@ -181,7 +183,7 @@ func TestFinishWritesRecordsAndVerifyPasses(t *testing.T) {
 	assert.Equal(t, 1, ju.Failures)
 	assert.Equal(t, 1, ju.Skipped)
 
-	leaks, err := Verify(a.Dir(), SecretsFromEnv(map[string]string{"KSQL_FLOWNET_STATE_API_TOKEN": testToken, "KSQL_DB_PASSWORD": testSecret}),
+	leaks, err := redact.Verify(a.Dir(), redact.SecretsFromEnv(map[string]string{"KSQL_FLOWNET_STATE_API_TOKEN": testToken, "KSQL_DB_PASSWORD": testSecret}),
 		[]string{"4257", "4258", "4260", "4264"})
 	require.NoError(t, err)
 	assert.Empty(t, leaks)
@@ -305,7 +307,7 @@ func TestKilledRunKeepsCompletedScenarios(t *testing.T) {
 	ids, err := FailedScenarios(dir)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"m5-02"}, ids)
-	leaks, err := Verify(dir, map[string]string{"T": testToken, "P": testSecret}, []string{"4257", "4258"})
+	leaks, err := redact.Verify(dir, map[string]string{"T": testToken, "P": testSecret}, []string{"4257", "4258"})
 	require.NoError(t, err)
 	assert.Empty(t, leaks)
 }
@@ -331,4 +333,17 @@ func TestConcurrentWritesAndAddSecret(t *testing.T) {
 	for _, s := range scen {
 		assert.NotContains(t, s.Steps[0].Error, "runtime-secret-")
 	}
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// finishedArchive writes a small real archive (two scenarios, reports, index.html).
+func finishedArchive(t *testing.T) string {
+	t.Helper()
+	a, err := Create(t.TempDir(), "p2-16", time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), testRedactor())
+	require.NoError(t, err)
+	require.NoError(t, a.WriteScenario(sampleScenario("p2-16-01", StatusPassed)))
+	require.NoError(t, a.WriteScenario(sampleScenario("p2-16-02", StatusFailed)))
+	require.NoError(t, a.Finish(&Run{Target: "sandbox", End: time.Now(), RunOrder: []string{"p2-16-01", "p2-16-02"}}))
+	return a.Dir()
 }

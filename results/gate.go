@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/ksqlflow/flowtest/results/internal/mdtext"
 )
 
 // GateFile is the gate record of a `flowtest gate run`, beside run.json.
@@ -129,7 +131,7 @@ func (s GateScenario) detailText() string {
 	if co := s.CarriedOver; co != nil {
 		return "carried over by the " + co.Series + " rule: " + co.Justification
 	}
-	return orDash(s.Why)
+	return mdtext.OrDash(s.Why)
 }
 
 // stateText says what a carry-over rule decided, in both renderings.
@@ -302,71 +304,4 @@ func FileSHA256(path string) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// renderGateMarkdown is the README's release-gate section.
-func renderGateMarkdown(p func(string, ...any), g *GateRecord) {
-	p("## Release gate %s: **%s**\n\n", mdInline(g.Gate), mdInline(g.Verdict))
-	if g.Title != "" {
-		p("%s\n\n", mdInline(g.Title))
-	}
-	p("- Verdict: **%s** — %s\n", mdInline(g.Verdict), mdInline(g.VerdictWhy))
-	p("- Definition: `%s` (sha256 %s)\n", mdCode(g.Definition), mdInline(g.DefinitionSHA256))
-	p("- Required: `%s`\n", mdCode(g.Required))
-	sut := g.SUT.Commit
-	if g.SUT.Given != "" && g.SUT.Given != g.SUT.Commit {
-		sut += " (given as " + g.SUT.Given + ")"
-	}
-	p("- SUT commit: %s\n", mdInline(orDash(sut)))
-	if g.SUT.Head != "" {
-		p("- **Warning**: the SUT repository's HEAD is %s, not the gate's commit\n", mdInline(g.SUT.Head))
-	}
-	if g.Since != nil {
-		p("- Carried-over evidence from: `%s` (SUT commit %s, target %s)\n", mdCode(g.Since.Archive), mdInline(orDash(g.Since.Commit)), mdInline(orDash(g.Since.Target)))
-	} else {
-		p("- Carried-over evidence from: none (no --since-archive): every carry-over series runs\n")
-	}
-	c := g.Counts
-	p("- Scenarios: %d — %d passed, %d carried over, %d failed, %d blocked, %d interrupted, %d not run\n\n",
-		c.Total, c.Passed, c.CarriedOver, c.Failed, c.Blocked, c.Interrupted, c.NotRun)
-	p("| Scenario | Required | Status | Evidence | Detail |\n| --- | --- | --- | --- | --- |\n")
-	for _, s := range g.Scenarios {
-		req, detail := s.requiredText(), s.detailText()
-		ev := "—"
-		if s.File != "" {
-			ev = "`" + s.File + "`"
-		}
-		if co := s.CarriedOver; co != nil {
-			ev = fmt.Sprintf("`%s/%s` sha256 %s (commit %s)", mdCode(co.Archive), mdCode(co.Record), co.SHA256, orDash(co.Commit))
-		}
-		st := statusWord(s.Status)
-		if s.Status != StatusPassed && s.Status != StatusCarriedOver {
-			st = "**" + st + "**"
-		}
-		p("| %s | %s | %s | %s | %s |\n", mdCell(s.ID), req, st, mdCell(ev), mdCell(detail))
-	}
-	if len(g.CarryOver) > 0 {
-		p("\n### Carry-over rules\n\n")
-		for _, r := range g.CarryOver {
-			state := r.stateText()
-			p("- **%s** (%s) — %s. Paths: %s. %s\n", mdInline(r.Series), state, mdInline(r.Why), mdInline(strings.Join(r.Paths, ", ")), mdInline(r.Justification))
-			for _, d := range r.Diffs {
-				p("\n  `%s`\n\n", mdCode(d.Command))
-				stat := d.Stat
-				if strings.TrimSpace(stat) == "" {
-					stat = "(no changes)"
-				}
-				fence := "```"
-				for strings.Contains(stat, fence) {
-					fence += "`"
-				}
-				p("  %stext\n", fence)
-				for _, line := range strings.Split(strings.TrimRight(stat, "\n"), "\n") {
-					p("  %s\n", line)
-				}
-				p("  %s\n", fence)
-			}
-		}
-	}
-	p("\n")
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var updateGolden = flag.Bool("update", false, "rewrite the golden files of testdata/timeline")
+var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 // svgShape is one drawn rect or path of a timeline, with its class and <title>.
 type svgShape struct {

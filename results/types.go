@@ -7,7 +7,10 @@
 // README.md of this package.
 package results
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // SchemaVersion is written as schema_version into every scenario file and run.json. Bump it
 // on any incompatible change (renamed/removed field, changed meaning, an optional field made
@@ -341,3 +344,12 @@ func ComputeTotals(sums []ScenarioSummary) Totals {
 	}
 	return t
 }
+
+// ReasonOtherShardPrefix starts the not-run reason of a scenario that `run --shard K/N` left
+// to another shard ("in another shard: 2/3"). Its not-run category is NotRunTag: like a tag
+// filter, it is a selection, and `archive merge` replaces it with the record of the shard
+// that ran the scenario.
+const ReasonOtherShardPrefix = "in another shard"
+
+// IsOtherShard reports whether a not-run reason says another shard runs the scenario.
+func IsOtherShard(reason string) bool { return strings.HasPrefix(reason, ReasonOtherShardPrefix) }

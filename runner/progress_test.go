@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/redact"
 )
 
 func item(id string, run bool) Item {
@@ -144,7 +145,7 @@ func TestProgressTerminalLineFitsTheWidth(t *testing.T) {
 // redactor is the console redactor's job in cmd/flowtest, here as a plain writer.
 type redactor struct {
 	w   *bytes.Buffer
-	red *results.Redactor
+	red *redact.Redactor
 }
 
 func (r redactor) Write(p []byte) (int, error) { r.w.Write(r.red.Bytes(p)); return len(p), nil }
@@ -153,7 +154,7 @@ func (r redactor) Write(p []byte) (int, error) { r.w.Write(r.red.Bytes(p)); retu
 func TestProgressGoesThroughTheConsoleWriter(t *testing.T) {
 	secret := "progress-secret-4711"
 	var out bytes.Buffer
-	w := redactor{w: &out, red: results.NewRedactor(map[string]string{"KSQL_SPIKE_TOKEN_EXEC": secret}, nil)}
+	w := redactor{w: &out, red: redact.New(map[string]string{"KSQL_SPIKE_TOKEN_EXEC": secret}, nil)}
 	s := newStatus(w, StatusOptions{Terminal: true, Every: time.Hour, Expected: map[string]time.Duration{"a": time.Second}, ExpectedFrom: "/tmp/" + secret}, []Item{item("a", true)}, 1)
 	s.Write([]byte("START a\n"))
 	s.stop()

@@ -25,6 +25,7 @@ import (
 	"github.com/ksqlflow/flowtest/harness/scenario"
 	"github.com/ksqlflow/flowtest/harness/stepdef"
 	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/redact"
 	"github.com/ksqlflow/flowtest/runner/tagexpr"
 )
 
@@ -108,7 +109,7 @@ func plan(t *testing.T, fsys fstest.MapFS, tags string) []Item {
 func execute(t *testing.T, fsys fstest.MapFS, items []Item, o Options) *selfRun {
 	t.Helper()
 	r := &selfRun{items: items}
-	arch, err := results.Create(t.TempDir(), "self", time.Now(), results.NewRedactor(nil, nil))
+	arch, err := results.Create(t.TempDir(), "self", time.Now(), redact.New(nil, nil))
 	require.NoError(t, err)
 	r.archive = arch
 	o.Features = fsys

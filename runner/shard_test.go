@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/merge"
 )
 
 func TestParseShard(t *testing.T) {
@@ -86,14 +87,14 @@ func TestMergedShardsEqualTheUnshardedRun(t *testing.T) {
 	fsys := selfFeatures(nil)
 	items := plan(t, fsys, "")
 	whole := execute(t, fsys, items, Options{})
-	var in []results.MergeInput
+	var in []merge.MergeInput
 	for k := 1; k <= 3; k++ {
 		r := execute(t, fsys, Shard(items, k, 3, nil), Options{})
 		scen, run, err := results.ReadArchive(r.archive.Dir())
 		require.NoError(t, err)
-		in = append(in, results.MergeInput{Dir: r.archive.Dir(), Run: run, Scenarios: scen})
+		in = append(in, merge.MergeInput{Dir: r.archive.Dir(), Run: run, Scenarios: scen})
 	}
-	m, err := results.Merge(in)
+	m, err := merge.Merge(in)
 	require.NoError(t, err)
 	_, wrun, err := results.ReadArchive(whole.archive.Dir())
 	require.NoError(t, err)
@@ -112,8 +113,8 @@ func TestMergedShardsEqualTheUnshardedRun(t *testing.T) {
 	assert.Equal(t, *wrun.ExitCode, *m.Run.ExitCode)
 
 	// A missing shard is refused, and so are overlapping shards.
-	_, err = results.Merge(in[:2])
+	_, err = merge.Merge(in[:2])
 	assert.ErrorContains(t, err, "missing")
-	_, err = results.Merge([]results.MergeInput{in[0], in[0]})
+	_, err = merge.Merge([]merge.MergeInput{in[0], in[0]})
 	assert.Error(t, err)
 }

@@ -17,6 +17,8 @@ import (
 
 	"github.com/ksqlflow/flowtest/harness/config"
 	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/pack"
+	"github.com/ksqlflow/flowtest/results/redact"
 	"github.com/ksqlflow/flowtest/runner"
 	"github.com/ksqlflow/flowtest/safety"
 )
@@ -84,7 +86,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return exitFor(stderr, "archive verify", err)
 	}
-	code = results.VerifyMainWith(fset.Arg(0), results.VerifyOptions{Env: env, AppIDs: appIDs, SHA256: *sha}, stdout, stderr)
+	code = pack.VerifyMainWith(fset.Arg(0), pack.VerifyOptions{Env: env, AppIDs: appIDs, SHA256: *sha}, stdout, stderr)
 	if code == runner.ExitRefused {
 		return code
 	}
@@ -99,7 +101,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 // pointer: message") and reports whether there was one; one it cannot read is one too.
 func schemaProblems(dir string, stdout, stderr io.Writer) bool {
 	validate := results.ValidateArchive
-	if st, err := os.Stat(dir); err == nil && !st.IsDir() && results.IsPack(dir) {
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() && pack.IsPack(dir) {
 		validate = results.ValidatePack
 	}
 	probs, err := validate(dir)
@@ -140,9 +142,9 @@ func cmdPack(args []string, stdout, stderr io.Writer) int {
 	}
 	dst := *out
 	if dst == "" {
-		dst = dir + results.PackExt
-	} else if !results.IsPack(dst) {
-		fmt.Fprintf(stderr, "flowtest archive pack: --out %q: the pack's name must end in %s\n", dst, results.PackExt)
+		dst = dir + pack.PackExt
+	} else if !pack.IsPack(dst) {
+		fmt.Fprintf(stderr, "flowtest archive pack: --out %q: the pack's name must end in %s\n", dst, pack.PackExt)
 		return runner.ExitRefused
 	}
 	_, named := uses["env-file"]
@@ -150,7 +152,7 @@ func cmdPack(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return exitFor(stderr, "archive pack", err)
 	}
-	leaks, err := results.Verify(dir, results.SecretsFromEnv(env), appIDs)
+	leaks, err := redact.Verify(dir, redact.SecretsFromEnv(env), appIDs)
 	if err != nil {
 		fmt.Fprintf(stderr, "flowtest archive pack: %v\n", err)
 		return runner.ExitRefused
@@ -170,12 +172,12 @@ func cmdPack(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "flowtest archive pack: refused: %d integrity problem(s) in %s\n", len(broken), dir)
 		return runner.ExitFailed
 	}
-	pack := results.Pack
+	write := pack.Pack
 	if *force {
-		pack = results.PackReplace
+		write = pack.PackReplace
 	}
-	sum, err := pack(dir, dst)
-	if errors.Is(err, results.ErrPackExists) {
+	sum, err := write(dir, dst)
+	if errors.Is(err, pack.ErrPackExists) {
 		fmt.Fprintf(stderr, "flowtest archive pack: refused: %s exists and is not replaced (it may already be with a reviewer under its digest); pass --force to replace it, or --out another name\n", dst)
 		return runner.ExitRefused
 	}

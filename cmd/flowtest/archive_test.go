@@ -10,12 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/pack"
+	"github.com/ksqlflow/flowtest/results/redact"
 )
 
 // smallArchive writes a finished two-scenario archive without running a suite.
 func smallArchive(t *testing.T) string {
 	t.Helper()
-	a, err := results.Create(t.TempDir(), "small", time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), results.NewRedactor(nil, nil))
+	a, err := results.Create(t.TempDir(), "small", time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), redact.New(nil, nil))
 	require.NoError(t, err)
 	order := []string{"a-01", "a-02"}
 	a.SetOrder(order)
@@ -30,7 +32,7 @@ func smallArchive(t *testing.T) string {
 
 func TestArchivePackRefusesToReplaceAPack(t *testing.T) {
 	dir := smallArchive(t)
-	pack := dir + results.PackExt
+	pack := dir + pack.PackExt
 	first := flowtest(t, nil, "archive", "pack", dir)
 	require.Equal(t, 0, first.code, first.stdout+first.stderr)
 	before, err := os.ReadFile(pack)
@@ -70,5 +72,5 @@ func TestArchiveVerifyAndPackRefuseABrokenArchive(t *testing.T) {
 	p := flowtest(t, nil, "archive", "pack", dir)
 	assert.Equal(t, 1, p.code, p.stdout+p.stderr)
 	assert.Contains(t, p.stdout, "integrity: scenarios/a-02.json")
-	assert.NoFileExists(t, dir+results.PackExt)
+	assert.NoFileExists(t, dir+pack.PackExt)
 }

@@ -5,7 +5,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/redact"
 )
 
 // redactingWriter passes every console write through the archive's redactor, so the console
@@ -14,7 +14,7 @@ import (
 type redactingWriter struct {
 	mu  sync.Mutex
 	w   io.Writer
-	red *results.Redactor
+	red *redact.Redactor
 }
 
 func (r *redactingWriter) Write(p []byte) (int, error) {
@@ -26,14 +26,14 @@ func (r *redactingWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func redactConsole(w io.Writer, red *results.Redactor) io.Writer {
+func redactConsole(w io.Writer, red *redact.Redactor) io.Writer {
 	return &redactingWriter{w: w, red: red}
 }
 
 // consoleRedactor is the redactor of the configuration known before a target is resolved:
 // every secret of the environment and configuration, and the configured live app ids by role.
-func (s *session) consoleRedactor() *results.Redactor {
-	secrets := results.SecretsFromEnv(envMap(os.Environ()))
+func (s *session) consoleRedactor() *redact.Redactor {
+	secrets := redact.SecretsFromEnv(envMap(os.Environ()))
 	for k, v := range s.cfg.Secrets() {
 		secrets[k] = v
 	}
@@ -41,5 +41,5 @@ func (s *session) consoleRedactor() *results.Redactor {
 	for role, a := range s.cfg.LiveApps() {
 		apps[a.ID] = string(role)
 	}
-	return results.NewRedactor(secrets, apps)
+	return redact.New(secrets, apps)
 }

@@ -14,7 +14,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/evidence"
 	"github.com/ksqlflow/flowtest/runner"
 )
 
@@ -38,7 +38,7 @@ func cmdEvidence(args []string, stdout, stderr io.Writer) int {
 			limits[e.ID] = e.Limits
 		}
 	}
-	ba, err := results.CompareArchives(*before, *after, limits)
+	ba, err := evidence.CompareArchives(*before, *after, limits)
 	if err != nil {
 		fmt.Fprintf(stderr, "flowtest evidence: %v\n", err)
 		return runner.ExitRefused
@@ -65,12 +65,12 @@ func cmdEvidence(args []string, stdout, stderr io.Writer) int {
 	}
 	c := ba.Counts()
 	fmt.Fprintf(stderr, "flowtest evidence: %d rows: %d pass, %d fail, %d blocked, %d not run, %d do not demonstrate the fix\n",
-		len(ba.Rows), c[results.EvidencePass], c[results.EvidenceFail], c[results.EvidenceBlocked], c[results.EvidenceNotRun], c[results.EvidenceNotDemonstrated])
+		len(ba.Rows), c[evidence.EvidencePass], c[evidence.EvidenceFail], c[evidence.EvidenceBlocked], c[evidence.EvidenceNotRun], c[evidence.EvidenceNotDemonstrated])
 	if len(ba.Rows) == 0 {
 		fmt.Fprintln(stderr, "flowtest evidence: no scenario ran in either archive: no evidence")
 		return runner.ExitFailed
 	}
-	if c[results.EvidencePass] != len(ba.Rows) {
+	if c[evidence.EvidencePass] != len(ba.Rows) {
 		return runner.ExitFailed // evidence that does not show the fix everywhere is not green
 	}
 	return 0

@@ -32,6 +32,7 @@ import (
 	"github.com/ksqlflow/flowtest/harness/proc"
 	"github.com/ksqlflow/flowtest/internal/yamlerr"
 	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/pack"
 	"github.com/ksqlflow/flowtest/runner"
 	"github.com/ksqlflow/flowtest/runner/tagexpr"
 )
@@ -768,7 +769,7 @@ type sinceEvidence struct {
 }
 
 func readSince(dir string) (*sinceEvidence, error) {
-	if results.IsPack(dir) {
+	if pack.IsPack(dir) {
 		return nil, errors.New("a pack: unpack it (tar -xzf) and pass the folder; `flowtest archive verify` checks it first")
 	}
 	abs, err := filepath.Abs(dir)

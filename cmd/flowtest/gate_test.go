@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/redact"
 	"github.com/ksqlflow/flowtest/runner"
 )
 
@@ -164,7 +165,7 @@ func gitRepoFor(t *testing.T, change string) (string, string, string) {
 // sinceArchive writes an archive in which the given scenarios passed, on commit and target.
 func sinceArchive(t *testing.T, commit, target string, passed ...string) string {
 	t.Helper()
-	a, err := results.Create(t.TempDir(), "m5", time.Now(), results.NewRedactor(nil, nil))
+	a, err := results.Create(t.TempDir(), "m5", time.Now(), redact.New(nil, nil))
 	require.NoError(t, err)
 	for _, id := range passed {
 		now := time.Now().UTC()
@@ -248,7 +249,7 @@ func TestPlanGateCarryOver(t *testing.T) {
 	since = sinceArchive(t, c0, "sandbox", m5...)
 	rec, _, err = planGate(ctx, g, items, "sandbox", c1, docs, since)
 	require.NoError(t, err)
-	chained, err := results.Create(t.TempDir(), "gate-demo", time.Now(), results.NewRedactor(nil, nil))
+	chained, err := results.Create(t.TempDir(), "gate-demo", time.Now(), redact.New(nil, nil))
 	require.NoError(t, err)
 	chained.SetGate(rec)
 	require.NoError(t, chained.Finish(&results.Run{Target: "sandbox", SUT: results.SUTIdentity{Commit: c1}, End: time.Now()}))

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/merge"
+	"github.com/ksqlflow/flowtest/results/redact"
 	"github.com/ksqlflow/flowtest/runner"
 )
 
@@ -37,22 +39,22 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return exitFor(stderr, "archive merge", err)
 	}
-	var in []results.MergeInput
+	var in []merge.MergeInput
 	for _, dir := range fset.Args() {
 		scen, run, err := results.ReadArchive(dir)
 		if err != nil {
 			fmt.Fprintf(stderr, "flowtest archive merge: %v\n", err)
 			return runner.ExitRefused
 		}
-		in = append(in, results.MergeInput{Dir: dir, Run: run, Scenarios: scen})
+		in = append(in, merge.MergeInput{Dir: dir, Run: run, Scenarios: scen})
 	}
-	merged, err := results.Merge(in)
+	merged, err := merge.Merge(in)
 	if err != nil {
 		fmt.Fprintf(stderr, "flowtest archive merge: refused: %v\n", err)
 		return runner.ExitRefused
 	}
-	secrets := results.SecretsFromEnv(env)
-	arch, err := results.Create(*out, "merged-"+label(merged.Run.TagExpression), time.Now(), results.NewRedactor(secrets, nil))
+	secrets := redact.SecretsFromEnv(env)
+	arch, err := results.Create(*out, "merged-"+label(merged.Run.TagExpression), time.Now(), redact.New(secrets, nil))
 	if err != nil {
 		fmt.Fprintf(stderr, "flowtest archive merge: --out %q: %v\n", *out, err)
 		return runner.ExitRefused
@@ -79,7 +81,7 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 		return runner.ExitFailed
 	}
 	fmt.Fprintf(stdout, "%s — merged archive %s (from %d shards)\n", results.TotalsText(merged.Run.Totals), arch.Dir(), len(in))
-	leaks, err := results.Verify(arch.Dir(), secrets, appIDs)
+	leaks, err := redact.Verify(arch.Dir(), secrets, appIDs)
 	switch {
 	case err != nil:
 		fmt.Fprintf(stdout, "archive verify: %v\n", err)

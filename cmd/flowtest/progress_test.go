@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/redact"
 )
 
 // The ETA's durations come from the newest archive of the same selection and target under
@@ -17,7 +18,7 @@ func TestLastArchiveOfTheSameSelection(t *testing.T) {
 	out := t.TempDir()
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	mk := func(tags, target string, ran bool, minute int) string {
-		a, err := results.Create(out, "x", at.Add(time.Duration(minute)*time.Minute), results.NewRedactor(nil, nil))
+		a, err := results.Create(out, "x", at.Add(time.Duration(minute)*time.Minute), redact.New(nil, nil))
 		require.NoError(t, err)
 		st := results.StatusNotRun
 		if ran {

@@ -22,6 +22,7 @@ import (
 	"github.com/ksqlflow/flowtest/harness/target"
 	"github.com/ksqlflow/flowtest/harness/workdir"
 	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/redact"
 	"github.com/ksqlflow/flowtest/runner"
 	"github.com/ksqlflow/flowtest/safety"
 	"github.com/ksqlflow/flowtest/steps"
@@ -603,14 +604,14 @@ func (s *session) runLabel() string {
 // executeOnce runs the selection once into a new archive labelled label.
 func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io.Writer, sigs <-chan os.Signal, label string) (int, runner.Result) {
 	f := s.flags
-	secrets := results.SecretsFromEnv(envMap(os.Environ()))
+	secrets := redact.SecretsFromEnv(envMap(os.Environ()))
 	for k, v := range s.cfg.Secrets() {
 		secrets[k] = v
 	}
 	for k, v := range tgt.Secrets() {
 		secrets[k] = v
 	}
-	red := results.NewRedactor(secrets, tgt.AppRoles())
+	red := redact.New(secrets, tgt.AppRoles())
 	stdout = redactConsole(stdout, red) // the console shows what the archive shows
 	arch, err := results.Create(f.out, label, time.Now(), red)
 	if err != nil {
@@ -699,7 +700,7 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 	for id := range tgt.AppRoles() {
 		appIDs = append(appIDs, id)
 	}
-	leaks, err := results.Verify(arch.Dir(), secrets, appIDs)
+	leaks, err := redact.Verify(arch.Dir(), secrets, appIDs)
 	switch {
 	case err != nil:
 		fmt.Fprintf(stdout, "archive verify: %v\n", err)
@@ -723,9 +724,9 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 // every record written after that, and a secret is also among what the run's own archive
 // check looks for at the end.
 type runSecrets struct {
-	red     *results.Redactor
+	red     *redact.Redactor
 	mu      sync.Mutex
-	secrets map[string]string // the map results.Verify reads once every scenario has ended
+	secrets map[string]string // the map redact.Verify reads once every scenario has ended
 }
 
 func (r *runSecrets) AddReason(body string) { r.red.AddReason(body) }

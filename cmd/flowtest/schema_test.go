@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/redact"
 )
 
 // requireSchemaValid fails the test with every schema problem of a real archive (the runs
@@ -41,7 +42,7 @@ func requireEvidenceValid(t *testing.T, data []byte) {
 // archive verify fails on a record its schema refuses, naming file and place, for a folder
 // and for its pack.
 func TestArchiveVerifyChecksTheSchemas(t *testing.T) {
-	a, err := results.Create(t.TempDir(), "all", time.Now(), results.NewRedactor(nil, nil))
+	a, err := results.Create(t.TempDir(), "all", time.Now(), redact.New(nil, nil))
 	require.NoError(t, err)
 	require.NoError(t, a.WriteScenario(&results.Scenario{ID: "m5-resume", Status: results.StatusPassed, Start: time.Now(), End: time.Now()}))
 	require.NoError(t, a.Finish(&results.Run{Target: "sandbox", RunOrder: []string{"m5-resume"}, End: time.Now()}))

@@ -32,6 +32,7 @@ import (
 	"github.com/ksqlflow/flowtest/harness/workdir"
 	"github.com/ksqlflow/flowtest/kintoneapi"
 	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/redact"
 	"github.com/ksqlflow/flowtest/runner"
 	"github.com/ksqlflow/flowtest/safety"
 )
@@ -403,7 +404,7 @@ func printSweep(w io.Writer, rec *sweepRecord) {
 }
 
 // writeSweepRecord writes sweep.json, redacted like an archive file, into a dated folder.
-func writeSweepRecord(out string, now time.Time, rec *sweepRecord, red *results.Redactor) (string, error) {
+func writeSweepRecord(out string, now time.Time, rec *sweepRecord, red *redact.Redactor) (string, error) {
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return "", err

@@ -22,7 +22,7 @@ import (
 	"github.com/ksqlflow/flowtest/harness/scope"
 	"github.com/ksqlflow/flowtest/harness/workdir"
 	"github.com/ksqlflow/flowtest/kintoneapi"
-	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/redact"
 )
 
 // standaloneTenant is a kintone emulator started as a live tenant (its operator env), with a
@@ -218,7 +218,7 @@ func TestSweepListsAndDeletesOnlyDeadRunsLeftovers(t *testing.T) {
 	head := func(sc *scope.Scope) string { h, _, _ := hkintone.ScopeHead(sc.ID()); return h }
 	assert.Equal(t, map[string]string{head(dead): "deleted", head(reqOnly): "deleted", head(leased): "left"}, actions)
 	assert.Len(t, rec.Skipped, 2)
-	leaks, err := results.Verify(filepath.Dir(recs[0]), tokenSecrets(st.tokens), nil)
+	leaks, err := redact.Verify(filepath.Dir(recs[0]), tokenSecrets(st.tokens), nil)
 	require.NoError(t, err)
 	assert.Empty(t, leaks)
 	for _, tok := range st.tokens {

@@ -1,257 +1,15 @@
 package results
 
 import (
-	"bytes"
 	"fmt"
 	"html"
 	"math"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/ksqlflow/flowtest/results/internal/mdtext"
 )
-
-// IndexFile is the acceptance record as one self-contained HTML page: no script, no external
-// asset (style sheet, font, image) of any kind; the timelines are inline SVG.
-const IndexFile = "index.html"
-
-// Colours of the page, one per status; the screenshot test looks for some of them.
-const (
-	colPassed      = "#2e7d32"
-	colFailed      = "#c62828"
-	colBlocked     = "#6a1b9a"
-	colInterrupted = "#ef6c00"
-	colNotRun      = "#9e9e9e"
-	colCarried     = "#1565c0"
-	colProcess     = "#455a64"
-	colWait        = "#00838f"
-	colBarrier     = "#ad1457"
-	colAttempt     = "#5d4037"
-)
-
-func statusColour(st string) string {
-	switch st {
-	case StatusPassed, GatePass, WaitReached:
-		return colPassed
-	case StatusFailed, GateFail, WaitTimedOut:
-		return colFailed
-	case StatusBlocked:
-		return colBlocked
-	case StatusInterrupted, WaitGaveUp:
-		return colInterrupted
-	case StatusCarriedOver:
-		return colCarried
-	case GateIncomplete:
-		return colInterrupted
-	}
-	return colNotRun
-}
-
-const indexStyle = `
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans","Noto Sans CJK JP",sans-serif;margin:24px auto;max-width:1100px;padding:0 16px;color:#212121;background:#fff;line-height:1.4}
-h1{font-size:24px;margin:0 0 8px}h2{font-size:19px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}h3{font-size:16px;margin:18px 0 4px}
-table{border-collapse:collapse;width:100%;font-size:13px;margin:6px 0}th,td{border:1px solid #ddd;padding:4px 6px;text-align:left;vertical-align:top}th{background:#f5f5f5}
-code,pre{font-family:ui-monospace,"SFMono-Regular",Menlo,Consolas,monospace;font-size:12px}pre{background:#f7f7f7;border:1px solid #e0e0e0;padding:8px;overflow-x:auto;white-space:pre}
-.st{display:inline-block;padding:1px 7px;border-radius:9px;color:#fff;font-size:12px;font-weight:600}
-.verdict{border-radius:6px;padding:12px 16px;color:#fff;margin:12px 0}.verdict b{font-size:22px;margin-right:12px}
-.muted{color:#616161}.lim{font-size:12px;color:#616161}.fail1{font-size:12px;color:#c62828;margin:2px 0}
-svg{display:block;margin:6px 0 2px;max-width:100%;height:auto}svg text{font-family:inherit;font-size:11px;fill:#212121}
-.legend span{display:inline-block;margin-right:12px;font-size:12px}.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-2px;border-radius:2px}
-`
-
-// renderIndex renders index.html. run and scen are redacted already; the page goes through
-// the archive writer once more.
-func renderIndex(run *Run, scen []*Scenario, gate *GateRecord) []byte {
-	var b bytes.Buffer
-	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	e := html.EscapeString
-	title := run.Label
-	if title == "" {
-		title = "all"
-	}
-	p("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
-	p("<title>Acceptance record: %s</title>\n<style>%s</style>\n</head>\n<body>\n", e(title), indexStyle)
-	p("<h1>Acceptance record: %s</h1>\n", e(title))
-	p("<p class=\"muted\">%s to %s (%s) · state <b>%s</b> · %s</p>\n", e(fmtTime(run.Start)), e(fmtTime(run.End)), e(fmtDur(run.End.Sub(run.Start))), e(run.State), e(TotalsText(run.Totals)))
-	if gate != nil {
-		p("<div class=\"verdict\" style=\"background:%s\"><b>Release gate %s: %s</b>%s</div>\n", statusColour(gate.Verdict), e(gate.Gate), e(gate.Verdict), e(gate.VerdictWhy))
-	}
-	p("<p class=\"muted\">Files: <code>run.json</code>, <code>scenarios/&lt;id&gt;.json</code>, <code>README.md</code>, <code>cucumber.json</code>, <code>junit.xml</code>")
-	if gate != nil {
-		p(", <code>%s</code>", GateFile)
-	}
-	p("; all redacted. Times are UTC unless shown otherwise.</p>\n")
-
-	if gate != nil {
-		renderGateHTML(p, gate)
-	}
-
-	p("<h2 id=\"results\">Results</h2>\n<table>\n<tr><th>#</th><th>Scenario</th><th>Acceptance</th><th>Result</th><th>Duration</th><th>Record</th></tr>\n")
-	var notRun []ScenarioSummary
-	recs := map[string]*Scenario{}
-	for _, s := range scen {
-		recs[s.ID] = s
-	}
-	n := 0
-	for _, s := range run.Scenarios {
-		if s.Status == StatusNotRun {
-			notRun = append(notRun, s)
-			continue
-		}
-		n++
-		// A failure says what failed right in the table: its first failing assertion.
-		why := ""
-		if rec := recs[s.ID]; rec != nil && s.Status == StatusFailed {
-			why = fmt.Sprintf("<div class=\"fail1\">%s</div>", e(firstObservation(rec)))
-		}
-		p("<tr><td>%d</td><td><a href=\"#s-%s\">%s</a><div class=\"lim\">%s</div></td><td>%s</td><td>%s%s</td><td>%s</td><td><code>%s</code></td></tr>\n",
-			n, e(anchor(s.ID)), e(s.ID), e(s.Name), e(acceptance(s.Tags)), badge(s.Status), why, e(fmtDur(time.Duration(s.DurationMS)*time.Millisecond)), e(orDash(s.File)))
-	}
-	if n == 0 {
-		p("<tr><td colspan=\"6\">No scenario ran.</td></tr>\n")
-	}
-	p("</table>\n")
-
-	p("<h2 id=\"environment\">Environment</h2>\n<table>\n")
-	row := func(k, v string) {
-		if v != "" {
-			p("<tr><th>%s</th><td>%s</td></tr>\n", e(k), e(v))
-		}
-	}
-	row("Target", run.Target)
-	row("Profile", run.Profile)
-	row("OS", run.OS)
-	row("Runner version", run.RunnerVersion)
-	row("Tag expression", orDash(run.TagExpression))
-	row("Command", strings.Join(run.Command, " "))
-	commit := run.SUT.Commit
-	if commit == "" {
-		commit = "unknown (not given with --sut-commit, not detected)"
-	}
-	row("SUT commit", commit)
-	row("SUT branch", run.SUT.Branch)
-	for _, k := range sortedKeys(run.SUT.Versions) {
-		row("Version: "+k, run.SUT.Versions[k])
-	}
-	for _, k := range sortedKeys(run.Environment) {
-		row(k, run.Environment[k])
-	}
-	p("</table>\n")
-
-	p("<h2 id=\"timelines\">Timelines</h2>\n")
-	p("<p class=\"legend\"><span><i style=\"background:%s\"></i>step passed / wait reached</span><span><i style=\"background:%s\"></i>failed / timed out</span><span><i style=\"background:%s\"></i>blocked</span><span><i style=\"background:%s\"></i>interrupted / gave up</span><span><i style=\"background:%s\"></i>process</span><span><i style=\"background:%s\"></i>wait</span><span><i style=\"background:%s\"></i>node attempt (kintone keeps minutes: a dashed bar is the span it lies in)</span><span><i style=\"background:%s\"></i>barrier hold</span></p>\n",
-		colPassed, colFailed, colBlocked, colInterrupted, colProcess, colWait, colAttempt, colBarrier)
-	ran := 0
-	for _, s := range scen {
-		if s.Status == StatusNotRun {
-			continue
-		}
-		ran++
-		p("<h3 id=\"s-%s\">%s %s</h3>\n", e(anchor(s.ID)), e(s.ID), badge(s.Status))
-		if s.Status == StatusFailed {
-			p("<p class=\"fail1\"><b>First failure</b>: %s</p>\n", e(firstObservation(s)))
-		}
-		where := s.FeatureFile
-		if where != "" && s.Line > 0 {
-			where += fmt.Sprintf(":%d", s.Line)
-		}
-		p("<p class=\"muted\">%s · <code>%s</code> · %s</p>\n", e(orDash(s.Name)), e(orDash(where)), e(fmtDur(time.Duration(s.DurationMS)*time.Millisecond)))
-		if s.Reason != "" && s.Status != StatusPassed {
-			p("<p><b>%s</b>: %s</p>\n", e(s.Status), e(s.Reason))
-		}
-		b.WriteString(timelineSVG(s))
-		var bad []Assertion
-		for _, a := range s.Assertions {
-			if !a.OK {
-				bad = append(bad, a)
-			}
-		}
-		if len(bad) > 0 {
-			p("<table><tr><th>Failed assertion</th><th>Expected</th><th>Seen</th></tr>\n")
-			for _, a := range bad {
-				p("<tr><td>%s</td><td>%s</td><td>%s</td></tr>\n", e(a.What), e(a.Expected), e(a.Seen))
-			}
-			p("</table>\n")
-		}
-		if !s.Cleanup.OK {
-			p("<p><b>cleanup failed</b>: %s</p>\n", e(orDash(s.Cleanup.Error)))
-		}
-	}
-	if ran == 0 {
-		p("<p>No scenario ran.</p>\n")
-	}
-
-	p("<h2 id=\"not-run\">Not run</h2>\n")
-	if len(notRun) == 0 {
-		p("<p>Every selected scenario ran.</p>\n")
-	} else {
-		p("<table>\n<tr><th>Scenario</th><th>Why</th><th>Detail</th></tr>\n")
-		for _, s := range notRun {
-			p("<tr><td>%s</td><td>%s</td><td>%s</td></tr>\n", e(s.ID), e(notRunText(s.NotRunCategory)), e(orDash(s.Reason)))
-		}
-		p("</table>\n")
-	}
-	p("</body>\n</html>\n")
-	return b.Bytes()
-}
-
-func renderGateHTML(p func(string, ...any), g *GateRecord) {
-	e := html.EscapeString
-	p("<h2 id=\"gate\">Release gate %s</h2>\n", e(g.Gate))
-	if g.Title != "" {
-		p("<p>%s</p>\n", e(g.Title))
-	}
-	p("<table>\n")
-	p("<tr><th>Verdict</th><td>%s %s</td></tr>\n", badge(g.Verdict), e(g.VerdictWhy))
-	p("<tr><th>Definition</th><td><code>%s</code> (sha256 <code>%s</code>)</td></tr>\n", e(g.Definition), e(g.DefinitionSHA256))
-	p("<tr><th>Required</th><td><code>%s</code></td></tr>\n", e(g.Required))
-	p("<tr><th>SUT commit</th><td><code>%s</code>", e(orDash(g.SUT.Commit)))
-	if g.SUT.Head != "" {
-		p(" — <b>warning</b>: the SUT repository's HEAD is <code>%s</code>", e(g.SUT.Head))
-	}
-	p("</td></tr>\n")
-	if g.Since != nil {
-		p("<tr><th>Carried-over evidence from</th><td><code>%s</code> (SUT commit <code>%s</code>, target %s)</td></tr>\n", e(g.Since.Archive), e(orDash(g.Since.Commit)), e(orDash(g.Since.Target)))
-	} else {
-		p("<tr><th>Carried-over evidence from</th><td>none (no --since-archive): every carry-over series runs</td></tr>\n")
-	}
-	c := g.Counts
-	p("<tr><th>Scenarios</th><td>%d — %d passed, %d carried over, %d failed, %d blocked, %d interrupted, %d not run</td></tr>\n</table>\n",
-		c.Total, c.Passed, c.CarriedOver, c.Failed, c.Blocked, c.Interrupted, c.NotRun)
-	p("<table>\n<tr><th>Scenario</th><th>Required</th><th>Status</th><th>Evidence</th><th>Detail</th></tr>\n")
-	for _, s := range g.Scenarios {
-		req, detail := s.requiredText(), s.detailText()
-		ev := "—"
-		if s.File != "" {
-			ev = s.File
-		}
-		if co := s.CarriedOver; co != nil {
-			ev = fmt.Sprintf("%s/%s sha256 %s (commit %s)", co.Archive, co.Record, co.SHA256, orDash(co.Commit))
-		}
-		id := e(s.ID)
-		if s.File != "" && s.Status != StatusNotRun {
-			id = fmt.Sprintf("<a href=\"#s-%s\">%s</a>", e(anchor(s.ID)), id)
-		}
-		p("<tr><td>%s</td><td>%s</td><td>%s</td><td><code>%s</code></td><td>%s</td></tr>\n", id, req, badge(s.Status), e(ev), e(detail))
-	}
-	p("</table>\n")
-	for _, r := range g.CarryOver {
-		state := r.stateText()
-		p("<h3>Carry-over rule %s — %s</h3>\n<p>%s</p>\n<p class=\"muted\">Paths: <code>%s</code>. %s</p>\n", e(r.Series), e(state), e(r.Why), e(strings.Join(r.Paths, ", ")), e(r.Justification))
-		for _, d := range r.Diffs {
-			stat := d.Stat
-			if strings.TrimSpace(stat) == "" {
-				stat = "(no changes)"
-			}
-			p("<p><code>%s</code></p>\n<pre>%s</pre>\n", e(d.Command), e(strings.TrimRight(stat, "\n")))
-		}
-	}
-}
-
-func badge(st string) string {
-	return fmt.Sprintf("<span class=\"st\" style=\"background:%s\">%s</span>", statusColour(st), html.EscapeString(statusWord(st)))
-}
-
-func anchor(id string) string { return SanitizeLabel(id) }
 
 // timeline geometry
 const (
@@ -358,7 +116,7 @@ func timelineSVG(s *Scenario) string {
 			col = colInterrupted
 		}
 		l.marks = append(l.marks, mark{from: pr.Start, to: to, colour: col, text: end, kind: "tl-process",
-			title: fmt.Sprintf("process %s: %s, %s — %s; source: the harness (start, exit)", pr.Name, strings.Join(pr.Argv, " "), orDash(end), spanText(pr.Start, to))})
+			title: fmt.Sprintf("process %s: %s, %s — %s; source: the harness (start, exit)", pr.Name, strings.Join(pr.Argv, " "), mdtext.OrDash(end), spanText(pr.Start, to))})
 		if end != "" {
 			l.label += " — " + end
 		}
@@ -465,7 +223,7 @@ func timelineSVG(s *Scenario) string {
 		for _, ba := range byBarrier[id] {
 			grow(ba.At)
 			m := mark{from: ba.At, to: ba.At, colour: colBarrier, diamond: true, kind: "tl-barrier",
-				title: fmt.Sprintf("barrier %s (%s) held %s %s, status %d", orDash(ba.Name), ba.Phase, ba.Method, ba.Path, ba.Status)}
+				title: fmt.Sprintf("barrier %s (%s) held %s %s, status %d", mdtext.OrDash(ba.Name), ba.Phase, ba.Method, ba.Path, ba.Status)}
 			if ba.Process != "" {
 				m.title += ", in the fault proxy of " + ba.Process
 			}

@@ -1,33 +1,29 @@
-package results
+// Package merge combines the shard archives of one selection into one run (`archive merge`):
+// which record of each scenario counts, and the run.json facts of the whole. It reads
+// archives; the merged archive is written by package results like any other.
+package merge
 
 import (
 	"fmt"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/ksqlflow/flowtest/results"
 )
-
-// ReasonOtherShardPrefix starts the not-run reason of a scenario that `run --shard K/N` left
-// to another shard ("in another shard: 2/3"). Its not-run category is NotRunTag: like a tag
-// filter, it is a selection, and `archive merge` replaces it with the record of the shard
-// that ran the scenario.
-const ReasonOtherShardPrefix = "in another shard"
-
-// IsOtherShard reports whether a not-run reason says another shard runs the scenario.
-func IsOtherShard(reason string) bool { return strings.HasPrefix(reason, ReasonOtherShardPrefix) }
 
 // MergeInput is one shard's archive as read by ReadArchive.
 type MergeInput struct {
 	Dir       string
-	Run       *Run
-	Scenarios []*Scenario
+	Run       *results.Run
+	Scenarios []*results.Scenario
 }
 
 // Merged is the one run the shards make together: run.json fields (Scenarios, Totals,
 // Evidence, ExitCode, State filled) and the chosen record of every scenario, in run order.
 type Merged struct {
-	Run       *Run
-	Scenarios []*Scenario
+	Run       *results.Run
+	Scenarios []*results.Scenario
 }
 
 // Merge combines shard archives of one selection into one run. It refuses archives that do
@@ -58,17 +54,17 @@ func Merge(in []MergeInput) (*Merged, error) {
 		}
 	}
 	type pick struct {
-		rec  *Scenario
-		sum  ScenarioSummary
+		rec  *results.Scenario
+		sum  results.ScenarioSummary
 		from int
 	}
 	chosen := map[string]*pick{}
 	interrupted := false
 	for i, a := range in {
-		if a.Run.State != RunComplete {
+		if a.Run.State != results.RunComplete {
 			interrupted = true
 		}
-		sums := map[string]ScenarioSummary{}
+		sums := map[string]results.ScenarioSummary{}
 		for _, s := range a.Run.Scenarios {
 			sums[s.ID] = s
 		}
@@ -78,18 +74,18 @@ func Merge(in []MergeInput) (*Merged, error) {
 				return nil, fmt.Errorf("%s: scenario %s has a record but no row in run.json", a.Dir, rec.ID)
 			}
 			prev := chosen[rec.ID]
-			ran := rec.Status != StatusNotRun
+			ran := rec.Status != results.StatusNotRun
 			switch {
 			case prev == nil:
 				chosen[rec.ID] = &pick{rec, sum, i}
-			case ran && prev.rec.Status != StatusNotRun:
+			case ran && prev.rec.Status != results.StatusNotRun:
 				return nil, fmt.Errorf("scenario %s ran in two shards (%s and %s): shards must not overlap", rec.ID, in[prev.from].Dir, a.Dir)
-			case ran, IsOtherShard(prev.rec.Reason) && !IsOtherShard(rec.Reason):
+			case ran, results.IsOtherShard(prev.rec.Reason) && !results.IsOtherShard(rec.Reason):
 				chosen[rec.ID] = &pick{rec, sum, i}
 			}
 		}
 	}
-	out := &Merged{Run: &Run{}}
+	out := &Merged{Run: &results.Run{}}
 	r := out.Run
 	*r = *first
 	r.Label, r.Scenarios, r.Evidence, r.Gate, r.ExitCode = "", nil, nil, nil, nil
@@ -103,7 +99,7 @@ func Merge(in []MergeInput) (*Merged, error) {
 			r.End = a.Run.End
 		}
 	}
-	evidence := map[string][]EvidenceRow{}
+	evidence := map[string][]results.EvidenceRow{}
 	for _, a := range in {
 		for _, e := range a.Run.Evidence {
 			for _, id := range e.Scenarios {
@@ -119,7 +115,7 @@ func Merge(in []MergeInput) (*Merged, error) {
 		if p == nil {
 			return nil, fmt.Errorf("scenario %s has no record in any shard: is a shard archive missing?", id)
 		}
-		if p.rec.Status == StatusNotRun && IsOtherShard(p.rec.Reason) {
+		if p.rec.Status == results.StatusNotRun && results.IsOtherShard(p.rec.Reason) {
 			return nil, fmt.Errorf("scenario %s: every given shard left it to another shard (%s): a shard archive is missing", id, p.rec.Reason)
 		}
 		out.Scenarios = append(out.Scenarios, p.rec)
@@ -140,19 +136,19 @@ func Merge(in []MergeInput) (*Merged, error) {
 		sort.Strings(extra)
 		return nil, fmt.Errorf("records of scenarios outside the run order: %s", strings.Join(extra, ", "))
 	}
-	r.Totals = ComputeTotals(r.Scenarios)
-	var sum Totals
+	r.Totals = results.ComputeTotals(r.Scenarios)
+	var sum results.Totals
 	for _, s := range r.Scenarios {
 		switch s.Status {
-		case StatusPassed:
+		case results.StatusPassed:
 			sum.Passed++
-		case StatusFailed:
+		case results.StatusFailed:
 			sum.Failed++
-		case StatusBlocked:
+		case results.StatusBlocked:
 			sum.Blocked++
-		case StatusInterrupted:
+		case results.StatusInterrupted:
 			sum.Interrupted++
-		case StatusNotRun:
+		case results.StatusNotRun:
 			sum.NotRun++
 		}
 	}
@@ -164,19 +160,19 @@ func Merge(in []MergeInput) (*Merged, error) {
 	ranAny := false
 	for _, s := range r.Scenarios {
 		switch s.Status {
-		case StatusFailed, StatusBlocked:
+		case results.StatusFailed, results.StatusBlocked:
 			code = 1
 		}
-		if s.Status != StatusNotRun {
+		if s.Status != results.StatusNotRun {
 			ranAny = true
 		}
 	}
 	if code == 0 && !ranAny {
 		code = 3
 	}
-	r.State = RunComplete
+	r.State = results.RunComplete
 	if interrupted {
-		r.State = RunInterrupted
+		r.State = results.RunInterrupted
 		code = 130
 	}
 	r.ExitCode = &code

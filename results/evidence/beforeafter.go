@@ -1,11 +1,18 @@
-package results
+// Package evidence is the before/after evidence of a fix (`flowtest evidence`): the same
+// scenarios in an archive of the code before and one of the code after, judged row by row,
+// as a table (Markdown) and as JSON (schema/evidence.schema.json in package results).
+package evidence
 
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/internal/mdtext"
 )
 
 // Statuses of a before/after evidence row (the incident practice's pass / fail / blocked /
@@ -70,11 +77,11 @@ type BeforeAfterSide struct {
 // passes only when the scenario failed before and passes after; passing on both sides does
 // not demonstrate the fix. limits holds the known limits of each scenario (the manifest's).
 func CompareArchives(beforeDir, afterDir string, limits map[string]string) (*BeforeAfter, error) {
-	bs, brun, err := ReadArchive(beforeDir)
+	bs, brun, err := results.ReadArchive(beforeDir)
 	if err != nil {
 		return nil, fmt.Errorf("--before: %w", err)
 	}
-	as, arun, err := ReadArchive(afterDir)
+	as, arun, err := results.ReadArchive(afterDir)
 	if err != nil {
 		return nil, fmt.Errorf("--after: %w", err)
 	}
@@ -82,7 +89,7 @@ func CompareArchives(beforeDir, afterDir string, limits map[string]string) (*Bef
 	bIdx, aIdx := indexScenarios(bs), indexScenarios(as)
 	var order []string
 	seen := map[string]bool{}
-	addOrder := func(run *Run, scen []*Scenario) {
+	addOrder := func(run *results.Run, scen []*results.Scenario) {
 		if run != nil {
 			for _, id := range run.RunOrder {
 				if !seen[id] {
@@ -132,8 +139,8 @@ func CompareArchives(beforeDir, afterDir string, limits map[string]string) (*Bef
 	return ba, nil
 }
 
-func indexScenarios(scen []*Scenario) map[string]*Scenario {
-	out := map[string]*Scenario{}
+func indexScenarios(scen []*results.Scenario) map[string]*results.Scenario {
+	out := map[string]*results.Scenario{}
 	for _, s := range scen {
 		// A second record of the same id (a rerun inside one archive) wins: it is the later.
 		if prev, ok := out[s.ID]; !ok || !s.Start.Before(prev.Start) {
@@ -143,11 +150,11 @@ func indexScenarios(scen []*Scenario) map[string]*Scenario {
 	return out
 }
 
-func ran(s *Scenario) bool { return s != nil && s.Status != StatusNotRun }
+func ran(s *results.Scenario) bool { return s != nil && s.Status != results.StatusNotRun }
 
-func criterionOf(s *Scenario) string {
+func criterionOf(s *results.Scenario) string {
 	c := s.ID
-	if acc := acceptance(s.Tags); acc != "—" {
+	if acc := results.Acceptance(s.Tags); acc != "—" {
 		c = "acceptance " + acc + " (" + s.ID + ")"
 	}
 	if s.Name != "" {
@@ -156,7 +163,7 @@ func criterionOf(s *Scenario) string {
 	return c
 }
 
-func describeRun(dir string, run *Run) BeforeAfterRun {
+func describeRun(dir string, run *results.Run) BeforeAfterRun {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		abs = dir
@@ -171,7 +178,7 @@ func describeRun(dir string, run *Run) BeforeAfterRun {
 			d.Revision += " (uncommitted changes)"
 		}
 	}
-	env := []string{"target " + orDash(run.Target)}
+	env := []string{"target " + mdtext.OrDash(run.Target)}
 	if run.Profile != "" {
 		env = append(env, "profile "+run.Profile)
 	}
@@ -181,7 +188,7 @@ func describeRun(dir string, run *Run) BeforeAfterRun {
 	if run.RunnerVersion != "" {
 		env = append(env, "flowtest "+run.RunnerVersion)
 	}
-	for _, k := range sortedKeys(run.SUT.Versions) {
+	for _, k := range slices.Sorted(maps.Keys(run.SUT.Versions)) {
 		env = append(env, k+" "+run.SUT.Versions[k])
 	}
 	d.Environment = strings.Join(env, ", ")
@@ -195,19 +202,19 @@ func describeRun(dir string, run *Run) BeforeAfterRun {
 	return d
 }
 
-func sideOf(run BeforeAfterRun, dir string, s *Scenario) BeforeAfterSide {
+func sideOf(run BeforeAfterRun, dir string, s *results.Scenario) BeforeAfterSide {
 	side := BeforeAfterSide{Revision: run.Revision, Command: run.Command, ExitCode: run.ExitCode}
 	if s == nil {
 		side.Outcome, side.Observed, side.Record = "absent", "the archive has no record of it", "—"
 		return side
 	}
 	side.Outcome = s.Status
-	side.Record = filepath.Join(run.Archive, ScenarioDir, SanitizeLabel(s.ID)+".json")
+	side.Record = filepath.Join(run.Archive, results.ScenarioDir, results.SanitizeLabel(s.ID)+".json")
 	for _, st := range s.Steps {
 		side.steps = append(side.steps, st.Text)
 	}
 	switch s.Status {
-	case StatusPassed:
+	case results.StatusPassed:
 		held := 0
 		for _, a := range s.Assertions {
 			if a.OK {
@@ -215,52 +222,33 @@ func sideOf(run BeforeAfterRun, dir string, s *Scenario) BeforeAfterSide {
 			}
 		}
 		side.Observed = fmt.Sprintf("passed: %d/%d assertions held", held, len(s.Assertions))
-	case StatusNotRun:
-		side.Observed = "not run: " + orDash(s.Reason)
+	case results.StatusNotRun:
+		side.Observed = "not run: " + mdtext.OrDash(s.Reason)
 	default:
-		side.Observed = s.Status + ": " + firstObservation(s)
+		side.Observed = s.Status + ": " + s.FirstObservation()
 	}
 	return side
-}
-
-// firstObservation is the first failing assertion (expected/seen), else the failing step,
-// else the record's reason.
-func firstObservation(s *Scenario) string {
-	for _, a := range s.Assertions {
-		if !a.OK {
-			return fmt.Sprintf("%s: expected %s, saw %s", a.What, a.Expected, a.Seen)
-		}
-	}
-	for _, st := range s.Steps {
-		if st.Status == "failed" {
-			return fmt.Sprintf("step %q: %s", st.Text, st.Error)
-		}
-	}
-	if !s.Cleanup.OK {
-		return "cleanup failed: " + s.Cleanup.Error
-	}
-	return orDash(s.Reason)
 }
 
 // judgeRow: pass only when it failed before and passes after.
 func judgeRow(b, a BeforeAfterSide) (string, []string) {
 	switch a.Outcome {
-	case "absent", StatusNotRun:
+	case "absent", results.StatusNotRun:
 		return EvidenceNotRun, []string{"after: " + a.Observed}
-	case StatusBlocked:
+	case results.StatusBlocked:
 		return EvidenceBlocked, []string{"after: " + a.Observed}
-	case StatusInterrupted:
+	case results.StatusInterrupted:
 		return EvidenceNotRun, []string{"after: the run was interrupted while it ran"}
-	case StatusFailed:
+	case results.StatusFailed:
 		return EvidenceFail, nil
 	}
 	// Passed after.
 	switch b.Outcome {
-	case StatusFailed:
+	case results.StatusFailed:
 		return EvidencePass, nil
-	case StatusPassed:
+	case results.StatusPassed:
 		return EvidenceNotDemonstrated, []string{"it passed before the fix as well: this criterion does not show that the fix changed anything"}
-	case StatusBlocked:
+	case results.StatusBlocked:
 		return EvidenceBlocked, []string{"before: " + b.Observed + " (no failing run before the fix)"}
 	default:
 		return EvidenceNotRun, []string{"before: " + b.Observed + " (no failing run before the fix)"}
@@ -286,7 +274,7 @@ func pairLimits(br, ar BeforeAfterRun, b, a BeforeAfterSide) []string {
 	if len(b.steps) > 0 && len(a.steps) > 0 && !slices.Equal(b.steps, a.steps) {
 		l = append(l, "the scenario's steps differ between before and after: not the same test")
 	}
-	if br.State == RunInterrupted || ar.State == RunInterrupted {
+	if br.State == results.RunInterrupted || ar.State == results.RunInterrupted {
 		l = append(l, "one of the runs was interrupted")
 	}
 	return l
@@ -327,7 +315,7 @@ func (ba *BeforeAfter) Markdown() []byte {
 		r    BeforeAfterRun
 	}{{"Before", ba.Before}, {"After", ba.After}} {
 		p("- **%s**: revision %s; %s; archive `%s`; command `%s`; exit code %s; run %s\n", side.name,
-			mdInline(side.r.Revision), mdInline(orDash(side.r.Environment)), mdCode(side.r.Archive), mdCode(side.r.Command), side.r.ExitCode, side.r.State)
+			mdtext.Inline(side.r.Revision), mdtext.Inline(mdtext.OrDash(side.r.Environment)), mdtext.Code(side.r.Archive), mdtext.Code(side.r.Command), side.r.ExitCode, side.r.State)
 	}
 	c := ba.Counts()
 	p("- Rows: %d — %d pass, %d fail, %d blocked, %d not run, %d do not demonstrate the fix\n\n", len(ba.Rows),
@@ -335,12 +323,12 @@ func (ba *BeforeAfter) Markdown() []byte {
 	p("A regression criterion is **pass** only when it failed before the fix and passes after it; passing on both sides does not demonstrate the fix. Not run and blocked are never pass.\n\n")
 	p("| Criterion / test | Before | After | Status | Limits |\n| --- | --- | --- | --- | --- |\n")
 	cell := func(s BeforeAfterSide) string {
-		return fmt.Sprintf("%s<br>rev %s<br>exit %s<br>`%s`", mdCell(s.Observed), mdCell(s.Revision), s.ExitCode, mdCell(mdCode(s.Record)))
+		return fmt.Sprintf("%s<br>rev %s<br>exit %s<br>`%s`", mdtext.Cell(s.Observed), mdtext.Cell(s.Revision), s.ExitCode, mdtext.Cell(mdtext.Code(s.Record)))
 	}
 	for _, r := range ba.Rows {
 		test := r.Criterion
 		if r.Test != "" {
-			test += "<br>`" + mdCode(r.Test) + "`"
+			test += "<br>`" + mdtext.Code(r.Test) + "`"
 		}
 		st := r.Status
 		if st != EvidencePass {
@@ -350,8 +338,8 @@ func (ba *BeforeAfter) Markdown() []byte {
 		if len(r.Limits) > 0 {
 			lim = strings.Join(r.Limits, "; ")
 		}
-		p("| %s | %s | %s | %s | %s |\n", mdCell(test), cell(r.Before), cell(r.After), st, mdCell(lim))
+		p("| %s | %s | %s | %s | %s |\n", mdtext.Cell(test), cell(r.Before), cell(r.After), st, mdtext.Cell(lim))
 	}
-	p("\nCommands: before `%s`; after `%s`.\n", mdCode(ba.Before.Command), mdCode(ba.After.Command))
+	p("\nCommands: before `%s`; after `%s`.\n", mdtext.Code(ba.Before.Command), mdtext.Code(ba.After.Command))
 	return b.Bytes()
 }

@@ -1,17 +1,19 @@
-package results
+package evidence
 
 import (
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/internal/archivetest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 func archiveOf(t *testing.T, commit string, code int, statuses map[string]string) string {
 	t.Helper()
-	a, err := Create(t.TempDir(), "x", time.Now(), testRedactor())
+	a, err := results.Create(t.TempDir(), "x", time.Now(), archivetest.Redactor())
 	require.NoError(t, err)
 	var order []string
 	for _, id := range []string{"s-fixed", "s-always", "s-broken", "s-blocked", "s-gone", "s-new"} {
@@ -20,9 +22,9 @@ func archiveOf(t *testing.T, commit string, code int, statuses map[string]string
 			continue
 		}
 		order = append(order, id)
-		require.NoError(t, a.WriteScenario(sampleScenario(id, st)))
+		require.NoError(t, a.WriteScenario(archivetest.Scenario(id, st)))
 	}
-	require.NoError(t, a.Finish(&Run{Target: "sandbox", SUT: SUTIdentity{Commit: commit}, RunOrder: order,
+	require.NoError(t, a.Finish(&results.Run{Target: "sandbox", SUT: results.SUTIdentity{Commit: commit}, RunOrder: order,
 		Command: []string{"flowtest", "run", "--tags", "@s-fixed or @s-always", "--sut-commit", commit}, ExitCode: &code, End: time.Now()}))
 	return a.Dir()
 }
@@ -31,10 +33,10 @@ func archiveOf(t *testing.T, commit string, code int, statuses map[string]string
 // does not demonstrate the fix; not run and blocked are never pass.
 func TestCompareArchivesRows(t *testing.T) {
 	before := archiveOf(t, "c0ffee0", 1, map[string]string{
-		"s-fixed": StatusFailed, "s-always": StatusPassed, "s-broken": StatusPassed, "s-blocked": StatusFailed, "s-gone": StatusFailed,
+		"s-fixed": results.StatusFailed, "s-always": results.StatusPassed, "s-broken": results.StatusPassed, "s-blocked": results.StatusFailed, "s-gone": results.StatusFailed,
 	})
 	after := archiveOf(t, "c0ffee1", 1, map[string]string{
-		"s-fixed": StatusPassed, "s-always": StatusPassed, "s-broken": StatusFailed, "s-blocked": StatusBlocked, "s-new": StatusPassed,
+		"s-fixed": results.StatusPassed, "s-always": results.StatusPassed, "s-broken": results.StatusFailed, "s-blocked": results.StatusBlocked, "s-new": results.StatusPassed,
 	})
 	ba, err := CompareArchives(before, after, map[string]string{"s-fixed": "one run only"})
 	require.NoError(t, err)
@@ -70,7 +72,7 @@ func TestCompareArchivesRows(t *testing.T) {
 	assert.Contains(t, md, "1 pass, 1 fail, 1 blocked, 2 not run, 1 do not demonstrate the fix")
 
 	// The same revision on both sides is called out.
-	same := archiveOf(t, "c0ffee0", 0, map[string]string{"s-fixed": StatusPassed})
+	same := archiveOf(t, "c0ffee0", 0, map[string]string{"s-fixed": results.StatusPassed})
 	ba, err = CompareArchives(before, same, nil)
 	require.NoError(t, err)
 	assert.Contains(t, strings.Join(ba.Rows[0].Limits, "; "), "same SUT revision")

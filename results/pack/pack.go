@@ -1,4 +1,8 @@
-package results
+// Package pack is the handed-over form of an archive and its checks: a reproducible gzip tar
+// with a SHA256SUMS manifest and a detached digest (`archive pack`), and `archive verify` of a
+// pack or a folder (manifest, integrity, leak scan). It reads finished archives and never
+// writes into one, which is why it is apart from the archive writer.
+package pack
 
 import (
 	"archive/tar"
@@ -18,6 +22,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/ksqlflow/flowtest/results"
 )
 
 // SumsFile is the manifest a pack carries at the top of its folder: one line per other file,
@@ -65,7 +71,7 @@ func pack(dir, dst string, replace bool) (string, error) {
 	}
 	sums := map[string]string{}
 	for _, rel := range files {
-		sum, err := FileSHA256(filepath.Join(dir, filepath.FromSlash(rel)))
+		sum, err := results.FileSHA256(filepath.Join(dir, filepath.FromSlash(rel)))
 		if err != nil {
 			return "", fmt.Errorf("pack: %w", err)
 		}
@@ -92,7 +98,7 @@ func pack(dir, dst string, replace bool) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return "", fmt.Errorf("pack: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), TempPrefix+filepath.Base(dst)+"-*")
+	tmp, err := os.CreateTemp(filepath.Dir(dst), results.TempPrefix+filepath.Base(dst)+"-*")
 	if err != nil {
 		return "", fmt.Errorf("pack: %w", err)
 	}
@@ -191,8 +197,8 @@ func packFiles(dir string) ([]string, error) {
 		switch {
 		case rel == ".":
 			return nil
-		case strings.HasPrefix(d.Name(), TempPrefix):
-			return fmt.Errorf("%s is a file being written (%s*): the run is not finished", rel, TempPrefix)
+		case strings.HasPrefix(d.Name(), results.TempPrefix):
+			return fmt.Errorf("%s is a file being written (%s*): the run is not finished", rel, results.TempPrefix)
 		case d.IsDir():
 			return nil
 		case !d.Type().IsRegular():
@@ -289,7 +295,7 @@ func CheckManifestDir(dir string) (problems []string, present bool, err error) {
 	}
 	actual := map[string]string{}
 	for _, rel := range files {
-		sum, err := FileSHA256(filepath.Join(dir, filepath.FromSlash(rel)))
+		sum, err := results.FileSHA256(filepath.Join(dir, filepath.FromSlash(rel)))
 		if err != nil {
 			return nil, true, err
 		}

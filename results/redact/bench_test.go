@@ -1,4 +1,4 @@
-package results
+package redact
 
 import (
 	"fmt"
@@ -39,7 +39,7 @@ func benchSecrets() map[string]string {
 // four app ids. Target: ≥ 50 MB/s.
 func BenchmarkRedact(b *testing.B) {
 	secrets := benchSecrets()
-	r := NewRedactor(secrets, map[string]string{"4257": "state", "4258": "audit", "4260": "request", "4264": "log"})
+	r := New(secrets, map[string]string{"4257": "state", "4258": "audit", "4260": "request", "4264": "log"})
 	in := benchInput(secrets)
 	b.SetBytes(int64(len(in)))
 	b.ResetTimer()
@@ -53,7 +53,7 @@ func BenchmarkRedact(b *testing.B) {
 
 func TestBenchInputIsRedactedCompletely(t *testing.T) {
 	secrets := benchSecrets()
-	r := NewRedactor(secrets, nil)
+	r := New(secrets, nil)
 	out := r.Bytes(benchInput(secrets))
 	leaks := scanForLeaks("bench", out, newMatcher(secretPatterns(secrets)), nil, nil)
 	if len(leaks) > 0 {
@@ -91,7 +91,7 @@ func BenchmarkRedactorAdd1000(b *testing.B) {
 	secrets, reasons := manySecrets(1000)
 	names := sortedKeys(secrets)
 	for b.Loop() {
-		r := NewRedactor(nil, map[string]string{"4257": "state"})
+		r := New(nil, map[string]string{"4257": "state"})
 		for i, name := range names {
 			r.AddSecret(name, secrets[name])
 			r.AddReason(reasons[i])
@@ -103,7 +103,7 @@ func BenchmarkRedactorAdd1000(b *testing.B) {
 // registered (some of them planted in it).
 func BenchmarkRedactorBytes1MB(b *testing.B) {
 	secrets, reasons := manySecrets(1000)
-	r := NewRedactor(secrets, map[string]string{"4257": "state", "4258": "audit"})
+	r := New(secrets, map[string]string{"4257": "state", "4258": "audit"})
 	for _, body := range reasons {
 		r.AddReason(body)
 	}

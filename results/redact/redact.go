@@ -1,4 +1,4 @@
-package results
+package redact
 
 import (
 	"bytes"
@@ -42,7 +42,7 @@ type Redactor struct {
 
 // NewRedactor builds a redactor for secrets (env name -> value) and apps (app id -> role,
 // e.g. "4257" -> "state"). Empty secret values and empty app ids are ignored.
-func NewRedactor(secrets map[string]string, apps map[string]string) *Redactor {
+func New(secrets map[string]string, apps map[string]string) *Redactor {
 	r := &Redactor{secrets: map[string]string{}, reasons: map[string]bool{}, apps: map[string]string{},
 		m: (&matcher{}).withHints()}
 	for id, role := range apps {

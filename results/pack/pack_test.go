@@ -1,4 +1,4 @@
-package results
+package pack
 
 import (
 	"archive/tar"
@@ -9,22 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/internal/archivetest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// finishedArchive writes a small real archive (two scenarios, reports, index.html).
-func finishedArchive(t *testing.T) string {
-	t.Helper()
-	a, err := Create(t.TempDir(), "p2-16", time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), testRedactor())
-	require.NoError(t, err)
-	require.NoError(t, a.WriteScenario(sampleScenario("p2-16-01", StatusPassed)))
-	require.NoError(t, a.WriteScenario(sampleScenario("p2-16-02", StatusFailed)))
-	require.NoError(t, a.Finish(&Run{Target: "sandbox", End: time.Now(), RunOrder: []string{"p2-16-01", "p2-16-02"}}))
-	return a.Dir()
-}
 
 // rewritePack rewrites a pack entry by entry, letting edit change (or drop, returning nil)
 // each file's bytes, and appending extra files; the gzip is made afresh, so only the tar
@@ -72,7 +62,7 @@ func rewritePack(t *testing.T, src, dst string, edit func(name string, data []by
 }
 
 func TestPackAndVerifyRoundTrip(t *testing.T) {
-	dir := finishedArchive(t)
+	dir := archivetest.Finished(t)
 	pack := filepath.Join(t.TempDir(), "evidence.tar.gz")
 	sum, err := Pack(dir, pack)
 	require.NoError(t, err)
@@ -102,9 +92,9 @@ func TestPackAndVerifyRoundTrip(t *testing.T) {
 	ex := t.TempDir()
 	_, err = VerifyPack(pack, "", ex)
 	require.NoError(t, err)
-	readme, err := FileSHA256(filepath.Join(ex, "README.md"))
+	readme, err := results.FileSHA256(filepath.Join(ex, "README.md"))
 	require.NoError(t, err)
-	want, err := FileSHA256(filepath.Join(dir, "README.md"))
+	want, err := results.FileSHA256(filepath.Join(dir, "README.md"))
 	require.NoError(t, err)
 	assert.Equal(t, want, readme)
 }
@@ -112,7 +102,7 @@ func TestPackAndVerifyRoundTrip(t *testing.T) {
 // One changed byte inside a file of the pack is found and the file named; so are a file
 // removed, a file added, a changed pack against its detached digest and a corrupt gzip.
 func TestVerifyPackNamesTheChangedFile(t *testing.T) {
-	dir := finishedArchive(t)
+	dir := archivetest.Finished(t)
 	pack := filepath.Join(t.TempDir(), "a.tar.gz")
 	sum, err := Pack(dir, pack)
 	require.NoError(t, err)
@@ -206,11 +196,11 @@ func TestVerifyPackRefusesUnsafeNames(t *testing.T) {
 // Pack refuses a folder being written, and a folder whose own SHA256SUMS no longer matches
 // (re-packing would launder the change); an unpacked pack verifies against its manifest.
 func TestPackRefusals(t *testing.T) {
-	dir := finishedArchive(t)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, TempPrefix+"run.json-1"), []byte("{"), 0o644))
+	dir := archivetest.Finished(t)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, results.TempPrefix+"run.json-1"), []byte("{"), 0o644))
 	_, err := Pack(dir, filepath.Join(t.TempDir(), "x.tar.gz"))
 	require.ErrorContains(t, err, "being written")
-	require.NoError(t, os.Remove(filepath.Join(dir, TempPrefix+"run.json-1")))
+	require.NoError(t, os.Remove(filepath.Join(dir, results.TempPrefix+"run.json-1")))
 
 	pack := filepath.Join(t.TempDir(), "x.tar.gz")
 	_, err = Pack(dir, pack)
@@ -261,7 +251,7 @@ func extractManifest(t *testing.T, pack string) []byte {
 }
 
 func TestPackNeverReplacesAPackUnlessAsked(t *testing.T) {
-	dir := finishedArchive(t)
+	dir := archivetest.Finished(t)
 	dst := filepath.Join(t.TempDir(), "evidence.tar.gz")
 	sum, err := Pack(dir, dst)
 	require.NoError(t, err)

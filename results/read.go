@@ -1,0 +1,107 @@
+package results
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// FailedScenarios returns, in run order, the ids of the scenarios whose file in the archive
+// says "failed", "blocked" or "interrupted" — every scenario that ran without passing (for
+// `flowtest run --rerun <dir>`). It reads the scenario files, not run.json,
+// so it also works on an archive of an interrupted run. Files being written (temporary names)
+// are skipped; a file that is not valid JSON, or of a newer schema, is an error.
+func FailedScenarios(archiveDir string) ([]string, error) {
+	scen, run, err := ReadArchive(archiveDir)
+	if err != nil {
+		return nil, err
+	}
+	pos := map[string]int{}
+	if run != nil {
+		for i, id := range run.RunOrder {
+			if _, ok := pos[id]; !ok {
+				pos[id] = i
+			}
+		}
+	}
+	sort.SliceStable(scen, func(i, j int) bool {
+		pi, iok := pos[scen[i].ID]
+		pj, jok := pos[scen[j].ID]
+		if iok && jok && pi != pj {
+			return pi < pj
+		}
+		if iok != jok {
+			return iok
+		}
+		return scen[i].Start.Before(scen[j].Start)
+	})
+	var ids []string
+	seen := map[string]bool{}
+	for _, s := range scen {
+		if (s.Status == StatusFailed || s.Status == StatusBlocked || s.Status == StatusInterrupted) && !seen[s.ID] {
+			seen[s.ID] = true
+			ids = append(ids, s.ID)
+		}
+	}
+	return ids, nil
+}
+
+// ReadArchive reads an archive's scenario files and run.json (nil when the run never got
+// far enough to write it). A folder with neither run.json nor scenarios/ is not an archive.
+func ReadArchive(archiveDir string) ([]*Scenario, *Run, error) {
+	st, err := os.Stat(archiveDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read archive: %w", err)
+	}
+	if !st.IsDir() {
+		return nil, nil, fmt.Errorf("read archive: %s is not a directory", archiveDir)
+	}
+	var run *Run
+	runData, runErr := os.ReadFile(filepath.Join(archiveDir, "run.json"))
+	if runErr == nil {
+		run = &Run{}
+		if err := json.Unmarshal(runData, run); err != nil {
+			return nil, nil, fmt.Errorf("read archive %s: run.json: %w", archiveDir, err)
+		}
+		if run.SchemaVersion > SchemaVersion {
+			return nil, nil, fmt.Errorf("read archive %s: run.json has schema_version %d, this flowtest reads up to %d", archiveDir, run.SchemaVersion, SchemaVersion)
+		}
+	} else if !errors.Is(runErr, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("read archive %s: %w", archiveDir, runErr)
+	}
+	entries, err := os.ReadDir(filepath.Join(archiveDir, ScenarioDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		if run == nil {
+			return nil, nil, fmt.Errorf("%s is not a flowtest archive: it has neither run.json nor %s/", archiveDir, ScenarioDir)
+		}
+		return nil, run, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read archive %s: %w", archiveDir, err)
+	}
+	var scen []*Scenario
+	for _, e := range entries {
+		name := e.Name()
+		if !e.Type().IsRegular() || !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, TempPrefix) {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(archiveDir, ScenarioDir, name))
+		if err != nil {
+			return nil, nil, fmt.Errorf("read archive %s: %w", archiveDir, err)
+		}
+		s := &Scenario{}
+		if err := json.Unmarshal(data, s); err != nil {
+			return nil, nil, fmt.Errorf("read archive %s: %s/%s: %w", archiveDir, ScenarioDir, name, err)
+		}
+		if s.SchemaVersion > SchemaVersion {
+			return nil, nil, fmt.Errorf("read archive %s: %s/%s has schema_version %d, this flowtest reads up to %d", archiveDir, ScenarioDir, name, s.SchemaVersion, SchemaVersion)
+		}
+		scen = append(scen, s)
+	}
+	return scen, run, nil
+}
