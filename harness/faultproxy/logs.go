@@ -25,6 +25,9 @@ type trafficEntry struct {
 	Status     int      `json:"status,omitempty"`
 	DurationMS float64  `json:"duration_ms"`
 	Error      string   `json:"error,omitempty"`
+	// Fault and FaultAction name the fault that took the request (see Firing).
+	Fault       string `json:"fault,omitempty"`
+	FaultAction Action `json:"fault_action,omitempty"`
 }
 
 // TrafficLine is one logged request as Traffic returns it (the traffic log's fields).
@@ -40,6 +43,9 @@ type TrafficLine struct {
 	Status     int
 	DurationMS float64
 	Error      string
+	// Fault and FaultAction name the fault that took the request, if one did.
+	Fault       string
+	FaultAction Action
 }
 
 // maxTrafficLines bounds the lines Traffic keeps in memory (the log file keeps all).
@@ -53,7 +59,8 @@ func (p *Proxy) logTraffic(e *trafficEntry, start time.Time) {
 	p.mu.Lock()
 	if len(p.traffic) < maxTrafficLines {
 		p.traffic = append(p.traffic, TrafficLine{At: e.At, Method: e.Method, Path: e.Path, App: e.App, RecordID: e.RecordID,
-			Fields: e.Fields, Blocked: e.Blocked, Heartbeat: e.Heartbeat, Status: e.Status, DurationMS: e.DurationMS, Error: e.Error})
+			Fields: e.Fields, Blocked: e.Blocked, Heartbeat: e.Heartbeat, Status: e.Status, DurationMS: e.DurationMS, Error: e.Error,
+			Fault: e.Fault, FaultAction: e.FaultAction})
 	}
 	p.mu.Unlock()
 	p.writeLog(p.trafficLog, e)

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -97,10 +98,17 @@ type Proxy struct {
 	barriers     []*barrierState // in-process, in order added
 	fileBarriers []*barrierState // from the control file, replaced on change
 	states       map[string]*barrierState
-	arrivals     []Arrival
-	counts       Counts
-	traffic      []TrafficLine
-	isClosed     bool
+	faults       []*faultState // in-process, armed, in order added
+	fileFaults   []*faultState // from the control file, replaced on change
+	faultStates  map[string]*faultState
+	firings      []Firing
+	// firingsChanged is closed and replaced at every firing (wakes WaitFirings).
+	firingsChanged chan struct{}
+	ctlProblems    []string
+	arrivals       []Arrival
+	counts         Counts
+	traffic        []TrafficLine
+	isClosed       bool
 
 	// Log lines go through one writer goroutine so no request waits on a file write.
 	logMu      sync.RWMutex // guards logClosed against sends on a closed logCh
@@ -161,12 +169,14 @@ func New(opts Options) (*Proxy, error) {
 	}
 
 	p := &Proxy{
-		opts:     opts,
-		upstream: up,
-		closed:   make(chan struct{}),
-		mode:     ModePass,
-		states:   map[string]*barrierState{},
-		counts:   Counts{Records: map[string]int{}},
+		opts:           opts,
+		upstream:       up,
+		closed:         make(chan struct{}),
+		mode:           ModePass,
+		states:         map[string]*barrierState{},
+		faultStates:    map[string]*faultState{},
+		firingsChanged: make(chan struct{}),
+		counts:         Counts{Records: map[string]int{}},
 	}
 	// No environment proxy: FlowNet's own fetch does not use one either, and the
 	// runner's HTTP(S)_PROXY must not reroute test traffic.
@@ -395,4 +405,34 @@ func (p *Proxy) refreshControl() {
 		st.defined, st.fromFile, st.c = true, true, c
 		p.fileBarriers = append(p.fileBarriers, st)
 	}
+	p.ctlProblems = spec.problems
+	p.fileFaults = p.fileFaults[:0:0]
+	for _, c := range spec.faults {
+		id := c.f.ID
+		st := p.faultStates[id]
+		switch {
+		case st != nil && !st.fromFile:
+			p.ctlProblems = append(p.ctlProblems, fmt.Sprintf("fault %s: id is taken by a fault added in-process", id))
+			continue
+		case c.f.Delay > p.opts.BarrierTimeout:
+			p.ctlProblems = append(p.ctlProblems, fmt.Sprintf("fault %s: delay %s exceeds the proxy's hold bound %s", id, c.f.Delay, p.opts.BarrierTimeout))
+			continue
+		case st == nil:
+			st = &faultState{fromFile: true}
+			p.faultStates[id] = st
+		}
+		// Counts are kept by id across edits, so rewriting the file does not re-arm a
+		// fault that already fired; a new id does.
+		st.c = c
+		p.fileFaults = append(p.fileFaults, st)
+	}
+}
+
+// ControlProblems names what the control file's current content gets wrong (an unknown
+// mode, barriers and faults that were dropped), nil when it is fine or absent.
+func (p *Proxy) ControlProblems() []string {
+	p.refreshControl()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.ctlProblems)
 }

@@ -22,6 +22,7 @@ type ctxKey struct{}
 type reqState struct {
 	view   *requestView
 	afters []*barrierState
+	fault  *faultTake // the fault that took the request, if any
 	entry  *trafficEntry
 	start  time.Time
 	logged bool
@@ -55,7 +56,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	view := &requestView{method: r.Method, path: r.URL.Path, query: r.URL.Query()}
 	bodyErr := p.bufferBody(r, view)
 	entry := &trafficEntry{At: start.UTC(), Method: r.Method, Path: r.URL.Path, Targeted: true, Heartbeat: view.isHeartbeat()}
-	entry.App, entry.RecordID, entry.Fields = view.touched(r.URL.Query())
+	entry.App, entry.RecordID, entry.Fields = view.touched()
 	if bodyErr != nil {
 		// Nothing sensible can be forwarded; fail the way the broken connection already has.
 		entry.Error = "request body could not be read"
@@ -87,17 +88,26 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	befores, afters := p.matchLocked(view)
+	var take *faultTake
+	if len(p.faults)+len(p.fileFaults) > 0 { // no fault armed: no fault matching at all
+		take = p.takeFaultLocked(view, entry)
+	}
 	p.mu.Unlock()
 
+	// Barriers hold first; a fault acts on the request once they released it.
 	for _, st := range befores {
 		if err := p.hold(r.Context(), st); err != nil {
 			entry.Error = err.Error()
+			p.fired(take, 0, "not applied: "+entry.Error)
 			p.logTraffic(entry, start)
 			drop(w)
 			return
 		}
 	}
-	rs := &reqState{view: view, afters: afters, entry: entry, start: start}
+	if take != nil && !p.applyBeforeForward(w, r, take, start) {
+		return
+	}
+	rs := &reqState{view: view, afters: afters, fault: take, entry: entry, start: start}
 	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, rs)))
 	if !rs.logged {
 		p.logTraffic(entry, start)
@@ -156,6 +166,17 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		return nil
 	}
 	rs.entry.Status = resp.StatusCode
+	if err := p.holdAfterSuccess(resp, rs); err != nil {
+		return err
+	}
+	if rs.fault != nil && rs.fault.st.c.f.Action == ActionLoseResponse {
+		return errResponseLost // the upstream has answered, so it has applied the request
+	}
+	return nil
+}
+
+// holdAfterSuccess holds a 2xx response at the after-success barriers the request matched.
+func (p *Proxy) holdAfterSuccess(resp *http.Response, rs *reqState) error {
 	if resp.StatusCode < 200 || resp.StatusCode > 299 || len(rs.afters) == 0 {
 		return nil // a non-2xx response never consumes an after-success barrier
 	}
@@ -180,6 +201,10 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 	rs, _ := r.Context().Value(ctxKey{}).(*reqState)
 	var be *barrierError
 	switch {
+	case errors.Is(err, errResponseLost):
+		if rs != nil {
+			p.fired(rs.fault, rs.entry.Status, "")
+		}
 	case errors.As(err, &be):
 		if rs != nil {
 			rs.entry.Error = be.Error()
@@ -198,6 +223,9 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 		}
 	}
 	if rs != nil {
+		if rs.entry.Error != "" {
+			p.fired(rs.fault, 0, "not applied: "+rs.entry.Error)
+		}
 		rs.logged = true
 		p.logTraffic(rs.entry, rs.start)
 	}

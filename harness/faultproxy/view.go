@@ -16,6 +16,77 @@ type requestView struct {
 	parsed bool
 	obj    map[string]json.RawMessage
 	record map[string]json.RawMessage
+
+	bulkParsed bool
+	bulkRecs   []bulkRecord // records[] of a bulk write, parsed on first use
+}
+
+// bulkRecord is one element of a bulk write's records[]: its id (PUT) and record.
+type bulkRecord struct {
+	ID     json.RawMessage            `json:"id"`
+	Record map[string]json.RawMessage `json:"record"`
+}
+
+// bulk is the body's records[] (nil when absent or not an array of objects).
+func (v *requestView) bulk() []bulkRecord {
+	if !v.bulkParsed {
+		v.bulkParsed = true
+		if v.parse() {
+			if raw, ok := v.obj["records"]; ok {
+				var recs []bulkRecord
+				if json.Unmarshal(raw, &recs) == nil { // a half-parsed array is no match
+					v.bulkRecs = recs
+				}
+			}
+		}
+	}
+	return v.bulkRecs
+}
+
+// hasRecordID: the request addresses record id, as the body's top-level "id", one of
+// records[].id, one of a delete's "ids", or the "id" query parameter of a read.
+func (v *requestView) hasRecordID(id string) bool {
+	if v.query.Get("id") == id {
+		return true
+	}
+	if !v.parse() {
+		return false
+	}
+	if s, ok := scalar(v.obj["id"]); ok && s == id {
+		return true
+	}
+	for _, r := range v.bulk() {
+		if s, ok := scalar(r.ID); ok && s == id {
+			return true
+		}
+	}
+	if raw, ok := v.obj["ids"]; ok {
+		var ids []json.RawMessage
+		if json.Unmarshal(raw, &ids) == nil {
+			for _, r := range ids {
+				if s, ok := scalar(r); ok && s == id {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// hasField: field is a key of the body's record, or of any records[].record.
+func (v *requestView) hasField(field string) bool {
+	if !v.parse() {
+		return false
+	}
+	if _, ok := v.record[field]; ok {
+		return true
+	}
+	for _, r := range v.bulk() {
+		if _, ok := r.Record[field]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 func (v *requestView) parse() bool {
@@ -73,7 +144,7 @@ func (v *requestView) isHeartbeat() bool {
 // body's top level (or, for a body-less GET/DELETE, the app and id query values), and the
 // sorted field names under record, or under every records[].record of a bulk write. Values
 // of fields never leave this function.
-func (v *requestView) touched(q url.Values) (app, id string, fields []string) {
+func (v *requestView) touched() (app, id string, fields []string) {
 	if v.parse() {
 		if raw, ok := v.obj["app"]; ok {
 			app, _ = scalar(raw)
@@ -85,16 +156,9 @@ func (v *requestView) touched(q url.Values) (app, id string, fields []string) {
 		for k := range v.record {
 			names[k] = true
 		}
-		if raw, ok := v.obj["records"]; ok {
-			var recs []struct {
-				Record map[string]json.RawMessage `json:"record"`
-			}
-			if json.Unmarshal(raw, &recs) == nil {
-				for _, r := range recs {
-					for k := range r.Record {
-						names[k] = true
-					}
-				}
+		for _, r := range v.bulk() {
+			for k := range r.Record {
+				names[k] = true
 			}
 		}
 		for k := range names {
@@ -103,5 +167,5 @@ func (v *requestView) touched(q url.Values) (app, id string, fields []string) {
 		sort.Strings(fields)
 		return app, id, fields
 	}
-	return q.Get("app"), q.Get("id"), nil
+	return v.query.Get("app"), v.query.Get("id"), nil
 }
