@@ -74,7 +74,10 @@ func BenchmarkAddedLatency(b *testing.B) {
 		name    string
 		tls     bool
 		control bool
-	}{{"http", false, false}, {"https", true, false}, {"https+controlfile", true, true}} {
+		// fault arms a fault the bench's PUTs match up to the app: the cost of matching
+		// on every request while a scenario has a fault in place.
+		fault bool
+	}{{"http", false, false, false}, {"https", true, false, false}, {"https+controlfile", true, true, false}, {"https+fault-armed", true, false, true}} {
 		b.Run(tc.name, func(b *testing.B) {
 			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				_, _ = io.Copy(io.Discard, r.Body)
@@ -103,6 +106,12 @@ func BenchmarkAddedLatency(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer p.Close()
+			if tc.fault {
+				if err := p.AddFault(Fault{ID: "elsewhere", Action: ActionRespond, Status: 409,
+					Match: FaultMatch{Method: "PUT", Path: `^/k/v1/record\.json$`, App: "8", Field: "status"}}); err != nil {
+					b.Fatal(err)
+				}
+			}
 			var direct, proxied *http.Client
 			if tc.tls {
 				direct, proxied = keepAliveClient(b, upCA), keepAliveClient(b, p.CAFile())

@@ -36,43 +36,43 @@ const Always = -1
 // empty FaultMatch matches every request that is not blocked by the mode.
 type FaultMatch struct {
 	// Method as sent (a method-override POST is a POST), case-insensitive.
-	Method string `json:"method,omitempty"`
+	Method string
 	// Path is a regexp on the URL path (no query).
-	Path string `json:"path,omitempty"`
+	Path string
 	// App is the app the request addresses: the JSON body's "app", else the "app" query
 	// parameter of a read.
-	App string `json:"app,omitempty"`
+	App string
 	// RecordID is a record the request addresses: the body's "id", one of the bulk
 	// records[].id, one of a delete's "ids", or the "id" query parameter.
-	RecordID string `json:"record_id,omitempty"`
+	RecordID string
 	// Field must be a key of the body's "record", or of one of the bulk records[].record.
-	Field string `json:"field,omitempty"`
+	Field string
 	// Nth is the first matching request the fault takes (1-based; 0 means 1). Every
 	// matching request counts, including those another fault took.
-	Nth int `json:"nth,omitempty"`
+	Nth int
 }
 
 // Fault is a selective fault: which requests it takes (Match) and what it does to them
 // (Action), at most Times times. See the package comment.
 type Fault struct {
-	ID     string     `json:"id"`
-	Match  FaultMatch `json:"match"`
-	Action Action     `json:"action"`
+	ID     string
+	Match  FaultMatch
+	Action Action
 	// Times is how many matching requests the fault takes: 0 or 1 once, n, or Always.
-	Times int `json:"times,omitempty"`
+	Times int
 
 	// respond only. Status and Code default from each other for the codes
 	// KintoneErrors knows (409 ⇒ GAIA_CO02, GAIA_DA02 ⇒ 400, …). Message defaults to
 	// the code's English message. Errors is the CB_VA01 "errors" object, key ⇒ messages.
 	// Body, if set, is sent verbatim instead of the generated kintone error body.
-	Status  int                 `json:"status,omitempty"`
-	Code    string              `json:"code,omitempty"`
-	Message string              `json:"message,omitempty"`
-	Errors  map[string][]string `json:"errors,omitempty"`
-	Body    string              `json:"body,omitempty"`
+	Status  int
+	Code    string
+	Message string
+	Errors  map[string][]string
+	Body    string
 
 	// Delay is the hold of a delay fault (> 0, at most the proxy's BarrierTimeout).
-	Delay time.Duration `json:"delay,omitempty"`
+	Delay time.Duration
 }
 
 // KintoneError is a kintone error code's HTTP status and English message
