@@ -208,11 +208,8 @@ func (p *Proxy) releaseLocked(st *barrierState) {
 // ctx it waits at most DefaultArrivalWait. The id may belong to a control-file barrier
 // not read yet.
 func (p *Proxy) WaitArrival(ctx context.Context, id string) (Arrival, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultArrivalWait)
-		defer cancel()
-	}
+	ctx, cancel := withDefaultWait(ctx)
+	defer cancel()
 	p.mu.Lock()
 	st := p.states[id]
 	if st == nil {
@@ -325,4 +322,12 @@ func (p *Proxy) hold(ctx context.Context, st *barrierState) error {
 			return &barrierError{id: st.id, reason: "proxy closed while held"}
 		}
 	}
+}
+
+// withDefaultWait bounds a wait by DefaultArrivalWait when ctx has no deadline.
+func withDefaultWait(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, DefaultArrivalWait)
 }

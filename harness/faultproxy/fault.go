@@ -323,7 +323,7 @@ func (st *faultState) exhausted() bool { return st.c.times != Always && st.taken
 
 // faultTake is a request a fault took, carried to where the action applies.
 type faultTake struct {
-	st      *faultState
+	c       *compiledFault // as it was when taken (a control-file edit may replace the state's)
 	match   int
 	entry   *trafficEntry
 	applied bool // its firing is recorded

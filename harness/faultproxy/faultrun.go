@@ -70,11 +70,8 @@ func (p *Proxy) faultFiringsLocked(id string) []Firing {
 // Without a deadline in ctx it waits at most DefaultArrivalWait. The id may belong to
 // a control-file fault not read yet.
 func (p *Proxy) WaitFirings(ctx context.Context, id string, n int) ([]Firing, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultArrivalWait)
-		defer cancel()
-	}
+	ctx, cancel := withDefaultWait(ctx)
+	defer cancel()
 	for {
 		p.refreshControl() // a file fault fires only on traffic, but its definition may be new
 		p.mu.Lock()
@@ -109,7 +106,7 @@ func (p *Proxy) takeFaultLocked(v *requestView, entry *trafficEntry) *faultTake 
 			st.matched++
 			if take == nil && st.matched >= st.c.first {
 				st.taken++
-				take = &faultTake{st: st, match: st.matched, entry: entry}
+				take = &faultTake{c: st.c, match: st.matched, entry: entry}
 				entry.Fault, entry.FaultAction = st.c.f.ID, st.c.f.Action
 			}
 		}
@@ -123,7 +120,7 @@ func (p *Proxy) fired(t *faultTake, status int, errText string) {
 		return
 	}
 	t.applied = true
-	f := Firing{At: time.Now().UTC(), FaultID: t.st.c.f.ID, Action: t.st.c.f.Action, Match: t.match,
+	f := Firing{At: time.Now().UTC(), FaultID: t.c.f.ID, Action: t.c.f.Action, Match: t.match,
 		Method: t.entry.Method, Path: t.entry.Path, App: t.entry.App, RecordID: t.entry.RecordID, Status: status, Error: errText}
 	p.mu.Lock()
 	if len(p.firings) < maxTrafficLines {
@@ -137,7 +134,7 @@ func (p *Proxy) fired(t *faultTake, status int, errText string) {
 // applyBeforeForward runs the take's action up to forwarding; false means the request
 // is answered (respond) or dropped and must not be forwarded.
 func (p *Proxy) applyBeforeForward(w http.ResponseWriter, r *http.Request, t *faultTake, start time.Time) bool {
-	c := t.st.c
+	c := t.c
 	switch c.f.Action {
 	case ActionRespond:
 		body := c.responseBody()

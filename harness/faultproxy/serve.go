@@ -169,7 +169,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	if err := p.holdAfterSuccess(resp, rs); err != nil {
 		return err
 	}
-	if rs.fault != nil && rs.fault.st.c.f.Action == ActionLoseResponse {
+	if rs.fault != nil && rs.fault.c.f.Action == ActionLoseResponse {
 		return errResponseLost // the upstream has answered, so it has applied the request
 	}
 	return nil
