@@ -1,45 +1,16 @@
 package faultproxy
 
 import (
-	"bytes"
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
-
-// Mode is what the proxy does with requests.
-type Mode string
-
-const (
-	ModePass        Mode = "pass"
-	ModeBlock       Mode = "block"
-	ModeBlockWrites Mode = "block-writes"
-)
-
-// ParseMode accepts pass, block and block-writes (surrounding space ignored).
-func ParseMode(s string) (Mode, error) {
-	switch m := Mode(strings.TrimSpace(s)); m {
-	case ModePass, ModeBlock, ModeBlockWrites:
-		return m, nil
-	}
-	return "", fmt.Errorf("unknown fault mode %q (want pass, block or block-writes)", s)
-}
-
-func (m Mode) blocks(method string) bool {
-	switch m {
-	case ModeBlock:
-		return true
-	case ModeBlockWrites:
-		return method != "GET"
-	}
-	return false
-}
 
 // Phase is when a barrier holds its request.
 type Phase string
@@ -117,47 +88,6 @@ func compile(b Barrier) (*compiled, error) {
 	return &compiled{b: b, re: re, method: strings.ToUpper(strings.TrimSpace(b.Match.Method))}, nil
 }
 
-// requestView is what matching sees of a request.
-type requestView struct {
-	method string
-	path   string
-	query  url.Values
-	body   []byte // nil when not buffered (too large, multipart, GET)
-	parsed bool
-	obj    map[string]json.RawMessage
-	record map[string]json.RawMessage
-}
-
-func (v *requestView) parse() bool {
-	if !v.parsed {
-		v.parsed = true
-		trimmed := bytes.TrimSpace(v.body)
-		if len(trimmed) > 0 && trimmed[0] == '{' && json.Unmarshal(trimmed, &v.obj) == nil {
-			if raw, ok := v.obj["record"]; ok {
-				_ = json.Unmarshal(raw, &v.record)
-			}
-		}
-	}
-	return v.obj != nil
-}
-
-// scalar renders a JSON string or number as the string the original hook compared
-// (String(body.app)).
-func scalar(raw json.RawMessage) (string, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return "", false
-	}
-	if raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return "", false
-		}
-		return s, true
-	}
-	return string(raw), true
-}
-
 func (c *compiled) matches(v *requestView) bool {
 	if c.method != "" && c.method != v.method {
 		return false
@@ -198,27 +128,6 @@ func (c *compiled) matches(v *requestView) bool {
 	return true
 }
 
-// app is the app the request addresses: the JSON body's top-level "app", else the query's.
-func (v *requestView) app() string {
-	if v.parse() {
-		if s, ok := scalar(v.obj["app"]); ok {
-			return s
-		}
-	}
-	return v.query.Get("app")
-}
-
-// isHeartbeat: a PUT whose JSON record has heartbeat_at (the original's definition).
-func (v *requestView) isHeartbeat() bool {
-	// The byte check spares a JSON parse on the hot path for the many PUTs that are not
-	// heartbeats (the field name appears literally in every heartbeat body).
-	if v.method != "PUT" || !bytes.Contains(v.body, []byte(`"heartbeat_at"`)) || !v.parse() || v.record == nil {
-		return false
-	}
-	_, ok := v.record["heartbeat_at"]
-	return ok
-}
-
 // barrierState is the per-id state, kept for the proxy's life.
 type barrierState struct {
 	id       string
@@ -242,39 +151,183 @@ func fileExists(path string) bool {
 	return err == nil
 }
 
-// touched names what a request touches, for the traffic log: app and record id from the JSON
-// body's top level (or, for a body-less GET/DELETE, the app and id query values), and the
-// sorted field names under record, or under every records[].record of a bulk write. Values
-// of fields never leave this function.
-func (v *requestView) touched(q url.Values) (app, id string, fields []string) {
-	if v.parse() {
-		if raw, ok := v.obj["app"]; ok {
-			app, _ = scalar(raw)
-		}
-		if raw, ok := v.obj["id"]; ok {
-			id, _ = scalar(raw)
-		}
-		names := map[string]bool{}
-		for k := range v.record {
-			names[k] = true
-		}
-		if raw, ok := v.obj["records"]; ok {
-			var recs []struct {
-				Record map[string]json.RawMessage `json:"record"`
-			}
-			if json.Unmarshal(raw, &recs) == nil {
-				for _, r := range recs {
-					for k := range r.Record {
-						names[k] = true
-					}
-				}
-			}
-		}
-		for k := range names {
-			fields = append(fields, k)
-		}
-		sort.Strings(fields)
-		return app, id, fields
+// AddBarrier installs a barrier. Its id must be new for this proxy, and its release
+// file (if any) must not exist yet (a stale file would release it at once).
+func (p *Proxy) AddBarrier(b Barrier) error {
+	c, err := compile(b)
+	if err != nil {
+		return err
 	}
-	return q.Get("app"), q.Get("id"), nil
+	if b.Release != "" {
+		if !filepath.IsAbs(b.Release) {
+			return fmt.Errorf("barrier %s: release file %q must be an absolute path", b.ID, b.Release)
+		}
+		if fileExists(b.Release) {
+			return fmt.Errorf("barrier %s: release file %s already exists", b.ID, b.Release)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.isClosed {
+		return fmt.Errorf("barrier %s: proxy is closed", b.ID)
+	}
+	st := p.states[b.ID]
+	if st != nil && st.defined {
+		return fmt.Errorf("barrier %s: id already used on this proxy", b.ID)
+	}
+	if st == nil {
+		st = newState(b.ID)
+		p.states[b.ID] = st
+	}
+	st.defined, st.c = true, c
+	p.barriers = append(p.barriers, st)
+	return nil
+}
+
+// Release releases a barrier, whether or not its request has arrived yet (a request
+// arriving later passes without holding, but still counts as an arrival).
+func (p *Proxy) Release(id string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.states[id]
+	if st == nil || !st.defined {
+		return fmt.Errorf("release barrier %s: no such barrier on proxy %s", id, p.opts.Name)
+	}
+	p.releaseLocked(st)
+	return nil
+}
+
+func (p *Proxy) releaseLocked(st *barrierState) {
+	if !st.relDone {
+		st.relDone = true
+		close(st.released)
+	}
+}
+
+// WaitArrival waits until a request has arrived at barrier id. Without a deadline in
+// ctx it waits at most DefaultArrivalWait. The id may belong to a control-file barrier
+// not read yet.
+func (p *Proxy) WaitArrival(ctx context.Context, id string) (Arrival, error) {
+	ctx, cancel := withDefaultWait(ctx)
+	defer cancel()
+	p.mu.Lock()
+	st := p.states[id]
+	if st == nil {
+		st = newState(id)
+		p.states[id] = st
+	}
+	p.mu.Unlock()
+	arrived := func() Arrival {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return st.arrival
+	}
+	select {
+	case <-st.arrived: // an arrival before Close or the deadline still counts
+		return arrived(), nil
+	default:
+	}
+	select {
+	case <-st.arrived:
+		return arrived(), nil
+	case <-ctx.Done():
+		c := p.Counts()
+		return Arrival{}, fmt.Errorf("waiting for a request at barrier %s on proxy %s: %w (proxy saw %d requests, %d blocked, arrivals so far: %s)",
+			id, p.opts.Name, context.Cause(ctx), c.Total, c.Blocked, p.arrivalSummary())
+	case <-p.closed:
+		return Arrival{}, fmt.Errorf("waiting for a request at barrier %s: proxy %s closed", id, p.opts.Name)
+	}
+}
+
+func (p *Proxy) arrivalSummary() string {
+	as := p.Arrivals()
+	if len(as) == 0 {
+		return "none"
+	}
+	var ids []string
+	for _, a := range as {
+		ids = append(ids, a.BarrierID)
+	}
+	return strings.Join(ids, ", ")
+}
+
+// Arrivals lists every barrier arrival so far, in order.
+func (p *Proxy) Arrivals() []Arrival {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.arrivals)
+}
+
+// matchLocked returns the unfired barriers matching the request. "before" barriers are
+// claimed (fired) here so two concurrent requests cannot both hold on one barrier;
+// "after-success" ones are claimed only once a 2xx response is in.
+func (p *Proxy) matchLocked(v *requestView) (befores, afters []*barrierState) {
+	for _, set := range [][]*barrierState{p.barriers, p.fileBarriers} {
+		for _, st := range set {
+			if st.fired || !st.defined || !st.c.matches(v) {
+				continue
+			}
+			if st.c.b.Phase == PhaseBefore {
+				p.arriveLocked(st, v, 0)
+				befores = append(befores, st)
+			} else {
+				afters = append(afters, st)
+			}
+		}
+	}
+	return befores, afters
+}
+
+func (p *Proxy) arriveLocked(st *barrierState, v *requestView, status int) {
+	st.fired = true
+	st.arrival = Arrival{At: time.Now().UTC(), BarrierID: st.id, Phase: st.c.b.Phase, Method: v.method, Path: v.path, ResponseStatus: status}
+	p.arrivals = append(p.arrivals, st.arrival)
+	close(st.arrived)
+	p.writeLog(p.arrivalLog, st.arrival)
+}
+
+// hold blocks until the barrier is released, its release file appears, the timeout
+// passes, the client goes away, or the proxy closes.
+func (p *Proxy) hold(ctx context.Context, st *barrierState) error {
+	p.mu.Lock()
+	released := st.released
+	rel := st.c.b.Release
+	p.mu.Unlock()
+	timer := time.NewTimer(p.opts.BarrierTimeout)
+	defer timer.Stop()
+	var tick <-chan time.Time
+	if rel != "" {
+		t := time.NewTicker(releaseFilePoll)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		if rel != "" && fileExists(rel) {
+			p.mu.Lock()
+			p.releaseLocked(st)
+			p.mu.Unlock()
+		}
+		select {
+		case <-released:
+			return nil
+		case <-tick:
+		case <-timer.C:
+			p.mu.Lock()
+			p.counts.BarrierTimeouts++
+			p.mu.Unlock()
+			return &barrierError{id: st.id, reason: fmt.Sprintf("release timed out after %s", p.opts.BarrierTimeout)}
+		case <-ctx.Done():
+			return &barrierError{id: st.id, reason: "client went away while held"}
+		case <-p.closed:
+			return &barrierError{id: st.id, reason: "proxy closed while held"}
+		}
+	}
+}
+
+// withDefaultWait bounds a wait by DefaultArrivalWait when ctx has no deadline.
+func withDefaultWait(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, DefaultArrivalWait)
 }

@@ -4,48 +4,92 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"strconv"
+	"time"
 )
 
 // controlSpec is a parsed control file.
 type controlSpec struct {
 	mode     Mode
 	barriers []*compiled
+	faults   []*compiledFault
+	// problems name what the file got wrong; they never stop the rest from applying.
+	problems []string
 }
 
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
-// parseControl follows the original hook: plain text mode, or JSON {mode, barriers};
-// unparsable JSON or an unknown mode mean pass; invalid barriers are dropped.
+// parseControl follows the original hook: plain text mode, or JSON {mode, barriers,
+// faults}; unparsable JSON or an unknown mode mean pass; invalid barriers and faults
+// are dropped (and named in problems).
 func parseControl(data []byte) controlSpec {
 	t := bytes.TrimSpace(bytes.TrimPrefix(data, utf8BOM))
-	if len(t) > 0 && t[0] == '{' {
-		var raw struct {
-			Mode     string            `json:"mode"`
-			Barriers []json.RawMessage `json:"barriers"`
+	spec := controlSpec{mode: ModePass}
+	if len(t) == 0 || t[0] != '{' {
+		m, err := ParseMode(string(t))
+		if err != nil {
+			spec.problems = append(spec.problems, err.Error()+"; passing everything")
+			return spec
 		}
-		if json.Unmarshal(t, &raw) != nil {
-			return controlSpec{mode: ModePass}
-		}
-		spec := controlSpec{mode: ModePass}
+		spec.mode = m
+		return spec
+	}
+	var raw struct {
+		Mode     string            `json:"mode"`
+		Barriers []json.RawMessage `json:"barriers"`
+		Faults   []json.RawMessage `json:"faults"`
+	}
+	if err := json.Unmarshal(t, &raw); err != nil {
+		spec.problems = append(spec.problems, fmt.Sprintf("control file is not valid JSON (%v); passing everything", err))
+		return spec
+	}
+	if raw.Mode != "" {
 		if m, err := ParseMode(raw.Mode); err == nil {
 			spec.mode = m
+		} else {
+			spec.problems = append(spec.problems, err.Error()+"; passing everything")
 		}
-		seen := map[string]bool{}
-		for _, rb := range raw.Barriers {
-			c, err := parseFileBarrier(rb)
-			if err != nil || seen[c.b.ID] {
-				continue
-			}
+	}
+	seen := map[string]bool{}
+	for i, rb := range raw.Barriers {
+		c, err := parseFileBarrier(rb)
+		switch {
+		case err != nil:
+			spec.problems = append(spec.problems, fmt.Sprintf("barriers[%d]: %v", i, err))
+		case seen[c.b.ID]:
+			spec.problems = append(spec.problems, fmt.Sprintf("barriers[%d]: barrier %s: id repeated", i, c.b.ID))
+		default:
 			seen[c.b.ID] = true
 			spec.barriers = append(spec.barriers, c)
 		}
-		return spec
 	}
-	if m, err := ParseMode(string(t)); err == nil {
-		return controlSpec{mode: m}
+	seen = map[string]bool{}
+	for i, rf := range raw.Faults {
+		c, err := parseFileFault(rf)
+		switch {
+		case err != nil:
+			spec.problems = append(spec.problems, fmt.Sprintf("faults[%d]: %v", i, err))
+		case seen[c.f.ID]:
+			spec.problems = append(spec.problems, fmt.Sprintf("faults[%d]: fault %s: id repeated", i, c.f.ID))
+		default:
+			seen[c.f.ID] = true
+			spec.faults = append(spec.faults, c)
+		}
 	}
-	return controlSpec{mode: ModePass}
+	return spec
+}
+
+// ValidateControl checks a control file's content and names every problem in it (an
+// unknown mode, a barrier or fault that would be dropped), so a tool can refuse a file
+// before a proxy reads it.
+func ValidateControl(data []byte) error {
+	var errs []error
+	for _, p := range parseControl(data).problems {
+		errs = append(errs, errors.New(p))
+	}
+	return errors.Join(errs...)
 }
 
 // parseFileBarrier accepts app and id as JSON strings or numbers, since operators
@@ -86,6 +130,90 @@ func parseFileBarrier(raw json.RawMessage) (*compiled, error) {
 		b.Match.Body = bm
 	}
 	return compile(b)
+}
+
+// jsonScalar reads an optional JSON string or number (operators write ids both ways).
+func jsonScalar(raw json.RawMessage, name string) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) == nil {
+		return n.String(), nil
+	}
+	return "", fmt.Errorf("%s is neither string nor number", name)
+}
+
+// parseFileFault reads a fault object strictly: an unknown key (a misspelt matcher) is
+// refused rather than silently matching more than the operator meant.
+func parseFileFault(raw json.RawMessage) (*compiledFault, error) {
+	var ff struct {
+		ID     string          `json:"id"`
+		Action Action          `json:"action"`
+		Times  json.RawMessage `json:"times"`
+		Match  *struct {
+			Method   string          `json:"method"`
+			Path     string          `json:"path"`
+			App      json.RawMessage `json:"app"`
+			RecordID json.RawMessage `json:"record_id"`
+			Field    string          `json:"field"`
+			Nth      int             `json:"nth"`
+		} `json:"match"`
+		Status  int                 `json:"status"`
+		Code    string              `json:"code"`
+		Message string              `json:"message"`
+		Errors  map[string][]string `json:"errors"`
+		Body    string              `json:"body"`
+		Delay   string              `json:"delay"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ff); err != nil {
+		var id struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(raw, &id) == nil && id.ID != "" {
+			return nil, fmt.Errorf("fault %s: %w", id.ID, err)
+		}
+		return nil, err
+	}
+	f := Fault{ID: ff.ID, Action: ff.Action, Status: ff.Status, Code: ff.Code, Message: ff.Message, Errors: ff.Errors, Body: ff.Body}
+	fail := func(err error) (*compiledFault, error) { return nil, fmt.Errorf("fault %s: %w", ff.ID, err) }
+	if ff.Match != nil {
+		m := ff.Match
+		f.Match = FaultMatch{Method: m.Method, Path: m.Path, Field: m.Field, Nth: m.Nth}
+		var err error
+		if f.Match.App, err = jsonScalar(m.App, "match.app"); err != nil {
+			return fail(err)
+		}
+		if f.Match.RecordID, err = jsonScalar(m.RecordID, "match.record_id"); err != nil {
+			return fail(err)
+		}
+	}
+	switch t := string(bytes.TrimSpace(ff.Times)); t {
+	case "", "null", `"once"`:
+	case `"always"`:
+		f.Times = Always
+	default:
+		n, err := strconv.Atoi(t)
+		if err != nil || n < 1 {
+			return fail(fmt.Errorf("times %s (want a positive number, \"once\" or \"always\")", t))
+		}
+		f.Times = n
+	}
+	if ff.Delay != "" {
+		d, err := time.ParseDuration(ff.Delay)
+		if err != nil {
+			return fail(fmt.Errorf("delay %q is not a duration like \"1.5s\"", ff.Delay))
+		}
+		f.Delay = d
+	}
+	return compileFault(f)
 }
 
 // controlWatcher remembers the last content seen so only changes apply.

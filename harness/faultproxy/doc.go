@@ -1,7 +1,7 @@
 // Package faultproxy is flowtest's language-neutral replacement for the original
 // harness's Node fetch hook (fault-hook.mjs): an HTTP(S) reverse proxy that sits
-// between one FlowNet process and kintone and can drop its traffic or hold single
-// requests at barriers.
+// between one FlowNet process and kintone and can drop its traffic, hold single
+// requests at barriers, and inject selective faults into single requests.
 //
 // # Placement: one proxy per FlowNet process
 //
@@ -54,26 +54,73 @@
 // request, every matching "before" barrier fires (in the order added) before
 // forwarding, then every matching "after-success" one.
 //
+// # Faults
+//
+// A Fault (AddFault) takes selected requests and does one thing to each. Its
+// FaultMatch checks, when set: the method as sent; a regexp on the path; the app the
+// request addresses (the JSON body's "app", else the "app" query parameter, as for
+// barriers); a record id (the body's "id", one of the bulk records[].id, one of a
+// delete's "ids", or the "id" query parameter; 12 and "12" are equal); a field present
+// under "record" or under one of records[].record; and Nth, the first matching request
+// it takes (1-based). It then takes Times matching requests (once by default, n, or
+// Always) and stops. Actions:
+//
+//   - respond: answer with Status and a kintone error body {"code", "id", "message"
+//     [, "errors"]} (kintone-api.md §7) without forwarding. The id is fresh per
+//     response. Status and Code default from each other where one code fits (409 ⇒
+//     GAIA_CO02, GAIA_DA02 and CB_VA01 ⇒ 400, see KintoneErrors); Message defaults to
+//     the code's English text; a CB_VA01 without Errors names the matched field as a
+//     duplicate ("record.<field>.value": "This value already exists in another
+//     record."). A 5xx without a code sends kintone's plain-text outage body; Body
+//     replaces the generated body verbatim.
+//   - lose-response: forward, let the upstream answer (so it has applied the write),
+//     then drop the connection instead of returning the response.
+//   - reset: drop the connection before forwarding (one request; the mode stays).
+//   - delay: hold for Delay, then forward. The client going away or the proxy closing
+//     ends the hold (the request is then dropped); Delay may not exceed BarrierTimeout.
+//
+// Requests blocked by the mode never reach faults. Every matching request counts
+// towards each fault's Nth, but at most one fault acts on a request: the first (in
+// order added, in-process before control file) whose window includes it. Barriers and
+// faults compose: a fault takes its request on arrival, "before" barriers hold it
+// first, then the fault acts; a lose-response also waits for "after-success" barriers
+// to release the response it will drop. Each action is a Firing (Firings,
+// FaultFirings, WaitFirings): fault, action, which match it was, method, path, app,
+// record id, the status sent or (lose-response) the upstream's, and when. A fault that
+// took a request but could not act (its barrier timed out, the client left) records
+// why in Firing.Error. A fault id is used once per proxy (RemoveFault disarms, the id
+// stays taken). With no fault armed the proxy does no fault matching at all.
+//
 // # Control file
 //
 // Options.ControlFile accepts the original hook's control file so an operator can
 // steer a proxy by hand: plain text pass | block | block-writes, or JSON
 // {"mode": "...", "barriers": [{"id", "phase", "release", "match": {"path", "method",
-// "body": {"app", "id", "field"}}}]}. It is re-read on every request. A change of its
+// "body": {"app", "id", "field"}}}], "faults": [{"id", "action", "times", "match":
+// {"method", "path", "app", "record_id", "field", "nth"}, "status", "code", "message",
+// "errors": {"<key>": ["<message>"]}, "body", "delay"}]}, where times is a number,
+// "once" or "always", delay a Go duration ("1.5s"), and app and ids strings or numbers.
+// It is re-read on every request. A change of its
 // content (including it appearing or disappearing) sets the mode, so the last of
 // SetMode and a file edit wins; a file that is missing, unparsable, or names an
 // unknown mode means pass, as in the original. Barriers from the file form their own
 // set, replaced on every change; their fired state is kept by id for the proxy's
-// life. Invalid barrier objects never match. Unlike AddBarrier, a file barrier whose
-// release file already exists is accepted (the operator may pre-release it).
+// life. Faults from the file likewise form their own set, and their counts are kept by
+// id: rewriting the file does not re-arm a fault that fired, a new id does. Invalid
+// barrier and fault objects never match; a fault object is read strictly (an unknown
+// key, e.g. a misspelt matcher, refuses it). ControlProblems names what the current
+// file gets wrong and ValidateControl checks a content before it is written. Unlike
+// AddBarrier, a file barrier whose release file already exists is accepted (the
+// operator may pre-release it).
 //
 // # Logs and counters
 //
 // Two JSONL files in Options.LogDir: <name>.traffic.jsonl, one line per request
 // (at, method, path, app, record_id, fields — the field names under record or
-// records[].record, never a value — targeted, blocked, heartbeat, status, duration_ms, and
-// an error kind when the request failed, e.g. a barrier timeout; Traffic returns the same
-// lines in memory), and <name>.arrivals.jsonl,
+// records[].record, never a value — targeted, blocked, heartbeat, status, duration_ms, an
+// error kind when the request failed, e.g. a barrier timeout, and fault and fault_action
+// when a fault took it, with the status sent or, for a lost response, the upstream's;
+// Traffic returns the same lines in memory), and <name>.arrivals.jsonl,
 // one line per barrier arrival (at, barrier_id, phase, method, path,
 // response_status for after-success) — the original hook's fields. Lines are written by
 // a background writer so no request waits on the disk; FlushLogs returns once every

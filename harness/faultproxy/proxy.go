@@ -1,12 +1,8 @@
 package faultproxy
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -102,10 +98,17 @@ type Proxy struct {
 	barriers     []*barrierState // in-process, in order added
 	fileBarriers []*barrierState // from the control file, replaced on change
 	states       map[string]*barrierState
-	arrivals     []Arrival
-	counts       Counts
-	traffic      []TrafficLine
-	isClosed     bool
+	faults       []*faultState // in-process, armed, in order added
+	fileFaults   []*faultState // from the control file, replaced on change
+	faultStates  map[string]*faultState
+	firings      []Firing
+	// firingsChanged is closed and replaced at every firing (wakes WaitFirings).
+	firingsChanged chan struct{}
+	ctlProblems    []string
+	arrivals       []Arrival
+	counts         Counts
+	traffic        []TrafficLine
+	isClosed       bool
 
 	// Log lines go through one writer goroutine so no request waits on a file write.
 	logMu      sync.RWMutex // guards logClosed against sends on a closed logCh
@@ -166,12 +169,14 @@ func New(opts Options) (*Proxy, error) {
 	}
 
 	p := &Proxy{
-		opts:     opts,
-		upstream: up,
-		closed:   make(chan struct{}),
-		mode:     ModePass,
-		states:   map[string]*barrierState{},
-		counts:   Counts{Records: map[string]int{}},
+		opts:           opts,
+		upstream:       up,
+		closed:         make(chan struct{}),
+		mode:           ModePass,
+		states:         map[string]*barrierState{},
+		faultStates:    map[string]*faultState{},
+		firingsChanged: make(chan struct{}),
+		counts:         Counts{Records: map[string]int{}},
 	}
 	// No environment proxy: FlowNet's own fetch does not use one either, and the
 	// runner's HTTP(S)_PROXY must not reroute test traffic.
@@ -289,114 +294,32 @@ func (p *Proxy) Mode() Mode {
 	return p.mode
 }
 
-// AddBarrier installs a barrier. Its id must be new for this proxy, and its release
-// file (if any) must not exist yet (a stale file would release it at once).
-func (p *Proxy) AddBarrier(b Barrier) error {
-	c, err := compile(b)
-	if err != nil {
-		return err
+// Mode is what the proxy does with requests.
+type Mode string
+
+const (
+	ModePass        Mode = "pass"
+	ModeBlock       Mode = "block"
+	ModeBlockWrites Mode = "block-writes"
+)
+
+// ParseMode accepts pass, block and block-writes (surrounding space ignored).
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(strings.TrimSpace(s)); m {
+	case ModePass, ModeBlock, ModeBlockWrites:
+		return m, nil
 	}
-	if b.Release != "" {
-		if !filepath.IsAbs(b.Release) {
-			return fmt.Errorf("barrier %s: release file %q must be an absolute path", b.ID, b.Release)
-		}
-		if fileExists(b.Release) {
-			return fmt.Errorf("barrier %s: release file %s already exists", b.ID, b.Release)
-		}
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.isClosed {
-		return fmt.Errorf("barrier %s: proxy is closed", b.ID)
-	}
-	st := p.states[b.ID]
-	if st != nil && st.defined {
-		return fmt.Errorf("barrier %s: id already used on this proxy", b.ID)
-	}
-	if st == nil {
-		st = newState(b.ID)
-		p.states[b.ID] = st
-	}
-	st.defined, st.c = true, c
-	p.barriers = append(p.barriers, st)
-	return nil
+	return "", fmt.Errorf("unknown fault mode %q (want pass, block or block-writes)", s)
 }
 
-// Release releases a barrier, whether or not its request has arrived yet (a request
-// arriving later passes without holding, but still counts as an arrival).
-func (p *Proxy) Release(id string) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	st := p.states[id]
-	if st == nil || !st.defined {
-		return fmt.Errorf("release barrier %s: no such barrier on proxy %s", id, p.opts.Name)
+func (m Mode) blocks(method string) bool {
+	switch m {
+	case ModeBlock:
+		return true
+	case ModeBlockWrites:
+		return method != "GET"
 	}
-	p.releaseLocked(st)
-	return nil
-}
-
-func (p *Proxy) releaseLocked(st *barrierState) {
-	if !st.relDone {
-		st.relDone = true
-		close(st.released)
-	}
-}
-
-// WaitArrival waits until a request has arrived at barrier id. Without a deadline in
-// ctx it waits at most DefaultArrivalWait. The id may belong to a control-file barrier
-// not read yet.
-func (p *Proxy) WaitArrival(ctx context.Context, id string) (Arrival, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultArrivalWait)
-		defer cancel()
-	}
-	p.mu.Lock()
-	st := p.states[id]
-	if st == nil {
-		st = newState(id)
-		p.states[id] = st
-	}
-	p.mu.Unlock()
-	arrived := func() Arrival {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return st.arrival
-	}
-	select {
-	case <-st.arrived: // an arrival before Close or the deadline still counts
-		return arrived(), nil
-	default:
-	}
-	select {
-	case <-st.arrived:
-		return arrived(), nil
-	case <-ctx.Done():
-		c := p.Counts()
-		return Arrival{}, fmt.Errorf("waiting for a request at barrier %s on proxy %s: %w (proxy saw %d requests, %d blocked, arrivals so far: %s)",
-			id, p.opts.Name, context.Cause(ctx), c.Total, c.Blocked, p.arrivalSummary())
-	case <-p.closed:
-		return Arrival{}, fmt.Errorf("waiting for a request at barrier %s: proxy %s closed", id, p.opts.Name)
-	}
-}
-
-func (p *Proxy) arrivalSummary() string {
-	as := p.Arrivals()
-	if len(as) == 0 {
-		return "none"
-	}
-	var ids []string
-	for _, a := range as {
-		ids = append(ids, a.BarrierID)
-	}
-	return strings.Join(ids, ", ")
-}
-
-// Arrivals lists every barrier arrival so far, in order.
-func (p *Proxy) Arrivals() []Arrival {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.Clone(p.arrivals)
+	return false
 }
 
 // Counts returns a copy of the counters.
@@ -482,402 +405,34 @@ func (p *Proxy) refreshControl() {
 		st.defined, st.fromFile, st.c = true, true, c
 		p.fileBarriers = append(p.fileBarriers, st)
 	}
-}
-
-// Request handling.
-
-type ctxKey struct{}
-
-// reqState carries one request's bookkeeping through the ReverseProxy hooks.
-type reqState struct {
-	view   *requestView
-	afters []*barrierState
-	entry  *trafficEntry
-	start  time.Time
-	logged bool
-}
-
-type trafficEntry struct {
-	At     time.Time `json:"at"`
-	Method string    `json:"method"`
-	Path   string    `json:"path"`
-	// App, RecordID and Fields say what the request touched: the app and record id (JSON
-	// body's top-level app/id, or the app/id query parameters of a GET, values only — never
-	// the query string), and the field names under record (or records[].record), sorted;
-	// never a field value.
-	App        string   `json:"app,omitempty"`
-	RecordID   string   `json:"record_id,omitempty"`
-	Fields     []string `json:"fields,omitempty"`
-	Targeted   bool     `json:"targeted"`
-	Blocked    bool     `json:"blocked"`
-	Heartbeat  bool     `json:"heartbeat"`
-	Status     int      `json:"status,omitempty"`
-	DurationMS float64  `json:"duration_ms"`
-	Error      string   `json:"error,omitempty"`
-}
-
-// TrafficLine is one logged request as Traffic returns it (the traffic log's fields).
-type TrafficLine struct {
-	At         time.Time
-	Method     string
-	Path       string
-	App        string
-	RecordID   string
-	Fields     []string
-	Blocked    bool
-	Heartbeat  bool
-	Status     int
-	DurationMS float64
-	Error      string
-}
-
-// maxTrafficLines bounds the lines Traffic keeps in memory (the log file keeps all).
-const maxTrafficLines = 20000
-
-var (
-	recordsPath = regexp.MustCompile(`^/k/v1/(guest/\d+/)?records?\.json$`)
-	filePath    = regexp.MustCompile(`^/k/v1/(guest/\d+/)?file\.json$`)
-)
-
-// barrierError is a hold that ended without a release; its text is ours alone.
-type barrierError struct{ id, reason string }
-
-func (e *barrierError) Error() string { return fmt.Sprintf("barrier %s: %s", e.id, e.reason) }
-
-func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	// Register under the lock that Close takes to set isClosed, so no request joins
-	// the in-flight group after Close has started waiting for it.
-	p.mu.Lock()
-	if p.isClosed {
-		p.mu.Unlock()
-		drop(w)
-		return
-	}
-	p.inflight.Add(1)
-	p.mu.Unlock()
-	defer p.inflight.Done()
-	p.refreshControl()
-
-	view := &requestView{method: r.Method, path: r.URL.Path, query: r.URL.Query()}
-	bodyErr := p.bufferBody(r, view)
-	entry := &trafficEntry{At: start.UTC(), Method: r.Method, Path: r.URL.Path, Targeted: true, Heartbeat: view.isHeartbeat()}
-	entry.App, entry.RecordID, entry.Fields = view.touched(r.URL.Query())
-	if bodyErr != nil {
-		// Nothing sensible can be forwarded; fail the way the broken connection already has.
-		entry.Error = "request body could not be read"
-		p.logTraffic(entry, start)
-		drop(w)
-		return
-	}
-
-	p.mu.Lock()
-	p.counts.Total++
-	switch {
-	case recordsPath.MatchString(entry.Path):
-		p.counts.Records[r.Method]++
-	case filePath.MatchString(entry.Path):
-		p.counts.File++
-	default:
-		p.counts.Other++
-	}
-	if entry.Heartbeat {
-		p.counts.Heartbeat++
-	}
-	if p.mode.blocks(r.Method) {
-		// Blocked requests never reach barriers (as in the original hook).
-		entry.Blocked = true
-		p.counts.Blocked++
-		p.mu.Unlock()
-		p.logTraffic(entry, start)
-		drop(w)
-		return
-	}
-	befores, afters := p.matchLocked(view)
-	p.mu.Unlock()
-
-	for _, st := range befores {
-		if err := p.hold(r.Context(), st); err != nil {
-			entry.Error = err.Error()
-			p.logTraffic(entry, start)
-			drop(w)
-			return
+	p.ctlProblems = spec.problems
+	p.fileFaults = p.fileFaults[:0:0]
+	for _, c := range spec.faults {
+		id := c.f.ID
+		st := p.faultStates[id]
+		switch {
+		case st != nil && !st.fromFile:
+			p.ctlProblems = append(p.ctlProblems, fmt.Sprintf("fault %s: id is taken by a fault added in-process", id))
+			continue
+		case c.f.Delay > p.opts.BarrierTimeout:
+			p.ctlProblems = append(p.ctlProblems, fmt.Sprintf("fault %s: delay %s exceeds the proxy's hold bound %s", id, c.f.Delay, p.opts.BarrierTimeout))
+			continue
+		case st == nil:
+			st = &faultState{fromFile: true}
+			p.faultStates[id] = st
 		}
-	}
-	rs := &reqState{view: view, afters: afters, entry: entry, start: start}
-	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, rs)))
-	if !rs.logged {
-		p.logTraffic(entry, start)
+		// Counts are kept by id across edits, so rewriting the file does not re-arm a
+		// fault that already fired; a new id does.
+		st.c = c
+		p.fileFaults = append(p.fileFaults, st)
 	}
 }
 
-// logTraffic queues the request's traffic line. Failed requests are logged before
-// their connection is dropped, so a client that saw the failure finds the line after
-// FlushLogs.
-func (p *Proxy) logTraffic(e *trafficEntry, start time.Time) {
-	e.DurationMS = float64(time.Since(start).Microseconds()) / 1000
-	p.mu.Lock()
-	if len(p.traffic) < maxTrafficLines {
-		p.traffic = append(p.traffic, TrafficLine{At: e.At, Method: e.Method, Path: e.Path, App: e.App, RecordID: e.RecordID,
-			Fields: e.Fields, Blocked: e.Blocked, Heartbeat: e.Heartbeat, Status: e.Status, DurationMS: e.DurationMS, Error: e.Error})
-	}
-	p.mu.Unlock()
-	p.writeLog(p.trafficLog, e)
-}
-
-// Traffic returns the requests logged so far, in the order they ended (at most the first
-// 20000; the traffic log file holds every one).
-func (p *Proxy) Traffic() []TrafficLine {
+// ControlProblems names what the control file's current content gets wrong (an unknown
+// mode, barriers and faults that were dropped), nil when it is fine or absent.
+func (p *Proxy) ControlProblems() []string {
+	p.refreshControl()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return append([]TrafficLine(nil), p.traffic...)
+	return slices.Clone(p.ctlProblems)
 }
-
-// bufferBody reads a (bounded) copy of the body for matching and heartbeat detection,
-// and puts an equivalent body back for forwarding. An error means the client's body
-// could not be read (it went away mid-request).
-func (p *Proxy) bufferBody(r *http.Request, view *requestView) error {
-	if r.Body == nil || r.Body == http.NoBody || r.Method == http.MethodGet || r.Method == http.MethodHead {
-		return nil
-	}
-	if strings.HasPrefix(strings.ToLower(r.Header.Get("Content-Type")), "multipart/") {
-		return nil // file uploads: never matched, not worth copying
-	}
-	if n := r.ContentLength; n >= 0 && n <= p.opts.MaxBodyBuffer {
-		// The usual case: read exactly the declared length in one allocation.
-		buf := make([]byte, n)
-		if _, err := io.ReadFull(r.Body, buf); err != nil {
-			return err
-		}
-		r.Body.Close()
-		view.body = buf
-		r.Body = io.NopCloser(bytes.NewReader(buf))
-		return nil
-	}
-	if r.ContentLength > p.opts.MaxBodyBuffer {
-		return nil // too large to buffer: streamed, never matches body conditions
-	}
-	// Unknown length (chunked): read up to the limit.
-	buf, err := io.ReadAll(io.LimitReader(r.Body, p.opts.MaxBodyBuffer+1))
-	if err != nil {
-		return err
-	}
-	if int64(len(buf)) > p.opts.MaxBodyBuffer {
-		// Too large: forward what was read plus the rest, unmatched.
-		r.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.MultiReader(bytes.NewReader(buf), r.Body), r.Body}
-		return nil
-	}
-	r.Body.Close()
-	view.body = buf
-	r.Body = io.NopCloser(bytes.NewReader(buf))
-	r.ContentLength = int64(len(buf))
-	r.Header.Del("Transfer-Encoding")
-	r.TransferEncoding = nil
-	return nil
-}
-
-// matchLocked returns the unfired barriers matching the request. "before" barriers are
-// claimed (fired) here so two concurrent requests cannot both hold on one barrier;
-// "after-success" ones are claimed only once a 2xx response is in.
-func (p *Proxy) matchLocked(v *requestView) (befores, afters []*barrierState) {
-	for _, set := range [][]*barrierState{p.barriers, p.fileBarriers} {
-		for _, st := range set {
-			if st.fired || !st.defined || !st.c.matches(v) {
-				continue
-			}
-			if st.c.b.Phase == PhaseBefore {
-				p.arriveLocked(st, v, 0)
-				befores = append(befores, st)
-			} else {
-				afters = append(afters, st)
-			}
-		}
-	}
-	return befores, afters
-}
-
-func (p *Proxy) arriveLocked(st *barrierState, v *requestView, status int) {
-	st.fired = true
-	st.arrival = Arrival{At: time.Now().UTC(), BarrierID: st.id, Phase: st.c.b.Phase, Method: v.method, Path: v.path, ResponseStatus: status}
-	p.arrivals = append(p.arrivals, st.arrival)
-	close(st.arrived)
-	p.writeLog(p.arrivalLog, st.arrival)
-}
-
-// hold blocks until the barrier is released, its release file appears, the timeout
-// passes, the client goes away, or the proxy closes.
-func (p *Proxy) hold(ctx context.Context, st *barrierState) error {
-	p.mu.Lock()
-	released := st.released
-	rel := st.c.b.Release
-	p.mu.Unlock()
-	timer := time.NewTimer(p.opts.BarrierTimeout)
-	defer timer.Stop()
-	var tick <-chan time.Time
-	if rel != "" {
-		t := time.NewTicker(releaseFilePoll)
-		defer t.Stop()
-		tick = t.C
-	}
-	for {
-		if rel != "" && fileExists(rel) {
-			p.mu.Lock()
-			p.releaseLocked(st)
-			p.mu.Unlock()
-		}
-		select {
-		case <-released:
-			return nil
-		case <-tick:
-		case <-timer.C:
-			p.mu.Lock()
-			p.counts.BarrierTimeouts++
-			p.mu.Unlock()
-			return &barrierError{id: st.id, reason: fmt.Sprintf("release timed out after %s", p.opts.BarrierTimeout)}
-		case <-ctx.Done():
-			return &barrierError{id: st.id, reason: "client went away while held"}
-		case <-p.closed:
-			return &barrierError{id: st.id, reason: "proxy closed while held"}
-		}
-	}
-}
-
-func (p *Proxy) modifyResponse(resp *http.Response) error {
-	rs, _ := resp.Request.Context().Value(ctxKey{}).(*reqState)
-	if rs == nil {
-		return nil
-	}
-	rs.entry.Status = resp.StatusCode
-	if resp.StatusCode < 200 || resp.StatusCode > 299 || len(rs.afters) == 0 {
-		return nil // a non-2xx response never consumes an after-success barrier
-	}
-	var claimed []*barrierState
-	p.mu.Lock()
-	for _, st := range rs.afters {
-		if !st.fired { // a concurrent request may have claimed it meanwhile
-			p.arriveLocked(st, rs.view, resp.StatusCode)
-			claimed = append(claimed, st)
-		}
-	}
-	p.mu.Unlock()
-	for _, st := range claimed {
-		if err := p.hold(resp.Request.Context(), st); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
-	rs, _ := r.Context().Value(ctxKey{}).(*reqState)
-	var be *barrierError
-	switch {
-	case errors.As(err, &be):
-		if rs != nil {
-			rs.entry.Error = be.Error()
-		}
-	case r.Context().Err() != nil:
-		if rs != nil {
-			rs.entry.Error = "client went away"
-		}
-	default:
-		// Transport errors can embed the request URL (with its query): log a fixed kind.
-		p.mu.Lock()
-		p.counts.UpstreamErrors++
-		p.mu.Unlock()
-		if rs != nil {
-			rs.entry.Error = "upstream request failed"
-		}
-	}
-	if rs != nil {
-		rs.logged = true
-		p.logTraffic(rs.entry, rs.start)
-	}
-	drop(w)
-}
-
-// drop closes the client connection without writing a response, so the client sees a
-// network error rather than an HTTP status.
-func drop(w http.ResponseWriter) {
-	conn, _, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		// Not hijackable (should not happen: HTTP/2 is disabled); abort the handler,
-		// which also closes the connection without a response.
-		panic(http.ErrAbortHandler)
-	}
-	if tc, ok := conn.(*tls.Conn); ok {
-		// Skip the TLS close_notify: an abrupt end is what a real outage looks like.
-		conn = tc.NetConn()
-	}
-	if tcp, ok := conn.(*net.TCPConn); ok {
-		_ = tcp.SetLinger(0) // RST, so the client fails at once instead of waiting on FIN
-	}
-	_ = conn.Close()
-}
-
-func (p *Proxy) writeLog(f *os.File, v any) {
-	line, err := json.Marshal(v)
-	if err != nil {
-		return
-	}
-	line = append(line, '\n')
-	p.logMu.RLock()
-	defer p.logMu.RUnlock()
-	if !p.logClosed {
-		p.logCh <- logLine{f: f, b: line}
-	}
-}
-
-// FlushLogs returns once every log line queued so far is written to its file.
-func (p *Proxy) FlushLogs() {
-	done := make(chan struct{})
-	p.logMu.RLock()
-	if p.logClosed {
-		p.logMu.RUnlock()
-		return // Close already wrote everything
-	}
-	p.logCh <- logLine{flushed: done}
-	p.logMu.RUnlock()
-	<-done
-}
-
-func (p *Proxy) logWriter() {
-	defer close(p.logDone)
-	bufs := map[*os.File]*bufio.Writer{}
-	flushAll := func() {
-		for _, b := range bufs {
-			_ = b.Flush() // a failing log disk must not fail the proxied traffic
-		}
-	}
-	for l := range p.logCh {
-		if l.flushed != nil {
-			flushAll()
-			close(l.flushed)
-			continue
-		}
-		b := bufs[l.f]
-		if b == nil {
-			b = bufio.NewWriter(l.f)
-			bufs[l.f] = b
-		}
-		_, _ = b.Write(l.b)
-		if len(p.logCh) == 0 {
-			flushAll() // batch only while lines are queued; never sit on a line
-		}
-	}
-	flushAll()
-}
-
-type bufferPool struct{ p sync.Pool }
-
-func (b *bufferPool) Get() []byte {
-	if v, ok := b.p.Get().(*[]byte); ok {
-		return *v
-	}
-	return make([]byte, 32<<10)
-}
-
-func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }

@@ -1,0 +1,139 @@
+package faultproxy
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"sync"
+	"time"
+)
+
+type trafficEntry struct {
+	At     time.Time `json:"at"`
+	Method string    `json:"method"`
+	Path   string    `json:"path"`
+	// App, RecordID and Fields say what the request touched: the app and record id (JSON
+	// body's top-level app/id, or the app/id query parameters of a GET, values only — never
+	// the query string), and the field names under record (or records[].record), sorted;
+	// never a field value.
+	App        string   `json:"app,omitempty"`
+	RecordID   string   `json:"record_id,omitempty"`
+	Fields     []string `json:"fields,omitempty"`
+	Targeted   bool     `json:"targeted"`
+	Blocked    bool     `json:"blocked"`
+	Heartbeat  bool     `json:"heartbeat"`
+	Status     int      `json:"status,omitempty"`
+	DurationMS float64  `json:"duration_ms"`
+	Error      string   `json:"error,omitempty"`
+	// Fault and FaultAction name the fault that took the request (see Firing).
+	Fault       string `json:"fault,omitempty"`
+	FaultAction Action `json:"fault_action,omitempty"`
+}
+
+// TrafficLine is one logged request as Traffic returns it (the traffic log's fields).
+type TrafficLine struct {
+	At         time.Time
+	Method     string
+	Path       string
+	App        string
+	RecordID   string
+	Fields     []string
+	Blocked    bool
+	Heartbeat  bool
+	Status     int
+	DurationMS float64
+	Error      string
+	// Fault and FaultAction name the fault that took the request, if one did.
+	Fault       string
+	FaultAction Action
+}
+
+// maxTrafficLines bounds the lines Traffic keeps in memory (the log file keeps all).
+const maxTrafficLines = 20000
+
+// logTraffic queues the request's traffic line. Failed requests are logged before
+// their connection is dropped, so a client that saw the failure finds the line after
+// FlushLogs.
+func (p *Proxy) logTraffic(e *trafficEntry, start time.Time) {
+	e.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+	p.mu.Lock()
+	if len(p.traffic) < maxTrafficLines {
+		p.traffic = append(p.traffic, TrafficLine{At: e.At, Method: e.Method, Path: e.Path, App: e.App, RecordID: e.RecordID,
+			Fields: e.Fields, Blocked: e.Blocked, Heartbeat: e.Heartbeat, Status: e.Status, DurationMS: e.DurationMS, Error: e.Error,
+			Fault: e.Fault, FaultAction: e.FaultAction})
+	}
+	p.mu.Unlock()
+	p.writeLog(p.trafficLog, e)
+}
+
+// Traffic returns the requests logged so far, in the order they ended (at most the first
+// 20000; the traffic log file holds every one).
+func (p *Proxy) Traffic() []TrafficLine {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]TrafficLine(nil), p.traffic...)
+}
+
+func (p *Proxy) writeLog(f *os.File, v any) {
+	line, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	line = append(line, '\n')
+	p.logMu.RLock()
+	defer p.logMu.RUnlock()
+	if !p.logClosed {
+		p.logCh <- logLine{f: f, b: line}
+	}
+}
+
+// FlushLogs returns once every log line queued so far is written to its file.
+func (p *Proxy) FlushLogs() {
+	done := make(chan struct{})
+	p.logMu.RLock()
+	if p.logClosed {
+		p.logMu.RUnlock()
+		return // Close already wrote everything
+	}
+	p.logCh <- logLine{flushed: done}
+	p.logMu.RUnlock()
+	<-done
+}
+
+func (p *Proxy) logWriter() {
+	defer close(p.logDone)
+	bufs := map[*os.File]*bufio.Writer{}
+	flushAll := func() {
+		for _, b := range bufs {
+			_ = b.Flush() // a failing log disk must not fail the proxied traffic
+		}
+	}
+	for l := range p.logCh {
+		if l.flushed != nil {
+			flushAll()
+			close(l.flushed)
+			continue
+		}
+		b := bufs[l.f]
+		if b == nil {
+			b = bufio.NewWriter(l.f)
+			bufs[l.f] = b
+		}
+		_, _ = b.Write(l.b)
+		if len(p.logCh) == 0 {
+			flushAll() // batch only while lines are queued; never sit on a line
+		}
+	}
+	flushAll()
+}
+
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.p.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }

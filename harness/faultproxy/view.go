@@ -1,0 +1,171 @@
+package faultproxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/url"
+	"sort"
+)
+
+// requestView is what matching sees of a request.
+type requestView struct {
+	method string
+	path   string
+	query  url.Values
+	body   []byte // nil when not buffered (too large, multipart, GET)
+	parsed bool
+	obj    map[string]json.RawMessage
+	record map[string]json.RawMessage
+
+	bulkParsed bool
+	bulkRecs   []bulkRecord // records[] of a bulk write, parsed on first use
+}
+
+// bulkRecord is one element of a bulk write's records[]: its id (PUT) and record.
+type bulkRecord struct {
+	ID     json.RawMessage            `json:"id"`
+	Record map[string]json.RawMessage `json:"record"`
+}
+
+// bulk is the body's records[] (nil when absent or not an array of objects).
+func (v *requestView) bulk() []bulkRecord {
+	if !v.bulkParsed {
+		v.bulkParsed = true
+		if v.parse() {
+			if raw, ok := v.obj["records"]; ok {
+				var recs []bulkRecord
+				if json.Unmarshal(raw, &recs) == nil { // a half-parsed array is no match
+					v.bulkRecs = recs
+				}
+			}
+		}
+	}
+	return v.bulkRecs
+}
+
+// hasRecordID: the request addresses record id, as the body's top-level "id", one of
+// records[].id, one of a delete's "ids", or the "id" query parameter of a read.
+func (v *requestView) hasRecordID(id string) bool {
+	if v.query.Get("id") == id {
+		return true
+	}
+	if !v.parse() {
+		return false
+	}
+	if s, ok := scalar(v.obj["id"]); ok && s == id {
+		return true
+	}
+	for _, r := range v.bulk() {
+		if s, ok := scalar(r.ID); ok && s == id {
+			return true
+		}
+	}
+	if raw, ok := v.obj["ids"]; ok {
+		var ids []json.RawMessage
+		if json.Unmarshal(raw, &ids) == nil {
+			for _, r := range ids {
+				if s, ok := scalar(r); ok && s == id {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// hasField: field is a key of the body's record, or of any records[].record.
+func (v *requestView) hasField(field string) bool {
+	if !v.parse() {
+		return false
+	}
+	if _, ok := v.record[field]; ok {
+		return true
+	}
+	for _, r := range v.bulk() {
+		if _, ok := r.Record[field]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (v *requestView) parse() bool {
+	if !v.parsed {
+		v.parsed = true
+		trimmed := bytes.TrimSpace(v.body)
+		if len(trimmed) > 0 && trimmed[0] == '{' && json.Unmarshal(trimmed, &v.obj) == nil {
+			if raw, ok := v.obj["record"]; ok {
+				_ = json.Unmarshal(raw, &v.record)
+			}
+		}
+	}
+	return v.obj != nil
+}
+
+// scalar renders a JSON string or number as the string the original hook compared
+// (String(body.app)).
+func scalar(raw json.RawMessage) (string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "", false
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return "", false
+		}
+		return s, true
+	}
+	return string(raw), true
+}
+
+// app is the app the request addresses: the JSON body's top-level "app", else the query's.
+func (v *requestView) app() string {
+	if v.parse() {
+		if s, ok := scalar(v.obj["app"]); ok {
+			return s
+		}
+	}
+	return v.query.Get("app")
+}
+
+// isHeartbeat: a PUT whose JSON record has heartbeat_at (the original's definition).
+func (v *requestView) isHeartbeat() bool {
+	// The byte check spares a JSON parse on the hot path for the many PUTs that are not
+	// heartbeats (the field name appears literally in every heartbeat body).
+	if v.method != "PUT" || !bytes.Contains(v.body, []byte(`"heartbeat_at"`)) || !v.parse() || v.record == nil {
+		return false
+	}
+	_, ok := v.record["heartbeat_at"]
+	return ok
+}
+
+// touched names what a request touches, for the traffic log: app and record id from the JSON
+// body's top level (or, for a body-less GET/DELETE, the app and id query values), and the
+// sorted field names under record, or under every records[].record of a bulk write. Values
+// of fields never leave this function.
+func (v *requestView) touched() (app, id string, fields []string) {
+	if v.parse() {
+		if raw, ok := v.obj["app"]; ok {
+			app, _ = scalar(raw)
+		}
+		if raw, ok := v.obj["id"]; ok {
+			id, _ = scalar(raw)
+		}
+		names := map[string]bool{}
+		for k := range v.record {
+			names[k] = true
+		}
+		for _, r := range v.bulk() {
+			for k := range r.Record {
+				names[k] = true
+			}
+		}
+		for k := range names {
+			fields = append(fields, k)
+		}
+		sort.Strings(fields)
+		return app, id, fields
+	}
+	return v.query.Get("app"), v.query.Get("id"), nil
+}
