@@ -23,6 +23,9 @@ type Feature struct {
 	Feature  string // feature name
 	Tags     []string
 	StepText []string // "Given …" lines, for dry runs and pre-filled step records
+	// Row is the line of the Examples row when the scenario is one row of a Scenario Outline
+	// (each row, or each Examples block of one row, carries its own manifest id); else 0.
+	Row int64
 }
 
 // Discover parses every .feature file under root in fsys and maps each scenario to the
@@ -129,8 +132,24 @@ func DiscoverNamed(fsys fs.FS, root string, m *Manifest, prefix string) (map[str
 				if ft.GherkinDocument != nil && ft.GherkinDocument.Feature != nil {
 					f.Feature = ft.GherkinDocument.Feature.Name
 				}
-				for _, st := range sc.Steps {
-					f.StepText = append(f.StepText, strings.TrimSpace(st.Keyword)+" "+st.Text)
+				// The pickle's steps, not the scenario's: in a Scenario Outline they carry the
+				// row's values instead of <placeholders> (and the step records must match the
+				// text godog reports); the keyword comes from the step in the file.
+				for _, ps := range p.Steps {
+					kw := ""
+					if len(ps.AstNodeIds) > 0 {
+						if st := ft.FindStep(ps.AstNodeIds[0]); st != nil {
+							kw = strings.TrimSpace(st.Keyword) + " "
+						}
+					}
+					f.StepText = append(f.StepText, kw+ps.Text)
+				}
+				if len(p.AstNodeIds) > 1 {
+					// An Examples row: godog selects by the Outline's line, so the row is
+					// picked by its id tag (Run), and its own line is kept for the reader.
+					if _, row := ft.FindExample(p.AstNodeIds[1]); row != nil {
+						f.Row = row.Location.Line
+					}
 				}
 				found[id] = f
 			}

@@ -449,8 +449,11 @@ func runSuite(ctx context.Context, o Options, it Item, st *scenario.State, steps
 		Name:                it.ID,
 		ScenarioInitializer: reg,
 		Options: &godog.Options{
-			FS:             o.Features,
-			Paths:          []string{fmt.Sprintf("%s:%d", it.Feature.Path, it.Feature.Line)},
+			FS:    o.Features,
+			Paths: []string{fmt.Sprintf("%s:%d", it.Feature.Path, it.Feature.Line)},
+			// The id tag picks this scenario's row out of a Scenario Outline (the line selects
+			// every row); for a plain scenario it selects what the line does.
+			Tags:           "@" + it.ID,
 			Format:         strings.Join(formats, ","),
 			Output:         logFile,
 			Strict:         true,
