@@ -113,7 +113,7 @@ func TestShippedBuildHasEveryDefectOff(t *testing.T) {
 		StaleLockTakenOver,
 		AttemptFinishedAtRoundedUp, ScheduledPeriodInUtc,
 		HoldPolledDuringNode, ExportSjisIbmCodes,
-		ArchiveAuditFailureRecorded, ArchiveLostResponseNotReread, ArchiveAuditResponseNotCompared}
+		ArchiveAuditFailureRecorded, ArchiveLostResponseNotReread, ArchiveAuditResponseNotCompared, GaiaDa02NotFolded}
 	for _, on := range switches {
 		assert.False(t, on)
 	}
