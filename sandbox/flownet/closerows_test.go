@@ -339,3 +339,44 @@ func TestClassifyArchiveChild(t *testing.T) {
 		assert.Equal(t, []string{tc.state, tc.code, tc.text}, []string{state, code, text}, tc.line)
 	}
 }
+
+// The audit-failed row through the poller: its CLOSE request settles DONE /
+// RUN_ARCHIVED_AUDIT_PENDING naming the code and the event, and the archived Run is never
+// resumed (no new Attempt), by request or by the CLI.
+func TestPollerCloseWithFailedAuditSettlesAuditPending(t *testing.T) {
+	ps := newPollSandbox(t)
+	front := newFaultFront(t, ps.sandbox)
+	net := ps.network("network-success.yaml")
+	env := ps.environ
+	ps.environ = append(append([]string(nil), env...), "TEST_CUSTOMERS_TOKEN=invalid")
+	fr := ps.flownet("run-network", net, "--business-key", "close-audit")
+	ps.environ = env
+	require.Equal(t, 1, fr.code, fr.stderr)
+	runID := runIDOf(t, fr.stdout)
+	attempts := len(ps.all("audit", `record_type in ("NODE_ATTEMPT")`))
+	require.NotZero(t, attempts)
+
+	fails := front.on("audit insert fails", 1, auditPost, respond(http.StatusInternalServerError, "GAIA_UN03", "An unexpected error occurred.", nil))
+	id := ps.add(map[string]any{"request_type": "CLOSE", "run_id": runID, "reason": "close the failed run"})
+	r := ps.poll()
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 1, front.firings(fails), "the archive-run child's audit insert went through the front")
+	req := ps.request(id)
+	assert.Equal(t, stateDone, req.Str("request_state"))
+	assert.Equal(t, "RUN_ARCHIVED_AUDIT_PENDING", req.Str("result_code"))
+	msg := req.Str("result_message")
+	assert.Regexp(t, `^code=ARCHIVE_AUDIT_FAILED event_id=archive_[0-9a-f-]{36}$`, msg)
+	ev := strings.TrimPrefix(msg[strings.Index(msg, "event_id="):], "event_id=")
+	assert.Empty(t, ps.all("audit", `record_key in (`+q("OP:"+ev)+`)`), "no RUN_ARCHIVED audit")
+	assert.Equal(t, "ARCHIVED", ps.run(runID).Str("lifecycle_status"))
+	assert.Empty(t, ps.runningLocks(), "the lock is released")
+
+	rerun := ps.add(map[string]any{"request_type": "RERUN", "run_id": runID, "reason": "try again"})
+	r = ps.poll()
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, []string{stateRejected, "RUN_NOT_RESUMABLE"}, []string{ps.request(rerun).Str("request_state"), ps.request(rerun).Str("result_code")})
+	res := ps.flownet("run-network", net, "--resume-run", runID, "--json")
+	assert.Equal(t, 1, res.code)
+	assert.Contains(t, res.stdout, `"invocation_result_code":"RUN_NOT_RESUMABLE"`)
+	assert.Len(t, ps.all("audit", `record_type in ("NODE_ATTEMPT")`), attempts, "no new Attempt")
+}

@@ -2,6 +2,7 @@ package flownet
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -104,4 +105,41 @@ func TestInsertCBVA01OnTheUniqueKeyIsDuplicateRecord(t *testing.T) {
 	_, _, err = st.insert(ctx, st.stateApp, "STATE:bad", rec("nodestate_mine"), "node_state_id")
 	assert.Equal(t, codeRemoteError, errCode(err, ""), "%v", err)
 	assert.Empty(t, s.all("state", `record_key in ("STATE:gone", "STATE:bad")`))
+}
+
+// The loser's code as run-network shows it: the Node State write that starts n1 loses to
+// another writer (kintone answers 409 GAIA_CO02 or 400 GAIA_DA02); run-network stops with
+// Error [REVISION_CONFLICT] and the other writer's change is what the Node State holds.
+func TestRunNetworkNodeStateLoserIsRevisionConflict(t *testing.T) {
+	for _, l := range []struct {
+		status     int
+		code, text string
+	}{{http.StatusConflict, "GAIA_CO02", "The revision is not the latest. Someone may update a record."}, {http.StatusBadRequest, "GAIA_DA02", msgDA02}} {
+		t.Run(l.code, func(t *testing.T) {
+			s := newSandbox(t, nil)
+			front := newFaultFront(t, s)
+			ctx := context.Background()
+			startsNode := func(r frontRequest) bool {
+				status, _ := r.field("status")
+				_, bizRev := r.field("revision")
+				return isRecordWrite(http.MethodPut)(r) && r.app() == s.apps["state"].ID && bizRev && status == StatusRunning
+			}
+			var winner string
+			lost := front.on("another writer wins the Node State", 1, startsNode, func(w http.ResponseWriter, fr frontRequest, fw func() (int, []byte)) {
+				id := fmt.Sprint(fr.body["id"])
+				_, err := s.admin.UpdateRecord(ctx, s.apps["state"].ID, id, kintoneapi.Values(map[string]any{"status_reason": "the other writer"}), fmt.Sprint(fr.body["revision"]))
+				require.NoError(t, err)
+				winner = id
+				respond(l.status, l.code, l.text, nil)(w, fr, fw)
+			})
+			r := s.flownet("run-network", s.network("network-success.yaml"), "--business-key", "loser-"+l.code, "--json")
+			require.Equal(t, 1, front.firings(lost))
+			assert.Equal(t, 1, r.code)
+			assert.Contains(t, r.stderr, "Error [REVISION_CONFLICT]")
+			ns := s.all("state", `$id = `+winner)
+			require.Len(t, ns, 1)
+			assert.Equal(t, "the other writer", ns[0].Str("status_reason"))
+			assert.Equal(t, StatusWaiting, ns[0].Str("status"), "the loser's RUNNING never landed")
+		})
+	}
 }
