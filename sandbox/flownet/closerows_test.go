@@ -109,6 +109,20 @@ func (c *closeRow) lockState() string {
 	return "lock " + l.Str("record_key") + " " + l.Str("status") + "/" + l.Str("status_reason")
 }
 
+// expectRecords asserts what the row left behind: the Run's lifecycle_status, whether the
+// event's RUN_ARCHIVED audit exists, and the lock (see lockState).
+func (c *closeRow) expectRecords(t *testing.T, out closeOut, lifecycle string, audited bool, lock string) {
+	t.Helper()
+	status, _ := c.lifecycle()
+	assert.Equal(t, lifecycle, status, "the Run's lifecycle_status")
+	if audited {
+		assert.NotNil(t, c.audit(out.eventID()), "the RUN_ARCHIVED audit exists")
+	} else {
+		assert.Nil(t, c.audit(out.eventID()), "no RUN_ARCHIVED audit of this event")
+	}
+	assert.Equal(t, lock, c.lockState(), "the lock")
+}
+
 func (c *closeRow) archivedBy(who string) {
 	c.t.Helper()
 	_, err := c.admin.UpdateRecord(context.Background(), c.apps["state"].ID, c.runRK,
@@ -125,10 +139,7 @@ func TestCloseRowArchivedRecorded(t *testing.T) {
 	out.expect(t, 0, map[string]any{"outcome": "ARCHIVED", "audit": "RECORDED", "lock_released": true, "run_revision": float64(atoi(c.revBefore) + 1)})
 	_, ok := out.json["code"]
 	assert.False(t, ok, "no code on a clean CLOSE")
-	status, _ := c.lifecycle()
-	assert.Equal(t, "ARCHIVED", status)
-	assert.NotNil(t, c.audit(out.eventID()))
-	assert.Equal(t, "released", c.lockState())
+	c.expectRecords(t, out, "ARCHIVED", true, "released")
 }
 
 func TestCloseRowAuditInsertFails(t *testing.T) {
@@ -137,11 +148,9 @@ func TestCloseRowAuditInsertFails(t *testing.T) {
 	out := c.close()
 	out.expect(t, 1, map[string]any{"outcome": "ARCHIVED", "audit": "PENDING", "code": "ARCHIVE_AUDIT_FAILED", "lock_released": true,
 		"run_revision": float64(atoi(c.revBefore) + 1)})
-	status, rev := c.lifecycle()
-	assert.Equal(t, "ARCHIVED", status)
+	_, rev := c.lifecycle()
 	assert.Equal(t, out.json["run_revision"], float64(atoi(rev)))
-	assert.Nil(t, c.audit(out.eventID()), "no RUN_ARCHIVED audit exists")
-	assert.Equal(t, "released", c.lockState())
+	c.expectRecords(t, out, "ARCHIVED", false, "released")
 
 	// The Run stays closed: a resume is refused and makes no Attempt, and a second CLOSE
 	// answers ALREADY_ARCHIVED (the audit stays missing; PENDING said so).
@@ -158,12 +167,10 @@ func TestCloseRowLostRunPutResponseRereadArchived(t *testing.T) {
 	out := c.close()
 	require.Equal(t, 1, c.front.firings(lost))
 	out.expect(t, 0, map[string]any{"outcome": "ARCHIVED", "audit": "RECORDED", "lock_released": true, "run_revision": float64(atoi(c.revBefore) + 1)})
-	status, rev := c.lifecycle()
-	assert.Equal(t, "ARCHIVED", status)
+	_, rev := c.lifecycle()
 	assert.Equal(t, atoi(c.revBefore)+1, atoi(rev), "one write landed")
 	assert.Equal(t, 1, c.front.count(runPut), "the re-read showed the write landed: not sent again")
-	assert.NotNil(t, c.audit(out.eventID()))
-	assert.Equal(t, "released", c.lockState())
+	c.expectRecords(t, out, "ARCHIVED", true, "released")
 }
 
 func TestCloseRowRunPutDroppedRereadActiveRetriedOnce(t *testing.T) {
@@ -172,10 +179,7 @@ func TestCloseRowRunPutDroppedRereadActiveRetriedOnce(t *testing.T) {
 	out := c.close()
 	out.expect(t, 0, map[string]any{"outcome": "ARCHIVED", "audit": "RECORDED", "lock_released": true, "run_revision": float64(atoi(c.revBefore) + 1)})
 	assert.Equal(t, 2, c.front.count(runPut), "one retry after the re-read showed ACTIVE")
-	status, _ := c.lifecycle()
-	assert.Equal(t, "ARCHIVED", status)
-	assert.NotNil(t, c.audit(out.eventID()))
-	assert.Equal(t, "released", c.lockState())
+	c.expectRecords(t, out, "ARCHIVED", true, "released")
 }
 
 func TestCloseRowRunPutDroppedTwiceIsUnconfirmed(t *testing.T) {
@@ -184,11 +188,9 @@ func TestCloseRowRunPutDroppedTwiceIsUnconfirmed(t *testing.T) {
 	out := c.close()
 	out.expect(t, 1, map[string]any{"outcome": "UNCONFIRMED", "code": "ARCHIVE_UNCONFIRMED", "run_revision": nil, "lock_released": true})
 	assert.Equal(t, 2, c.front.count(runPut), "exactly one retry")
-	status, rev := c.lifecycle()
-	assert.Equal(t, "ACTIVE", status)
+	_, rev := c.lifecycle()
 	assert.Equal(t, c.revBefore, rev)
-	assert.Nil(t, c.audit(out.eventID()))
-	assert.Equal(t, "released", c.lockState())
+	c.expectRecords(t, out, "ACTIVE", false, "released")
 }
 
 func TestCloseRowLostRunPutResponseUnresolvable(t *testing.T) {
@@ -203,10 +205,7 @@ func TestCloseRowLostRunPutResponseUnresolvable(t *testing.T) {
 	out.expect(t, 1, map[string]any{"outcome": "UNCONFIRMED", "code": "ARCHIVE_UNCONFIRMED", "run_revision": nil, "lock_released": true})
 	_, hasAudit := out.json["audit"]
 	assert.False(t, hasAudit)
-	status, _ := c.lifecycle()
-	assert.Equal(t, "ARCHIVED", status, "the write did land")
-	assert.Nil(t, c.audit(out.eventID()))
-	assert.Equal(t, "released", c.lockState())
+	c.expectRecords(t, out, "ARCHIVED", false, "released")
 }
 
 func TestCloseRowRunPutConflict(t *testing.T) {
@@ -216,8 +215,7 @@ func TestCloseRowRunPutConflict(t *testing.T) {
 		out := c.close()
 		_, rev := c.lifecycle()
 		out.expect(t, 0, map[string]any{"outcome": "ALREADY_ARCHIVED", "lock_released": true, "run_revision": float64(atoi(rev))})
-		assert.Nil(t, c.audit(out.eventID()), "the other CLOSE's event, not ours")
-		assert.Equal(t, "released", c.lockState())
+		c.expectRecords(t, out, "ARCHIVED", false, "released") // the audit is the other CLOSE's to write
 	})
 	t.Run("the Run moved: UNCONFIRMED", func(t *testing.T) {
 		c := newCloseRow(t)
@@ -227,10 +225,7 @@ func TestCloseRowRunPutConflict(t *testing.T) {
 		}))
 		out := c.close()
 		out.expect(t, 1, map[string]any{"outcome": "UNCONFIRMED", "code": "ARCHIVE_UNCONFIRMED", "run_revision": nil, "lock_released": true})
-		status, _ := c.lifecycle()
-		assert.Equal(t, "ACTIVE", status)
-		assert.Nil(t, c.audit(out.eventID()))
-		assert.Equal(t, "released", c.lockState())
+		c.expectRecords(t, out, "ACTIVE", false, "released")
 	})
 	t.Run("GAIA_DA02 after another CLOSE: ALREADY_ARCHIVED", func(t *testing.T) {
 		c := newCloseRow(t)
@@ -238,16 +233,17 @@ func TestCloseRowRunPutConflict(t *testing.T) {
 			c.archivedBy("the other CLOSE")
 			respond(http.StatusBadRequest, "GAIA_DA02", "Failed to save the changes because the database could not be locked. Please wait a while and try again.", nil)(w, r, fw)
 		})
-		c.close().expect(t, 0, map[string]any{"outcome": "ALREADY_ARCHIVED", "lock_released": true})
+		out := c.close()
+		out.expect(t, 0, map[string]any{"outcome": "ALREADY_ARCHIVED", "lock_released": true})
+		c.expectRecords(t, out, "ARCHIVED", false, "released")
 	})
 	t.Run("GAIA_DA02 with nothing written: ARCHIVE_WRITE_FAILED", func(t *testing.T) {
 		c := newCloseRow(t)
 		c.front.on("DA02", 1, runPut, respond(http.StatusBadRequest, "GAIA_DA02", "Failed to save the changes because the database could not be locked. Please wait a while and try again.", nil))
 		out := c.close()
 		out.expect(t, 1, map[string]any{"outcome": "REJECTED", "code": "ARCHIVE_WRITE_FAILED", "lock_released": true, "run_revision": float64(atoi(c.revBefore))})
-		status, _ := c.lifecycle()
-		assert.Equal(t, "ACTIVE", status)
 		assert.Equal(t, 1, c.front.count(runPut), "fail closed: not sent again")
+		c.expectRecords(t, out, "ACTIVE", false, "released")
 	})
 }
 
@@ -257,9 +253,8 @@ func TestCloseRowLostAuditResponse(t *testing.T) {
 		c.front.on("audit response lost", 1, auditPost, loseResponse(nil))
 		out := c.close()
 		out.expect(t, 0, map[string]any{"outcome": "ARCHIVED", "audit": "RECORDED", "lock_released": true})
-		assert.NotNil(t, c.audit(out.eventID()))
 		assert.Equal(t, 1, c.front.count(auditPost), "adjudicated by the re-read, not sent again")
-		assert.Equal(t, "released", c.lockState())
+		c.expectRecords(t, out, "ARCHIVED", true, "released")
 	})
 	t.Run("the record differs: AUDIT_CONFLICT", func(t *testing.T) {
 		c := newCloseRow(t)
@@ -280,9 +275,7 @@ func TestCloseRowLostAuditResponse(t *testing.T) {
 		})
 		out := c.close()
 		out.expect(t, 1, map[string]any{"outcome": "ARCHIVED", "audit": "PENDING", "code": "AUDIT_CONFLICT", "lock_released": true})
-		status, _ := c.lifecycle()
-		assert.Equal(t, "ARCHIVED", status)
-		assert.Equal(t, "released", c.lockState())
+		c.expectRecords(t, out, "ARCHIVED", true, "released") // the record under the key, not provably ours
 	})
 }
 
@@ -300,10 +293,7 @@ func TestCloseRowLeaseLostAfterArchive(t *testing.T) {
 	out := c.close()
 	out.expect(t, 1, map[string]any{"outcome": "ARCHIVED", "audit": "PENDING", "code": "LEASE_INTERRUPTED_AFTER_ARCHIVE",
 		"lock_released": false, "run_revision": float64(atoi(c.revBefore) + 1)})
-	status, _ := c.lifecycle()
-	assert.Equal(t, "ARCHIVED", status)
-	assert.Nil(t, c.audit(out.eventID()), "no audit written on a lost lease")
-	assert.Equal(t, "held by invoke_other", c.lockState(), "a lock that is not ours is left alone")
+	c.expectRecords(t, out, "ARCHIVED", false, "held by invoke_other")
 }
 
 func TestCloseRowLockReleaseFails(t *testing.T) {
@@ -311,10 +301,7 @@ func TestCloseRowLockReleaseFails(t *testing.T) {
 	c.front.on("tombstone write fails", 1, writesKeyPrefix(http.MethodPut, "LOCKDONE:"), respond(http.StatusServiceUnavailable, "GAIA_TM12", "Service unavailable.", nil))
 	out := c.close()
 	out.expect(t, 1, map[string]any{"outcome": "ARCHIVED", "audit": "RECORDED", "lock_released": false})
-	status, _ := c.lifecycle()
-	assert.Equal(t, "ARCHIVED", status)
-	assert.NotNil(t, c.audit(out.eventID()))
-	assert.Equal(t, "held by "+out.eventID(), c.lockState(), "the lock stays RUNNING under the CLOSE's event id")
+	c.expectRecords(t, out, "ARCHIVED", true, "held by "+out.eventID()) // RUNNING under the CLOSE's event id
 }
 
 // The poller's request result for each row (§1.9's last column).
@@ -347,12 +334,7 @@ func TestPollerCloseWithFailedAuditSettlesAuditPending(t *testing.T) {
 	ps := newPollSandbox(t)
 	front := newFaultFront(t, ps.sandbox)
 	net := ps.network("network-success.yaml")
-	env := ps.environ
-	ps.environ = append(append([]string(nil), env...), "TEST_CUSTOMERS_TOKEN=invalid")
-	fr := ps.flownet("run-network", net, "--business-key", "close-audit")
-	ps.environ = env
-	require.Equal(t, 1, fr.code, fr.stderr)
-	runID := runIDOf(t, fr.stdout)
+	runID := ps.failedRun(net, "close-audit")
 	attempts := len(ps.all("audit", `record_type in ("NODE_ATTEMPT")`))
 	require.NotZero(t, attempts)
 

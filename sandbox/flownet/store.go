@@ -229,7 +229,7 @@ func (s *store) insert(ctx context.Context, app, k string, rec kintoneapi.Record
 			}
 			return got.ID(), got.Revision(), nil
 		}
-		if dup && namesField(err, "record_key") {
+		if dup && kintoneapi.NamesField(err, "record_key") {
 			// kintone said the key is taken, yet no record holds it now (deleted since, or
 			// not visible to this token): it is not ours, so it is another record's value.
 			return "", "", &codedError{Code: codeDuplicateRecord, Msg: "record_key " + k + " is taken (kintone refused it as a duplicate)", Err: err}
@@ -327,20 +327,6 @@ func sameValues(got, wrote kintoneapi.Record) bool {
 		return false
 	}
 	return true
-}
-
-// namesField reports whether a kintone error's field errors name field ("record.<field>.value").
-func namesField(err error, field string) bool {
-	var ae *kintoneapi.APIError
-	if !errors.As(err, &ae) {
-		return false
-	}
-	for k := range ae.Errors {
-		if strings.Contains(k, "."+field+".") {
-			return true
-		}
-	}
-	return false
 }
 
 func fieldString(v any) string {
