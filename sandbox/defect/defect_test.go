@@ -112,7 +112,8 @@ func TestShippedBuildHasEveryDefectOff(t *testing.T) {
 		ImportReadsFirstChunk, ExportHeaderUppercase, ResumeSkipsInputDigest,
 		StaleLockTakenOver,
 		AttemptFinishedAtRoundedUp, ScheduledPeriodInUtc,
-		HoldPolledDuringNode, ExportSjisIbmCodes}
+		HoldPolledDuringNode, ExportSjisIbmCodes,
+		ArchiveAuditFailureRecorded, ArchiveLostResponseNotReread, ArchiveAuditResponseNotCompared, GaiaDa02NotFolded}
 	for _, on := range switches {
 		assert.False(t, on)
 	}

@@ -195,44 +195,163 @@ func (a *archiver) decide(ctx context.Context, lock *networkLock) {
 	}
 	before := atoi(run.Revision())
 	archivedAt := isoMillis(a.c.now())
-	rev, err := a.st.kc.UpdateRecord(ctx, a.st.stateApp, run.ID(),
-		vals(map[string]any{"lifecycle_status": "ARCHIVED", "updated_at": archivedAt}), run.Revision())
-	if err != nil {
-		again, rerr := findRunByID(ctx, a.st, a.runID)
-		switch {
-		case rerr == nil && again != nil && again.Str("lifecycle_status") == "ARCHIVED" && kintoneapi.IsCode(err, "GAIA_CO02"):
-			a.res.Outcome, a.res.RunRevision = archAlreadyArchived, revOf(again)
-			return
-		case rerr == nil && again != nil && again.Str("lifecycle_status") == "ARCHIVED":
-			rev = again.Revision() // the PUT's response was lost; it was written
-		case kintoneapi.IsCode(err, "GAIA_CO02"):
-			a.res.Outcome, a.detail = archUnconfirmed, "the Run changed while it was archived: "+err.Error()
-			a.res.Code = strp("ARCHIVE_UNCONFIRMED")
-			return
-		default:
-			a.reject("ARCHIVE_WRITE_FAILED", revOf(run), "archive Run %s: %v", a.runID, err)
-			return
-		}
+	rev, ok := a.putArchived(ctx, lock, run, archivedAt)
+	if !ok {
+		return
 	}
 	r := atoi(rev)
 	a.res.Outcome, a.res.RunRevision = archArchived, &r
-	pending := func(code, format string, args ...any) {
-		a.res.Audit, a.res.Code, a.detail = strp("PENDING"), strp(code), fmt.Sprintf(format, args...)
-	}
 	if err := tick(ctx, lock); err != nil {
-		pending("LEASE_INTERRUPTED_AFTER_ARCHIVE", "%v", err)
+		a.pending("LEASE_INTERRUPTED_AFTER_ARCHIVE", "Run %s is archived but the lease was lost before its audit: %v", a.runID, err)
 		return
 	}
-	audit := map[string]any{
-		"event_id": a.res.EventID, "event_type": "RUN_ARCHIVED", "run_id": a.runID, "result_code": "RUN_ARCHIVED",
-		"requested_by": a.by, "reason": a.reason, "archived_at": archivedAt, "previous_status": status,
-		"run_revision_before": before, "service_principal": a.principal,
+	a.recordAudit(ctx, archiveAudit{
+		EventID: a.res.EventID, EventType: "RUN_ARCHIVED", RunID: a.runID, ResultCode: "RUN_ARCHIVED",
+		RequestedBy: a.by, Reason: a.reason, ArchivedAt: archivedAt, PreviousStatus: status,
+		RunRevisionBefore: before, ServicePrincipal: a.principal,
+	})
+}
+
+// pending is ARCHIVED with the audit left PENDING for the reason code.
+func (a *archiver) pending(code, format string, args ...any) {
+	a.res.Audit, a.res.Code, a.detail = strp("PENDING"), strp(code), fmt.Sprintf(format, args...)
+}
+
+// unconfirmed is UNCONFIRMED / ARCHIVE_UNCONFIRMED: whether the Run is archived cannot be
+// told, so neither ARCHIVED nor REJECTED may be claimed.
+func (a *archiver) unconfirmed(format string, args ...any) {
+	a.res.Outcome, a.res.RunRevision, a.res.Code = archUnconfirmed, nil, strp("ARCHIVE_UNCONFIRMED")
+	a.detail = fmt.Sprintf(format, args...)
+}
+
+// putArchived writes lifecycle_status=ARCHIVED fenced by the revision read inside the lock
+// and applies §1.9's recovery rules to a failed write. It returns the Run's new revision and
+// true when the Run is archived by this CLOSE; otherwise the result is already set.
+//
+//   - Lost response (transport error): re-read the Run. ARCHIVED ⇒ the write landed, go on
+//     with the revision read. ACTIVE ⇒ the write did not land: one retry of the same fenced
+//     PUT (after a fencing check), whose failure is judged by these same rules, except that
+//     a second ACTIVE is UNCONFIRMED. Re-read failed ⇒ UNCONFIRMED.
+//   - 409 (GAIA_CO02): re-read. ARCHIVED ⇒ ALREADY_ARCHIVED (someone else's CLOSE won);
+//     anything else (the Run moved, or it cannot be read) ⇒ UNCONFIRMED.
+//   - 400 GAIA_DA02 (the loser of a concurrent update, §2.6): re-read. ARCHIVED ⇒
+//     ALREADY_ARCHIVED; a newer revision ⇒ UNCONFIRMED as for 409; the revision unchanged ⇒
+//     nothing was written and nothing else was either: REJECTED / ARCHIVE_WRITE_FAILED
+//     (fail closed, no resend). Decision: the contract names DA02 only in §2.6; a DA02 that
+//     lost to another writer is the same event as a 409, so it is judged the same way.
+//   - Any other error response ⇒ REJECTED / ARCHIVE_WRITE_FAILED: kintone refused the write.
+func (a *archiver) putArchived(ctx context.Context, lock *networkLock, run kintoneapi.Record, archivedAt string) (string, bool) {
+	put := func() (string, error) {
+		return a.st.kc.UpdateRecord(ctx, a.st.stateApp, run.ID(),
+			vals(map[string]any{"lifecycle_status": "ARCHIVED", "updated_at": archivedAt}), run.Revision())
 	}
-	b, _ := json.Marshal(audit)
-	if _, _, err := a.st.insert(ctx, a.st.auditApp, "OP:"+a.res.EventID, vals(map[string]any{
-		"record_type": "OPERATION_AUDIT", "run_id": a.runID, "result_code": "RUN_ARCHIVED", "reason": string(b), "resolved_at": archivedAt,
-	})); err != nil {
-		pending("ARCHIVE_AUDIT_FAILED", "Run %s is archived but its audit %s was not written: %v", a.runID, a.res.EventID, err)
+	rev, err := put()
+	for retried := false; err != nil; {
+		lost := kintoneapi.IsNetwork(err)
+		if lost && defect.ArchiveLostResponseNotReread { // planted defect: a lost response is taken as a refused write
+			a.reject("ARCHIVE_WRITE_FAILED", revOf(run), "archive Run %s: %v", a.runID, err)
+			return "", false
+		}
+		conflict := kintoneapi.IsCode(err, "GAIA_CO02") || kintoneapi.StatusOf(err) == 409
+		da02 := kintoneapi.IsCode(err, "GAIA_DA02")
+		if !lost && !conflict && !da02 {
+			a.reject("ARCHIVE_WRITE_FAILED", revOf(run), "archive Run %s: %v", a.runID, err)
+			return "", false
+		}
+		again, rerr := findRunByID(ctx, a.st, a.runID)
+		if rerr != nil || again == nil {
+			a.unconfirmed("the archive write of Run %s failed (%v) and the Run could not be re-read: %v", a.runID, err, rerr)
+			return "", false
+		}
+		archived := again.Str("lifecycle_status") == "ARCHIVED"
+		switch {
+		case lost && archived:
+			return again.Revision(), true // the PUT landed; only its response was lost
+		case archived:
+			a.res.Outcome, a.res.RunRevision = archAlreadyArchived, revOf(again)
+			return "", false
+		case da02 && again.Revision() == run.Revision():
+			a.reject("ARCHIVE_WRITE_FAILED", revOf(run), "archive Run %s: kintone could not lock the record and nothing was written: %v", a.runID, err)
+			return "", false
+		case !lost || retried:
+			a.unconfirmed("the archive write of Run %s failed (%v) and the Run re-read is %s at revision %s", a.runID, err, again.Str("lifecycle_status"), again.Revision())
+			return "", false
+		}
+		retried = true
+		if terr := tick(ctx, lock); terr != nil {
+			a.reject("LEASE_INTERRUPTED", revOf(run), "%v", terr)
+			return "", false
+		}
+		rev, err = put()
+	}
+	return rev, true
+}
+
+// archiveAudit is the RUN_ARCHIVED audit object, kept as JSON in the OPERATION_AUDIT's
+// reason (the audit app has no fields for most of it).
+type archiveAudit struct {
+	EventID           string `json:"event_id"`
+	EventType         string `json:"event_type"`
+	RunID             string `json:"run_id"`
+	ResultCode        string `json:"result_code"`
+	RequestedBy       string `json:"requested_by"`
+	Reason            string `json:"reason"`
+	ArchivedAt        string `json:"archived_at"`
+	PreviousStatus    string `json:"previous_status"`
+	RunRevisionBefore int    `json:"run_revision_before"`
+	ServicePrincipal  string `json:"service_principal"`
+}
+
+// sameEvent compares the fields §1.9 names for adjudicating a lost audit response: event_id,
+// run_id, event_type, previous_status, run_revision_before. The rest (requested_by, reason,
+// archived_at, service_principal) may legitimately differ in form (DATETIME minutes) and
+// identify nothing on their own.
+func (x archiveAudit) sameEvent(y archiveAudit) bool {
+	return x.EventID == y.EventID && x.RunID == y.RunID && x.EventType == y.EventType &&
+		x.PreviousStatus == y.PreviousStatus && x.RunRevisionBefore == y.RunRevisionBefore
+}
+
+// recordAudit appends the RUN_ARCHIVED audit under OP:<event_id> after the Run is archived;
+// the Run stays ARCHIVED whatever happens here, so every failure is ARCHIVED with the audit
+// PENDING (exit 1):
+//   - kintone refused the insert, or the response was lost and no record is under the key
+//     (or the re-read failed) ⇒ ARCHIVE_AUDIT_FAILED. Decision: no resend — the event id
+//     is in the result, and an operator (or the next CLOSE, which answers ALREADY_ARCHIVED)
+//     sees the audit is missing; a blind resend could race a late first write.
+//   - the response was lost (or CB_VA01: the key is taken) and a record is under the key ⇒
+//     it is ours only when the event's fields are ours (sameEvent): RECORDED; a record
+//     that differs ⇒ AUDIT_CONFLICT.
+func (a *archiver) recordAudit(ctx context.Context, ev archiveAudit) {
+	key := "OP:" + ev.EventID
+	b, _ := json.Marshal(ev)
+	_, _, err := a.st.kc.AddRecord(ctx, a.st.auditApp, vals(map[string]any{
+		"record_key": key, "record_type": "OPERATION_AUDIT", "run_id": ev.RunID, "result_code": ev.ResultCode,
+		"reason": string(b), "resolved_at": ev.ArchivedAt,
+	}))
+	if err == nil || defect.ArchiveAuditFailureRecorded { // planted defect: a failed audit insert is reported RECORDED
+		a.res.Audit = strp("RECORDED")
+		return
+	}
+	if !kintoneapi.IsNetwork(err) && !kintoneapi.IsCode(err, "CB_VA01") {
+		a.pending("ARCHIVE_AUDIT_FAILED", "Run %s is archived but its audit %s was not written: %v", a.runID, ev.EventID, err)
+		return
+	}
+	got, rerr := a.st.byKey(ctx, a.st.auditApp, key)
+	switch {
+	case rerr != nil:
+		a.pending("ARCHIVE_AUDIT_FAILED", "Run %s is archived; the audit %s write failed (%v) and could not be re-read: %v", a.runID, ev.EventID, err, rerr)
+		return
+	case got == nil:
+		a.pending("ARCHIVE_AUDIT_FAILED", "Run %s is archived but its audit %s was not written: %v", a.runID, ev.EventID, err)
+		return
+	}
+	if defect.ArchiveAuditResponseNotCompared { // planted defect: any record under the key is taken as ours
+		a.res.Audit = strp("RECORDED")
+		return
+	}
+	var stored archiveAudit
+	if jerr := json.Unmarshal([]byte(got.Str("reason")), &stored); jerr != nil || got.Str("run_id") != ev.RunID || !stored.sameEvent(ev) {
+		a.pending("AUDIT_CONFLICT", "Run %s is archived but the audit record %s (record %s) is not this event's", a.runID, key, got.ID())
 		return
 	}
 	a.res.Audit = strp("RECORDED")

@@ -53,6 +53,14 @@
 //   - NETWORK_RUN also carries `profile` (the field exists in the app) so RUN_ID_MISMATCH,
 //     MAX_ACTIVE_RUNS and status can tell profiles apart. NETWORK_LOCK carries exactly the
 //     product's fields (§3.7); its released tombstone names no network, as on a live tenant.
+//   - Repository codes (store.go, §2.6): 409 GAIA_CO02 is REVISION_CONFLICT; 400 GAIA_DA02
+//     re-reads the record — a newer revision or a missing record is REVISION_CONFLICT, the
+//     revision unchanged fails closed as REMOTE_ERROR and is not resent. An insert's CB_VA01
+//     re-reads by record_key: a record with our identity field (node_state_id,
+//     node_attempt_id, invocation_id, run_id: values only this writer has) is ours, another
+//     record is DUPLICATE_RECORD, and no record at all is DUPLICATE_RECORD too when kintone's
+//     field errors name record_key (the holder went away; it was still not ours), else the
+//     remote error (another field is invalid).
 //   - Reads by a non-unique text field (run_id, network_id, attempt_id) page through every
 //     match and keep the exact ones in Go (store.findExact): kintone's = / in on such a
 //     field is a token match, so "k" also finds "k_trial2".
@@ -183,9 +191,20 @@
 //   - RUN_LIVE cannot happen here: a live owner holds the lock, so the CLOSE meets
 //     LOCK_CONFLICT first (the poller's pre-check decides RUN_LIVE before starting it).
 //   - A failed fencing check before the Run PUT is REJECTED/LEASE_INTERRUPTED; after it,
-//     ARCHIVED/PENDING/LEASE_INTERRUPTED_AFTER_ARCHIVE. A 409 on the Run PUT with the Run
-//     re-read ARCHIVED is ALREADY_ARCHIVED, otherwise UNCONFIRMED; a lost response with the
-//     Run re-read ARCHIVED continues to the audit; any other failure is ARCHIVE_WRITE_FAILED.
+//     ARCHIVED/PENDING/LEASE_INTERRUPTED_AFTER_ARCHIVE (and, the lock being no longer ours,
+//     lock_released:false).
+//   - The Run PUT's recovery (putArchived): a lost response re-reads the Run — ARCHIVED
+//     continues to the audit, ACTIVE gets one retry of the same revision-fenced PUT after a
+//     fencing check (a second ACTIVE is UNCONFIRMED), an unreadable Run is UNCONFIRMED. A
+//     409 re-reads: ARCHIVED is ALREADY_ARCHIVED, anything else UNCONFIRMED. A 400 GAIA_DA02
+//     is judged like the 409 when the revision moved; with the revision unchanged nothing was
+//     written and it fails closed, REJECTED/ARCHIVE_WRITE_FAILED, not resent. Any other
+//     error response is ARCHIVE_WRITE_FAILED.
+//   - The audit (recordAudit): a refused insert, or a lost response with no record under
+//     OP:<event_id>, is PENDING/ARCHIVE_AUDIT_FAILED and is not resent (the result names the
+//     event; an operator completes it). A lost response (or CB_VA01) with a record under the
+//     key compares event_id, run_id, event_type, previous_status and run_revision_before:
+//     equal is RECORDED, different PENDING/AUDIT_CONFLICT.
 //   - stderr gets one line `archive-run: <outcome>: <detail>` (never the reason); stdout the
 //     JSON line. Exit 0 only for ARCHIVED+RECORDED+released and ALREADY_ARCHIVED+released.
 package flownet

@@ -271,6 +271,12 @@ func (p *poller) archiveRun(ctx context.Context, req opRequest, by, def, runID s
 	if res.execErr != nil {
 		return rejected("CHILD_EXECUTION_FAILED", "archive-run ended abnormally: %v", res.execErr)
 	}
+	return classifyArchive(res.stdout, res.exit, res.firstErrorLine())
+}
+
+// classifyArchive maps archive-run's JSON line and exit code to the request's result
+// (product-contract §1.9, the table's last column).
+func classifyArchive(stdout string, exit int, firstErrorLine string) (string, string, string) {
 	var out struct {
 		Outcome      string  `json:"outcome"`
 		Code         *string `json:"code"`
@@ -278,12 +284,12 @@ func (p *poller) archiveRun(ctx context.Context, req opRequest, by, def, runID s
 		LockReleased *bool   `json:"lock_released"`
 		EventID      *string `json:"event_id"`
 	}
-	if err := json.Unmarshal([]byte(lastLine(res.stdout)), &out); err != nil || out.Outcome == "" || out.LockReleased == nil {
-		return rejected("CHILD_RESULT_INVALID", "archive-run printed no result JSON (exit %d)", res.exit)
+	if err := json.Unmarshal([]byte(lastLine(stdout)), &out); err != nil || out.Outcome == "" || out.LockReleased == nil {
+		return rejected("CHILD_RESULT_INVALID", "archive-run printed no result JSON (exit %d)", exit)
 	}
 	ev, code := deref(out.EventID), deref(out.Code)
 	switch {
-	case out.Outcome == "ARCHIVED" && *out.LockReleased && deref(out.Audit) == "RECORDED" && res.exit == 0:
+	case out.Outcome == "ARCHIVED" && *out.LockReleased && deref(out.Audit) == "RECORDED" && exit == 0:
 		return stateDone, "RUN_ARCHIVED", "event_id=" + ev
 	case out.Outcome == "ARCHIVED" && deref(out.Audit) == "PENDING":
 		m := fmt.Sprintf("code=%s event_id=%s", code, ev)
@@ -300,9 +306,9 @@ func (p *poller) archiveRun(ctx context.Context, req opRequest, by, def, runID s
 	case out.Outcome == "UNCONFIRMED":
 		return rejected("ARCHIVE_UNCONFIRMED", "event_id=%s", ev)
 	case out.Outcome == "REJECTED" && code != "-":
-		return rejected(code, "archive-run rejected the CLOSE: %s", res.firstErrorLine())
+		return rejected(code, "archive-run rejected the CLOSE: %s", firstErrorLine)
 	}
-	return rejected("CHILD_RESULT_INVALID", "archive-run outcome %s (exit %d) is not one the poller knows", out.Outcome, res.exit)
+	return rejected("CHILD_RESULT_INVALID", "archive-run outcome %s (exit %d) is not one the poller knows", out.Outcome, exit)
 }
 
 // start checks a START request and runs `run-network <definition> [--business-key k]

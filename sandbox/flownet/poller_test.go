@@ -131,6 +131,18 @@ func (ps *pollSandbox) poll(args ...string) cmdResult {
 	return cmdResult{code, out.String(), errb.String()}
 }
 
+// failedRun runs net with business key key into a FAILED Run (the customers token is
+// invalid, so the first node fails) and returns its run_id.
+func (ps *pollSandbox) failedRun(net, key string) string {
+	ps.t.Helper()
+	env := ps.environ
+	ps.environ = append(append([]string(nil), env...), "TEST_CUSTOMERS_TOKEN=invalid")
+	fr := ps.flownet("run-network", net, "--business-key", key)
+	ps.environ = env
+	require.Equal(ps.t, 1, fr.code, fr.stderr)
+	return runIDOf(ps.t, fr.stdout)
+}
+
 func (ps *pollSandbox) add(kv map[string]any) string {
 	ps.t.Helper()
 	id, _, err := ps.req.AddRecord(context.Background(), ps.sandbox.apps["request"].ID, kintoneapi.Values(kv))
@@ -155,12 +167,7 @@ func TestPollRequestsCycle(t *testing.T) {
 	assert.Equal(t, "poll-requests check: ok networks=1 request_app=readable\n", r.stdout)
 
 	// A FAILED run (invalid customers token), then a RERUN request: DONE, correlated.
-	env := ps.environ
-	ps.environ = append(append([]string(nil), env...), "TEST_CUSTOMERS_TOKEN=invalid")
-	fr := ps.flownet("run-network", net, "--business-key", "k1")
-	ps.environ = env
-	require.Equal(t, 1, fr.code, fr.stderr)
-	runID := runIDOf(t, fr.stdout)
+	runID := ps.failedRun(net, "k1")
 	id := ps.add(map[string]any{"request_type": "RERUN", "run_id": runID, "reason": "retry please"})
 	bad := ps.add(map[string]any{"request_type": "STOP", "reason": "no run id"})
 	gone := ps.add(map[string]any{"request_type": "RERUN", "run_id": runID, "reason": "withdrawn", "cancel_requested": []string{cancelOption}})

@@ -123,7 +123,10 @@ func (e *execution) loadStates(ctx context.Context) error {
 				"idempotent": strconv.FormatBool(nd.Idempotent), "trigger_rule": "all_success",
 				"latest_attempt_no": 0, "revision": 1, "blocked_by": "[]", "created_at": now, "updated_at": now,
 			})
-			recID, rev, err := e.st.insert(ctx, e.st.stateApp, "STATE:"+s1, rec, "run_id", "node_id")
+			// Ours only with our node_state_id: another writer's Node State for the same node
+			// (a concurrent insert of the same key) has the same run_id and node_id, and
+			// taking it for ours would hide the conflict (it must be DUPLICATE_RECORD).
+			recID, rev, err := e.st.insert(ctx, e.st.stateApp, "STATE:"+s1, rec, "node_state_id")
 			if err != nil {
 				return fmt.Errorf("create Node State %s: %w", id, err)
 			}

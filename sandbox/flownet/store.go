@@ -229,8 +229,13 @@ func (s *store) insert(ctx context.Context, app, k string, rec kintoneapi.Record
 			}
 			return got.ID(), got.Revision(), nil
 		}
+		if dup && kintoneapi.NamesField(err, "record_key") {
+			// kintone said the key is taken, yet no record holds it now (deleted since, or
+			// not visible to this token): it is not ours, so it is another record's value.
+			return "", "", &codedError{Code: codeDuplicateRecord, Msg: "record_key " + k + " is taken (kintone refused it as a duplicate)", Err: err}
+		}
 		if dup {
-			// CB_VA01 without a record under our key: another field is invalid.
+			// CB_VA01 about another field: the record is invalid, not a duplicate.
 			return "", "", wrapRemote("insert "+k, err)
 		}
 		if time.Now().After(deadline) {
@@ -244,9 +249,14 @@ func (s *store) insert(ctx context.Context, app, k string, rec kintoneapi.Record
 	}
 }
 
-// update writes rec to record id with the expected $revision. GAIA_DA02 and lost responses
-// are adjudicated by re-reading: our values at rev+1 mean the write landed; the unchanged
-// revision means it did not, and it is retried; anything else is a revision conflict.
+// update writes rec to record id with the expected $revision. A stale revision is 409
+// GAIA_CO02 ⇒ REVISION_CONFLICT. The loser of two concurrent updates may instead get 400
+// GAIA_DA02 ("the database could not be locked"), which says nothing about who won, so it is
+// adjudicated by re-reading (§2.6): a newer revision or a missing record ⇒
+// REVISION_CONFLICT; the revision unchanged ⇒ nothing was written, and the update fails
+// closed (REMOTE_ERROR, no resend — kintone-api.md "else fail closed"). A lost response is
+// re-read too: our values at rev+1 mean the write landed; the unchanged revision means it
+// did not, and it is sent again; anything else is a revision conflict.
 func (s *store) update(ctx context.Context, app, id string, rec kintoneapi.Record, rev string) (string, error) {
 	deadline := time.Now().Add(s.retryFor)
 	for {
@@ -260,7 +270,7 @@ func (s *store) update(ctx context.Context, app, id string, rec kintoneapi.Recor
 		if kintoneapi.IsCode(err, "GAIA_CO02") {
 			return "", wrapRemote("update record "+id, err)
 		}
-		da02 := kintoneapi.IsCode(err, "GAIA_DA02")
+		da02 := kintoneapi.IsCode(err, "GAIA_DA02") && !defect.GaiaDa02NotFolded // planted defect: DA02 taken for a plain remote error
 		if !da02 && !kintoneapi.IsNetwork(err) {
 			return "", wrapRemote("update record "+id, err)
 		}
@@ -278,6 +288,8 @@ func (s *store) update(ctx context.Context, app, id string, rec kintoneapi.Recor
 			return got.Revision(), nil
 		case rev != "" && cur != want:
 			return "", &codedError{Code: codeRevisionConflict, Msg: fmt.Sprintf("update record %s: revision moved from %s to %s", id, rev, got.Revision()), Err: err}
+		case da02:
+			return "", &codedError{Code: codeRemoteError, Msg: fmt.Sprintf("update record %s: kintone could not lock the record and nothing was written (revision still %s)", id, got.Revision()), Err: err}
 		}
 		if time.Now().After(deadline) {
 			return "", wrapRemote("update record "+id, err)

@@ -2,7 +2,6 @@ package ksqlflow
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -95,7 +94,7 @@ func (j *jobLog) acquire(ctx context.Context, key, execID string, rec kintoneapi
 			return id, rev, nil
 		}
 		switch {
-		case kintoneapi.IsCode(err, "CB_VA01") && mentionsField(err, "job_key"):
+		case kintoneapi.IsCode(err, "CB_VA01") && kintoneapi.NamesField(err, "job_key"):
 			// A unique violation is a conflict only if the re-read finds the key; if the
 			// holder finished in between, the insert is tried once more.
 			recs, rerr := j.findByKey(ctx, key)
@@ -246,19 +245,4 @@ func (j *jobLog) forceUnlock(ctx context.Context, r unlockRequest) (outcome stri
 		}
 	}
 	return outUnconfirmed, &id, before, "the release could not be confirmed (" + err.Error() + "); run inspect-lock"
-}
-
-// mentionsField reports whether a kintone validation error names the field (its errors
-// keys look like "record.job_key.value"), so only a job_key violation counts as a conflict.
-func mentionsField(err error, field string) bool {
-	var ae *kintoneapi.APIError
-	if !errors.As(err, &ae) {
-		return false
-	}
-	for k := range ae.Errors {
-		if strings.Contains(k, "."+field+".") {
-			return true
-		}
-	}
-	return false
 }

@@ -1,0 +1,145 @@
+package flownet
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ksqlflow/flowtest/kintoneapi"
+)
+
+// The repository's stable codes for the loser of a write race (product-contract §2.6),
+// with kintone's answer made by the fault front: a stale-revision loser may get 409
+// GAIA_CO02 or 400 GAIA_DA02, and both are REVISION_CONFLICT with exactly the winner's
+// write persisted; a CB_VA01 on the unique record_key is DUPLICATE_RECORD.
+
+const msgDA02 = "Failed to save the changes because the database could not be locked. Please wait a while and try again."
+
+func TestNodeStateAndAttemptLosersFoldToRevisionConflict(t *testing.T) {
+	s := newSandbox(t, nil)
+	front := newFaultFront(t, s)
+	st := s.store(t)
+	ctx := context.Background()
+	// field is a text field of the record the race is about.
+	records := map[string]struct {
+		app, idField, field string
+		rec                 map[string]any
+	}{
+		"Node State": {st.stateApp, "node_state_id", "status_reason", map[string]any{"record_type": "NODE_STATE", "run_id": "netrun_l", "node_id": "n1", "status": StatusWaiting, "revision": 1}},
+		"Attempt":    {st.auditApp, "node_attempt_id", "result_code", map[string]any{"record_type": "NODE_ATTEMPT", "run_id": "netrun_l", "node_id": "n1", "status": StatusRunning}},
+	}
+	losers := []struct {
+		status int
+		code   string
+		msg    string
+	}{
+		{http.StatusConflict, "GAIA_CO02", "The revision is not the latest. Someone may update a record."},
+		{http.StatusBadRequest, "GAIA_DA02", msgDA02},
+	}
+	for what, r := range records {
+		for _, l := range losers {
+			t.Run(what+" "+l.code, func(t *testing.T) {
+				rec := vals(r.rec)
+				rec[r.idField] = kintoneapi.Field{Value: "id_" + l.code}
+				id, rev, err := st.insert(ctx, r.app, "LOSER:"+what+":"+l.code, rec)
+				require.NoError(t, err)
+				front.on("the other writer wins", 1, updatesRecord(r.app, id), func(w http.ResponseWriter, fr frontRequest, fw func() (int, []byte)) {
+					_, err := s.admin.UpdateRecord(ctx, r.app, id, kintoneapi.Values(map[string]any{r.field: "winner"}), rev)
+					require.NoError(t, err)
+					respond(l.status, l.code, l.msg, nil)(w, fr, fw)
+				})
+				_, err = st.update(ctx, r.app, id, vals(map[string]any{r.field: "loser"}), rev)
+				assert.Equal(t, codeRevisionConflict, errCode(err, ""), "%v", err)
+				got, err := st.byID(ctx, r.app, id)
+				require.NoError(t, err)
+				assert.Equal(t, "winner", got.Str(r.field), "exactly the winner's write persists")
+				assert.Equal(t, atoi(rev)+1, atoi(got.Revision()))
+			})
+		}
+	}
+
+	// A DA02 with the record untouched: nobody won, nothing was written, fail closed.
+	id, rev, err := st.insert(ctx, st.stateApp, "LOSER:untouched", vals(records["Node State"].rec))
+	require.NoError(t, err)
+	put := updatesRecord(st.stateApp, id)
+	front.on("DA02, nothing written", 1, put, respond(http.StatusBadRequest, "GAIA_DA02", msgDA02, nil))
+	_, err = st.update(ctx, st.stateApp, id, vals(map[string]any{"status_reason": "mine"}), rev)
+	assert.Equal(t, codeRemoteError, errCode(err, ""), "%v", err)
+	assert.Equal(t, 1, front.count(put), "not sent again")
+	got, err := st.byID(ctx, st.stateApp, id)
+	require.NoError(t, err)
+	assert.Equal(t, rev, got.Revision())
+}
+
+func TestInsertCBVA01OnTheUniqueKeyIsDuplicateRecord(t *testing.T) {
+	s := newSandbox(t, nil)
+	front := newFaultFront(t, s)
+	st := s.store(t)
+	ctx := context.Background()
+	rec := func(stateID string) kintoneapi.Record {
+		return vals(map[string]any{"record_type": "NODE_STATE", "run_id": "netrun_d", "node_id": "n1", "node_state_id": stateID, "status": StatusWaiting})
+	}
+
+	// A concurrent insert of the same key by another writer: same run and node, another
+	// node_state_id. kintone's real CB_VA01, then the re-read finds a record that is not ours.
+	_, _, err := s.admin.AddRecord(ctx, st.stateApp, kintoneapi.Values(map[string]any{"record_key": "STATE:dup", "record_type": "NODE_STATE",
+		"run_id": "netrun_d", "node_id": "n1", "node_state_id": "nodestate_other", "status": StatusWaiting}))
+	require.NoError(t, err)
+	_, _, err = st.insert(ctx, st.stateApp, "STATE:dup", rec("nodestate_mine"), "node_state_id")
+	assert.Equal(t, codeDuplicateRecord, errCode(err, ""), "%v", err)
+
+	// kintone says the key is taken but the re-read finds nobody (deleted since): still not ours.
+	uniq := map[string]any{"record.record_key.value": map[string]any{"messages": []string{"値がほかのレコードと重複しています。"}}}
+	post := isRecordWrite(http.MethodPost)
+	front.on("CB_VA01 on record_key", 1, post, respond(http.StatusBadRequest, "CB_VA01", "入力内容が正しくありません。", uniq))
+	_, _, err = st.insert(ctx, st.stateApp, "STATE:gone", rec("nodestate_mine"), "node_state_id")
+	assert.Equal(t, codeDuplicateRecord, errCode(err, ""), "%v", err)
+
+	// A CB_VA01 about another field is an invalid record, not a duplicate.
+	other := map[string]any{"record.status.value": map[string]any{"messages": []string{"選択肢にない値です。"}}}
+	front.on("CB_VA01 on status", 1, post, respond(http.StatusBadRequest, "CB_VA01", "入力内容が正しくありません。", other))
+	_, _, err = st.insert(ctx, st.stateApp, "STATE:bad", rec("nodestate_mine"), "node_state_id")
+	assert.Equal(t, codeRemoteError, errCode(err, ""), "%v", err)
+	assert.Empty(t, s.all("state", `record_key in ("STATE:gone", "STATE:bad")`))
+}
+
+// The loser's code as run-network shows it: the Node State write that starts n1 loses to
+// another writer (kintone answers 409 GAIA_CO02 or 400 GAIA_DA02); run-network stops with
+// Error [REVISION_CONFLICT] and the other writer's change is what the Node State holds.
+func TestRunNetworkNodeStateLoserIsRevisionConflict(t *testing.T) {
+	for _, l := range []struct {
+		status     int
+		code, text string
+	}{{http.StatusConflict, "GAIA_CO02", "The revision is not the latest. Someone may update a record."}, {http.StatusBadRequest, "GAIA_DA02", msgDA02}} {
+		t.Run(l.code, func(t *testing.T) {
+			s := newSandbox(t, nil)
+			front := newFaultFront(t, s)
+			ctx := context.Background()
+			startsNode := func(r frontRequest) bool {
+				status, _ := r.field("status")
+				_, bizRev := r.field("revision")
+				return isRecordWrite(http.MethodPut)(r) && r.app() == s.apps["state"].ID && bizRev && status == StatusRunning
+			}
+			var winner string
+			lost := front.on("another writer wins the Node State", 1, startsNode, func(w http.ResponseWriter, fr frontRequest, fw func() (int, []byte)) {
+				id := fmt.Sprint(fr.body["id"])
+				_, err := s.admin.UpdateRecord(ctx, s.apps["state"].ID, id, kintoneapi.Values(map[string]any{"status_reason": "the other writer"}), fmt.Sprint(fr.body["revision"]))
+				require.NoError(t, err)
+				winner = id
+				respond(l.status, l.code, l.text, nil)(w, fr, fw)
+			})
+			r := s.flownet("run-network", s.network("network-success.yaml"), "--business-key", "loser-"+l.code, "--json")
+			require.Equal(t, 1, front.firings(lost))
+			assert.Equal(t, 1, r.code)
+			assert.Contains(t, r.stderr, "Error [REVISION_CONFLICT]")
+			ns := s.all("state", `$id = `+winner)
+			require.Len(t, ns, 1)
+			assert.Equal(t, "the other writer", ns[0].Str("status_reason"))
+			assert.Equal(t, StatusWaiting, ns[0].Str("status"), "the loser's RUNNING never landed")
+		})
+	}
+}
