@@ -121,10 +121,10 @@ type csvState struct {
 
 // key names a sink of the current network (outputs of two networks may share a file).
 func (s *csvState) key(fx *fixtureState, sink string) string {
-	if fx.network == nil {
-		return fx.scope.ID() + "/" + sink
+	if fx.current() == nil {
+		return fx.scope().ID() + "/" + sink
 	}
-	return fx.network.NetworkID + "/" + sink
+	return fx.current().NetworkID + "/" + sink
 }
 
 var csvKey = scenario.NewKey[csvState]("csv")
@@ -134,10 +134,10 @@ var csvKey = scenario.NewKey[csvState]("csv")
 func csvIOEnv(sc *scene, fx *fixtureState) []string {
 	s := csvKey.Of(sc.st)
 	var env []string
-	if root := s.roots[fx.scope.ID()]; root != "" {
+	if root := s.roots[fx.scope().ID()]; root != "" {
 		env = append(env, "KSQL_FLOWNET_IO_DIR="+root)
 	}
-	if p := s.proxies[fx.scope.ID()]; p != nil {
+	if p := s.proxies[fx.scope().ID()]; p != nil {
 		env = append(env, "KSQL_FLOW_CONFIG="+p.config, "SSL_CERT_FILE="+p.caBundle, "NODE_EXTRA_CA_CERTS="+p.caBundle)
 	}
 	return env
@@ -149,7 +149,7 @@ func (s *csvState) ioRoot(sc *scene, fx *fixtureState) (string, error) {
 	if s.roots == nil {
 		s.roots = map[string]string{}
 	}
-	id := fx.scope.ID()
+	id := fx.scope().ID()
 	if r := s.roots[id]; r != "" {
 		return r, nil
 	}
@@ -214,7 +214,7 @@ func inputRelPath(sc *scene, fx *fixtureState) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	vals := map[string]string{"business_key": fx.scope.BusinessKey(), "profile": sc.suite.Target.Profile}
+	vals := map[string]string{"business_key": fx.scope().BusinessKey(), "profile": sc.suite.Target.Profile}
 	var bad string
 	rel := placeholder.ReplaceAllStringFunc(tmpl, func(m string) string {
 		v, ok := vals[m[1:len(m)-1]]
@@ -267,7 +267,7 @@ func (s *csvState) rowsCSV() string {
 // writeRows writes n rows (CRLF) in the encoding; a non-empty lang "ja" appends Japanese text
 // to each value (japaneseCells; UTF-8 only, the Shift_JIS bytes are the exporter's to write).
 func (s *csvState) writeRows(sc *scene, fx *fixtureState, path string, n int, encoding, lang string) error {
-	prefix := kintone.CSVRowPrefix(fx.scope.ID())
+	prefix := kintone.CSVRowPrefix(fx.scope().ID())
 	s.rows = nil
 	for i := 1; i <= n; i++ {
 		k, v := fmt.Sprintf("%s%05d", prefix, i), fmt.Sprintf("CSV1_PRIVATE_CELL_DO_NOT_AUDIT_%d", i)
@@ -345,7 +345,7 @@ func (csvDomain) inputBehindLink(ctx context.Context, n int) error {
 	if len(parts) != 2 {
 		return fmt.Errorf("input path %q has no directory to replace by a link", rel)
 	}
-	outside, err := os.MkdirTemp(filepath.Dir(root), fx.scope.ID()+"_outside_")
+	outside, err := os.MkdirTemp(filepath.Dir(root), fx.scope().ID()+"_outside_")
 	if err != nil {
 		return err
 	}
@@ -368,7 +368,7 @@ func (csvDomain) runsWithLegacyKsqlFlow(ctx context.Context, name string) error 
 	if err != nil {
 		return err
 	}
-	c, err := runNetworkWith(ctx, name, env, "--business-key", fixturesOf(ctx).scope.BusinessKey())
+	c, err := runNetworkWith(ctx, name, env, "--business-key", fixturesOf(ctx).scope().BusinessKey())
 	if err != nil {
 		return err
 	}
@@ -506,7 +506,7 @@ func scopeRows(ctx context.Context, sc *scene, scopeID string) ([]csvRow, error)
 func (csvDomain) appHoldsEveryRow(ctx context.Context) error {
 	sc := sceneOf(ctx)
 	s := csvKey.Of(sc.st)
-	rows, err := scopeRows(ctx, sc, fixturesOf(ctx).scope.ID())
+	rows, err := scopeRows(ctx, sc, fixturesOf(ctx).scope().ID())
 	if err != nil {
 		return err
 	}
@@ -536,7 +536,7 @@ func (csvDomain) appHoldsEveryRow(ctx context.Context) error {
 
 func (csvDomain) appHoldsNoRow(ctx context.Context) error {
 	sc := sceneOf(ctx)
-	rows, err := scopeRows(ctx, sc, fixturesOf(ctx).scope.ID())
+	rows, err := scopeRows(ctx, sc, fixturesOf(ctx).scope().ID())
 	if err != nil {
 		return err
 	}
@@ -555,7 +555,7 @@ func (csvDomain) noLeak(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	needles := []string{s.input, s.roots[fixturesOf(ctx).scope.ID()]}
+	needles := []string{s.input, s.roots[fixturesOf(ctx).scope().ID()]}
 	if real, err := filepath.EvalSymlinks(s.input); err == nil && real != s.input {
 		needles = append(needles, real)
 	}
@@ -636,7 +636,7 @@ func deleteCSVRows(ctx context.Context, sc *scene, scopeID string) error {
 
 // csvReplacements are the SQL placeholder tokens of the CSV fixtures for the scope.
 func csvReplacements(fx *fixtureState, encoding string) map[string]string {
-	id := fx.scope.ID()
+	id := fx.scope().ID()
 	return map[string]string{"__CSV1_ENCODING__": encoding, "__CSV_ROW_PREFIX__": kintone.CSVRowPrefix(id),
 		"__CSV_MARKER_KEY__": kintone.CSVMarkerKey(id)}
 }
@@ -687,11 +687,11 @@ func (csvDomain) markerRow(ctx context.Context) error {
 	if _, err := csvKey.Of(sc.st).ioRoot(sc, fx); err != nil { // registers the cleanup
 		return err
 	}
-	g, app, err := guardedCSV(sc, fx.scope.ID())
+	g, app, err := guardedCSV(sc, fx.scope().ID())
 	if err != nil {
 		return err
 	}
-	_, _, err = g.AddRecord(ctx, app, kintoneapi.Values(map[string]any{"test_key": kintone.CSVMarkerKey(fx.scope.ID()), "test_value": "FMK"}))
+	_, _, err = g.AddRecord(ctx, app, kintoneapi.Values(map[string]any{"test_key": kintone.CSVMarkerKey(fx.scope().ID()), "test_value": "FMK"}))
 	return err
 }
 
@@ -749,7 +749,7 @@ func (csvDomain) addOutput(ctx context.Context, node, sink, tmpl string) error {
 	if sc.suite.CheckFixture == nil {
 		return fmt.Errorf("no fixture check was wired: a working copy cannot be edited after preflight")
 	}
-	if err := sc.suite.CheckFixture(safety.Fixture{Scenario: sc.st.ID, Kind: safety.FixtureNetwork, Name: fx.name, Path: n.Path, Content: edited}); err != nil {
+	if err := sc.suite.CheckFixture(safety.Fixture{Scenario: sc.st.ID, Kind: safety.FixtureNetwork, Name: fx.fileName(), Path: n.Path, Content: edited}); err != nil {
 		return err
 	}
 	if err := os.WriteFile(n.Path, edited, 0o644); err != nil {
@@ -806,7 +806,7 @@ func (s *csvState) outputPath(sc *scene, fx *fixtureState, sink string) (string,
 		if tmpl == "" {
 			continue
 		}
-		vals := map[string]string{"business_key": fx.scope.BusinessKey(), "profile": sc.suite.Target.Profile, "node_id": nd.ID}
+		vals := map[string]string{"business_key": fx.scope().BusinessKey(), "profile": sc.suite.Target.Profile, "node_id": nd.ID}
 		rel := placeholder.ReplaceAllStringFunc(tmpl, func(m string) string { return url.PathEscape(vals[m[1:len(m)-1]]) })
 		p := filepath.Join(root, "out", filepath.FromSlash(rel))
 		s.outputs[s.key(fx, sink)] = p
@@ -901,7 +901,7 @@ func (csvDomain) runsWithSJISWrapper(ctx context.Context, name string, code int)
 	if err != nil {
 		return err
 	}
-	c, err := runNetworkWith(ctx, name, env, "--business-key", fixturesOf(ctx).scope.BusinessKey())
+	c, err := runNetworkWith(ctx, name, env, "--business-key", fixturesOf(ctx).scope().BusinessKey())
 	if err != nil {
 		return err
 	}
@@ -1172,7 +1172,7 @@ func strictDecode(data []byte, encoding string) (string, error) {
 func (csvDomain) runsMeasured(ctx context.Context) error {
 	sc, fx := sceneOf(ctx), fixturesOf(ctx)
 	s := csvKey.Of(sc.st)
-	root := s.roots[fx.scope.ID()]
+	root := s.roots[fx.scope().ID()]
 	if root == "" {
 		return fmt.Errorf("no CSV IO root was made for the scope (missing the CSV input step)")
 	}
@@ -1240,7 +1240,7 @@ func (csvDomain) measured(ctx context.Context) error {
 }
 
 func (csvDomain) rowsDeleted(ctx context.Context) error {
-	return deleteCSVRows(ctx, sceneOf(ctx), fixturesOf(ctx).scope.ID())
+	return deleteCSVRows(ctx, sceneOf(ctx), fixturesOf(ctx).scope().ID())
 }
 
 const kindCLIKintone = "cli-kintone"
@@ -1291,7 +1291,7 @@ func (csvDomain) cliKintoneImports(ctx context.Context, sink, name string) error
 	if sr := os.Getenv("SYSTEMROOT"); sr != "" {
 		env = append(env, "SYSTEMROOT="+sr)
 	}
-	np := &namedProc{name: name, kind: kindCLIKintone, scope: fx.scope}
+	np := &namedProc{name: name, kind: kindCLIKintone, scope: fx.scope()}
 	if err := startChild(ctx, np, proc.Spec{Path: bin, Args: []string{"record", "import", "--base-url", t.BaseURL, "--app", a.ID,
 		"--file-path", file, "--update-key", "test_key", "--fields", "test_key,test_value", "--encoding", "utf8"}, Env: env, Dir: sc.st.WorkDir}); err != nil {
 		return err
@@ -1326,7 +1326,7 @@ func (csvDomain) outputHoldsNoToken(ctx context.Context, name string) error {
 func (csvDomain) someRows(ctx context.Context) error {
 	sc := sceneOf(ctx)
 	s := csvKey.Of(sc.st)
-	rows, err := scopeRows(ctx, sc, fixturesOf(ctx).scope.ID())
+	rows, err := scopeRows(ctx, sc, fixturesOf(ctx).scope().ID())
 	if err != nil {
 		return err
 	}
@@ -1337,7 +1337,7 @@ func (csvDomain) someRows(ctx context.Context) error {
 
 func (csvDomain) sameCount(ctx context.Context) error {
 	sc := sceneOf(ctx)
-	rows, err := scopeRows(ctx, sc, fixturesOf(ctx).scope.ID())
+	rows, err := scopeRows(ctx, sc, fixturesOf(ctx).scope().ID())
 	if err != nil {
 		return err
 	}

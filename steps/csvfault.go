@@ -64,7 +64,7 @@ func (csvDomain) writeFaultProxy(ctx context.Context, nth int) error {
 	if s.proxies == nil {
 		s.proxies = map[string]*csvFaultProxy{}
 	}
-	if s.proxies[fx.scope.ID()] != nil {
+	if s.proxies[fx.scope().ID()] != nil {
 		return fmt.Errorf("the scope already has a write-fault proxy")
 	}
 	t := sc.suite.Target
@@ -80,7 +80,7 @@ func (csvDomain) writeFaultProxy(ctx context.Context, nth int) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(sc.st.WorkDir, "csv-fault-"+fx.scope.Hash8())
+	dir := filepath.Join(sc.st.WorkDir, "csv-fault-"+fx.scope().Hash8())
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func (csvDomain) writeFaultProxy(ctx context.Context, nth int) error {
 		_ = p.srv.Close()
 		return err
 	}
-	s.proxies[fx.scope.ID()] = p
+	s.proxies[fx.scope().ID()] = p
 	sc.st.Note("kSQL-Flow write fault", fmt.Sprintf("the kSQL-Flow child's records write #%d to the CSV fixture app answers HTTP 400 CSV1_FAULT once (proxy %s)", nth, proxyURL))
 	sc.st.Defer("stop the kSQL-Flow write-fault proxy", func(context.Context) error { return p.srv.Close() })
 	return nil
@@ -218,7 +218,7 @@ func selfSignedLoopback() ([]byte, tls.Certificate, error) {
 // faultedWrites says how many synthetic 400s the scope's proxy answered.
 func (csvDomain) proxyFaulted(ctx context.Context, n int) error {
 	sc, fx := sceneOf(ctx), fixturesOf(ctx)
-	p := csvKey.Of(sc.st).proxies[fx.scope.ID()]
+	p := csvKey.Of(sc.st).proxies[fx.scope().ID()]
 	if p == nil {
 		return errors.New("the scope has no write-fault proxy")
 	}

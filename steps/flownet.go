@@ -92,8 +92,8 @@ func startFlowNet(ctx context.Context, spec flownetSpec) (*flownetCall, error) {
 	env = append(env, proxied...)
 	path, argv := sc.suite.Target.FlowNet.With(args...)
 	c := &flownetCall{name: name, sub: spec.Sub, env: env, network: spec.Network}
-	if c.network == "" && fx.network != nil {
-		c.network = fx.network.NetworkID
+	if c.network == "" && fx.current() != nil {
+		c.network = fx.current().NetworkID
 	}
 	np := &namedProc{name: name, kind: kindFlowNet, flownet: c}
 	if err := startChild(ctx, np, proc.Spec{Path: path, Args: argv, Env: env, Dir: flownetDir(sc)}); err != nil {
@@ -109,9 +109,9 @@ func flownetEnv(sc *scene, fx *fixtureState) []string {
 	env := append(sc.suite.Target.FlowNetEnv("", sc.ksqlWorkDir), csvIOEnv(sc, fx)...)
 	env = append(env, windowEnv(sc)...)
 	return append(env,
-		"KSQL_FLOWNET_REQUESTED_BY="+fx.scope.Principal("requester"),
-		"KSQL_FLOWNET_SERVICE_PRINCIPAL="+fx.scope.Principal("service"),
-		"KSQL_FLOWNET_HOST="+fx.scope.Host(),
+		"KSQL_FLOWNET_REQUESTED_BY="+fx.scope().Principal("requester"),
+		"KSQL_FLOWNET_SERVICE_PRINCIPAL="+fx.scope().Principal("service"),
+		"KSQL_FLOWNET_HOST="+fx.scope().Host(),
 	)
 }
 

@@ -263,7 +263,7 @@ func (operatorDomain) statusShowsNoActivity(ctx context.Context, by, status stri
 	}
 	sel := statusScope{runID: id}
 	if by == "business key" {
-		sel = statusScope{businessKey: fixturesOf(ctx).scope.BusinessKey()}
+		sel = statusScope{businessKey: fixturesOf(ctx).scope().BusinessKey()}
 	}
 	r, err := readStatus(ctx, "", n, sel, true)
 	if err != nil {
@@ -523,7 +523,7 @@ func cancelRun(ctx context.Context, name string, release bool) error {
 		text = "hold released by " + sceneOf(ctx).st.ID
 	}
 	c, err := startFlowNet(ctx, flownetSpec{Name: name, Sub: "cancel-run", Args: args,
-		Files: map[string]string{"reason": fixturesOf(ctx).scope.Reason(text)}})
+		Files: map[string]string{"reason": fixturesOf(ctx).scope().Reason(text)}})
 	if err != nil {
 		return err
 	}
@@ -571,7 +571,7 @@ func forceUnlock(ctx context.Context, name string, n *scope.Rendered, owner, met
 		Args: []string{n.NetworkID, "--profile", sc.suite.Target.Profile, "--expected-owner-invocation-id", owner,
 			"--reason-file", "@reason", "--evidence-ref", ref, "--stop-confirmed-by", operator,
 			"--stop-evidence-ref", ref + "#stop-confirmation", "--stop-method", method},
-		Files: map[string]string{"reason": fx.scope.Reason("force-unlock of " + n.NetworkID + " after its owner was stopped")},
+		Files: map[string]string{"reason": fx.scope().Reason("force-unlock of " + n.NetworkID + " after its owner was stopped")},
 		Env:   append(trap.env(sc), "KSQL_FLOWNET_GCP_ACCESS_TOKEN="),
 	})
 	if err != nil {
@@ -596,7 +596,7 @@ func (operatorDomain) forceUnlocks(ctx context.Context, ref, method, name string
 // that never ran, so it holds no lock (m7-03's third phase: expected LOCK_NOT_FOUND).
 func (operatorDomain) forceUnlocksAMissingLock(ctx context.Context, name string) error {
 	fx := fixturesOf(ctx)
-	n := &scope.Rendered{NetworkID: fx.scope.NetworkID("missing"), FixtureNetworkID: "missing"}
+	n := &scope.Rendered{NetworkID: fx.scope().NetworkID("missing"), FixtureNetworkID: "missing"}
 	return forceUnlock(ctx, name, n, "no_owner", "local_pid")
 }
 
@@ -816,7 +816,7 @@ func resolve(ctx context.Context, name, node, approver string) error {
 		args = append(args, "--approved-by", approver)
 	}
 	c, err := startFlowNet(ctx, flownetSpec{Name: name, Sub: "resolve-node", Args: args,
-		Files: map[string]string{"reason": fx.scope.Reason("manual completion of " + node + " confirmed")}})
+		Files: map[string]string{"reason": fx.scope().Reason("manual completion of " + node + " confirmed")}})
 	if err != nil {
 		return err
 	}
@@ -831,7 +831,7 @@ func (operatorDomain) resolvesByManualCompletion(ctx context.Context, node, name
 // FlowNet call of the scope runs as); a quoted name is another principal of the scope.
 func (operatorDomain) resolvesApproved(ctx context.Context, node, approver, name string) error {
 	sc, fx := sceneOf(ctx), fixturesOf(ctx)
-	who := fx.scope.Principal("requester")
+	who := fx.scope().Principal("requester")
 	if approver != "the requester" {
 		var err error
 		if who, err = fx.principal(sc, strings.Trim(approver, `"`)); err != nil {

@@ -72,7 +72,7 @@ func runsForBusinessKey(ctx context.Context) ([]networkRun, error) {
 // runsOfNetwork reads the NETWORK_RUN records of the scope's business key in a network.
 func runsOfNetwork(ctx context.Context, networkID string) ([]networkRun, error) {
 	return readExact(ctx, sceneOf(ctx), target.RoleState, decodeNetworkRun,
-		match{"record_type", "NETWORK_RUN"}, match{"business_key", fixturesOf(ctx).scope.BusinessKey()}, match{"network_id", networkID})
+		match{"record_type", "NETWORK_RUN"}, match{"business_key", fixturesOf(ctx).scope().BusinessKey()}, match{"network_id", networkID})
 }
 
 // currentRunID is the run the scenario is about: the run id the latest FlowNet call in play
@@ -97,7 +97,7 @@ func currentRunID(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if len(runs) != 1 {
-		return "", fmt.Errorf("no FlowNet call reported a run id, and the business key %s has %d runs (need exactly one)", fixturesOf(ctx).scope.BusinessKey(), len(runs))
+		return "", fmt.Errorf("no FlowNet call reported a run id, and the business key %s has %d runs (need exactly one)", fixturesOf(ctx).scope().BusinessKey(), len(runs))
 	}
 	return runs[0].RunID, nil
 }

@@ -159,14 +159,14 @@ func (s *Suite) BeforeScenario(ctx context.Context, st *scenario.State) error {
 		}
 	}
 	fx := fixtureKey.Of(st)
-	fx.scope = sc
+	fx.begin(sc)
 	if s.Cleaner != nil {
 		st.Defer("delete the scope's records in the state and audit apps", func(ctx context.Context) error {
-			n, err := s.Cleaner.DeleteScope(ctx, fx.scope, processKey.Of(st).runIDs(fx.scope))
+			n, err := s.Cleaner.DeleteScope(ctx, fx.scope(), processKey.Of(st).runIDs(fx.scope()))
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(st.Log, "  cleanup: deleted %d records of scope %s\n", n, fx.scope.ID())
+			fmt.Fprintf(st.Log, "  cleanup: deleted %d records of scope %s\n", n, fx.scope().ID())
 			return nil
 		})
 	}
