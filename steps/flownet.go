@@ -214,3 +214,12 @@ func (c *flownetCall) describe() string {
 	b, _ := json.Marshal(map[string]any{"exit": c.result.String(), "outcome": c.outcome, "run_id": c.runID})
 	return string(b)
 }
+
+// reasonGiven is the reason file content a call received.
+func (c *flownetCall) reasonGiven() (string, error) {
+	b, err := os.ReadFile(c.argAfter("--reason-file"))
+	if err != nil {
+		return "", fmt.Errorf("reason file of %s: %w", c.name, err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}

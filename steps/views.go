@@ -292,3 +292,14 @@ func decodeRecordText(r kintoneapi.Record) recordText {
 	}
 	return t
 }
+
+// str is v when it is a string, else "".
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return orNone(strings.TrimSpace(line))
+}
