@@ -3,11 +3,11 @@ package steps
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -190,11 +190,7 @@ func trafficCounts(name string, c faultproxy.Counts) map[string]int {
 	out := map[string]int{prefix + "total": c.Total, prefix + "blocked": c.Blocked, prefix + "file": c.File,
 		prefix + "other": c.Other, prefix + "heartbeat": c.Heartbeat, prefix + "barrier_timeouts": c.BarrierTimeouts,
 		prefix + "upstream_errors": c.UpstreamErrors}
-	methods := make([]string, 0, len(c.Records))
-	for m := range c.Records {
-		methods = append(methods, m)
-	}
-	sort.Strings(methods)
+	methods := slices.Sorted(maps.Keys(c.Records))
 	for _, m := range methods {
 		out[prefix+"records."+m] = c.Records[m]
 	}

@@ -3,9 +3,10 @@ package steps
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -124,12 +125,7 @@ func (f *fixtureState) networks() []*scope.Rendered {
 		}
 	}
 	add(f.network)
-	labels := make([]string, 0, len(f.labelled))
-	for l := range f.labelled {
-		labels = append(labels, l)
-	}
-	sort.Strings(labels)
-	for _, l := range labels {
+	for _, l := range slices.Sorted(maps.Keys(f.labelled)) {
 		add(f.labelled[l])
 	}
 	return out
