@@ -49,7 +49,7 @@ type nodeAttempt struct {
 	AttemptNo                                                                            int
 	ExecutionStartedAt, RunnerExecutionStartedAt, FinishedAt                             string
 	ReadCount, WrittenCount                                                              string // NUMBER fields as read ("" when unset)
-	ErrorMessage                                                                         string // error.message, or the CSV input audit summary (csv.go)
+	ErrorMessage                                                                         string // error.message, or the CSV input audit summary (csvreceipt.go)
 }
 
 func decodeNodeAttempt(r kintoneapi.Record) nodeAttempt {
