@@ -132,24 +132,11 @@ func (s *csvExportState) outputPath(sc *scene, fx *fixtureState, sink string) (s
 	if err != nil {
 		return "", err
 	}
-	n, err := fx.rendered()
+	n, nodes, err := renderedCSVNodes(fx)
 	if err != nil {
 		return "", err
 	}
-	data, err := os.ReadFile(n.Path)
-	if err != nil {
-		return "", err
-	}
-	var doc struct {
-		Nodes []struct {
-			ID      string            `yaml:"id"`
-			Outputs map[string]string `yaml:"outputs"`
-		} `yaml:"nodes"`
-	}
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return "", err
-	}
-	for _, nd := range doc.Nodes {
+	for _, nd := range nodes {
 		tmpl := nd.Outputs[sink]
 		if tmpl == "" {
 			continue
@@ -330,11 +317,7 @@ func (csvExportDomain) copyExportToInput(ctx context.Context, sink string) error
 	if err != nil {
 		return err
 	}
-	root, err := csvIOKey.Of(sc.st).ioRoot(sc, fx)
-	if err != nil {
-		return err
-	}
-	rel, err := inputRelPath(sc, fx)
+	root, rel, err := csvIOKey.Of(sc.st).inputPlace(sc, fx)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ksqlflow/flowtest/harness/kintone"
 	"github.com/ksqlflow/flowtest/harness/scenario"
+	"github.com/ksqlflow/flowtest/harness/scope"
 	"github.com/ksqlflow/flowtest/harness/stepdef"
 	"golang.org/x/text/encoding/japanese"
 	"golang.org/x/text/transform"
@@ -121,25 +122,39 @@ func (s *csvIOState) ioRoot(sc *scene, fx *fixtureState) (string, error) {
 	return root, nil
 }
 
-// inputTemplate reads nodes[].inputs.source of the rendered network.
-func inputTemplate(fx *fixtureState) (string, error) {
+// csvNode is a node of the rendered network as far as its CSV files go.
+type csvNode struct {
+	ID      string            `yaml:"id"`
+	Inputs  map[string]string `yaml:"inputs"`
+	Outputs map[string]string `yaml:"outputs"`
+}
+
+// renderedCSVNodes reads the current network's rendered file (the working copy).
+func renderedCSVNodes(fx *fixtureState) (*scope.Rendered, []csvNode, error) {
 	n, err := fx.rendered()
 	if err != nil {
-		return "", err
+		return nil, nil, err
 	}
 	data, err := os.ReadFile(n.Path)
 	if err != nil {
-		return "", err
+		return nil, nil, err
 	}
 	var doc struct {
-		Nodes []struct {
-			Inputs map[string]string `yaml:"inputs"`
-		} `yaml:"nodes"`
+		Nodes []csvNode `yaml:"nodes"`
 	}
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return "", fmt.Errorf("rendered network %s: %w", filepath.Base(n.Path), err)
+		return nil, nil, fmt.Errorf("rendered network %s: %w", filepath.Base(n.Path), err)
 	}
-	for _, nd := range doc.Nodes {
+	return n, doc.Nodes, nil
+}
+
+// inputTemplate reads nodes[].inputs.source of the rendered network.
+func inputTemplate(fx *fixtureState) (string, error) {
+	n, nodes, err := renderedCSVNodes(fx)
+	if err != nil {
+		return "", err
+	}
+	for _, nd := range nodes {
 		if t := nd.Inputs["source"]; t != "" {
 			return t, nil
 		}
@@ -148,6 +163,16 @@ func inputTemplate(fx *fixtureState) (string, error) {
 }
 
 var placeholder = regexp.MustCompile(`\{([a-z_]+)\}`)
+
+// inputPlace is the scope's IO root (made on first use) and the CSV input's path under its
+// in/ directory.
+func (s *csvIOState) inputPlace(sc *scene, fx *fixtureState) (root, rel string, err error) {
+	if root, err = s.ioRoot(sc, fx); err != nil {
+		return "", "", err
+	}
+	rel, err = inputRelPath(sc, fx)
+	return root, rel, err
+}
 
 // inputRelPath expands the input template for the scope's business key and the profile.
 func inputRelPath(sc *scene, fx *fixtureState) (string, error) {
@@ -252,11 +277,7 @@ func (csvIODomain) inputHoldsJapaneseRows(ctx context.Context, n int) error {
 func inputRows(ctx context.Context, n int, encoding, lang string) error {
 	sc, fx := sceneOf(ctx), fixturesOf(ctx)
 	s := csvIOKey.Of(sc.st)
-	root, err := s.ioRoot(sc, fx)
-	if err != nil {
-		return err
-	}
-	rel, err := inputRelPath(sc, fx)
+	root, rel, err := s.inputPlace(sc, fx)
 	if err != nil {
 		return err
 	}
@@ -268,11 +289,7 @@ func inputRows(ctx context.Context, n int, encoding, lang string) error {
 func (csvIODomain) inputBehindLink(ctx context.Context, n int) error {
 	sc, fx := sceneOf(ctx), fixturesOf(ctx)
 	s := csvIOKey.Of(sc.st)
-	root, err := s.ioRoot(sc, fx)
-	if err != nil {
-		return err
-	}
-	rel, err := inputRelPath(sc, fx)
+	root, rel, err := s.inputPlace(sc, fx)
 	if err != nil {
 		return err
 	}

@@ -49,7 +49,7 @@ func (csvReceiptDomain) inputAuditSummary(ctx context.Context, name, input strin
 	sc := sceneOf(ctx)
 	_, sha, size := csvIOKey.Of(sc.st).inputFile()
 	var sum inputAudit
-	if err := latestAttemptSummary(ctx, fixturesOf(ctx), name, &sum); err != nil {
+	if err := latestAttemptSummary(ctx, name, &sum); err != nil {
 		return err
 	}
 	if err := sc.st.Equal("kind and version of the input audit summary", "KSQL_FLOWNET_INPUT_AUDIT v1", fmt.Sprintf("%s v%d", sum.Kind, sum.Version)); err != nil {
@@ -99,7 +99,7 @@ func (csvReceiptDomain) outputAuditSummary(ctx context.Context, name, sink strin
 		return err
 	}
 	var sum outputAudit
-	if err := latestAttemptSummary(ctx, fx, name, &sum); err != nil {
+	if err := latestAttemptSummary(ctx, name, &sum); err != nil {
 		return err
 	}
 	if err := sc.st.Equal("kind and version of the output audit summary", "KSQL_FLOWNET_OUTPUT_AUDIT v1", fmt.Sprintf("%s v%d", sum.Kind, sum.Version)); err != nil {
@@ -176,20 +176,12 @@ func (csvReceiptDomain) sameAsFirstExport(ctx context.Context, sink string) erro
 
 // latestAttemptSummary decodes the JSON audit summary FlowNet keeps in the error_message of a
 // node's latest attempt into sum, asserting that the attempt exists and the field is JSON.
-func latestAttemptSummary(ctx context.Context, fx *fixtureState, name string, sum any) error {
-	sc := sceneOf(ctx)
-	node, err := fx.node(name)
+func latestAttemptSummary(ctx context.Context, name string, sum any) error {
+	a, err := latestAttemptOf(ctx, name)
 	if err != nil {
 		return err
 	}
-	atts, err := attemptsOf(ctx, node.ID)
-	if err != nil {
-		return err
-	}
-	if err := sc.st.Assert("attempts of node "+name, ">= 1", len(atts), len(atts) >= 1); err != nil {
-		return err
-	}
-	msg := atts[len(atts)-1].ErrorMessage
+	msg := a.ErrorMessage
 	jerr := json.Unmarshal([]byte(msg), sum)
-	return sc.st.Assert("error_message of the latest attempt of "+name+" is a JSON summary", "JSON", firstLine(msg), jerr == nil)
+	return sceneOf(ctx).st.Assert("error_message of the latest attempt of "+name+" is a JSON summary", "JSON", firstLine(msg), jerr == nil)
 }

@@ -411,8 +411,8 @@ func (d recordDomain) latestAttemptWithMarker(ctx context.Context, node, status,
 	return sceneOf(ctx).st.Assert("runner_execution_started_at of the latest attempt of "+node, "non-empty", orNone(marker), marker != "")
 }
 
-func (recordDomain) latestAttempt(ctx context.Context, name, status, code string) (nodeAttempt, error) {
-	sc := sceneOf(ctx)
+// latestAttemptOf is the latest attempt of a fixture node, asserting that it has one.
+func latestAttemptOf(ctx context.Context, name string) (nodeAttempt, error) {
 	node, err := fixturesOf(ctx).node(name)
 	if err != nil {
 		return nodeAttempt{}, err
@@ -421,10 +421,18 @@ func (recordDomain) latestAttempt(ctx context.Context, name, status, code string
 	if err != nil {
 		return nodeAttempt{}, err
 	}
-	if err := sc.st.Assert("attempts of node "+name, ">= 1", len(atts), len(atts) >= 1); err != nil {
+	if err := sceneOf(ctx).st.Assert("attempts of node "+name, ">= 1", len(atts), len(atts) >= 1); err != nil {
 		return nodeAttempt{}, err
 	}
-	a := atts[len(atts)-1]
+	return atts[len(atts)-1], nil
+}
+
+func (recordDomain) latestAttempt(ctx context.Context, name, status, code string) (nodeAttempt, error) {
+	sc := sceneOf(ctx)
+	a, err := latestAttemptOf(ctx, name)
+	if err != nil {
+		return a, err
+	}
 	if err := sc.st.Equal("status of the latest attempt of "+name, status, a.Status); err != nil {
 		return a, err
 	}

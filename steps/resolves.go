@@ -77,18 +77,10 @@ func (resolveDomain) resolutionIsAudited(ctx context.Context, node, name string)
 		return err
 	}
 	c := calls[0]
-	nd, err := fixturesOf(ctx).node(node)
+	latest, err := latestAttemptOf(ctx, node)
 	if err != nil {
 		return err
 	}
-	atts, err := attemptsOf(ctx, nd.ID)
-	if err != nil {
-		return err
-	}
-	if err := sc.st.Assert("attempts of node "+node, ">= 1", len(atts), len(atts) >= 1); err != nil {
-		return err
-	}
-	latest := atts[len(atts)-1]
 	res, err := readExact(ctx, sc, target.RoleAudit, decodeAttemptResolution, match{"record_type", "ATTEMPT_RESOLUTION"}, match{"attempt_id", latest.NodeAttemptID})
 	if err != nil {
 		return err
