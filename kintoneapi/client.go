@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -302,7 +303,7 @@ func (c *Client) Count(ctx context.Context, app, condition string) (int, error) 
 // the 500-record limit nor the 10,000 offset cap applies. Records come in ascending $id.
 func (c *Client) GetAll(ctx context.Context, app, condition string, fields []string) ([]Record, error) {
 	const page = 500
-	if len(fields) > 0 && !contains(fields, "$id") {
+	if len(fields) > 0 && !slices.Contains(fields, "$id") {
 		fields = append(append([]string(nil), fields...), "$id")
 	}
 	var all []Record
@@ -322,15 +323,6 @@ func (c *Client) GetAll(ctx context.Context, app, condition string, fields []str
 		}
 		last = recs[len(recs)-1].ID()
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // AddRecord inserts one record and returns its id and revision.

@@ -26,11 +26,13 @@ import (
 	"time"
 
 	"github.com/ksqlflow/flowtest/harness/faultproxy"
+	"github.com/ksqlflow/flowtest/harness/scenario"
+	"github.com/ksqlflow/flowtest/harness/stepdef"
 	"github.com/ksqlflow/flowtest/harness/target"
 	"github.com/ksqlflow/flowtest/kintoneapi"
 )
 
-// The CSV write fault of csv1-02 (scenarios.md §2.8.3): the original hooked the kSQL-Flow
+// csvFaultDomain: the CSV write fault of csv1-02 (scenarios.md §2.8.3): the original hooked the kSQL-Flow
 // child's HTTP client so that its 2nd POST/PUT of records to the CSV fixture app answered a
 // synthetic HTTP 400 (CSV1_FAULT). Here the child's kintone traffic goes through a small
 // TLS proxy instead: the scope gets a copy of the kSQL-Flow config whose baseUrl is the
@@ -43,6 +45,29 @@ import (
 //
 // (harness/faultproxy is the proxy of FlowNet's traffic, with modes and barriers; this
 // one-shot write fault stays here until that package grows a "fail the n-th write" rule.)
+type csvFaultDomain struct{}
+
+func (d csvFaultDomain) register(reg stepdef.Registry) {
+	reg.Step(`^the kSQL-Flow child's kintone traffic goes through a proxy that answers its (\d+)(?:st|nd|rd|th) records write to the CSV fixture app with HTTP 400 once$`, d.writeFaultProxy)
+	reg.Step(`^the write-fault proxy answered (\d+) synthetic HTTP 400s?$`, d.proxyFaulted)
+}
+
+// csvFaultState is the write-fault proxy of each scope that has one.
+type csvFaultState struct {
+	proxies map[string]*csvFaultProxy // scope id -> its kSQL-Flow write-fault proxy
+}
+
+var csvFaultKey = scenario.NewKey[csvFaultState]("csv-fault")
+
+// env is the kSQL-Flow config copy and CA bundle of the scope's write-fault proxy, for
+// FlowNet (whose kSQL-Flow children inherit them); nil when the scope has none.
+func (s *csvFaultState) env(scopeID string) []string {
+	p := s.proxies[scopeID]
+	if p == nil {
+		return nil
+	}
+	return []string{"KSQL_FLOW_CONFIG=" + p.config, "SSL_CERT_FILE=" + p.caBundle, "NODE_EXTRA_CA_CERTS=" + p.caBundle}
+}
 
 // csvFaultProxy is the running proxy of one scope.
 type csvFaultProxy struct {
@@ -58,13 +83,13 @@ type csvFaultProxy struct {
 	faultLog []string
 }
 
-func (csvDomain) writeFaultProxy(ctx context.Context, nth int) error {
+func (csvFaultDomain) writeFaultProxy(ctx context.Context, nth int) error {
 	sc, fx := sceneOf(ctx), fixturesOf(ctx)
-	s := csvKey.Of(sc.st)
+	s := csvFaultKey.Of(sc.st)
 	if s.proxies == nil {
 		s.proxies = map[string]*csvFaultProxy{}
 	}
-	if s.proxies[fx.scope.ID()] != nil {
+	if s.proxies[fx.scope().ID()] != nil {
 		return fmt.Errorf("the scope already has a write-fault proxy")
 	}
 	t := sc.suite.Target
@@ -80,7 +105,7 @@ func (csvDomain) writeFaultProxy(ctx context.Context, nth int) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(sc.st.WorkDir, "csv-fault-"+fx.scope.Hash8())
+	dir := filepath.Join(sc.st.WorkDir, "csv-fault-"+fx.scope().Hash8())
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -128,7 +153,7 @@ func (csvDomain) writeFaultProxy(ctx context.Context, nth int) error {
 		_ = p.srv.Close()
 		return err
 	}
-	s.proxies[fx.scope.ID()] = p
+	s.proxies[fx.scope().ID()] = p
 	sc.st.Note("kSQL-Flow write fault", fmt.Sprintf("the kSQL-Flow child's records write #%d to the CSV fixture app answers HTTP 400 CSV1_FAULT once (proxy %s)", nth, proxyURL))
 	sc.st.Defer("stop the kSQL-Flow write-fault proxy", func(context.Context) error { return p.srv.Close() })
 	return nil
@@ -216,9 +241,9 @@ func selfSignedLoopback() ([]byte, tls.Certificate, error) {
 }
 
 // faultedWrites says how many synthetic 400s the scope's proxy answered.
-func (csvDomain) proxyFaulted(ctx context.Context, n int) error {
+func (csvFaultDomain) proxyFaulted(ctx context.Context, n int) error {
 	sc, fx := sceneOf(ctx), fixturesOf(ctx)
-	p := csvKey.Of(sc.st).proxies[fx.scope.ID()]
+	p := csvFaultKey.Of(sc.st).proxies[fx.scope().ID()]
 	if p == nil {
 		return errors.New("the scope has no write-fault proxy")
 	}

@@ -3,11 +3,11 @@ package steps
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -77,10 +77,8 @@ var modesByText = map[string]faultproxy.Mode{
 
 func (faultDomain) trafficGoesThroughAProxy(ctx context.Context, name string) error {
 	fs := faultKey.Of(scenario.From(ctx))
-	for _, p := range processesOf(ctx).all {
-		if p.name == name {
-			return fmt.Errorf("%q has already started: declare its fault proxy before it starts", name)
-		}
+	if processesOf(ctx).started(name) {
+		return fmt.Errorf("%q has already started: declare its fault proxy before it starts", name)
 	}
 	if fs.planned == nil {
 		fs.planned = map[string]bool{}
@@ -192,11 +190,7 @@ func trafficCounts(name string, c faultproxy.Counts) map[string]int {
 	out := map[string]int{prefix + "total": c.Total, prefix + "blocked": c.Blocked, prefix + "file": c.File,
 		prefix + "other": c.Other, prefix + "heartbeat": c.Heartbeat, prefix + "barrier_timeouts": c.BarrierTimeouts,
 		prefix + "upstream_errors": c.UpstreamErrors}
-	methods := make([]string, 0, len(c.Records))
-	for m := range c.Records {
-		methods = append(methods, m)
-	}
-	sort.Strings(methods)
+	methods := slices.Sorted(maps.Keys(c.Records))
 	for _, m := range methods {
 		out[prefix+"records."+m] = c.Records[m]
 	}
@@ -273,15 +267,15 @@ func installBarrier(ctx context.Context, name, process, method, endpoint, app, p
 	if err != nil && !fs.planned[process] {
 		return err
 	}
-	if _, dup := fs.barriers[name]; dup {
-		return fmt.Errorf("barrier %q is already installed", name)
+	if err := fs.unused(name); err != nil {
+		return err
 	}
 	appID := sc.app(roleOfApp[app])
 	if appID == "" {
 		return fmt.Errorf("barrier %q: the target has no %s app", name, app)
 	}
 	b := faultproxy.Barrier{
-		ID:    fixturesOf(ctx).scope.BarrierID(name),
+		ID:    fixturesOf(ctx).scope().BarrierID(name),
 		Phase: faultproxy.PhaseBefore,
 		Match: faultproxy.Match{Path: `/k/v1/` + regexp.QuoteMeta(endpoint+".json") + `$`, Method: method,
 			Body: &faultproxy.BodyMatch{App: appID, ID: recordID, Field: field}},
@@ -297,10 +291,27 @@ func installBarrier(ctx context.Context, name, process, method, endpoint, app, p
 	} else if err := p.AddBarrier(b); err != nil {
 		return fmt.Errorf("barrier %q: %w", name, err)
 	}
+	return fs.addBarrier(&barrierEntry{name: name, id: b.ID, process: process})
+}
+
+// unused refuses a barrier name the scenario already installed.
+func (fs *faultState) unused(name string) error {
+	if _, dup := fs.barriers[name]; dup {
+		return fmt.Errorf("barrier %q is already installed", name)
+	}
+	return nil
+}
+
+// addBarrier registers an installed barrier under its name for the barrier steps; the
+// scope's kSQL-Flow proxy (windows.go) registers its holds here too.
+func (fs *faultState) addBarrier(e *barrierEntry) error {
+	if err := fs.unused(e.name); err != nil {
+		return err
+	}
 	if fs.barriers == nil {
 		fs.barriers = map[string]*barrierEntry{}
 	}
-	fs.barriers[name] = &barrierEntry{name: name, id: b.ID, process: process}
+	fs.barriers[e.name] = e
 	return nil
 }
 

@@ -3,9 +3,10 @@ package steps
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,7 +33,7 @@ func (d fixtureDomain) register(reg stepdef.Registry) {
 // rendered is the current network the other steps act on, and steps that name a network
 // find it by its label.
 type fixtureState struct {
-	scope    *scope.Scope
+	cur      *scope.Scope // the scope the scenario uses now (its own, or a trial sub-scope)
 	network  *scope.Rendered
 	name     string                     // fixture file name, for re-rendering under a trial scope
 	swap     map[string]string          // fixture node -> SQL swapped in
@@ -42,6 +43,18 @@ type fixtureState struct {
 var fixtureKey = scenario.NewKey[fixtureState]("fixtures")
 
 func fixturesOf(ctx context.Context) *fixtureState { return fixtureKey.Of(scenario.From(ctx)) }
+
+// begin hands the fixture domain the scenario's own scope (BeforeScenario).
+func (f *fixtureState) begin(sc *scope.Scope) { f.cur = sc }
+
+// scope is the scope the scenario uses now: its own, or the trial sub-scope it entered.
+func (f *fixtureState) scope() *scope.Scope { return f.cur }
+
+// current is the current network, nil before the scenario rendered one.
+func (f *fixtureState) current() *scope.Rendered { return f.network }
+
+// fileName is the file name of the current network's fixture.
+func (f *fixtureState) fileName() string { return f.name }
 
 func (fixtureDomain) theNetworkFixture(ctx context.Context, name string) error {
 	return fixturesOf(ctx).render(sceneOf(ctx), name, nil)
@@ -61,7 +74,7 @@ func (fixtureDomain) theNetworkFixtureAs(ctx context.Context, name, label string
 		return fmt.Errorf("a network labelled %q was already rendered in this scenario", label)
 	}
 	src := filepath.Join(sc.suite.FixturesDir, "networks", name)
-	r, err := f.scope.Render(src, filepath.Join(sc.st.WorkDir, "network-"+f.scope.Hash8()+"-"+label), scope.RenderOptions{NetworkIDSuffix: "_" + label})
+	r, err := f.cur.Render(src, filepath.Join(sc.st.WorkDir, "network-"+f.cur.Hash8()+"-"+label), scope.RenderOptions{NetworkIDSuffix: "_" + label})
 	if err != nil {
 		return fmt.Errorf("render fixture %s as network %q: %w", name, label, err)
 	}
@@ -93,7 +106,7 @@ const netRef = `(the run|network "[^"]+")`
 // approver, the operator who confirms a stop), checked like every identifier made after the
 // preflight, since it is written to kintone.
 func (f *fixtureState) principal(sc *scene, name string) (string, error) {
-	p := f.scope.Principal(name)
+	p := f.cur.Principal(name)
 	if sc.suite.CheckIdentifiers == nil {
 		return "", fmt.Errorf("no identifier check was wired: principal %s cannot be made after preflight", p)
 	}
@@ -112,12 +125,7 @@ func (f *fixtureState) networks() []*scope.Rendered {
 		}
 	}
 	add(f.network)
-	labels := make([]string, 0, len(f.labelled))
-	for l := range f.labelled {
-		labels = append(labels, l)
-	}
-	sort.Strings(labels)
-	for _, l := range labels {
+	for _, l := range slices.Sorted(maps.Keys(f.labelled)) {
 		add(f.labelled[l])
 	}
 	return out
@@ -196,8 +204,8 @@ func (f *fixtureState) render(sc *scene, name string, swap map[string]string) er
 			opts.SwapSQL[node] = filepath.Join(sc.suite.FixturesDir, "jobs", sql)
 		}
 	}
-	dst := filepath.Join(sc.st.WorkDir, "network-"+f.scope.Hash8()+"-"+strings.TrimSuffix(name, ".yaml"))
-	r, err := f.scope.Render(src, dst, opts)
+	dst := filepath.Join(sc.st.WorkDir, "network-"+f.cur.Hash8()+"-"+strings.TrimSuffix(name, ".yaml"))
+	r, err := f.cur.Render(src, dst, opts)
 	if err != nil {
 		return fmt.Errorf("render fixture %s: %w", name, err)
 	}
@@ -258,7 +266,7 @@ func (f *fixtureState) switchToTrialScope(ctx context.Context, sc *scene, trial 
 		return err
 	}
 	if err := f.checkIdentifiers(sc); err != nil {
-		return fmt.Errorf("trial %d scope %s: %w", trial, f.scope.ID(), err)
+		return fmt.Errorf("trial %d scope %s: %w", trial, f.cur.ID(), err)
 	}
 	return nil
 }
@@ -270,8 +278,8 @@ func (f *fixtureState) enterSubScope(sc *scene, label string) error {
 	if err != nil {
 		return fmt.Errorf("sub-scope %s: %w", label, err)
 	}
-	old := f.scope
-	f.scope, f.network = next, nil
+	old := f.cur
+	f.cur, f.network = next, nil
 	procs := processKey.Of(sc.st)
 	runIDs := procs.runIDs(old)
 	procs.retire()
@@ -292,11 +300,11 @@ func (f *fixtureState) checkIdentifiers(sc *scene) error {
 	}
 	id := sc.st.ID
 	ids := []safety.Identifier{
-		{Scenario: id, Kind: safety.IdentScope, Value: f.scope.ID()},
-		{Scenario: id, Kind: safety.IdentOther, Value: f.scope.BusinessKey()},
-		{Scenario: id, Kind: safety.IdentRequester, Value: f.scope.Principal("requester")},
-		{Scenario: id, Kind: safety.IdentServicePrincipal, Value: f.scope.Principal("service")},
-		{Scenario: id, Kind: safety.IdentPollerHost, Value: f.scope.Host()},
+		{Scenario: id, Kind: safety.IdentScope, Value: f.cur.ID()},
+		{Scenario: id, Kind: safety.IdentOther, Value: f.cur.BusinessKey()},
+		{Scenario: id, Kind: safety.IdentRequester, Value: f.cur.Principal("requester")},
+		{Scenario: id, Kind: safety.IdentServicePrincipal, Value: f.cur.Principal("service")},
+		{Scenario: id, Kind: safety.IdentPollerHost, Value: f.cur.Host()},
 	}
 	if f.network != nil {
 		ids = append(ids, safety.Identifier{Scenario: id, Kind: safety.IdentNetworkID, Value: f.network.NetworkID})
@@ -316,15 +324,15 @@ func (f *fixtureState) checkIdentifiers(sc *scene) error {
 func (f *fixtureState) renderReplacing(sc *scene, name, label string, replace map[string]string) error {
 	src := filepath.Join(sc.suite.FixturesDir, "networks", name)
 	opts := scope.RenderOptions{SQLReplace: replace}
-	dst := filepath.Join(sc.st.WorkDir, "network-"+f.scope.Hash8()+"-"+strings.TrimSuffix(name, ".yaml"))
+	dst := filepath.Join(sc.st.WorkDir, "network-"+f.cur.Hash8()+"-"+strings.TrimSuffix(name, ".yaml"))
 	if label != "" {
 		if _, dup := f.labelled[label]; dup {
 			return fmt.Errorf("a network labelled %q was already rendered in this scenario", label)
 		}
 		opts.NetworkIDSuffix = "_" + label
-		dst = filepath.Join(sc.st.WorkDir, "network-"+f.scope.Hash8()+"-"+label)
+		dst = filepath.Join(sc.st.WorkDir, "network-"+f.cur.Hash8()+"-"+label)
 	}
-	r, err := f.scope.Render(src, dst, opts)
+	r, err := f.cur.Render(src, dst, opts)
 	if err != nil {
 		return fmt.Errorf("render fixture %s: %w", name, err)
 	}

@@ -92,8 +92,8 @@ func startFlowNet(ctx context.Context, spec flownetSpec) (*flownetCall, error) {
 	env = append(env, proxied...)
 	path, argv := sc.suite.Target.FlowNet.With(args...)
 	c := &flownetCall{name: name, sub: spec.Sub, env: env, network: spec.Network}
-	if c.network == "" && fx.network != nil {
-		c.network = fx.network.NetworkID
+	if c.network == "" && fx.current() != nil {
+		c.network = fx.current().NetworkID
 	}
 	np := &namedProc{name: name, kind: kindFlowNet, flownet: c}
 	if err := startChild(ctx, np, proc.Spec{Path: path, Args: argv, Env: env, Dir: flownetDir(sc)}); err != nil {
@@ -109,9 +109,9 @@ func flownetEnv(sc *scene, fx *fixtureState) []string {
 	env := append(sc.suite.Target.FlowNetEnv("", sc.ksqlWorkDir), csvIOEnv(sc, fx)...)
 	env = append(env, windowEnv(sc)...)
 	return append(env,
-		"KSQL_FLOWNET_REQUESTED_BY="+fx.scope.Principal("requester"),
-		"KSQL_FLOWNET_SERVICE_PRINCIPAL="+fx.scope.Principal("service"),
-		"KSQL_FLOWNET_HOST="+fx.scope.Host(),
+		"KSQL_FLOWNET_REQUESTED_BY="+fx.scope().Principal("requester"),
+		"KSQL_FLOWNET_SERVICE_PRINCIPAL="+fx.scope().Principal("service"),
+		"KSQL_FLOWNET_HOST="+fx.scope().Host(),
 	)
 }
 
@@ -213,4 +213,13 @@ func (c *flownetCall) envValue(name string) string {
 func (c *flownetCall) describe() string {
 	b, _ := json.Marshal(map[string]any{"exit": c.result.String(), "outcome": c.outcome, "run_id": c.runID})
 	return string(b)
+}
+
+// reasonGiven is the reason file content a call received.
+func (c *flownetCall) reasonGiven() (string, error) {
+	b, err := os.ReadFile(c.argAfter("--reason-file"))
+	if err != nil {
+		return "", fmt.Errorf("reason file of %s: %w", c.name, err)
+	}
+	return strings.TrimSpace(string(b)), nil
 }

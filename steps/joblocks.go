@@ -35,6 +35,9 @@ type jobLockState struct {
 
 var jobLockKey = scenario.NewKey[jobLockState]("joblocks")
 
+// recovered says whether a step recovered a job lock (the kill's cleanup then need not).
+func (s *jobLockState) recovered() bool { return s.recovery != nil }
+
 // jobKey is the job lock key of a fixture node: `<profile>:<job_id>`.
 func jobKey(sc *scene, fx *fixtureState, name string) (string, error) {
 	node, err := fx.node(name)
@@ -48,9 +51,9 @@ func jobKey(sc *scene, fx *fixtureState, name string) (string, error) {
 // the killed attempt's execution (batch id) since its start (the JOB log row's).
 func (jobLockDomain) heldByTheKilledAttempt(ctx context.Context, name string) error {
 	sc := sceneOf(ctx)
-	ks := killKey.Of(sc.st)
-	if !ks.killed || ks.node != name {
-		return fmt.Errorf("node %q had no killed attempt (kill a RUNNING attempt of it first)", name)
+	row, err := killKey.Of(sc.st).killedRow(name)
+	if err != nil {
+		return err
 	}
 	key, err := jobKey(sc, fixturesOf(ctx), name)
 	if err != nil {
@@ -68,7 +71,7 @@ func (jobLockDomain) heldByTheKilledAttempt(ctx context.Context, name string) er
 	}
 	rec, _ := out["record"].(map[string]any)
 	batch, _ := rec["batchId"].(string)
-	if err := sc.st.Equal("batch id holding "+key+" against the killed attempt's JOB log row", ks.row.BatchID, orNone(batch)); err != nil {
+	if err := sc.st.Equal("batch id holding "+key+" against the killed attempt's JOB log row", row.BatchID, orNone(batch)); err != nil {
 		return err
 	}
 	// JOB log DATETIMEs have minute precision on kintone, so the start is compared by minute.
@@ -78,7 +81,7 @@ func (jobLockDomain) heldByTheKilledAttempt(ctx context.Context, name string) er
 	// marker. The two can straddle a minute boundary, so either minute is the lock's start —
 	// a start from any other minute (another attempt's lock) still fails.
 	started, _ := rec["startedAt"].(string)
-	want := []string{minuteOf(ks.row.StartedAt), minuteOf(ks.row.RunnerExecutionStartedAt)}
+	want := []string{minuteOf(row.StartedAt), minuteOf(row.RunnerExecutionStartedAt)}
 	seen := minuteOf(started)
 	return sc.st.Assert("start of the lock holding "+key+" against the JOB log row (minute)",
 		"the minute of started_at or runner_execution_started_at: "+strings.Join(slices.Compact(want), " or "), seen, slices.Contains(want, seen))
@@ -130,7 +133,7 @@ func recoverJobLock(ctx context.Context, sc *scene, fx *fixtureState, name strin
 	}
 	out, err := ksqlFlowJSON(ctx, sc, "ksql-flow-force-unlock-job", "LOCK_RECOVERY_RESULT",
 		ksqlFlowArgs(sc, "force-unlock-job", "--job-key", key,
-			"--reason", fx.scope.Reason("kill-cleanup"),
+			"--reason", fx.scope().Reason("kill-cleanup"),
 			"--confirmed-by", confirmer(sc, fx),
 			"--evidence-ref", evidenceRef(sc), "--json")...)
 	if err != nil {
@@ -148,7 +151,7 @@ func confirmer(sc *scene, fx *fixtureState) string {
 	if sc.suite.ConfirmedBy != "" {
 		return sc.suite.ConfirmedBy
 	}
-	return fx.scope.Principal("confirmer")
+	return fx.scope().Principal("confirmer")
 }
 
 // evidenceRef is the file URI of this scenario's record in the archive.

@@ -37,6 +37,14 @@ func (ks *killState) runningAttempt() (string, nodeAttempt, error) {
 	return ks.node, *ks.attempt, nil
 }
 
+// killedRow is the JOB log row of node's attempt whose child was killed.
+func (ks *killState) killedRow(node string) (jobLogRow, error) {
+	if !ks.killed || ks.node != node {
+		return jobLogRow{}, fmt.Errorf("node %q had no killed attempt (kill a RUNNING attempt of it first)", node)
+	}
+	return ks.row, nil
+}
+
 // childKilled records that the kSQL-Flow child of the RUNNING attempt was killed (alone, or
 // with its FlowNet tree): its job lock stays held, so the scenario's cleanup recovers it
 // unless a step did.
@@ -45,7 +53,7 @@ func (ks *killState) childKilled(sc *scene, fx *fixtureState) {
 	node := ks.node
 	// The cleanup runs outside the scenario's context: it gets what it needs now.
 	sc.st.Defer("recover the job lock of "+node+" if the scenario did not", func(ctx context.Context) error {
-		if jobLockKey.Of(sc.st).recovery != nil {
+		if jobLockKey.Of(sc.st).recovered() {
 			return nil
 		}
 		_, err := recoverJobLock(ctx, sc, fx, node)
@@ -119,7 +127,7 @@ func (killDomain) theChildIsKilled(ctx context.Context) error {
 		return fmt.Errorf("no RUNNING attempt was found first")
 	}
 	attemptID := ks.attempt.NodeAttemptID
-	match := proc.AllOf(proc.ArgvHasSeq("--attempt-id", attemptID), scopeProcessMatch(fixturesOf(ctx).scope))
+	match := proc.AllOf(proc.ArgvHasSeq("--attempt-id", attemptID), scopeProcessMatch(fixturesOf(ctx).scope()))
 	tree, killed, err := proc.KillOneTree(ctx, "kSQL-Flow child of attempt "+attemptID, match)
 	if err != nil {
 		return err

@@ -52,7 +52,7 @@ func (lifecycleDomain) startWithLongRunID(ctx context.Context, label string, n i
 	if err != nil {
 		return err
 	}
-	base := fixturesOf(ctx).scope.ID() + "_run_"
+	base := fixturesOf(ctx).scope().ID() + "_run_"
 	if len(base) >= n {
 		return fmt.Errorf("a run_id of %d characters cannot start with the scope %q", n, base)
 	}
@@ -308,7 +308,7 @@ func (lifecycleDomain) operatorArchives(ctx context.Context, name string) error 
 	}
 	c, err := startFlowNet(ctx, flownetSpec{Name: name, Sub: "archive-run",
 		Args:  []string{n.Path, "--run-id", id, "--reason-file", "@reason", "--profile", sc.suite.Target.Profile},
-		Files: map[string]string{"reason": fx.scope.Reason("archived by " + sc.st.ID)},
+		Files: map[string]string{"reason": fx.scope().Reason("archived by " + sc.st.ID)},
 		Env:   []string{"KSQL_FLOWNET_REQUESTED_BY=" + by}})
 	if err != nil {
 		return err

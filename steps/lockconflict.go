@@ -76,7 +76,7 @@ func (lockConflictDomain) runWhileTheHolderHoldsTheLock(ctx context.Context, nod
 		if err != nil {
 			return err
 		}
-		sc.st.Note(fmt.Sprintf("lock-conflict trial %d (scope %s)", trial, fx.scope.ID()), out.String())
+		sc.st.Note(fmt.Sprintf("lock-conflict trial %d (scope %s)", trial, fx.scope().ID()), out.String())
 		classes = append(classes, fmt.Sprintf("trial %d: %s", trial, out.class))
 		if out.class == standaloneFirst {
 			break
@@ -154,11 +154,11 @@ func lockConflictTrial(ctx context.Context, names trialNames, name, sql string, 
 		return out, err
 	}
 	sqlPath := filepath.Join(dir, "job", sql)
-	jobID, err := fx.scope.RenderSQL(filepath.Join(sc.suite.FixturesDir, "jobs", sql), sqlPath, node.FixtureJobID, nil)
+	jobID, err := fx.scope().RenderSQL(filepath.Join(sc.suite.FixturesDir, "jobs", sql), sqlPath, node.FixtureJobID, nil)
 	if err != nil {
 		return out, fmt.Errorf("render %s: %w", sql, err)
 	}
-	attemptID := fx.scope.ID() + "_holder"
+	attemptID := fx.scope().ID() + "_holder"
 	// The holder keeps its lock while its first read of 顧客管理 is held by a barrier of the
 	// scenario's kSQL-Flow proxy (windows.go); the barrier is released only once FlowNet's
 	// run has met the lock and ended. The window is forced, not hoped for from a slow tenant.
@@ -173,9 +173,9 @@ func lockConflictTrial(ctx context.Context, names trialNames, name, sql string, 
 	t := sc.suite.Target
 	path, argv := t.KsqlFlow.With("run", "-f", sqlPath,
 		"--result-json", filepath.Join(dir, "holder-result.json"),
-		"--correlation-id", fx.scope.ID()+"_holder", "--attempt-id", attemptID, "--expected-job-id", jobID,
-		"--profile", t.Profile, "--config", ws.config)
-	env := append(append(append([]string(nil), t.BaseEnv...), t.KsqlFlowEnv()...), ws.env...)
+		"--correlation-id", fx.scope().ID()+"_holder", "--attempt-id", attemptID, "--expected-job-id", jobID,
+		"--profile", t.Profile, "--config", ws.kintoneConfig())
+	env := append(append(append([]string(nil), t.BaseEnv...), t.KsqlFlowEnv()...), ws.childEnv()...)
 	holder := &namedProc{name: names.holder, kind: kindKsqlFlow, role: "holder"}
 	if err := startChild(ctx, holder, proc.Spec{Path: path, Args: argv, Env: env, Dir: dir}); err != nil {
 		return out, err
@@ -190,10 +190,7 @@ func lockConflictTrial(ctx context.Context, names trialNames, name, sql string, 
 	// FlowNet starts only once the holder's JOB log row is RUNNING (the job lock is taken) and
 	// its read is held (it cannot let go of the lock before the barrier is released).
 	err = wait.For(ctx, wait.JobLogRunning, "the holder's JOB log row to be RUNNING and its first read of 顧客管理 held", func(ctx context.Context) (bool, string, error) {
-		held := false
-		for _, a := range ws.proxy.Arrivals() {
-			held = held || a.BarrierID == hold.id
-		}
+		held := ws.held(hold.id)
 		if res, done := p.Exited(); done {
 			if res.ExitCode == 0 {
 				// Exit 0 means it took the lock and released it: its reads never met the barrier.
@@ -232,7 +229,7 @@ func lockConflictTrial(ctx context.Context, names trialNames, name, sql string, 
 	// job met the held lock, whatever FlowNet then made of it.
 	_, holderDone := p.Exited()
 	out.holdCovered = !holderDone
-	if err := hold.release(ws.proxy); err != nil {
+	if err := ws.release(hold); err != nil {
 		return out, err
 	}
 	holderRes, err := waitExit(ctx, holder.name, p)

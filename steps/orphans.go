@@ -88,7 +88,7 @@ func prepareKill(ctx context.Context, ref string) (*namedProc, *flownetKill, err
 
 // attemptProcessMatch matches the kSQL-Flow processes of one attempt of this scope.
 func attemptProcessMatch(ctx context.Context, attemptID string) proc.ArgvMatch {
-	return proc.AllOf(proc.ArgvHasSeq("--attempt-id", attemptID), scopeProcessMatch(fixturesOf(ctx).scope))
+	return proc.AllOf(proc.ArgvHasSeq("--attempt-id", attemptID), scopeProcessMatch(fixturesOf(ctx).scope()))
 }
 
 func (k *flownetKill) remember(ctx context.Context, name string) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -57,13 +58,16 @@ func processesOf(ctx context.Context) *processState { return processKey.Of(scena
 
 // add names a started process; names are unique within the scenario.
 func (ps *processState) add(p *namedProc) error {
-	for _, q := range ps.all {
-		if q.name == p.name {
-			return fmt.Errorf("a process named %q was already started in this scenario", p.name)
-		}
+	if ps.started(p.name) {
+		return fmt.Errorf("a process named %q was already started in this scenario", p.name)
 	}
 	ps.all = append(ps.all, p)
 	return nil
+}
+
+// started says whether a process of that name was started in this scenario.
+func (ps *processState) started(name string) bool {
+	return slices.ContainsFunc(ps.all, func(p *namedProc) bool { return p.name == name })
 }
 
 // nextName is a generated name for an unnamed process of kind: "flownet-run-2".
@@ -183,7 +187,7 @@ func (ps *processState) names() string {
 
 func (processDomain) noKsqlFlowProcessOfTheScope(ctx context.Context) error {
 	sc := sceneOf(ctx)
-	pids, err := proc.FindByArgv(ctx, scopeProcessMatch(fixturesOf(ctx).scope))
+	pids, err := proc.FindByArgv(ctx, scopeProcessMatch(fixturesOf(ctx).scope()))
 	if err != nil {
 		return err
 	}
@@ -250,7 +254,7 @@ func startChild(ctx context.Context, np *namedProc, spec proc.Spec) error {
 	}
 	np.proc = p
 	if np.scope == nil {
-		np.scope = fixturesOf(ctx).scope
+		np.scope = fixturesOf(ctx).scope()
 	}
 	if err := processesOf(ctx).add(np); err != nil {
 		return err

@@ -72,7 +72,7 @@ func runsForBusinessKey(ctx context.Context) ([]networkRun, error) {
 // runsOfNetwork reads the NETWORK_RUN records of the scope's business key in a network.
 func runsOfNetwork(ctx context.Context, networkID string) ([]networkRun, error) {
 	return readExact(ctx, sceneOf(ctx), target.RoleState, decodeNetworkRun,
-		match{"record_type", "NETWORK_RUN"}, match{"business_key", fixturesOf(ctx).scope.BusinessKey()}, match{"network_id", networkID})
+		match{"record_type", "NETWORK_RUN"}, match{"business_key", fixturesOf(ctx).scope().BusinessKey()}, match{"network_id", networkID})
 }
 
 // currentRunID is the run the scenario is about: the run id the latest FlowNet call in play
@@ -97,7 +97,7 @@ func currentRunID(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if len(runs) != 1 {
-		return "", fmt.Errorf("no FlowNet call reported a run id, and the business key %s has %d runs (need exactly one)", fixturesOf(ctx).scope.BusinessKey(), len(runs))
+		return "", fmt.Errorf("no FlowNet call reported a run id, and the business key %s has %d runs (need exactly one)", fixturesOf(ctx).scope().BusinessKey(), len(runs))
 	}
 	return runs[0].RunID, nil
 }
@@ -411,8 +411,8 @@ func (d recordDomain) latestAttemptWithMarker(ctx context.Context, node, status,
 	return sceneOf(ctx).st.Assert("runner_execution_started_at of the latest attempt of "+node, "non-empty", orNone(marker), marker != "")
 }
 
-func (recordDomain) latestAttempt(ctx context.Context, name, status, code string) (nodeAttempt, error) {
-	sc := sceneOf(ctx)
+// latestAttemptOf is the latest attempt of a fixture node, asserting that it has one.
+func latestAttemptOf(ctx context.Context, name string) (nodeAttempt, error) {
 	node, err := fixturesOf(ctx).node(name)
 	if err != nil {
 		return nodeAttempt{}, err
@@ -421,10 +421,18 @@ func (recordDomain) latestAttempt(ctx context.Context, name, status, code string
 	if err != nil {
 		return nodeAttempt{}, err
 	}
-	if err := sc.st.Assert("attempts of node "+name, ">= 1", len(atts), len(atts) >= 1); err != nil {
+	if err := sceneOf(ctx).st.Assert("attempts of node "+name, ">= 1", len(atts), len(atts) >= 1); err != nil {
 		return nodeAttempt{}, err
 	}
-	a := atts[len(atts)-1]
+	return atts[len(atts)-1], nil
+}
+
+func (recordDomain) latestAttempt(ctx context.Context, name, status, code string) (nodeAttempt, error) {
+	sc := sceneOf(ctx)
+	a, err := latestAttemptOf(ctx, name)
+	if err != nil {
+		return a, err
+	}
 	if err := sc.st.Equal("status of the latest attempt of "+name, status, a.Status); err != nil {
 		return a, err
 	}

@@ -102,7 +102,7 @@ func (rs *requestState) writer(ctx context.Context) (*hkintone.Client, error) {
 				apps.Business = append(apps.Business, a.ID)
 			}
 		}
-		g, err := hkintone.New(kintoneapi.New(t.BaseURL, hc, map[string]string{req.ID: req.Token("full")}), apps, fx.scope.ID(), hkintone.Options{Profile: t.Profile})
+		g, err := hkintone.New(kintoneapi.New(t.BaseURL, hc, map[string]string{req.ID: req.Token("full")}), apps, fx.scope().ID(), hkintone.Options{Profile: t.Profile})
 		if err != nil {
 			return nil, err
 		}
@@ -146,7 +146,7 @@ func (rs *requestState) find(ref string) (*madeRequest, error) {
 
 // expand fills {scope} and {network_id} (of network n) into a feature-text value.
 func expand(ctx context.Context, v, networkID string) string {
-	return strings.NewReplacer("{scope}", fixturesOf(ctx).scope.ID(), "{network_id}", networkID).Replace(v)
+	return strings.NewReplacer("{scope}", fixturesOf(ctx).scope().ID(), "{network_id}", networkID).Replace(v)
 }
 
 // create writes one request through the guard. extra holds machine fields (a dead claim).
@@ -163,7 +163,7 @@ func (rs *requestState) create(ctx context.Context, m *madeRequest, extra map[st
 	if m.label == "" {
 		m.label = strings.ToLower(m.typ) + "-" + procFileName(strings.ToLower(m.name))
 	}
-	m.reason = fx.scope.Reason(m.label)
+	m.reason = fx.scope().Reason(m.label)
 	if r := sc.suite.Redact; r != nil {
 		r.AddReason(m.reason)
 	}
@@ -398,7 +398,7 @@ func (requestDomain) startRefusedByKintone(ctx context.Context, label, at string
 func deadClaim(ctx context.Context, minutes int) map[string]any {
 	at := time.Now().UTC().Add(-time.Duration(minutes) * time.Minute).Format("2006-01-02T15:04:05Z")
 	return map[string]any{"request_state": "ACCEPTED", "claimed_at": at, "claim_heartbeat_at": at,
-		"claimed_host": fixturesOf(ctx).scope.Principal("dead_poller")}
+		"claimed_host": fixturesOf(ctx).scope().Principal("dead_poller")}
 }
 
 func (requestDomain) staleRerun(ctx context.Context, minutes int, name string) error {

@@ -35,7 +35,7 @@ func (d runDomain) register(reg stepdef.Registry) {
 
 // runNetwork starts `run-network <network> --business-key <scope key> [extra…]`.
 func runNetwork(ctx context.Context, name string, extra ...string) (*flownetCall, error) {
-	return runNetworkWith(ctx, name, nil, append([]string{"--business-key", fixturesOf(ctx).scope.BusinessKey()}, extra...)...)
+	return runNetworkWith(ctx, name, nil, append([]string{"--business-key", fixturesOf(ctx).scope().BusinessKey()}, extra...)...)
 }
 
 // runNetworkWith starts `run-network <network> args…` with env added to FlowNet's.
@@ -85,7 +85,7 @@ func (runDomain) runsInTheBackgroundAs(ctx context.Context, name string) error {
 // execution name, say) through KSQL_FLOWNET_OWNER_INSTANCE_ID.
 func (runDomain) runsInTheBackgroundWithOwner(ctx context.Context, name, instance string) error {
 	_, err := runNetworkWith(ctx, name, []string{"KSQL_FLOWNET_OWNER_INSTANCE_ID=" + instance},
-		"--business-key", fixturesOf(ctx).scope.BusinessKey())
+		"--business-key", fixturesOf(ctx).scope().BusinessKey())
 	return err
 }
 
@@ -111,7 +111,7 @@ func (runDomain) hasRunWithInvalidToken(ctx context.Context, app, name string, c
 	if app == "deals" {
 		v = target.EnvKsqlDealsToken
 	}
-	c, err := runNetworkWith(ctx, name, []string{v + "=" + invalidBusinessToken}, "--business-key", fixturesOf(ctx).scope.BusinessKey())
+	c, err := runNetworkWith(ctx, name, []string{v + "=" + invalidBusinessToken}, "--business-key", fixturesOf(ctx).scope().BusinessKey())
 	if err != nil {
 		return err
 	}

@@ -1,24 +1,43 @@
 // Package steps holds the step definitions of the acceptance scenarios. Each domain owns its
-// file(s), opens with one registration table of named handlers and keeps its own state,
-// fetched from the scenario by a typed key (harness/scenario.Key):
+// file, opens with one registration table of named handlers and keeps its own state,
+// fetched from the scenario by a typed key (harness/scenario.Key); another domain reaches
+// that state only through its methods (domains_test.go checks both this list and that rule):
 //
+//	suite.go         the Suite every scenario shares, the domain list, the scene, BeforeScenario
 //	fixtures.go      the network fixture and the scope it is rendered with
 //	processes.go     named processes: who is "the FlowNet run", "the holder", …
 //	flownet.go       the one FlowNet command runner (every subcommand)
 //	runs.go          FlowNet runs: start, resume, exit codes, output, identity
 //	records.go       NETWORK_RUN, NODE_STATE, NODE_ATTEMPT, RUN_INVOCATION assertions
-//	views.go         typed record views, decoded in one place, and exact reads
+//	views.go         typed record views, decoded in one place, exact reads, small text helpers
+//	keys.go          the contract's canonical keys (R1, N1, S1, A1)
 //	joblog.go        the kSQL-Flow JOB log: correlation, one row per attempt, timing
 //	kill.go          a RUNNING attempt and the kill of its kSQL-Flow child
 //	joblocks.go      kSQL-Flow job locks: inspection and operator recovery
 //	lockconflict.go  a standalone kSQL-Flow holding a job lock while FlowNet runs
-//	operators.go     status, cancel-run, force-unlock-network, resolve-node; refusals
+//	status.go        the operator's status: readings, activity, lock, recovery identifiers
+//	holds.go         the operator's cancel-run: a stop request and its release
+//	forceunlock.go   the operator's force-unlock-network, its audit, the outbound trap
+//	resolves.go      the operator's resolve-node and its ATTEMPT_RESOLUTION
+//	refusals.go      a FlowNet call refused with a code; what its stderr must not say
 //	snapshots.go     $revision snapshots of the scope's records around read-only commands
 //	orphans.go       killing FlowNet (its whole tree, or the parent alone) mid-node
 //	requests.go      operation requests: made through the write guard, read back, swept
 //	pollers.go       poll-requests as named processes: allow-list, timing, counters
 //	starts.go        START expectations: 案件管理 read independently, as_of, JOB log as_of
+//	lifecycle.go     the request lifecycle: requester's cancel, CLOSE, archive-run, arrivals
 //	faults.go        a fault proxy per named FlowNet process: modes and barriers
+//	windows.go       windows held by a barrier in the scope's kSQL-Flow proxy
+//	stops.go         the platform's stop signal to a FlowNet run, drained or terminated
+//	csvio.go         the CSV IO root, CSV fixtures, the CSV input written and rewritten
+//	csvapp.go        the CSV fixture app: rows read exactly, marker row, guarded sweep
+//	csvexport.go     CSV exports: where a sink lands, old and temp files, strict decoding
+//	csvreceipt.go    input and output audit summaries; a rerun's export against the first
+//	csvwrapper.go    kSQL-Flow behind flowtest's wrapper: no importCsv, Shift_JIS exports
+//	csvmemory.go     the kSQL-Flow child's peak memory sampled during a CSV import
+//	csvleak.go       no IO root path or CSV cell in the run's state and audit records
+//	csvfault.go      a one-shot write fault in front of the kSQL-Flow child (csv1-02)
+//	clikintone.go    the real cli-kintone importing an export; its output holds no token
 //
 // Steps act only through the harness (target, proc, scope, wait, kintone) and never ask
 // which target they run on: the same text drives the sandbox and a live tenant.
@@ -60,10 +79,6 @@ type Suite struct {
 	CheckFixture func(f safety.Fixture) error
 	// Cleaner deletes the scope's records after a scenario (the guarded harness client).
 	Cleaner Cleaner
-	// IODir is KSQL_FLOWNET_IO_DIR: on a live target (where preflight requires it for csv-io
-	// scenarios) the per-scope CSV IO roots are made under it; the sandbox uses the
-	// scenario work dir.
-	IODir string
 	// ArchiveDir is the run's archive folder; a scenario's record is its evidence reference.
 	ArchiveDir string
 	Log        io.Writer
@@ -96,7 +111,11 @@ var domains = []func(stepdef.Registry){
 	killDomain{}.register,
 	jobLockDomain{}.register,
 	lockConflictDomain{}.register,
-	operatorDomain{}.register,
+	statusDomain{}.register,
+	holdDomain{}.register,
+	forceUnlockDomain{}.register,
+	resolveDomain{}.register,
+	refusalDomain{}.register,
 	snapshotDomain{}.register,
 	orphanDomain{}.register,
 	requestDomain{}.register,
@@ -105,7 +124,15 @@ var domains = []func(stepdef.Registry){
 	faultDomain{}.register,
 	windowDomain{}.register,
 	stopDomain{}.register,
-	csvDomain{}.register,
+	csvIODomain{}.register,
+	csvAppDomain{}.register,
+	csvExportDomain{}.register,
+	csvReceiptDomain{}.register,
+	csvWrapperDomain{}.register,
+	csvMemoryDomain{}.register,
+	cliKintoneDomain{}.register,
+	csvLeakDomain{}.register,
+	csvFaultDomain{}.register,
 	lifecycleDomain{}.register,
 }
 
@@ -159,14 +186,14 @@ func (s *Suite) BeforeScenario(ctx context.Context, st *scenario.State) error {
 		}
 	}
 	fx := fixtureKey.Of(st)
-	fx.scope = sc
+	fx.begin(sc)
 	if s.Cleaner != nil {
 		st.Defer("delete the scope's records in the state and audit apps", func(ctx context.Context) error {
-			n, err := s.Cleaner.DeleteScope(ctx, fx.scope, processKey.Of(st).runIDs(fx.scope))
+			n, err := s.Cleaner.DeleteScope(ctx, fx.scope(), processKey.Of(st).runIDs(fx.scope()))
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(st.Log, "  cleanup: deleted %d records of scope %s\n", n, fx.scope.ID())
+			fmt.Fprintf(st.Log, "  cleanup: deleted %d records of scope %s\n", n, fx.scope().ID())
 			return nil
 		})
 	}

@@ -49,7 +49,7 @@ type nodeAttempt struct {
 	AttemptNo                                                                            int
 	ExecutionStartedAt, RunnerExecutionStartedAt, FinishedAt                             string
 	ReadCount, WrittenCount                                                              string // NUMBER fields as read ("" when unset)
-	ErrorMessage                                                                         string // error.message, or the CSV input audit summary (csv.go)
+	ErrorMessage                                                                         string // error.message, or the CSV input audit summary (csvreceipt.go)
 }
 
 func decodeNodeAttempt(r kintoneapi.Record) nodeAttempt {
@@ -291,4 +291,15 @@ func decodeRecordText(r kintoneapi.Record) recordText {
 		t.Fields[k] = r.Str(k)
 	}
 	return t
+}
+
+// str is v when it is a string, else "".
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return orNone(strings.TrimSpace(line))
 }

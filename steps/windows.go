@@ -52,6 +52,20 @@ type windowState struct {
 
 var windowKey = scenario.NewKey[windowState]("windows")
 
+// kintoneConfig is the kSQL-Flow config copy whose base URL is the proxy ("" before ensure).
+func (ws *windowState) kintoneConfig() string { return ws.config }
+
+// childEnv is what a FlowNet command (and a standalone kSQL-Flow) of the scenario gets.
+func (ws *windowState) childEnv() []string { return ws.env }
+
+// held says whether the proxy holds (or held) a request at the barrier id.
+func (ws *windowState) held(barrierID string) bool {
+	return ws.proxy != nil && slices.ContainsFunc(ws.proxy.Arrivals(), func(a faultproxy.Arrival) bool { return a.BarrierID == barrierID })
+}
+
+// release lets the request held at a barrier of this proxy go.
+func (ws *windowState) release(b *barrierEntry) error { return b.release(ws.proxy) }
+
 // windowBarrierTimeout bounds a hold nobody releases. A hold must also stay shorter than
 // kSQL-Flow's own HTTP timeout (describe-profile httpTimeoutMs) or the held read fails in
 // the child; the scenarios hold for seconds.
@@ -90,27 +104,23 @@ func holdReadBarrier(ctx context.Context, name, role string) (*barrierEntry, err
 		return nil, fmt.Errorf("barrier %q: the scope's kSQL-Flow proxy is not running", name)
 	}
 	fs := faultKey.Of(sc.st)
-	if _, dup := fs.barriers[name]; dup {
-		return nil, fmt.Errorf("barrier %q is already installed", name)
+	if err := fs.unused(name); err != nil {
+		return nil, err
 	}
 	appID := sc.app(role)
 	if appID == "" {
 		return nil, fmt.Errorf("barrier %q: the target has no %s app", name, role)
 	}
 	b := faultproxy.Barrier{
-		ID:    fixturesOf(ctx).scope.BarrierID(name),
+		ID:    fixturesOf(ctx).scope().BarrierID(name),
 		Phase: faultproxy.PhaseBefore,
 		Match: faultproxy.Match{Path: `/k/v1/records(/cursor)?\.json$`, App: appID},
 	}
 	if err := ws.proxy.AddBarrier(b); err != nil {
 		return nil, fmt.Errorf("barrier %q: %w", name, err)
 	}
-	if fs.barriers == nil {
-		fs.barriers = map[string]*barrierEntry{}
-	}
 	e := &barrierEntry{name: name, id: b.ID, process: windowProxyName, proxy: ws.proxy}
-	fs.barriers[name] = e
-	return e, nil
+	return e, fs.addBarrier(e)
 }
 
 // ensure starts the scenario's kSQL-Flow proxy and writes the config copy, once.

@@ -629,7 +629,7 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 	self, _ := os.Executable() // the CSV steps' kSQL-Flow wrapper; if unknown, those steps say so
 	suite := &steps.Suite{
 		Target: tgt, FixturesDir: fixtures, ConfirmedBy: f.confirmedBy,
-		Scopes: s.prep.scopes, ArchiveDir: archAbs, Log: stdout, IODir: s.cfg.Get(config.VarIODir),
+		Scopes: s.prep.scopes, ArchiveDir: archAbs, Log: stdout,
 		Cleaner: newCleaner(tgt), CheckIdentifiers: s.checkLaterIdentifiers,
 		CheckFixture: s.checkLaterFixture,
 		Redact:       rsec, FlowtestBin: self,

@@ -23,7 +23,7 @@ func liveTarget(cfg *config.Config) (*target.Target, error) {
 	t := &target.Target{
 		Name: "live", Profile: cfg.Profile(), BaseURL: cfg.Get(safety.VarBaseURL),
 		CAFile: cfg.Get("FLOWTEST_CA_FILE"), Apps: map[string]target.App{},
-		KsqlFlowConfig: cfg.FlowConfig(), Versions: map[string]string{},
+		KsqlFlowConfig: cfg.FlowConfig(), Versions: map[string]string{}, IODir: cfg.Get(config.VarIODir),
 	}
 	for role, a := range cfg.LiveApps() {
 		tokens := map[string]string{"full": a.Full, "read": a.Read}

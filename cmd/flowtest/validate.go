@@ -31,6 +31,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -102,7 +103,7 @@ func parseFlags(fset *flag.FlagSet, name string, args []string, stderr io.Writer
 	uses := flagUses(fset, args)
 	for _, f := range sortedNames(uses) {
 		u := uses[f]
-		if len(u.values) > 1 && !contains(repeatable, f) {
+		if len(u.values) > 1 && !slices.Contains(repeatable, f) {
 			quoted := make([]string, len(u.values))
 			for i, v := range u.values {
 				quoted[i] = strconv.Quote(v)
@@ -129,15 +130,6 @@ func sortedNames(m map[string]flagUse) []string {
 		}
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // validateCommon checks the flags every scenario command shares.

@@ -3,7 +3,8 @@ package kintone
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/ksqlflow/flowtest/kintoneapi"
@@ -93,7 +94,7 @@ func (c *Client) ScopeRecords(ctx context.Context) (audit, state []kintoneapi.Re
 }
 
 func (c *Client) recordsOfRuns(ctx context.Context, app string, ix *scopeIndex) ([]kintoneapi.Record, error) {
-	return c.getAllIn(ctx, app, "", "run_id", sortedKeys(ix.runs))
+	return c.getAllIn(ctx, app, "", "run_id", slices.Sorted(maps.Keys(ix.runs)))
 }
 
 // scopeLocks reads the scope's NETWORK_LOCK records: held locks of the scope's networks by
@@ -101,11 +102,11 @@ func (c *Client) recordsOfRuns(ctx context.Context, app string, ix *scopeIndex) 
 // clears it on release, so tombstones are not among them).
 func (c *Client) scopeLocks(ctx context.Context, ix *scopeIndex) ([]kintoneapi.Record, error) {
 	const lock = `record_type in ("NETWORK_LOCK")`
-	held, err := c.getAllIn(ctx, c.apps.State, lock, "lock_key", sortedKeys(ix.lockKeys))
+	held, err := c.getAllIn(ctx, c.apps.State, lock, "lock_key", slices.Sorted(maps.Keys(ix.lockKeys)))
 	if err != nil {
 		return nil, err
 	}
-	owned, err := c.getAllIn(ctx, c.apps.State, lock, "owner_invocation_id", sortedKeys(ix.invocations))
+	owned, err := c.getAllIn(ctx, c.apps.State, lock, "owner_invocation_id", slices.Sorted(maps.Keys(ix.invocations)))
 	if err != nil {
 		return nil, err
 	}
@@ -135,15 +136,6 @@ func (c *Client) getAllIn(ctx context.Context, app, base, field string, values [
 		out = append(out, kintoneapi.Where(recs, field, chunk...)...)
 	}
 	return out, nil
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func dedupe(recs []kintoneapi.Record) []kintoneapi.Record {

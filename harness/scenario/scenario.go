@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -119,9 +120,18 @@ func (s *State) Assert(what string, expected, seen any, ok bool) error {
 	return nil
 }
 
-// Equal records an equality assertion.
+// Equal records an equality assertion. Values are equal when they have the same type and
+// value (reflect.DeepEqual), not when they print alike: 3 is not "3", and []string{"a b"} is
+// not []string{"a", "b"}. Values that differ but print alike are recorded as Go syntax
+// (%#v), so the record shows what differed.
 func (s *State) Equal(what string, expected, seen any) error {
-	return s.Assert(what, expected, seen, fmt.Sprint(expected) == fmt.Sprint(seen))
+	if reflect.DeepEqual(expected, seen) {
+		return s.Assert(what, expected, seen, true)
+	}
+	if fmt.Sprint(expected) == fmt.Sprint(seen) {
+		return s.Assert(what, fmt.Sprintf("%#v", expected), fmt.Sprintf("%#v", seen), false)
+	}
+	return s.Assert(what, expected, seen, false)
 }
 
 // SummarizeOutputs makes the record hold output summaries of the scenario's processes

@@ -67,3 +67,23 @@ func TestFromPanicsOutsideAScenario(t *testing.T) {
 	require.NoError(t, err)
 	assert.Same(t, st, From(With(context.Background(), st)))
 }
+
+// Equal compares typed values: what only prints alike is not equal, and the record shows
+// the Go values so the difference is visible.
+func TestEqualComparesTypedValues(t *testing.T) {
+	st, err := New("s4", nil, t.TempDir(), nil)
+	require.NoError(t, err)
+	err = st.Equal("count", 3, "3")
+	require.Error(t, err)
+	assert.Equal(t, `count: expected 3, saw "3"`, err.Error())
+	err = st.Equal("argv", []string{"a b"}, []string{"a", "b"})
+	require.Error(t, err)
+	assert.Equal(t, `argv: expected []string{"a b"}, saw []string{"a", "b"}`, err.Error())
+	assert.Error(t, st.Equal("bytes", 3, int64(3)), "int and int64 are different types")
+	assert.NoError(t, st.Equal("argv", []string{"a", "b"}, []string{"a", "b"}))
+	assert.NoError(t, st.Equal("count", int64(3), int64(3)))
+	var rec results.Scenario
+	st.Evidence(&rec)
+	require.Len(t, rec.Assertions, 5)
+	assert.Equal(t, results.Assertion{What: "count", Expected: "3", Seen: `"3"`, OK: false}, rec.Assertions[0])
+}

@@ -66,6 +66,10 @@ type Target struct {
 	FlowNet        Command // the FlowNet CLI (sandbox: flowsandbox flownet)
 	KsqlFlow       Command // kSQL-Flow (sandbox: flowsandbox ksql-flow)
 	KsqlFlowConfig string  // kSQL-Flow config file for Profile
+	// IODir is the base of the CSV series' per-scope IO roots: a live tenant's
+	// KSQL_FLOWNET_IO_DIR (its preflight requires one for csv-io scenarios); empty on the
+	// sandbox, where each scenario's work dir holds its roots.
+	IODir string
 	// BaseEnv is what every child gets before its role-specific variables: PATH, HOME,
 	// locale, temp dir and the CA variables. Nothing else of the runner's environment.
 	BaseEnv []string

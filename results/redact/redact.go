@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 )
@@ -577,11 +576,4 @@ func sanitizeName(s, fallback string) string {
 	return b.String()
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -2,6 +2,7 @@ package kintone
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -66,7 +67,7 @@ func resolveLiteral(f *qfield, l *literal, now time.Time) *apiError {
 		t, _ := time.Parse("2006-01-02", d)
 		l.isRange, l.lo, l.hi = true, d, t.AddDate(0, 0, 1).Format("2006-01-02")
 	case kChoice, kCheck:
-		if l.s != "" && !contains(f.def.Options, l.s) {
+		if l.s != "" && !slices.Contains(f.def.Options, l.s) {
 			return errQuery("GAIA_IQ10", fmt.Sprintf("The value (%s) specified for the field (code: %s) is not one of the options.", l.s, f.code))
 		}
 	case kNumber, kID, kRecNo:

@@ -2,6 +2,7 @@ package kintone
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -285,7 +286,7 @@ func (p *parser) parseCond(now time.Time) (pred, *indexHint, *apiError) {
 	if !ok {
 		return nil, nil, errUnknownField(ft.text)
 	}
-	if !contains(allowedOps[f.kind], op) {
+	if !slices.Contains(allowedOps[f.kind], op) {
 		return nil, nil, errQuery("GAIA_IQ03", fmt.Sprintf("The operator (%s) cannot be used for the field type of the field (code: %s).", op, f.code))
 	}
 	var vals []literal

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/big"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -186,7 +187,7 @@ func normalizeValue(f *FieldDef, v any, key string) (any, *apiError) {
 		if !ok {
 			return nil, errJSON()
 		}
-		if s != "" && !contains(f.Options, s) {
+		if s != "" && !slices.Contains(f.Options, s) {
 			return nil, errField(key+".value", fmt.Sprintf("The value, %q, is not in options.", s))
 		}
 		return s, nil
@@ -204,7 +205,7 @@ func normalizeValue(f *FieldDef, v any, key string) (any, *apiError) {
 			if !ok {
 				return nil, errJSON()
 			}
-			if !contains(f.Options, s) {
+			if !slices.Contains(f.Options, s) {
 				return nil, errField(fmt.Sprintf("%s.values[%d].value", key, i), fmt.Sprintf("The value, %q, is not in options.", s))
 			}
 			out = append(out, s)
@@ -212,15 +213,6 @@ func normalizeValue(f *FieldDef, v any, key string) (any, *apiError) {
 		return out, nil
 	}
 	return nil, errJSON()
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // isEmpty is kintone's emptiness for required/unique purposes.

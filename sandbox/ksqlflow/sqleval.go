@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -443,7 +444,7 @@ func CheckScript(sc *Script, apps map[string]string) error {
 					return nil, &SyntaxError{s.From.Pos, diagUnknownTemp, fmt.Sprintf("temp table #%s is read before it is created", s.From.Name)}
 				}
 				for _, f := range armFieldsNoID(s) {
-					if !contains(tc, f.name) {
+					if !slices.Contains(tc, f.name) {
 						return nil, &SyntaxError{f.pos, diagColumn, fmt.Sprintf("temp table #%s has no column %q (columns: %v)", s.From.Name, f.name, tc)}
 					}
 				}
@@ -533,13 +534,4 @@ func armFieldsNoID(s *Select) []fieldRef {
 	}
 	walk(s.Where)
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
