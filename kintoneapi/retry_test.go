@@ -196,7 +196,9 @@ func TestRetryStopsWhenTheContextEnds(t *testing.T) {
 // Retry-After is honoured when longer than the backoff; one over a minute is not waited out.
 func TestRetryAfterHeader(t *testing.T) {
 	nw := &noWait{}
-	ok := func(w http.ResponseWriter, r *http.Request) { json.NewEncoder(w).Encode(map[string]any{"records": []any{}}) }
+	ok := func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]any{"records": []any{}})
+	}
 	b := &busyServer{refuse: 1, body: busyBody, header: http.Header{"Retry-After": {"3"}}, ok: ok}
 	c := retryClient(t, b, Retry{MaxAttempts: 3, Initial: time.Millisecond, Max: time.Millisecond, Sleep: nw.sleep})
 	_, err := c.GetRecords(context.Background(), "7", "", nil)
