@@ -40,9 +40,10 @@ type Retry struct {
 	IgnoreRetryAfter bool
 }
 
-// DefaultRetry is what New gives a client: up to 8 sends over about 25 s (0.25 s, 0.5 s,
-// 1 s, 2 s, 4 s, then 8 s, each with jitter), longer than a burst of 100 requests in flight
-// lasts on a tenant, shorter than FlowNet's lease monitor gives up after.
+// DefaultRetry is what New gives a client: up to 8 sends, the backoffs 0.25 s, 0.5 s, 1 s,
+// 2 s, 4 s, then 8 s (each jittered into its upper half; at most about 24 s in all), far
+// longer than a burst of 100 requests in flight lasts. A caller with a deadline of its own
+// (a heartbeat due before its lease ends) bounds the backoff with its context.
 var DefaultRetry = Retry{MaxAttempts: 8, Initial: 250 * time.Millisecond, Max: 8 * time.Second}
 
 // Backoff is the wait before send attempt+1 (attempt from 1): Initial·2^(attempt-1) capped

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -436,8 +435,8 @@ func TestConcurrencyHeadersOnEveryResponse(t *testing.T) {
 // Past the daily limit kintone warns (an e-mail) and keeps serving: so does the emulator, with
 // one warning line per app; counts start again on the next kintone day (00:00 UTC).
 func TestDailyRequestLimitWarnsAndServes(t *testing.T) {
-	var warnings syncBuffer
-	f := newFixture(t, Options{DailyRequestLimit: 2, Warnings: &warnings})
+	warnings := make(warnLines, 10)
+	f := newFixture(t, Options{DailyRequestLimit: 2, Warnings: warnings})
 	day := time.Date(2026, 12, 1, 23, 59, 0, 0, time.UTC)
 	var clock atomic.Pointer[time.Time]
 	clock.Store(&day)
@@ -450,8 +449,8 @@ func TestDailyRequestLimitWarnsAndServes(t *testing.T) {
 		assert.Equal(t, 200, r.status, "request %d is served past the limit", i+1)
 	}
 	get(f.deals)
-	assert.Equal(t, 1, strings.Count(warnings.String(), "\n"), "one warning per app and day: %s", warnings.String())
-	assert.Contains(t, warnings.String(), "daily request limit of app "+f.csv.ID+" (csv) exceeded: request 3 of a limit of 2 on 2026-12-01")
+	require.Len(t, warnings, 1, "one warning per app and day")
+	assert.Contains(t, <-warnings, "daily request limit of app "+f.csv.ID+" (csv) exceeded: request 3 of a limit of 2 on 2026-12-01")
 	assert.Equal(t, []AppRequests{{AppID: f.csv.ID, Requests: 4, OverLimit: true}, {AppID: f.deals.ID, Requests: 1}}, sortedByRole(f, f.s.DailyRequests()))
 
 	next := day.Add(2 * time.Minute) // 09:01 JST: kintone's counters were reset at 09:00 JST
@@ -460,7 +459,8 @@ func TestDailyRequestLimitWarnsAndServes(t *testing.T) {
 	for range 3 {
 		get(f.csv)
 	}
-	assert.Equal(t, 2, strings.Count(warnings.String(), "\n"), "the new day warns again: %s", warnings.String())
+	require.Len(t, warnings, 1, "the new day warns again")
+	assert.Contains(t, <-warnings, "request 3 of a limit of 2 on 2026-12-02")
 	// A request without a valid token authenticated no app: it counts on none.
 	f.c.get("/k/v1/records.json", "", url.Values{"app": {f.csv.ID}})
 	assert.Equal(t, []AppRequests{{AppID: f.csv.ID, Requests: 3, OverLimit: true}}, f.s.DailyRequests())
@@ -479,21 +479,12 @@ func sortedByRole(f *fixture, in []AppRequests) []AppRequests {
 	return out
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
+// warnLines hands each warning the emulator writes to the test (one Write per line).
+type warnLines chan string
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+func (w warnLines) Write(p []byte) (int, error) {
+	w <- string(p)
+	return len(p), nil
 }
 
 func TestMiscErrorPaths(t *testing.T) {
