@@ -95,13 +95,21 @@ type APIError struct {
 	ID      string         `json:"id"`
 	Message string         `json:"message"`
 	Errors  map[string]any `json:"errors,omitempty"`
+	// Attempts is how many times the request was sent (more than 1 after 429s).
+	Attempts int `json:"-"`
 }
 
 func (e *APIError) Error() string {
+	var s string
 	if e.Code == "" {
-		return fmt.Sprintf("kintone: HTTP %d: %s", e.Status, e.Message)
+		s = fmt.Sprintf("kintone: HTTP %d: %s", e.Status, e.Message)
+	} else {
+		s = fmt.Sprintf("kintone: HTTP %d [%s] %s", e.Status, e.Code, e.Message)
 	}
-	return fmt.Sprintf("kintone: HTTP %d [%s] %s", e.Status, e.Code, e.Message)
+	if e.Attempts > 1 {
+		s += fmt.Sprintf(" (sent %d times)", e.Attempts)
+	}
+	return s
 }
 
 // NetworkError wraps a transport failure: the request may or may not have reached kintone,
@@ -143,14 +151,17 @@ type Client struct {
 	HTTP    *http.Client
 	// Tokens maps app id to its API token (several may be comma-separated, as kintone allows).
 	Tokens map[string]string
+	// Retry is how the client answers kintone's 429 (retry.go).
+	Retry Retry
 }
 
-// New returns a client. hc may be nil (a client with a 60 s timeout is used).
+// New returns a client that backs off on 429 as DefaultRetry says. hc may be nil (a client
+// with a 60 s timeout is used).
 func New(baseURL string, hc *http.Client, tokens map[string]string) *Client {
 	if hc == nil {
 		hc = &http.Client{Timeout: 60 * time.Second}
 	}
-	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), HTTP: hc, Tokens: tokens}
+	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), HTTP: hc, Tokens: tokens, Retry: DefaultRetry}
 }
 
 // HTTPClientWithCA returns an HTTP client that trusts the system roots plus the PEM
@@ -205,27 +216,87 @@ func (c *Client) Do(ctx context.Context, method, path, token string, in, out any
 	return c.send(req, token, out)
 }
 
+// send sends req, again after a backoff while kintone answers 429 and Retry allows it
+// (retry.go), and decodes a 2xx body into out.
 func (c *Client) send(req *http.Request, token string, out any) error {
 	if token != "" {
 		req.Header.Set("X-Cybozu-API-Token", token)
 	}
+	p := c.Retry
+	sleep := p.Sleep
+	if sleep == nil {
+		sleep = sleepCtx
+	}
+	for attempt := 1; ; attempt++ {
+		data, header, err := c.sendOnce(req)
+		var ae *APIError
+		if !errors.As(err, &ae) || attempt >= p.MaxAttempts || !resendable(req, ae) {
+			if ae != nil {
+				ae.Attempts = attempt
+			}
+			if err != nil {
+				return err
+			}
+			return decodeInto(req, data, out)
+		}
+		wait := p.Backoff(attempt)
+		if ra, ok := retryAfter(header); ok && !p.IgnoreRetryAfter {
+			if ra > maxRetryAfter {
+				ae.Attempts = attempt
+				return ae // asked to stay away that long, the tenant is as good as unavailable
+			}
+			wait = max(wait, ra)
+		}
+		if err := sleep(req.Context(), wait); err != nil {
+			ae.Attempts = attempt
+			return fmt.Errorf("%w; stopped retrying: %w", ae, err)
+		}
+		if req, err = replay(req); err != nil {
+			ae.Attempts = attempt
+			return fmt.Errorf("%w; cannot send again: %w", ae, err)
+		}
+	}
+}
+
+// maxRetryAfter is the longest Retry-After the client waits out.
+const maxRetryAfter = time.Minute
+
+// replay is a copy of req with a fresh body, to send again.
+func replay(req *http.Request) (*http.Request, error) {
+	r := req.Clone(req.Context())
+	if req.GetBody != nil {
+		body, err := req.GetBody()
+		if err != nil {
+			return nil, fmt.Errorf("rewind %s %s body: %w", req.Method, req.URL.Path, err)
+		}
+		r.Body = body
+	}
+	return r, nil
+}
+
+// sendOnce sends req once: the body of a 2xx answer, or *APIError, or *NetworkError.
+func (c *Client) sendOnce(req *http.Request) ([]byte, http.Header, error) {
 	path := req.URL.Path
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		return &NetworkError{Method: req.Method, Path: path, Err: err}
+		return nil, nil, &NetworkError{Method: req.Method, Path: path, Err: err}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return &NetworkError{Method: req.Method, Path: path, Err: fmt.Errorf("read response: %w", err)}
+		return nil, resp.Header, &NetworkError{Method: req.Method, Path: path, Err: fmt.Errorf("read response: %w", err)}
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		ae := &APIError{Status: resp.StatusCode}
 		if json.Unmarshal(data, ae) != nil || (ae.Code == "" && ae.Message == "") {
 			ae.Message = strings.TrimSpace(string(data))
 		}
-		return ae
+		return nil, resp.Header, ae
 	}
+	return data, resp.Header, nil
+}
+
+func decodeInto(req *http.Request, data []byte, out any) error {
 	if out == nil {
 		return nil
 	}
@@ -235,7 +306,7 @@ func (c *Client) send(req *http.Request, token string, out any) error {
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(out); err != nil {
-		return fmt.Errorf("decode %s %s response: %w", req.Method, path, err)
+		return fmt.Errorf("decode %s %s response: %w", req.Method, req.URL.Path, err)
 	}
 	return nil
 }

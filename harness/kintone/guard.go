@@ -27,6 +27,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ksqlflow/flowtest/harness/apicount"
 	"github.com/ksqlflow/flowtest/kintoneapi"
 )
 
@@ -88,6 +89,9 @@ type Options struct {
 	// CSVDestPrefix(scope, "A")). Each must look like
 	// KSQL_FLOW_TEST_<12 hex>_…; CSVRowPrefix and CSVMarkerKey are always allowed.
 	CSVKeyPrefixes []string
+	// Counter, when set, counts every request the client sends (its own reads, the guard's
+	// reads before a write, and the writes) per app and method.
+	Counter *apicount.Counter
 }
 
 // Client is the guarded client of one scenario scope.
@@ -122,7 +126,25 @@ func New(api *kintoneapi.Client, apps Apps, scope string, o Options) (*Client, e
 		}
 		pref = append(pref, p)
 	}
-	return &Client{api: api, apps: apps, scope: scope, profile: profile, csvPref: pref}, nil
+	return &Client{api: Counted(api, o.Counter), apps: apps, scope: scope, profile: profile, csvPref: pref}, nil
+}
+
+// Counted returns a copy of api whose every request (each sent again after a 429 too) is
+// counted on c, per app and method; api itself is left as it is. A nil c returns api.
+// Clients the harness reads with outside the guard (the scenario's read-only client)
+// count their requests this way.
+func Counted(api *kintoneapi.Client, c *apicount.Counter) *kintoneapi.Client {
+	if api == nil || c == nil {
+		return api
+	}
+	cp := *api
+	hc := http.Client{}
+	if api.HTTP != nil {
+		hc = *api.HTTP
+	}
+	hc.Transport = apicount.Transport(hc.Transport, c, api.Tokens)
+	cp.HTTP = &hc
+	return &cp
 }
 
 // Scope is the scope the client writes for.

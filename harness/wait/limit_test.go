@@ -27,20 +27,57 @@ func TestLimitInScalesTheBaseOnly(t *testing.T) {
 
 func TestNamedLimitsTable(t *testing.T) {
 	for _, c := range []struct {
-		l        Limit
-		name     string
-		base, iv time.Duration
+		l             Limit
+		name          string
+		base, iv, max time.Duration
 	}{
-		{ProcessExit, "ProcessExit", 10 * time.Minute, 100 * time.Millisecond},
-		{RunStatus, "RunStatus", 2 * time.Minute, 250 * time.Millisecond},
-		{RunningAttempt, "RunningAttempt", 2 * time.Minute, 200 * time.Millisecond},
-		{JobLogRunning, "JobLogRunning", time.Minute, 100 * time.Millisecond},
-		{LeaseExpiry, "LeaseExpiry", 5 * time.Minute, time.Second},
-		{RequestState, "RequestState", 2 * time.Minute, 250 * time.Millisecond},
-		{BarrierArrival, "BarrierArrival", time.Minute, 20 * time.Millisecond},
+		{ProcessExit, "ProcessExit", 10 * time.Minute, 100 * time.Millisecond, time.Second},
+		{RunStatus, "RunStatus", 2 * time.Minute, 250 * time.Millisecond, 2 * time.Second},
+		{RunningAttempt, "RunningAttempt", 2 * time.Minute, 200 * time.Millisecond, time.Second},
+		{JobLogRunning, "JobLogRunning", time.Minute, 100 * time.Millisecond, 500 * time.Millisecond},
+		{LeaseExpiry, "LeaseExpiry", 5 * time.Minute, time.Second, time.Second},
+		{RequestState, "RequestState", 2 * time.Minute, 250 * time.Millisecond, 2 * time.Second},
+		{BarrierArrival, "BarrierArrival", time.Minute, 20 * time.Millisecond, 100 * time.Millisecond},
+		{BlockedRequests, "BlockedRequests", time.Minute, 100 * time.Millisecond, 500 * time.Millisecond},
+		{JobLogTerminal, "JobLogTerminal", 3 * time.Minute, 200 * time.Millisecond, 2 * time.Second},
 	} {
-		assert.Equal(t, Limit{c.name, c.base, c.iv}, c.l)
+		assert.Equal(t, Limit{c.name, c.base, c.iv, c.max}, c.l)
 	}
+}
+
+func TestGapGrowsByHalfToTheCap(t *testing.T) {
+	ms := time.Millisecond
+	var got []time.Duration
+	for n := 1; n <= 8; n++ {
+		got = append(got, Gap(100*ms, time.Second, n))
+	}
+	assert.Equal(t, []time.Duration{100 * ms, 150 * ms, 225 * ms, 337500 * time.Microsecond, 506250 * time.Microsecond,
+		759375 * time.Microsecond, time.Second, time.Second}, got)
+	assert.Equal(t, time.Second, Gap(100*ms, time.Second, 1<<30), "a long wait stays at the cap (and the loop ends)")
+	assert.Equal(t, time.Second, Gap(time.Second, time.Second, 5), "cap equal to the interval: a fixed gap")
+	assert.Equal(t, time.Second, Gap(time.Second, 0, 5), "no cap: a fixed gap")
+	assert.Equal(t, DefaultInterval, Gap(0, 0, 3))
+}
+
+// For waits the growing gaps of its limit; Until keeps its fixed interval.
+func TestForFollowsTheGapSchedule(t *testing.T) {
+	var gaps []time.Duration
+	ctx := WithConfig(context.Background(), Config{Progress: io.Discard, gapTaken: func(d time.Duration) { gaps = append(gaps, d) }})
+	l := Limit{Name: "Growing", Base: time.Minute, Interval: time.Millisecond, MaxInterval: 3 * time.Millisecond}
+	checks := 0
+	require.NoError(t, For(ctx, l, "the sixth check", func(context.Context) (bool, string, error) {
+		checks++
+		return checks == 6, "", nil
+	}))
+	us := time.Microsecond
+	assert.Equal(t, []time.Duration{1000 * us, 1500 * us, 2250 * us, 3000 * us, 3000 * us}, gaps)
+
+	gaps, checks = nil, 0
+	require.NoError(t, Until(ctx, "the third check", time.Minute, 2*time.Millisecond, func(context.Context) (bool, string, error) {
+		checks++
+		return checks == 3, "", nil
+	}))
+	assert.Equal(t, []time.Duration{2 * time.Millisecond, 2 * time.Millisecond}, gaps)
 }
 
 type recorder struct {

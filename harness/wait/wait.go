@@ -134,6 +134,10 @@ type Config struct {
 	// OnDone, if set, hears about every wait when it ends, however it ended, so the
 	// scenario record can show what was awaited and for how long.
 	OnDone func(Record)
+
+	// gapTaken, set by this package's tests, hears each gap before it is waited, so the
+	// schedule a wait really follows is checked without a clock.
+	gapTaken func(time.Duration)
 }
 
 type configKey struct{}
@@ -157,7 +161,7 @@ func configFrom(ctx context.Context) Config {
 	return cfg
 }
 
-// Until polls cond every interval until it reports done, returns a permanent
+// Until polls cond every interval (a fixed gap) until it reports done, returns a permanent
 // error, the timeout passes, or ctx ends. timeout <= 0 means DefaultTimeout and
 // interval <= 0 means DefaultInterval. cond is called at once, then after each
 // interval; each call gets a context that ends at the overall limit, so a hanging
@@ -165,21 +169,29 @@ func configFrom(ctx context.Context) Config {
 // permanent error wrapped with what was awaited). The timeout is used as given;
 // waits the steps name should use For, whose bound follows the configured scale.
 func Until(ctx context.Context, what string, timeout, interval time.Duration, cond Cond) error {
-	return until(ctx, configFrom(ctx), "", what, timeout, interval, cond)
+	return until(ctx, configFrom(ctx), "", what, timeout, interval, interval, cond)
 }
 
-// For is Until with l's bound (scaled by the context's Config.Scale) and interval.
+// For is Until with l's bound (scaled by the context's Config.Scale), checking at l's
+// growing gaps (Gap).
 func For(ctx context.Context, l Limit, what string, cond Cond) error {
 	cfg := configFrom(ctx)
-	return until(ctx, cfg, l.Name, what, l.scaled(cfg.Scale), l.Interval, cond)
+	return until(ctx, cfg, l.Name, what, l.scaled(cfg.Scale), l.Interval, l.MaxInterval, cond)
 }
 
 // Limit is a named, scalable wait bound. Steps wait with For and one of the limits
 // below, so every bound lives in one table and one setting stretches them all.
+//
+// Polls start Interval apart and the gap grows by half each poll up to MaxInterval: what
+// is awaited mostly arrives soon (a process exits, a record is written), and a wait that
+// runs long should not keep reading the tenant at the pace of its first second — kintone
+// counts every request against the app's daily budget. Neither is scaled: a slower tenant
+// needs longer bounds, not sparser polls.
 type Limit struct {
-	Name     string
-	Base     time.Duration // the bound at scale 1
-	Interval time.Duration // how often the condition is checked (not scaled)
+	Name        string
+	Base        time.Duration // the bound at scale 1
+	Interval    time.Duration // the first gap between checks
+	MaxInterval time.Duration // the gap the checks grow to (<= Interval: a fixed gap)
 }
 
 // In returns l's bound scaled by the scale in ctx's Config.
@@ -198,30 +210,53 @@ func (l Limit) scaled(scale float64) time.Duration {
 	return time.Duration(d)
 }
 
+// Gap is the time between check n and check n+1 (n from 1) of a wait whose checks start
+// interval apart and grow by half each time up to maxInterval. It is a pure function so
+// the schedule is tested without a clock.
+func Gap(interval, maxInterval time.Duration, n int) time.Duration {
+	if interval <= 0 {
+		interval = DefaultInterval
+	}
+	if maxInterval <= interval {
+		return interval
+	}
+	g := float64(interval)
+	for i := 1; i < n && g < float64(maxInterval); i++ {
+		g *= 1.5
+	}
+	return min(time.Duration(g), maxInterval)
+}
+
 // The named limits the steps wait with. Bases are what the sandbox and a responsive
 // tenant need with room to spare; FLOWTEST_TIMEOUT_SCALE stretches them for slow ones.
+// The caps keep what a step does next on time: a step acts within one gap of what it
+// awaited happening.
 var (
 	// ProcessExit: a FlowNet or kSQL-Flow child to exit (a whole network run).
-	ProcessExit = Limit{"ProcessExit", 10 * time.Minute, 100 * time.Millisecond}
-	// RunStatus: the NETWORK_RUN record to reach a status.
-	RunStatus = Limit{"RunStatus", 2 * time.Minute, 250 * time.Millisecond}
-	// RunningAttempt: a node's attempt to be RUNNING.
-	RunningAttempt = Limit{"RunningAttempt", 2 * time.Minute, 200 * time.Millisecond}
+	ProcessExit = Limit{"ProcessExit", 10 * time.Minute, 100 * time.Millisecond, time.Second}
+	// RunStatus: the NETWORK_RUN record to reach a status (a kintone read per check).
+	RunStatus = Limit{"RunStatus", 2 * time.Minute, 250 * time.Millisecond, 2 * time.Second}
+	// RunningAttempt: a node's attempt to be RUNNING (kintone reads; the node then runs
+	// for seconds, so a step acting on it has time).
+	RunningAttempt = Limit{"RunningAttempt", 2 * time.Minute, 200 * time.Millisecond, time.Second}
 	// JobLogRunning: a kSQL-Flow JOB log row to be RUNNING.
-	JobLogRunning = Limit{"JobLogRunning", time.Minute, 100 * time.Millisecond}
-	// LeaseExpiry: a lock or claim lease to expire (minutes by design).
-	LeaseExpiry = Limit{"LeaseExpiry", 5 * time.Minute, time.Second}
-	// RequestState: an operation request to reach a state.
-	RequestState = Limit{"RequestState", 2 * time.Minute, 250 * time.Millisecond}
-	// BarrierArrival: a request to arrive at a fault-proxy barrier (polled fast: the
-	// request is being held, and the scenario's timing depends on noticing it).
-	BarrierArrival = Limit{"BarrierArrival", time.Minute, 20 * time.Millisecond}
+	JobLogRunning = Limit{"JobLogRunning", time.Minute, 100 * time.Millisecond, 500 * time.Millisecond}
+	// LeaseExpiry: a lock or claim lease to expire (minutes by design). The gap stays at
+	// one second: these waits end at a deadline a step must act just after (or a few
+	// seconds before), so a growing gap would overshoot it.
+	LeaseExpiry = Limit{"LeaseExpiry", 5 * time.Minute, time.Second, time.Second}
+	// RequestState: an operation request to reach a state (kintone reads).
+	RequestState = Limit{"RequestState", 2 * time.Minute, 250 * time.Millisecond, 2 * time.Second}
+	// BarrierArrival: a request to arrive at a fault-proxy barrier (polled fast and capped
+	// low: the request is being held, and the scenario's timing depends on noticing it).
+	BarrierArrival = Limit{"BarrierArrival", time.Minute, 20 * time.Millisecond, 100 * time.Millisecond}
 	// BlockedRequests: a fault proxy to have dropped a number of requests (FlowNet's drain
 	// retries during an outage: one every 2 s, a heartbeat every interval; the original
 	// waited 45 s for the first).
-	BlockedRequests = Limit{"BlockedRequests", time.Minute, 100 * time.Millisecond}
-	// JobLogTerminal: a kSQL-Flow child's JOB log row to leave RUNNING (a whole node).
-	JobLogTerminal = Limit{"JobLogTerminal", 3 * time.Minute, 200 * time.Millisecond}
+	BlockedRequests = Limit{"BlockedRequests", time.Minute, 100 * time.Millisecond, 500 * time.Millisecond}
+	// JobLogTerminal: a kSQL-Flow child's JOB log row to leave RUNNING (a whole node; kintone
+	// reads).
+	JobLogTerminal = Limit{"JobLogTerminal", 3 * time.Minute, 200 * time.Millisecond, 2 * time.Second}
 )
 
 // Outcome is how a wait ended.
@@ -247,7 +282,7 @@ type Record struct {
 	LastErr         string // the last condition error, or the permanent one, or why the caller gave up
 }
 
-func until(ctx context.Context, cfg Config, name, what string, timeout, interval time.Duration, cond Cond) error {
+func until(ctx context.Context, cfg Config, name, what string, timeout, interval, maxInterval time.Duration, cond Cond) error {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
@@ -319,7 +354,11 @@ func until(ctx context.Context, cfg Config, name, what string, timeout, interval
 			nextProgress = now.Add(cfg.ProgressEvery)
 		}
 
-		timer.Reset(interval)
+		gap := Gap(interval, maxInterval, attempts)
+		if cfg.gapTaken != nil {
+			cfg.gapTaken(gap)
+		}
+		timer.Reset(gap)
 		select {
 		case <-timer.C:
 		case <-wctx.Done():

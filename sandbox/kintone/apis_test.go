@@ -12,7 +12,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -304,7 +306,8 @@ func TestServeCommand(t *testing.T) {
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		code := serve(ctx, []string{"--env-out", envFile, "--data-dir", filepath.Join(dir, "data"), "--latency", "log=1ms,deals=2ms"}, pw, &stderr)
+		code := serve(ctx, []string{"--env-out", envFile, "--data-dir", filepath.Join(dir, "data"), "--latency", "log=1ms,deals=2ms",
+			"--concurrency-limit", "7", "--daily-request-limit", "1"}, pw, &stderr)
 		pw.Close()
 		done <- code
 	}()
@@ -343,6 +346,14 @@ func TestServeCommand(t *testing.T) {
 	c := kintoneapi.New(info.BaseURL, hc, map[string]string{info.Apps[6].ID: info.Apps[6].Tokens["full"]})
 	_, _, err = c.AddRecord(ctx, info.Apps[6].ID, kintoneapi.Values(map[string]any{"test_key": "from-serve"}))
 	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodGet, info.BaseURL+"/k/v1/records.json?app="+info.Apps[6].ID, nil)
+	require.NoError(t, err)
+	req.Header.Set("X-Cybozu-API-Token", info.Apps[6].Tokens["full"])
+	res, err := hc.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	assert.Equal(t, 200, res.StatusCode, "the second request of the day is served past the limit of 1")
+	assert.Equal(t, "7", res.Header.Get("X-ConcurrencyLimit-Limit"), "--concurrency-limit reaches the server")
 
 	cancel() // what SIGINT/SIGTERM do through signal.NotifyContext
 	select {
@@ -351,6 +362,7 @@ func TestServeCommand(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("serve did not stop after its context ended")
 	}
+	assert.Contains(t, stderr.String(), "daily request limit of app "+info.Apps[6].ID+" (csv) exceeded", "--daily-request-limit warns on stderr")
 	saved, err := os.ReadFile(filepath.Join(dir, "data", "apps", "csv.json"))
 	require.NoError(t, err)
 	assert.Contains(t, string(saved), "from-serve", "data dir saved on shutdown")
@@ -359,40 +371,120 @@ func TestServeCommand(t *testing.T) {
 
 	assert.Equal(t, 2, Main(nil, io.Discard, io.Discard))
 	assert.Equal(t, 2, serve(context.Background(), []string{"--latency", "bad"}, io.Discard, io.Discard))
+	assert.Equal(t, 2, serve(context.Background(), []string{"--concurrency-limit", "0"}, io.Discard, io.Discard))
+	assert.Equal(t, 2, serve(context.Background(), []string{"--daily-request-limit", "-1"}, io.Discard, io.Discard))
 }
 
-// TestConcurrencyLimit holds 100 requests in the app latency, then checks the 101st gets
-// kintone's 429 GAIA_TO04. The held requests are cancelled afterwards (no waiting out).
+// TestConcurrencyLimit holds two requests in flight on an emulator limited to two (the
+// admitted hook blocks them), then checks the third gets kintone's 429 GAIA_TO04 with the
+// concurrency headers, and that a request after the release is served again.
 func TestConcurrencyLimit(t *testing.T) {
-	f := newFixture(t, Options{Latency: map[string]time.Duration{"deals": time.Minute}})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, concurrencyLimit)
-	for i := 0; i < concurrencyLimit; i++ {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			req, err := http.NewRequestWithContext(ctx, "GET", f.s.BaseURL()+"/k/v1/records.json?app="+f.deals.ID, nil)
-			if err != nil {
-				return
-			}
-			req.Header.Set("X-Cybozu-API-Token", f.deals.Tokens["read"])
-			if res, err := f.c.hc.Do(req); err == nil {
-				res.Body.Close()
-			}
-		}()
+	f := newFixture(t, Options{ConcurrencyLimit: 2})
+	arrived, release := make(chan struct{}), make(chan struct{})
+	var hold atomic.Bool
+	hold.Store(true)
+	f.s.admitted = func() {
+		if hold.Load() {
+			arrived <- struct{}{}
+			<-release
+		}
 	}
-	require.Eventually(t, func() bool { return f.s.running.Load() == concurrencyLimit }, 20*time.Second, 5*time.Millisecond)
+	held := make(chan resp, 2)
+	for range 2 {
+		go func() { held <- f.c.get("/k/v1/records.json", f.deals.Tokens["read"], url.Values{"app": {f.deals.ID}}) }()
+	}
+	<-arrived
+	<-arrived
+	hold.Store(false)
 	r := f.c.get("/k/v1/records.json", f.csv.Tokens["read"], url.Values{"app": {f.csv.ID}})
 	assert.Equal(t, 429, r.status)
 	assert.Equal(t, "GAIA_TO04", r.code())
+	assert.Equal(t, "The number of concurrent API requests exceeds the limit.", r.json["message"])
+	assert.NotEmpty(t, r.json["id"])
 	assert.Equal(t, "GAIA_TO04", r.header.Get("X-Cybozu-Error"))
-	assert.Equal(t, "101", r.header.Get("X-ConcurrencyLimit-Running"))
-	cancel()
-	for i := 0; i < concurrencyLimit; i++ {
-		<-done
+	assert.Equal(t, "2", r.header.Get("X-ConcurrencyLimit-Limit"))
+	assert.Equal(t, "3", r.header.Get("X-ConcurrencyLimit-Running"))
+	close(release)
+	for range 2 {
+		h := <-held
+		assert.Equal(t, 200, h.status, "%s", h.body)
+		assert.Equal(t, "2", h.header.Get("X-ConcurrencyLimit-Limit"))
+		assert.Contains(t, []string{"1", "2"}, h.header.Get("X-ConcurrencyLimit-Running"))
 	}
-	require.Eventually(t, func() bool { return f.s.running.Load() == 0 }, 20*time.Second, 5*time.Millisecond)
 	r = f.c.get("/k/v1/records.json", f.csv.Tokens["read"], url.Values{"app": {f.csv.ID}})
 	assert.Equal(t, 200, r.status)
+	assert.Equal(t, "1", r.header.Get("X-ConcurrencyLimit-Running"))
+	assert.Equal(t, []AppRequests{{AppID: f.csv.ID, Requests: 1}, {AppID: f.deals.ID, Requests: 2}}, sortedByRole(f, f.s.DailyRequests()),
+		"the refused request was not counted on its app")
+}
+
+// The headers are on every answer, errors included, with kintone's limit of 100 by default.
+func TestConcurrencyHeadersOnEveryResponse(t *testing.T) {
+	f := newFixture(t, Options{})
+	for _, r := range []resp{
+		f.c.get("/k/v1/records.json", f.csv.Tokens["read"], url.Values{"app": {f.csv.ID}}),
+		f.c.get("/k/v1/records.json", "", url.Values{"app": {f.csv.ID}}),
+		f.c.get("/k/v1/nothing.json", f.csv.Tokens["read"], nil),
+		f.c.get("/k/v1/file.json", f.csv.Tokens["read"], url.Values{"fileKey": {"none"}}),
+	} {
+		assert.Equal(t, "100", r.header.Get("X-ConcurrencyLimit-Limit"), "%d %s", r.status, r.body)
+		assert.Equal(t, "1", r.header.Get("X-ConcurrencyLimit-Running"), "%d %s", r.status, r.body)
+	}
+}
+
+// Past the daily limit kintone warns (an e-mail) and keeps serving: so does the emulator, with
+// one warning line per app; counts start again on the next kintone day (00:00 UTC).
+func TestDailyRequestLimitWarnsAndServes(t *testing.T) {
+	warnings := make(warnLines, 10)
+	f := newFixture(t, Options{DailyRequestLimit: 2, Warnings: warnings})
+	day := time.Date(2026, 12, 1, 23, 59, 0, 0, time.UTC)
+	var clock atomic.Pointer[time.Time]
+	clock.Store(&day)
+	f.s.now = func() time.Time { return *clock.Load() }
+	get := func(app AppInfo) resp {
+		return f.c.get("/k/v1/records.json", app.Tokens["read"], url.Values{"app": {app.ID}})
+	}
+	for i := range 4 {
+		r := get(f.csv)
+		assert.Equal(t, 200, r.status, "request %d is served past the limit", i+1)
+	}
+	get(f.deals)
+	require.Len(t, warnings, 1, "one warning per app and day")
+	assert.Contains(t, <-warnings, "daily request limit of app "+f.csv.ID+" (csv) exceeded: request 3 of a limit of 2 on 2026-12-01")
+	assert.Equal(t, []AppRequests{{AppID: f.csv.ID, Requests: 4, OverLimit: true}, {AppID: f.deals.ID, Requests: 1}}, sortedByRole(f, f.s.DailyRequests()))
+
+	next := day.Add(2 * time.Minute) // 09:01 JST: kintone's counters were reset at 09:00 JST
+	clock.Store(&next)
+	assert.Empty(t, f.s.DailyRequests())
+	for range 3 {
+		get(f.csv)
+	}
+	require.Len(t, warnings, 1, "the new day warns again")
+	assert.Contains(t, <-warnings, "request 3 of a limit of 2 on 2026-12-02")
+	// A request without a valid token authenticated no app: it counts on none.
+	f.c.get("/k/v1/records.json", "", url.Values{"app": {f.csv.ID}})
+	assert.Equal(t, []AppRequests{{AppID: f.csv.ID, Requests: 3, OverLimit: true}}, f.s.DailyRequests())
+}
+
+// sortedByRole orders the csv app before deals whatever their ids, for stable comparisons.
+func sortedByRole(f *fixture, in []AppRequests) []AppRequests {
+	out := append([]AppRequests(nil), in...)
+	rank := func(id string) int {
+		if id == f.csv.ID {
+			return 0
+		}
+		return 1
+	}
+	sort.SliceStable(out, func(i, j int) bool { return rank(out[i].AppID) < rank(out[j].AppID) })
+	return out
+}
+
+// warnLines hands each warning the emulator writes to the test (one Write per line).
+type warnLines chan string
+
+func (w warnLines) Write(p []byte) (int, error) {
+	w <- string(p)
+	return len(p), nil
 }
 
 func TestMiscErrorPaths(t *testing.T) {

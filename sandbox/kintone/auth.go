@@ -71,6 +71,14 @@ func (c *reqCtx) resolveTokens() (map[*app]grant, *apiError) {
 		}
 		out[g.a] = g
 	}
+	if !c.counted {
+		// A request counts once on every app whose token authenticated it (a bulk request,
+		// or one sent with several apps' tokens, on each of them).
+		c.counted = true
+		for a := range out {
+			c.s.daily.count(a.id(), a.schema.Role)
+		}
+	}
 	return out, nil
 }
 

@@ -22,6 +22,7 @@ type reqCtx struct {
 	params  map[string]any
 	tokens  []string
 	arrival map[*app]uint64
+	counted bool // the request was counted on its apps' daily requests
 }
 
 type handlerFunc func(c *reqCtx) (any, *apiError)
@@ -34,12 +35,17 @@ const maxURLLength = 8192
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n := s.running.Add(1)
 	defer s.running.Add(-1)
-	w.Header().Set("X-ConcurrencyLimit-Limit", strconv.Itoa(concurrencyLimit))
+	w.Header().Set("X-ConcurrencyLimit-Limit", strconv.FormatInt(s.limit, 10))
 	w.Header().Set("X-ConcurrencyLimit-Running", strconv.FormatInt(n, 10))
-	if n > concurrencyLimit {
+	if n > s.limit {
+		// Refused on arrival: nothing of the request is read or done, so a client may send
+		// it again, write or not.
 		w.Header().Set("X-Cybozu-Error", "GAIA_TO04")
 		writeError(w, errTooManyRequests())
 		return
+	}
+	if s.admitted != nil {
+		s.admitted()
 	}
 	if len(r.RequestURI) > maxURLLength {
 		http.Error(w, "Request URL Too Large", http.StatusRequestURITooLong)

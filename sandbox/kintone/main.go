@@ -31,6 +31,12 @@ flags:
                         list; for rehearsing flowtest run --target live (flowtest rehearse)
   --latency role=dur    fixed delay per request on an app (repeatable, or comma-separated)
   --race-da02           racing revision-checked updates fail with 400 GAIA_DA02
+  --concurrency-limit n requests in flight before the next gets 429 GAIA_TO04 (default 100,
+                        kintone's per-domain limit)
+  --daily-request-limit n
+                        kintone's per-app daily request limit (10000 standard plan); past it
+                        one warning line per app and day on stderr (kintone e-mails a
+                        warning and keeps serving, so does the emulator); default 0: none
   --plain-http          serve http:// (real kintone is https-only; default is https)
   --exit-on-stdin-eof   shut down when stdin reaches end of file: started with a pipe from its
                         parent as stdin, the emulator ends with the parent however the parent
@@ -86,6 +92,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.Var(lat, "latency", "role=duration")
 	fl.BoolVar(&opts.RaceDA02, "race-da02", false, "GAIA_DA02 for racing updates")
 	fl.BoolVar(&opts.PlainHTTP, "plain-http", false, "serve http")
+	fl.IntVar(&opts.ConcurrencyLimit, "concurrency-limit", defaultConcurrencyLimit, "requests in flight before 429 GAIA_TO04")
+	fl.Int64Var(&opts.DailyRequestLimit, "daily-request-limit", 0, "per-app daily request limit (0: none)")
 	exitOnEOF := fl.Bool("exit-on-stdin-eof", false, "shut down when stdin reaches end of file")
 	if err := fl.Parse(args); err != nil {
 		return 2
@@ -106,6 +114,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "flowsandbox kintone serve: unexpected arguments %q\n", fl.Args())
 		return 2
 	}
+	if opts.ConcurrencyLimit < 1 || opts.DailyRequestLimit < 0 {
+		fmt.Fprintln(stderr, "flowsandbox kintone serve: --concurrency-limit must be at least 1 and --daily-request-limit at least 0")
+		return 2
+	}
+	opts.Warnings = stderr
 	if operatorDir != "" && opts.PlainHTTP {
 		fmt.Fprintln(stderr, "flowsandbox kintone serve: --operator-env needs https (live mode refuses http): drop --plain-http")
 		return 2

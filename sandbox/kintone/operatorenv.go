@@ -186,6 +186,9 @@ func (s *Server) WriteOperatorEnv(dir string, o OperatorEnvOptions) error {
 				"KSQL_FLOW_TEST_CSV1": map[string]string{"appId": ids["csv"], "token": "env:KSQL_CSV1_TARGET_API_TOKEN"},
 			},
 			"logApp": map[string]string{"name": "JOB_LOG", "appId": ids["log"], "token": "env:KSQL_E2E_TOKEN_LOGS"},
+			// An operator of a shared tenant lets kSQL-Flow back off on kintone's 429 (the
+			// emulator answers it under --concurrency-limit); without this key it sends once.
+			"retry": operatorRetry,
 		}},
 	}, "", "  ")
 	if err != nil {
@@ -214,3 +217,7 @@ func (s *Server) WriteOperatorEnv(dir string, o OperatorEnvOptions) error {
 	}
 	return nil
 }
+
+// operatorRetry is the kSQL-Flow retry policy of the operator's config: the shared client's
+// default backoff (kintoneapi.DefaultRetry) in the config's words.
+var operatorRetry = map[string]any{"maxAttempts": 8, "initialDelayMs": 250, "maxDelayMs": 8000, "respectRetryAfter": true}

@@ -145,6 +145,7 @@ func TestOperatorEnvWritesTheLiveSetup(t *testing.T) {
 			BaseURL string                       `json:"baseUrl"`
 			Apps    map[string]map[string]string `json:"apps"`
 			LogApp  map[string]string            `json:"logApp"`
+			Retry   map[string]any               `json:"retry"`
 		} `json:"profiles"`
 	}
 	require.NoError(t, json.Unmarshal(data, &cfg))
@@ -154,6 +155,8 @@ func TestOperatorEnvWritesTheLiveSetup(t *testing.T) {
 	assert.Equal(t, ids["customers"], p.Apps["顧客管理"]["appId"])
 	assert.Equal(t, ids["deals"], p.Apps["案件管理"]["appId"])
 	assert.Equal(t, ids["csv"], p.Apps["KSQL_FLOW_TEST_CSV1"]["appId"])
+	assert.Equal(t, map[string]any{"maxAttempts": 8.0, "initialDelayMs": 250.0, "maxDelayMs": 8000.0, "respectRetryAfter": true}, p.Retry,
+		"kSQL-Flow backs off on 429 like the shared client")
 	refs := regexp.MustCompile(`"env:([A-Z0-9_]+)"`).FindAllStringSubmatch(string(data), -1)
 	assert.Len(t, refs, 4)
 	for _, r := range refs {

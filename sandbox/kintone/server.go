@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -25,6 +26,15 @@ type Options struct {
 	DataDir   string                   // load records on start, save them on Close ("" = in memory only)
 	Latency   map[string]time.Duration // app role -> fixed delay added to every request on that app
 	RaceDA02  bool                     // racing revision-checked updates fail with 400 GAIA_DA02 instead of 409 GAIA_CO02
+	// ConcurrencyLimit is how many requests may be in flight before the next is answered
+	// 429 GAIA_TO04 (kintone: 100 per domain, the default when <= 0).
+	ConcurrencyLimit int
+	// DailyRequestLimit is kintone's per-app daily request limit (10,000 on the standard
+	// plan); past it a warning goes to Warnings, once per app and day, and requests are
+	// still served, as kintone does. 0: no limit (requests are still counted).
+	DailyRequestLimit int64
+	// Warnings receives the daily-limit warnings (nil: discarded).
+	Warnings io.Writer
 }
 
 // AppInfo describes one emulated app: its role, name, id and tokens by permission set.
@@ -45,6 +55,11 @@ type Server struct {
 	cursors *cursorStore
 	now     func() time.Time
 	hooks   writeHooks // test-only pauses in the write path; zero outside tests
+	// admitted, set only by tests, runs for every request admitted under the concurrency
+	// limit before it is served, so a test can hold requests in flight without timing.
+	admitted func()
+	daily    *dailyRequests
+	limit    int64 // the concurrency limit
 
 	ln      net.Listener
 	srv     *http.Server
@@ -56,9 +71,6 @@ type Server struct {
 	closeOnce sync.Once
 	closeErr  error
 }
-
-// Concurrency limit per domain on kintone: the 101st concurrent request gets 429 GAIA_TO04.
-const concurrencyLimit = 100
 
 const adminCode = "Administrator"
 
@@ -80,7 +92,14 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("start kintone emulator: %w", err)
 	}
 	s := &Server{opts: opts, byID: map[string]*app{}, grants: map[string]grant{},
-		files: newFileStore(), cursors: newCursorStore(), now: time.Now}
+		files: newFileStore(), cursors: newCursorStore(), now: time.Now, limit: defaultConcurrencyLimit}
+	if opts.ConcurrencyLimit > 0 {
+		s.limit = int64(opts.ConcurrencyLimit)
+	}
+	if opts.DailyRequestLimit < 0 {
+		return nil, fmt.Errorf("start kintone emulator: negative daily request limit %d", opts.DailyRequestLimit)
+	}
+	s.daily = newDailyRequests(opts.DailyRequestLimit, opts.Warnings, func() time.Time { return s.now() })
 	for _, sc := range schemas {
 		a := newApp(sc)
 		a.latency = opts.Latency[sc.Role]

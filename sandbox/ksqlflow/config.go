@@ -48,8 +48,9 @@ type Limits struct {
 	BatchTimeoutSec int `json:"batchTimeoutSec"`
 }
 
-// Retry is reported by describe-profile; the sandbox does not retry reads (a failed read
-// fails the job), which is the fail-closed reading of the contract.
+// Retry is reported by describe-profile and is how the kintone client answers 429 (sent
+// again up to maxAttempts times in all, kintoneapi.Retry); any other failed read fails the
+// job, which is the fail-closed reading of the contract.
 type Retry struct {
 	MaxAttempts       int  `json:"maxAttempts"`
 	InitialDelayMs    int  `json:"initialDelayMs"`

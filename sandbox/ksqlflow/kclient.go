@@ -69,6 +69,11 @@ func newConn(p *Profile, logical []string, withLog bool) (*conn, error) {
 		tokens[p.LogApp.AppID] = tok
 	}
 	c.kc = kintoneapi.New(p.BaseURL, hc, tokens)
+	// kSQL-Flow answers kintone's 429 by its profile's retry policy (describe-profile's
+	// retry), not by the shared client's default: maxAttempts 1 sends once.
+	c.kc.Retry = kintoneapi.Retry{MaxAttempts: p.Retry.MaxAttempts,
+		Initial: time.Duration(p.Retry.InitialDelayMs) * time.Millisecond, Max: time.Duration(p.Retry.MaxDelayMs) * time.Millisecond,
+		IgnoreRetryAfter: !p.Retry.RespectRetryAfter}
 	return c, nil
 }
 
