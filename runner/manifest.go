@@ -30,6 +30,9 @@ type Entry struct {
 	Needs Needs `yaml:"needs"`
 	// Limits says what the scenario cannot show or where it differs from the original.
 	Limits string `yaml:"limits"`
+	// Extended: the entry's series is one of the manifest's extended series (beyond the
+	// acceptance scenarios of the product's release list); set by ParseManifest.
+	Extended bool `yaml:"-"`
 }
 
 // Tags are the tags an entry implies: @<id>, @<series>, @acc-<n>. A feature file carries
@@ -45,8 +48,24 @@ func (e Entry) Tags() []string {
 
 // Manifest is the run order.
 type Manifest struct {
-	SchemaVersion int     `yaml:"schema_version"`
-	Scenarios     []Entry `yaml:"scenarios"`
+	SchemaVersion int `yaml:"schema_version"`
+	// Extended names the series that are not acceptance scenarios of the product's release
+	// list but flowtest's own extended scenarios (faults and orders the original could only
+	// unit-test). They run after every acceptance scenario, and list, records and gates show
+	// them apart.
+	Extended  []string `yaml:"extended"`
+	Scenarios []Entry  `yaml:"scenarios"`
+}
+
+// Acceptance counts the manifest's acceptance scenarios (those not in an extended series).
+func (m *Manifest) Acceptance() int {
+	n := 0
+	for _, e := range m.Scenarios {
+		if !e.Extended {
+			n++
+		}
+	}
+	return n
 }
 
 var (
@@ -57,7 +76,7 @@ var (
 
 // The keys the manifest may hold; anything else is a typo that would otherwise be dropped.
 var (
-	manifestKeys = []string{"schema_version", "scenarios"}
+	manifestKeys = []string{"schema_version", "extended", "scenarios"}
 	entryKeys    = []string{"id", "series", "acceptance", "needs", "limits"}
 )
 
@@ -175,6 +194,29 @@ func ParseManifest(name string, data []byte) (*Manifest, error) {
 				return nil, at(line("acceptance"), "scenario %s: acceptance %q listed twice", e.ID, a)
 			}
 			accs[a] = true
+		}
+	}
+	extended := map[string]bool{}
+	for _, x := range m.Extended {
+		l := keyLine(root, "extended")
+		switch _, ok := series[x]; {
+		case !ok:
+			return nil, at(l, "extended series %q has no scenario in the manifest", x)
+		case extended[x]:
+			return nil, at(l, "extended series %q listed twice", x)
+		}
+		extended[x] = true
+	}
+	lastAcceptance := -1
+	for i := range m.Scenarios {
+		m.Scenarios[i].Extended = extended[m.Scenarios[i].Series]
+		if !m.Scenarios[i].Extended {
+			lastAcceptance = i
+		}
+	}
+	for i := 0; i < lastAcceptance; i++ {
+		if e := m.Scenarios[i]; e.Extended {
+			return nil, at(keyLine(scen.Content[i], "id"), "scenario %s of the extended series %s comes before the acceptance scenario %s: extended series run after every acceptance scenario", e.ID, e.Series, m.Scenarios[lastAcceptance].ID)
 		}
 	}
 	// @<id> and @<series> share one tag space: an id that is also a series would make its

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -50,4 +51,22 @@ scenarios:
 	require.Len(t, pass.Steps, 2, "only its own row ran")
 	assert.Equal(t, "When a step that passes", pass.Steps[1].Text)
 	assert.Equal(t, "passed", pass.Steps[1].Status)
+}
+
+// The extended series are marked on their entries and listed apart from the acceptance
+// scenarios.
+func TestExtendedSeriesAreListedApart(t *testing.T) {
+	m, err := ParseManifest("m.yaml", []byte("schema_version: 1\nextended: [x]\nscenarios:\n  - {id: a, series: s}\n  - {id: b, series: x}\n"))
+	require.NoError(t, err)
+	assert.False(t, m.Scenarios[0].Extended)
+	assert.True(t, m.Scenarios[1].Extended)
+	assert.Equal(t, 1, m.Acceptance())
+	var out strings.Builder
+	WriteList(&out, Plan(m, nil, Selection{GOOS: "linux"}))
+	text := out.String()
+	head, tail, ok := strings.Cut(text, "Extended series")
+	require.True(t, ok, text)
+	assert.Regexp(t, `(?m)^1\s+a\s+s\s`, head)
+	assert.NotContains(t, head, " b ")
+	assert.Regexp(t, `(?m)^2\s+b\s+x\s`, tail)
 }

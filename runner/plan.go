@@ -111,9 +111,18 @@ func (it Item) Filtered() bool {
 func WriteList(w io.Writer, items []Item) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tID\tSERIES\tACCEPTANCE\tNEEDS\tTAGS\tFEATURE\tLIMITS")
+	apart := false
 	for i, it := range items {
 		if it.Filtered() {
 			continue
+		}
+		if it.Extended && !apart {
+			// The extended series are not acceptance scenarios: a table of their own.
+			apart = true
+			tw.Flush()
+			fmt.Fprintln(w, "\nExtended series (beyond the acceptance scenarios; not required by the full gate):")
+			tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "#\tID\tSERIES\tACCEPTANCE\tNEEDS\tTAGS\tFEATURE\tLIMITS")
 		}
 		feature := "no (not implemented)"
 		if it.Feature != nil {
