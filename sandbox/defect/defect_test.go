@@ -112,7 +112,8 @@ func TestShippedBuildHasEveryDefectOff(t *testing.T) {
 		ImportReadsFirstChunk, ExportHeaderUppercase, ResumeSkipsInputDigest,
 		StaleLockTakenOver,
 		AttemptFinishedAtRoundedUp, ScheduledPeriodInUtc,
-		HoldPolledDuringNode, ExportSjisIbmCodes}
+		HoldPolledDuringNode, ExportSjisIbmCodes,
+		RecordJobUnlockAcceptsForeignJobKey}
 	for _, on := range switches {
 		assert.False(t, on)
 	}
