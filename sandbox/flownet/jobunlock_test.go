@@ -39,15 +39,15 @@ func (s *sandbox) putUnlockRun(runID, profile string, jobs map[string]string) {
 	_, _, err := s.admin.AddRecord(ctx, s.apps["state"].ID, kintoneapi.Values(run))
 	require.NoError(s.t, err)
 	for node, job := range jobs {
-		s.putNodeState(runID, node, job, "STATE:"+runID+"/"+node)
+		s.putNodeState(runID, node, job, "STATE:"+runID+"/"+node, StatusUnknown)
 	}
 }
 
-func (s *sandbox) putNodeState(runID, node, job, key string) {
+func (s *sandbox) putNodeState(runID, node, job, key, status string) {
 	s.t.Helper()
 	_, _, err := s.admin.AddRecord(context.Background(), s.apps["state"].ID, kintoneapi.Values(map[string]any{
 		"record_key": key, "record_type": "NODE_STATE", "run_id": runID, "node_id": node, "job_id": job,
-		"node_state_key": key, "status": StatusUnknown, "idempotent": "true", "revision": 3}))
+		"node_state_key": key, "status": status, "idempotent": "true", "revision": 3}))
 	require.NoError(s.t, err)
 }
 
@@ -199,7 +199,7 @@ func TestRecordJobUnlockRefusesAForeignJobKey(t *testing.T) {
 func TestRecordJobUnlockRefusalsWriteNothing(t *testing.T) {
 	s := newSandbox(t, nil).operator()
 	s.putUnlockRun(unlockRunID, testProfile, map[string]string{"n1_extract": unlockJobN1})
-	s.putNodeState(unlockRunID, "n1_extract", unlockJobN1, "STATE:duplicate")
+	s.putNodeState(unlockRunID, "n1_extract", unlockJobN1, "STATE:duplicate", StatusUnknown)
 	s.putUnlockRun("netrun_noprofile", "", map[string]string{"n1_extract": unlockJobN1})
 	s.putUnlockRun("netrun_other", testProfile, map[string]string{"n1_extract": unlockJobN1})
 	result := func(body string) string {
