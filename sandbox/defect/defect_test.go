@@ -113,7 +113,8 @@ func TestShippedBuildHasEveryDefectOff(t *testing.T) {
 		StaleLockTakenOver,
 		AttemptFinishedAtRoundedUp, ScheduledPeriodInUtc,
 		HoldPolledDuringNode, ExportSjisIbmCodes,
-		ArchiveAuditFailureRecorded, ArchiveLostResponseNotReread, ArchiveAuditResponseNotCompared, GaiaDa02NotFolded}
+		ArchiveAuditFailureRecorded, ArchiveLostResponseNotReread, ArchiveAuditResponseNotCompared, GaiaDa02NotFolded,
+		RecordJobUnlockAcceptsForeignJobKey}
 	for _, on := range switches {
 		assert.False(t, on)
 	}

@@ -20,9 +20,10 @@
 //	resolve-node --run-id <id> --node-id <id> --to SUCCESS|FAILED|CANCELLED --reason-file <path>
 //	            --evidence-ref <ref> --stop-confirmed-by <who> --stop-evidence-ref <ref>
 //	            [--approved-by <who>] [--manual-completion | --compensation]
+//	record-job-unlock --result-file <path> --run-id <id> --node-id <id> --reason-file <path>
+//	            --evidence-ref <ref> --stop-confirmed-by <who>
 //
-// archive-run and record-job-unlock are later issues; each is one more entry in the commands
-// map with the same signature and reuses store, networkLock, execution and the status builder.
+// Each command is one entry in the commands map (main.go) with the same signature.
 //
 // # Environment
 //
@@ -39,7 +40,8 @@
 // (LOCK:<N1>, released to LOCKDONE:<hash>), CANCEL_REQUEST (CANCEL:<run_id>, cancel-run).
 // Audit app: RUN_INVOCATION (INV:<invocation_id>), NODE_ATTEMPT (ATT:<attempt_id>),
 // ATTEMPT_RESOLUTION (RES:<hash>, resolve-node), OPERATION_AUDIT (OP:<event_id>) for
-// reconciliation repairs and force releases (net_unlock_<uuid>). Field codes are those of
+// reconciliation repairs, force releases (net_unlock_<uuid>) and recorded job-lock
+// recoveries (job_unlock_<uuid>, record-job-unlock; its decisions are in jobunlock.go). Field codes are those of
 // sandbox/kintone/apps/{state,audit}.json (product-contract §4).
 //
 // # Decisions where the contract is silent

@@ -9,8 +9,7 @@ import (
 
 const version = "0.1.0-sandbox"
 
-// commands maps a command name to its implementation. archive-run and record-job-unlock
-// are added by later issues with the same signature.
+// commands maps a command name to its implementation.
 var commands = map[string]func(c *cli, args []string) int{
 	"validate":             (*cli).validate,
 	"plan":                 (*cli).plan,
@@ -20,6 +19,7 @@ var commands = map[string]func(c *cli, args []string) int{
 	"archive-run":          (*cli).archiveRun,
 	"force-unlock-network": (*cli).forceUnlockNetwork,
 	"resolve-node":         (*cli).resolveNode,
+	"record-job-unlock":    (*cli).recordJobUnlock,
 	"poll-requests":        (*cli).pollRequests,
 }
 
@@ -44,6 +44,9 @@ Commands:
       --reason-file <path> --evidence-ref <ref> --stop-confirmed-by <who>
       --stop-evidence-ref <ref> [--approved-by <who>] [--manual-completion | --compensation]
                                         settle an UNKNOWN or non-idempotent FAILED node
+  record-job-unlock --result-file <path> --run-id <id> --node-id <id> --reason-file <path>
+      --evidence-ref <ref> --stop-confirmed-by <who>
+                                        audit a kSQL-Flow job-lock recovery (LOCK_RECOVERY_RESULT)
   archive-run <network> --run-id <id> --reason-file <path> [--profile <p>]
                                         archive (CLOSE) a FAILED or CANCELLED Run
   poll-requests [--check]               claim and run operation requests once (cron)
