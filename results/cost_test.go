@@ -32,3 +32,18 @@ func TestComputeRunnerCostWithoutSetups(t *testing.T) {
 	assert.Zero(t, c.SetupP95MS)
 	assert.Empty(t, c.SlowestSetups)
 }
+
+// The one-line count says how many of the scenarios are extended ones, when any are.
+func TestTotalsTextSaysWhatIsExtended(t *testing.T) {
+	sums := []ScenarioSummary{{ID: "a", Status: StatusPassed}, {ID: "x", Status: StatusFailed, Extended: true}}
+	tot := ComputeTotals(sums)
+	if tot.Extended != 1 {
+		t.Fatalf("extended = %d, want 1", tot.Extended)
+	}
+	if got, want := TotalsText(tot), "1 passed, 1 failed, 0 not run, of 2 (1 acceptance, 1 extended)"; got != want {
+		t.Errorf("TotalsText = %q, want %q", got, want)
+	}
+	if got, want := TotalsText(ComputeTotals(sums[:1])), "1 passed, 0 failed, 0 not run, of 1"; got != want {
+		t.Errorf("TotalsText = %q, want %q", got, want)
+	}
+}

@@ -50,15 +50,17 @@ const TailLimit = 8 << 10
 
 // Scenario is the record of one scenario, written as soon as the scenario ends.
 type Scenario struct {
-	SchemaVersion int      `json:"schema_version"`
-	ID            string   `json:"id"`
-	Name          string   `json:"name,omitempty"` // scenario title from the feature file
-	Feature       string   `json:"feature"`        // feature name
-	FeatureFile   string   `json:"feature_file,omitempty"`
-	Line          int      `json:"line,omitempty"`
-	Series        string   `json:"series"`
-	Tags          []string `json:"tags"`
-	Status        string   `json:"status"` // passed|failed|blocked|interrupted|not-run
+	SchemaVersion int    `json:"schema_version"`
+	ID            string `json:"id"`
+	Name          string `json:"name,omitempty"` // scenario title from the feature file
+	Feature       string `json:"feature"`        // feature name
+	FeatureFile   string `json:"feature_file,omitempty"`
+	Line          int    `json:"line,omitempty"`
+	Series        string `json:"series"`
+	// Extended: one of flowtest's extended scenarios, not of the 43 acceptance scenarios.
+	Extended bool     `json:"extended,omitempty"`
+	Tags     []string `json:"tags"`
+	Status   string   `json:"status"` // passed|failed|blocked|interrupted|not-run
 	// Reason says why a scenario was not run, or summarises a failure. It is the runner's
 	// own text; the JSON name is status_reason so that `reason` keys can be treated as
 	// request reason bodies (never stored) everywhere.
@@ -286,6 +288,7 @@ type ScenarioSummary struct {
 	Name           string   `json:"name,omitempty"`
 	Feature        string   `json:"feature"`
 	Series         string   `json:"series"`
+	Extended       bool     `json:"extended,omitempty"`
 	Tags           []string `json:"tags"`
 	Status         string   `json:"status"`
 	Reason         string   `json:"status_reason,omitempty"`
@@ -304,6 +307,8 @@ type Totals struct {
 	Interrupted int   `json:"interrupted"`
 	NotRun      int   `json:"not_run"`
 	DurationMS  int64 `json:"duration_ms"`
+	// Extended counts the scenarios of the total that are extended, not acceptance, ones.
+	Extended int `json:"extended,omitempty"`
 }
 
 // EvidenceRow is one line of the acceptance record's evidence table.
@@ -318,7 +323,7 @@ type EvidenceRow struct {
 // Summarize builds the run.json row for a scenario; file is its path relative to the archive.
 func Summarize(s *Scenario, file string) ScenarioSummary {
 	return ScenarioSummary{
-		ID: s.ID, Name: s.Name, Feature: s.Feature, Series: s.Series, Tags: append([]string(nil), s.Tags...),
+		ID: s.ID, Name: s.Name, Feature: s.Feature, Series: s.Series, Extended: s.Extended, Tags: append([]string(nil), s.Tags...),
 		Status: s.Status, Reason: s.Reason, DurationMS: s.DurationMS, SetupMS: s.SetupMS, File: file,
 	}
 }
@@ -329,6 +334,9 @@ func ComputeTotals(sums []ScenarioSummary) Totals {
 	for _, s := range sums {
 		t.Total++
 		t.DurationMS += s.DurationMS
+		if s.Extended {
+			t.Extended++
+		}
 		switch s.Status {
 		case StatusPassed:
 			t.Passed++

@@ -51,7 +51,11 @@ func TotalsText(t Totals) string {
 		parts = append(parts, fmt.Sprintf("%d interrupted", t.Interrupted))
 	}
 	parts = append(parts, fmt.Sprintf("%d not run", t.NotRun))
-	return strings.Join(parts, ", ") + fmt.Sprintf(", of %d", t.Total)
+	of := fmt.Sprintf(", of %d", t.Total)
+	if t.Extended > 0 {
+		of += fmt.Sprintf(" (%d acceptance, %d extended)", t.Total-t.Extended, t.Extended)
+	}
+	return strings.Join(parts, ", ") + of
 }
 
 func notRunText(cat string) string {

@@ -281,6 +281,7 @@ func notRun(it Item, reason string) *results.Scenario {
 		SchemaVersion: results.SchemaVersion,
 		ID:            it.ID,
 		Series:        it.Series,
+		Extended:      it.Extended,
 		Tags:          it.Tags(),
 		Status:        results.StatusNotRun,
 		Reason:        reason,
@@ -305,6 +306,7 @@ func runOne(parent context.Context, o Options, rs *runState, it Item) (rec *resu
 		SchemaVersion: results.SchemaVersion,
 		ID:            it.ID,
 		Series:        it.Series,
+		Extended:      it.Extended,
 		Tags:          it.Feature.Tags,
 		Start:         start,
 	}
