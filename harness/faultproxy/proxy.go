@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -92,6 +93,8 @@ type Proxy struct {
 
 	ctlMu sync.Mutex
 	ctl   *controlWatcher
+
+	gate atomic.Pointer[gateBox] // SetGate (gate.go); nil: no gate
 
 	mu           sync.Mutex
 	mode         Mode

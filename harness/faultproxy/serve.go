@@ -87,6 +87,24 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		drop(w)
 		return
 	}
+	if g := gateOf(&p.gate); g != nil { // one atomic load when no gate is installed
+		p.mu.Unlock() // a gate may hold the request for long
+		done, err := g.Begin(r.Context(), view.gateRequest(entry.App, entry.RecordID, entry.Fields, entry.Heartbeat))
+		if err != nil {
+			entry.Error = "gate: " + err.Error()
+			p.logTraffic(entry, start)
+			drop(w)
+			return
+		}
+		defer func() {
+			status := entry.Status
+			if entry.Error != "" {
+				status = 0
+			}
+			done(status)
+		}()
+		p.mu.Lock()
+	}
 	befores, afters := p.matchLocked(view)
 	var take *faultTake
 	if len(p.faults)+len(p.fileFaults) > 0 { // no fault armed: no fault matching at all
