@@ -23,6 +23,8 @@ type Gate interface {
 // itself, which the gate may use to relate writes but should not put in a signature).
 type GateRequest struct {
 	Method string // as sent
+	// MethodOverride is the X-HTTP-Method-Override header: a POST carrying GET is a read.
+	MethodOverride string
 	Path   string
 	App    string // the body's "app", else the query's
 	// RecordID is the body's top-level "id" (or the query's, for a body-less request).
@@ -97,6 +99,11 @@ func (v *requestView) gateRequest(app, id string, fields []string, heartbeat boo
 		}
 	}
 	return r
+}
+
+// IsWrite: anything but a GET, and but a POST that kintone runs as a GET.
+func (r GateRequest) IsWrite() bool {
+	return r.Method != "GET" && r.Method != "HEAD" && !(r.Method == "POST" && strings.EqualFold(r.MethodOverride, "GET"))
 }
 
 // fieldValue is the string value of a kintone field object {"value": …} ("" otherwise).

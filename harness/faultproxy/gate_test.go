@@ -92,3 +92,11 @@ func TestGateRequestNamesABulkWriteByItsFirstRecord(t *testing.T) {
 	assert.Equal(t, "NODE_STATE", r.RecordType)
 	assert.Equal(t, "", r.Revision)
 }
+
+func TestGateRequestIsWrite(t *testing.T) {
+	assert.False(t, GateRequest{Method: "GET"}.IsWrite())
+	assert.False(t, GateRequest{Method: "POST", MethodOverride: "get"}.IsWrite(), "a long read sent as POST")
+	assert.True(t, GateRequest{Method: "POST"}.IsWrite())
+	assert.True(t, GateRequest{Method: "PUT"}.IsWrite())
+	assert.True(t, GateRequest{Method: "DELETE"}.IsWrite())
+}

@@ -89,7 +89,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if g := gateOf(&p.gate); g != nil { // one atomic load when no gate is installed
 		p.mu.Unlock() // a gate may hold the request for long
-		done, err := g.Begin(r.Context(), view.gateRequest(entry.App, entry.RecordID, entry.Fields, entry.Heartbeat))
+		gr := view.gateRequest(entry.App, entry.RecordID, entry.Fields, entry.Heartbeat)
+		gr.MethodOverride = r.Header.Get("X-HTTP-Method-Override")
+		done, err := g.Begin(r.Context(), gr)
 		if err != nil {
 			entry.Error = "gate: " + err.Error()
 			p.logTraffic(entry, start)

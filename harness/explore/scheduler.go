@@ -1,0 +1,440 @@
+package explore
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ksqlflow/flowtest/harness/faultproxy"
+	"github.com/ksqlflow/flowtest/harness/wait"
+)
+
+// The named waits of the scheduler (FLOWTEST_TIMEOUT_SCALE stretches them like every limit).
+var (
+	// Quiescence: a process that sent nothing and has nothing in flight for this long is
+	// taken to be waiting on the scheduler or done (a FlowNet step between two requests
+	// takes milliseconds; a loaded 2-core machine needs the room).
+	Quiescence = wait.Limit{Name: "ExploreQuiescence", Base: 400 * time.Millisecond, Interval: 10 * time.Millisecond, MaxInterval: 50 * time.Millisecond}
+	// QuiescenceLimit: the longest the scheduler waits for quiescence (or, replaying, for
+	// the write the schedule names next) with writes held; then it releases anyway and
+	// counts it as forced, so a process polling in a loop cannot stall a schedule.
+	QuiescenceLimit = wait.Limit{Name: "ExploreQuiescenceLimit", Base: 10 * time.Second, Interval: 10 * time.Millisecond, MaxInterval: 50 * time.Millisecond}
+)
+
+// ScheduledRoles are the app roles whose writes are scheduled; other writes pass.
+var ScheduledRoles = []string{"state", "audit", "request"}
+
+var recordsPath = regexp.MustCompile(`^/k/v1/(guest/\d+/)?records?\.json$`)
+
+// Config configures one schedule's scheduler.
+type Config struct {
+	// Roles maps app ids (as sent) to roles; writes to apps of ScheduledRoles are held.
+	Roles map[string]string
+	// Chooser picks the write to release at each step.
+	Chooser Chooser
+	// Window and Limit default to Quiescence and QuiescenceLimit at scale 1.
+	Window, Limit time.Duration
+}
+
+// Step is one released write of a schedule.
+type Step struct {
+	Sig Signature `json:"signature"`
+	// Enabled are the signatures of every write held when this one was chosen (sorted),
+	// so a strategy can tell which other orders were possible here.
+	Enabled []Signature `json:"enabled"`
+	Chosen  int         `json:"chosen"` // index into Enabled
+	// Forced: released without quiescence (QuiescenceLimit ran out), or without the
+	// write a replay named (Diverged).
+	Forced   bool `json:"forced,omitempty"`
+	Diverged bool `json:"diverged,omitempty"`
+	Status   int  `json:"status"` // kintone's answer; 0 when the request failed (or none came)
+	Write    int  `json:"write"`  // its index in Result.Writes
+}
+
+// Write is one scheduled write as it went: for the invariant checkers.
+type Write struct {
+	Seq      int `json:"seq"`
+	Sig      Signature
+	RecordID string `json:"record_id,omitempty"`
+	// RecordKey is the full key (scope-derived; relates writes within one run only).
+	RecordKey string `json:"record_key,omitempty"`
+	Revision  string `json:"revision,omitempty"`
+	Status    int    `json:"status"`
+	Released  time.Time
+	Answered  time.Time
+}
+
+// Candidate is a held write as a chooser sees it.
+type Candidate struct {
+	Sig Signature
+}
+
+// Chooser picks one of the candidates (sorted by signature, then arrival) at a step. prev
+// is the process of the previous release ("" at the first). It returns -1 to wait for a
+// write not held yet (a replay); when must is set (the wait ran out) it has to choose.
+type Chooser interface {
+	Choose(step int, cands []Candidate, prev string, must bool) int
+}
+
+// Scheduler orders the writes of one run of a scenario. Install Gate(name) on the proxy
+// of each scheduled process; Start runs the loop; Stop lets everything go and returns
+// what was released.
+type Scheduler struct {
+	cfg Config
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced at every event
+	procs   map[string]*procState
+	held    []*heldWrite
+	seq     int
+	steps   []Step
+	writes  []Write
+	stopped bool
+	done    chan struct{}
+}
+
+type procState struct {
+	inflight int       // requests admitted and not answered, held ones excluded
+	held     int       // writes held now
+	last     time.Time // last arrival or answer
+	exited   bool
+}
+
+type heldWrite struct {
+	seq     int
+	process string
+	sig     Signature
+	req     faultproxy.GateRequest
+	go_     chan bool // true: forward; false: drop (scheduler stopped is forward too)
+	answer  chan int
+	write   int // index in the history once released
+}
+
+// New makes a scheduler; nothing is held until a gate is installed and Start runs.
+func New(cfg Config) *Scheduler {
+	if cfg.Window <= 0 {
+		cfg.Window = Quiescence.Base
+	}
+	if cfg.Limit <= 0 {
+		cfg.Limit = QuiescenceLimit.Base
+	}
+	return &Scheduler{cfg: cfg, changed: make(chan struct{}), procs: map[string]*procState{}, done: make(chan struct{})}
+}
+
+// WithScale sets Window and Limit from the named limits at ctx's scale.
+func (c Config) WithScale(ctx context.Context) Config {
+	c.Window, c.Limit = Quiescence.In(ctx), QuiescenceLimit.In(ctx)
+	return c
+}
+
+func (s *Scheduler) signalLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// Gate is the gate for the proxy of the named process; the process counts as live from now.
+func (s *Scheduler) Gate(process string) faultproxy.Gate {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.procs[process] == nil {
+		s.procs[process] = &procState{last: time.Now()}
+	}
+	return gate{s, process}
+}
+
+// Exited marks a process as gone (it holds nothing and will send nothing).
+func (s *Scheduler) Exited(process string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.procs[process]; p != nil {
+		p.exited = true
+		s.signalLocked()
+	}
+}
+
+type gate struct {
+	s       *Scheduler
+	process string
+}
+
+func (g gate) Begin(ctx context.Context, r faultproxy.GateRequest) (func(int), error) {
+	return g.s.begin(ctx, g.process, r)
+}
+
+func (s *Scheduler) scheduled(r faultproxy.GateRequest) (string, bool) {
+	if !r.IsWrite() || !recordsPath.MatchString(r.Path) {
+		return "", false
+	}
+	role := s.cfg.Roles[r.App]
+	return role, slices.Contains(ScheduledRoles, role)
+}
+
+func (s *Scheduler) begin(ctx context.Context, process string, r faultproxy.GateRequest) (func(int), error) {
+	role, hold := s.scheduled(r)
+	s.mu.Lock()
+	p := s.procs[process]
+	p.last = time.Now()
+	if !hold || s.stopped {
+		p.inflight++
+		w := -1
+		if hold {
+			// Released without a choice (after Stop): still part of the history.
+			w = s.recordLocked(process, role, r)
+		}
+		s.signalLocked()
+		s.mu.Unlock()
+		return s.answerFunc(process, w, nil), nil
+	}
+	h := &heldWrite{write: -1, seq: s.seq, process: process, sig: signatureOf(process, role, r), req: r, go_: make(chan bool, 1), answer: make(chan int, 1)}
+	s.seq++
+	p.held++
+	s.held = append(s.held, h)
+	s.signalLocked()
+	s.mu.Unlock()
+
+	select {
+	case forward := <-h.go_:
+		if !forward {
+			return nil, errors.New("explore: the schedule ended")
+		}
+		return s.answerFunc(process, h.write, h.answer), nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		s.dropHeldLocked(h)
+		s.mu.Unlock()
+		return nil, ctx.Err()
+	}
+}
+
+// recordLocked adds a write to the history, released now, and returns its index.
+func (s *Scheduler) recordLocked(process, role string, r faultproxy.GateRequest) int {
+	s.writes = append(s.writes, Write{Seq: len(s.writes), Sig: signatureOf(process, role, r), RecordID: r.RecordID,
+		RecordKey: r.RecordKey, Revision: r.Revision, Released: time.Now()})
+	return len(s.writes) - 1
+}
+
+// answerFunc is the gate's done for a request of process; seq is its write's index (-1: a
+// request outside the history), answer the released write's channel to the loop.
+func (s *Scheduler) answerFunc(process string, seq int, answer chan int) func(int) {
+	return func(status int) {
+		s.mu.Lock()
+		p := s.procs[process]
+		p.inflight--
+		p.last = time.Now()
+		if seq >= 0 {
+			s.writes[seq].Status = status
+			s.writes[seq].Answered = time.Now()
+		}
+		s.signalLocked()
+		s.mu.Unlock()
+		if answer != nil {
+			answer <- status
+		}
+	}
+}
+
+func (s *Scheduler) dropHeldLocked(h *heldWrite) {
+	if i := slices.Index(s.held, h); i >= 0 {
+		s.held = slices.Delete(s.held, i, i+1)
+		s.procs[h.process].held--
+		s.signalLocked()
+	}
+}
+
+// quiescentLocked: writes are held and every process has one held, has exited, or has
+// nothing in flight and sent nothing for the window. until is when that could next change
+// by time alone (zero: only an event can change it).
+func (s *Scheduler) quiescentLocked(now time.Time) (bool, time.Time) {
+	if len(s.held) == 0 {
+		return false, time.Time{}
+	}
+	var until time.Time
+	quiet := true
+	for _, p := range s.procs {
+		switch {
+		case p.held > 0 || p.exited:
+		case p.inflight > 0:
+			quiet = false
+		case now.Sub(p.last) < s.cfg.Window:
+			quiet = false
+			if t := p.last.Add(s.cfg.Window); until.IsZero() || t.Before(until) {
+				until = t
+			}
+		}
+	}
+	return quiet, until
+}
+
+// candidatesLocked are the held writes in a stable order: signature, then arrival.
+func (s *Scheduler) candidatesLocked() []*heldWrite {
+	hs := slices.Clone(s.held)
+	slices.SortStableFunc(hs, func(a, b *heldWrite) int {
+		if c := compareStrings(a.sig.String(), b.sig.String()); c != 0 {
+			return c
+		}
+		return a.seq - b.seq
+	})
+	return hs
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Start runs the scheduling loop until Stop or ctx ends.
+func (s *Scheduler) Start(ctx context.Context) {
+	go func() {
+		defer close(s.done)
+		s.loop(ctx)
+	}()
+}
+
+func (s *Scheduler) loop(ctx context.Context) {
+	prev := ""
+	for step := 0; ; step++ {
+		h, st, ok := s.next(ctx, step, prev)
+		if !ok {
+			return
+		}
+		prev = h.process
+		s.mu.Lock()
+		h.write = s.recordLocked(h.process, h.sig.Role, h.req)
+		st.Write = h.write
+		// Recorded on release: the process may have its answer and exit (and the scenario
+		// stop the scheduler) before this loop hears of it.
+		s.steps = append(s.steps, st)
+		s.mu.Unlock()
+		h.go_ <- true
+		select {
+		case <-h.answer:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// next waits for quiescence and takes the write the chooser picks off the held list.
+func (s *Scheduler) next(ctx context.Context, step int, prev string) (*heldWrite, Step, bool) {
+	var firstHeld time.Time
+	chooserWaits := false
+	for {
+		s.mu.Lock()
+		if s.stopped {
+			s.mu.Unlock()
+			return nil, Step{}, false
+		}
+		now := time.Now()
+		if len(s.held) > 0 && firstHeld.IsZero() {
+			firstHeld = now
+		}
+		quiet, until := s.quiescentLocked(now)
+		late := !firstHeld.IsZero() && now.Sub(firstHeld) >= s.cfg.Limit
+		if quiet || late {
+			cands := s.candidatesLocked()
+			cs := make([]Candidate, len(cands))
+			for i, h := range cands {
+				cs[i] = Candidate{Sig: h.sig}
+			}
+			i := s.cfg.Chooser.Choose(step, cs, prev, late)
+			if i >= 0 && i < len(cands) {
+				h := cands[i]
+				s.dropHeldLocked(h)
+				st := Step{Sig: h.sig, Chosen: i, Forced: late && !quiet, Diverged: late && chooserWaits}
+				for _, c := range cs {
+					st.Enabled = append(st.Enabled, c.Sig)
+				}
+				s.mu.Unlock()
+				return h, st, true
+			}
+			// The chooser waits for a write not held yet: until the limit, then it must.
+			chooserWaits = true
+			if !late {
+				if t := firstHeld.Add(s.cfg.Limit); until.IsZero() || t.Before(until) {
+					until = t
+				}
+			}
+		} else if !firstHeld.IsZero() {
+			if t := firstHeld.Add(s.cfg.Limit); until.IsZero() || t.Before(until) {
+				until = t
+			}
+		}
+		changed := s.changed
+		s.mu.Unlock()
+		if !awaitChange(ctx, changed, now, until) {
+			return nil, Step{}, false
+		}
+	}
+}
+
+// awaitChange waits for an event, or for until (zero: no deadline); false when ctx ended.
+func awaitChange(ctx context.Context, changed <-chan struct{}, now, until time.Time) bool {
+	var timer <-chan time.Time
+	if !until.IsZero() {
+		t := time.NewTimer(max(until.Sub(now), time.Millisecond))
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case <-changed:
+	case <-timer:
+	case <-ctx.Done():
+		return false
+	}
+	return true
+}
+
+// Result is what one scheduled run released.
+type Result struct {
+	Steps  []Step  `json:"steps"`
+	Writes []Write `json:"writes"`
+	// Forced counts steps released without quiescence.
+	Forced int `json:"forced"`
+}
+
+// Schedule is the signatures of the released writes, in order.
+func (r Result) Schedule() []Signature {
+	out := make([]Signature, len(r.Steps))
+	for i, st := range r.Steps {
+		out[i] = st.Sig
+	}
+	return out
+}
+
+// Stop ends scheduling: every held write and every later one is forwarded at once (the
+// scenario's own cleanup must be able to write), and the result is returned.
+func (s *Scheduler) Stop() Result {
+	s.mu.Lock()
+	if !s.stopped {
+		s.stopped = true
+		for _, h := range s.held {
+			h.write = s.recordLocked(h.process, h.sig.Role, h.req)
+			s.procs[h.process].held--
+			h.go_ <- true
+		}
+		s.held = nil
+		s.signalLocked()
+	}
+	s.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := Result{Steps: slices.Clone(s.steps), Writes: slices.Clone(s.writes)}
+	for i, st := range r.Steps {
+		r.Steps[i].Status = r.Writes[st.Write].Status
+		if st.Forced || st.Diverged {
+			r.Forced++
+		}
+	}
+	return r
+}
+
+// Wait blocks until the loop has ended (after Stop or the end of Start's ctx).
+func (s *Scheduler) Wait() { <-s.done }
