@@ -62,9 +62,11 @@ type Write struct {
 	// RecordKey is the full key (scope-derived; relates writes within one run only).
 	RecordKey string `json:"record_key,omitempty"`
 	Revision  string `json:"revision,omitempty"`
-	Status    int    `json:"status"`
-	Released  time.Time
-	Answered  time.Time
+	// Values are the judged fields' values of the write (judgedFields), nothing else.
+	Values   map[string]string `json:"values,omitempty"`
+	Status   int               `json:"status"`
+	Released time.Time
+	Answered time.Time
 }
 
 // Candidate is a held write as a chooser sees it.
@@ -212,8 +214,25 @@ func (s *Scheduler) begin(ctx context.Context, process string, r faultproxy.Gate
 // recordLocked adds a write to the history, released now, and returns its index.
 func (s *Scheduler) recordLocked(process, role string, r faultproxy.GateRequest) int {
 	s.writes = append(s.writes, Write{Seq: len(s.writes), Sig: signatureOf(process, role, r), RecordID: r.RecordID,
-		RecordKey: r.RecordKey, Revision: r.Revision, Released: time.Now()})
+		RecordKey: r.RecordKey, Revision: r.Revision, Values: judged(r.Values), Released: time.Now()})
 	return len(s.writes) - 1
+}
+
+// judgedFields are the fields whose values the invariant checkers read: identities and
+// states, never a reason, a message or a token.
+var judgedFields = []string{"run_id", "status", "lifecycle_status", "request_state", "result_code", "claimed_at", "record_type"}
+
+func judged(values map[string]string) map[string]string {
+	var out map[string]string
+	for _, f := range judgedFields {
+		if v, ok := values[f]; ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[f] = v
+		}
+	}
+	return out
 }
 
 // answerFunc is the gate's done for a request of process; seq is its write's index (-1: a

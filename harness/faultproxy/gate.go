@@ -40,6 +40,10 @@ type GateRequest struct {
 	Revision string
 	// Heartbeat: a PUT whose record has heartbeat_at.
 	Heartbeat bool
+	// Values are the single values (string or number) of the fields under record, for a
+	// gate that judges what a write did (a run's status, a request's state). Unlike the
+	// traffic log, a gate is in-process and writes nothing; it must not log these.
+	Values map[string]string
 }
 
 // gateBox holds the installed gate; an atomic pointer keeps the pass path at one load
@@ -72,6 +76,14 @@ func (v *requestView) gateRequest(app, id string, fields []string, heartbeat boo
 	}
 	if raw, ok := v.obj["revision"]; ok {
 		r.Revision, _ = scalar(raw)
+	}
+	for k, raw := range v.record {
+		if val := fieldValue(raw); val != "" {
+			if r.Values == nil {
+				r.Values = map[string]string{}
+			}
+			r.Values[k] = val
+		}
 	}
 	r.RecordKey = fieldValue(v.record["record_key"])
 	r.RecordType = fieldValue(v.record["record_type"])

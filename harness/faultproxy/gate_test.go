@@ -51,7 +51,8 @@ func TestGateHoldsAWriteUntilReleasedAndReportsItsAnswer(t *testing.T) {
 		`{"app":3,"updateKey":{"field":"record_key","value":"LOCK:abc"},"revision":"7","record":{"heartbeat_at":{"value":"x"},"record_type":{"value":"NETWORK_LOCK"}}}`, nil)
 	got := <-g.arrived
 	assert.Equal(t, GateRequest{Method: "PUT", Path: "/k/v1/record.json", App: "3", Fields: []string{"heartbeat_at", "record_type"},
-		RecordKey: "LOCK:abc", RecordType: "NETWORK_LOCK", UpdateKey: "record_key", Revision: "7", Heartbeat: true}, got)
+		RecordKey: "LOCK:abc", RecordType: "NETWORK_LOCK", UpdateKey: "record_key", Revision: "7", Heartbeat: true,
+		Values: map[string]string{"heartbeat_at": "x", "record_type": "NETWORK_LOCK"}}, got)
 	assert.Equal(t, 1, u.hitCount(), "the held write has not reached the upstream")
 	g.release <- nil
 	require.Equal(t, 200, recv(t, ch).status)
