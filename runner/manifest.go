@@ -30,9 +30,18 @@ type Entry struct {
 	Needs Needs `yaml:"needs"`
 	// Limits says what the scenario cannot show or where it differs from the original.
 	Limits string `yaml:"limits"`
+	// Explore, when set, makes the scenario explorable by `flowtest explore`: the FlowNet
+	// processes whose kintone writes are scheduled.
+	Explore *Explore `yaml:"explore"`
 	// Extended: the entry's series is one of the manifest's extended series (beyond the
 	// acceptance scenarios of the product's release list); set by ParseManifest.
 	Extended bool `yaml:"-"`
+}
+
+// Explore names the FlowNet processes of a race scenario (as its feature names them, e.g.
+// "poller A") whose writes `flowtest explore` holds and orders.
+type Explore struct {
+	Processes []string `yaml:"processes"`
 }
 
 // Tags are the tags an entry implies: @<id>, @<series>, @acc-<n>. A feature file carries
@@ -77,7 +86,8 @@ var (
 // The keys the manifest may hold; anything else is a typo that would otherwise be dropped.
 var (
 	manifestKeys = []string{"schema_version", "extended", "scenarios"}
-	entryKeys    = []string{"id", "series", "acceptance", "needs", "limits"}
+	entryKeys    = []string{"id", "series", "acceptance", "needs", "limits", "explore"}
+	exploreKeys  = []string{"processes"}
 )
 
 // LoadManifest reads and validates the manifest at path in fsys; errors name path.
@@ -134,6 +144,14 @@ func ParseManifest(name string, data []byte) (*Manifest, error) {
 			}
 			if err := checkKeys(e, entryKeys, "scenario key", at); err != nil {
 				return nil, err
+			}
+			if x := nodeValue(e, "explore"); x != nil {
+				if x.Kind != yaml.MappingNode {
+					return nil, at(x.Line, "explore must be a mapping like {processes: [poller A, poller B]}")
+				}
+				if err := checkKeys(x, exploreKeys, "explore key", at); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
@@ -194,6 +212,18 @@ func ParseManifest(name string, data []byte) (*Manifest, error) {
 				return nil, at(line("acceptance"), "scenario %s: acceptance %q listed twice", e.ID, a)
 			}
 			accs[a] = true
+		}
+		if x := e.Explore; x != nil {
+			if len(x.Processes) == 0 {
+				return nil, at(line("explore"), "scenario %s: explore names no processes", e.ID)
+			}
+			procs := map[string]bool{}
+			for _, p := range x.Processes {
+				if strings.TrimSpace(p) == "" || procs[p] {
+					return nil, at(line("explore"), "scenario %s: explore process %q is empty or listed twice", e.ID, p)
+				}
+				procs[p] = true
+			}
 		}
 	}
 	extended := map[string]bool{}

@@ -150,7 +150,11 @@ func TestManifestRefusalsNameFileAndLine(t *testing.T) {
 		{"unknown extended series", "schema_version: 1\nextended: [x]\nscenarios:\n  - {id: a, series: s}\n", `m.yaml:2: extended series "x" has no scenario in the manifest`},
 		{"extended before acceptance", "schema_version: 1\nextended: [x]\nscenarios:\n  - {id: a, series: x}\n  - {id: b, series: s}\n", "m.yaml:4: scenario a of the extended series x comes before the acceptance scenario b"},
 		{"extended twice", "schema_version: 1\nextended: [x, x]\nscenarios:\n  - {id: a, series: x}\n", `m.yaml:2: extended series "x" listed twice`},
-		{"unknown entry key", head + "  - {id: a, series: s}\n  - {id: b, series: s, acceptence: [1]}\n", `m.yaml:4: unknown scenario key "acceptence" (known: id, series, acceptance, needs, limits)`},
+		{"unknown entry key", head + "  - {id: a, series: s}\n  - {id: b, series: s, acceptence: [1]}\n", `m.yaml:4: unknown scenario key "acceptence" (known: id, series, acceptance, needs, limits, explore)`},
+		{"unknown explore key", head + "  - {id: a, series: s, explore: {process: [A]}}\n", `m.yaml:3: unknown explore key "process" (known: processes)`},
+		{"explore not a mapping", head + "  - {id: a, series: s, explore: [A]}\n", "m.yaml:3: explore must be a mapping"},
+		{"explore without processes", head + "  - {id: a, series: s, explore: {processes: []}}\n", "m.yaml:3: scenario a: explore names no processes"},
+		{"explore process twice", head + "  - {id: a, series: s, explore: {processes: [A, A]}}\n", `m.yaml:3: scenario a: explore process "A" is empty or listed twice`},
 		{"old platform key", head + "  - {id: a, series: s, platform: windows}\n", "declared as needs: [windows]"},
 		{"duplicate id", head + "  - {id: a, series: s}\n  - {id: b, series: s}\n  - {id: a, series: s}\n", "m.yaml:5: id a listed twice (first at line 3)"},
 		{"duplicate key", head + "  - {id: a, series: s, id: b}\n", `m.yaml:3: mapping key "id" already defined`},
@@ -245,4 +249,12 @@ func TestRealFeaturesCarryTheirManifestTags(t *testing.T) {
 			assert.Contains(t, f.Tags, tag, "%s: %s", id, strings.Join(f.Tags, " "))
 		}
 	}
+}
+
+func TestManifestExploreNamesTheScheduledProcesses(t *testing.T) {
+	m, err := ParseManifest("m.yaml", []byte("schema_version: 1\nscenarios:\n  - {id: a, series: s, explore: {processes: [poller A, poller B]}}\n  - {id: b, series: s}\n"))
+	require.NoError(t, err)
+	require.NotNil(t, m.Scenarios[0].Explore)
+	assert.Equal(t, []string{"poller A", "poller B"}, m.Scenarios[0].Explore.Processes)
+	assert.Nil(t, m.Scenarios[1].Explore, "a scenario without explore is not explorable")
 }

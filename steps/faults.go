@@ -93,7 +93,7 @@ func (faultDomain) trafficGoesThroughAProxy(ctx context.Context, name string) er
 func proxyEnvFor(ctx context.Context, name string) ([]string, error) {
 	sc := sceneOf(ctx)
 	fs := faultKey.Of(sc.st)
-	if !fs.planned[name] {
+	if !fs.planned[name] && !explored(sc.st, name) { // an explored process always has one (explore.go)
 		return nil, nil
 	}
 	dir := filepath.Join(sc.st.WorkDir, "proxy-"+procFileName(name))
@@ -119,6 +119,9 @@ func proxyEnvFor(ctx context.Context, name string) ([]string, error) {
 		fs.proxies = map[string]*faultproxy.Proxy{}
 	}
 	fs.proxies[name] = p
+	if g := exploredGate(sc.st, name); g != nil {
+		p.SetGate(g)
+	}
 	for _, b := range fs.pending[name] {
 		if err := p.AddBarrier(b); err != nil {
 			return nil, fmt.Errorf("barrier %s of %q: %w", b.ID, name, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cucumber/godog"
 
+	"github.com/ksqlflow/flowtest/harness/explore"
 	hkintone "github.com/ksqlflow/flowtest/harness/kintone"
 	"github.com/ksqlflow/flowtest/harness/scenario"
 	"github.com/ksqlflow/flowtest/harness/stepdef"
@@ -128,6 +129,15 @@ func (rs *requestState) writer(ctx context.Context) (*hkintone.Client, error) {
 }
 
 // find resolves a request reference: "the request" is the latest one made.
+// ids are the $ids of the requests the scenario made.
+func (rs *requestState) ids() []string {
+	out := make([]string, len(rs.made))
+	for i, m := range rs.made {
+		out[i] = m.id
+	}
+	return out
+}
+
 func (rs *requestState) find(ref string) (*madeRequest, error) {
 	if ref == "the request" {
 		if len(rs.made) == 0 {
@@ -633,6 +643,8 @@ func (requestDomain) settledAsOneStart(ctx context.Context, a, b string) error {
 	}
 	sort.Strings(got)
 	ok := other == 0 && done == 1 && noop+rejectedOK == 1
+	// Which of the alternatives held: `flowtest explore` counts the branches.
+	sc.st.Note(explore.BranchNote, strings.Join(branchOf(got), " + "))
 	return sc.st.Assert("outcomes of the two STARTs of one key", "one DONE, the other DONE/NOOP_ALREADY_SUCCESS or REJECTED/LOCK_CONFLICT|RUN_ALREADY_EXISTS", strings.Join(got, "; "), ok)
 }
 

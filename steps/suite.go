@@ -26,6 +26,7 @@
 //	pollers.go       poll-requests as named processes: allow-list, timing, counters
 //	starts.go        START expectations: 案件管理 read independently, as_of, JOB log as_of
 //	lifecycle.go     the request lifecycle: requester's cancel, CLOSE, archive-run, arrivals
+//	explore.go       an explored run: the scheduler's gate on the named processes' proxies, final records
 //	faults.go        a fault proxy per named FlowNet process: modes and barriers
 //	windows.go       windows held by a barrier in the scope's kSQL-Flow proxy
 //	stops.go         the platform's stop signal to a FlowNet run, drained or terminated

@@ -77,3 +77,7 @@ func Order(sigs []Signature) string {
 	}
 	return strings.Join(parts, "\n")
 }
+
+// BranchNote is the scenario note a step with alternatives writes to say which one held
+// (e.g. "DONE/OK + REJECTED/LOCK_CONFLICT"); the explorer counts schedules per branch.
+const BranchNote = "outcome branch"

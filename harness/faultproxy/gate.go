@@ -25,8 +25,8 @@ type GateRequest struct {
 	Method string // as sent
 	// MethodOverride is the X-HTTP-Method-Override header: a POST carrying GET is a read.
 	MethodOverride string
-	Path   string
-	App    string // the body's "app", else the query's
+	Path           string
+	App            string // the body's "app", else the query's
 	// RecordID is the body's top-level "id" (or the query's, for a body-less request).
 	RecordID string
 	// Fields are the sorted field names under record or records[].record.

@@ -1,0 +1,126 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/ksqlflow/flowtest/harness/explore"
+	"github.com/ksqlflow/flowtest/harness/faultproxy"
+	"github.com/ksqlflow/flowtest/harness/scenario"
+	"github.com/ksqlflow/flowtest/harness/target"
+	"github.com/ksqlflow/flowtest/kintoneapi"
+)
+
+// An explored run (`flowtest explore`): the scenario runs as written, but the kintone writes
+// of the named FlowNet processes go through the scheduler, which decides their order. Each
+// such process gets a fault proxy whether or not the feature declares one, and the proxy's
+// gate is the scheduler's; every other process passes as in `run`.
+
+type exploreState struct {
+	sched     *explore.Scheduler
+	processes []string
+}
+
+var exploreKey = scenario.NewKey[exploreState]("explore")
+
+// Explore makes st's run an explored one: the writes of processes go through s. Call it
+// before the scenario's steps run (in BeforeScenario).
+func Explore(st *scenario.State, s *explore.Scheduler, processes []string) {
+	*exploreKey.Of(st) = exploreState{sched: s, processes: slices.Clone(processes)}
+}
+
+// exploredGate is the scheduler's gate for process name, nil when its writes are not scheduled.
+func exploredGate(st *scenario.State, name string) faultproxy.Gate {
+	es := exploreKey.Of(st)
+	if es.sched == nil || !slices.Contains(es.processes, name) {
+		return nil
+	}
+	return es.sched.Gate(name)
+}
+
+// explored: name is a process whose writes the scheduler orders.
+func explored(st *scenario.State, name string) bool {
+	es := exploreKey.Of(st)
+	return es.sched != nil && slices.Contains(es.processes, name)
+}
+
+// ExploreRecords reads the scope's final records for the invariant checkers: the NETWORK_RUN
+// of every network the scenario rendered, the state and audit records of those runs, the
+// networks' held locks, and every request the scenario created. Call it before the cleanup
+// deletes them (the runner's BeforeCleanup).
+func ExploreRecords(ctx context.Context, st *scenario.State) (state, audit, request []explore.Record, err error) {
+	sc := sceneKey.Of(st)
+	if sc.st == nil {
+		return nil, nil, nil, fmt.Errorf("explore records: the scenario has no scene")
+	}
+	conv := func(r kintoneapi.Record) explore.Record {
+		out := explore.Record{}
+		for code := range r {
+			out[code] = r.Str(code)
+		}
+		return out
+	}
+	seen := map[string]bool{}
+	add := func(dst *[]explore.Record, role string, recs []explore.Record) {
+		for _, r := range recs {
+			if k := role + "/" + r["$id"]; !seen[k] {
+				seen[k] = true
+				*dst = append(*dst, r)
+			}
+		}
+	}
+	for _, n := range fixtureKey.Of(st).networks() {
+		runs, err := readExact(ctx, sc, target.RoleState, conv, match{"record_type", "NETWORK_RUN"}, match{"network_id", n.NetworkID})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		add(&state, target.RoleState, runs)
+		lockKey, err := canonicalKey("N1", sc.suite.Target.Profile, n.NetworkID)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		locks, err := readExact(ctx, sc, target.RoleState, conv, match{"record_type", "NETWORK_LOCK"}, match{"lock_key", lockKey})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		add(&state, target.RoleState, locks)
+		for _, run := range runs {
+			for _, role := range []string{target.RoleState, target.RoleAudit} {
+				recs, err := readExact(ctx, sc, role, conv, match{"run_id", run["run_id"]})
+				if err != nil {
+					return nil, nil, nil, err
+				}
+				if role == target.RoleState {
+					add(&state, role, recs)
+				} else {
+					add(&audit, role, recs)
+				}
+			}
+		}
+	}
+	for _, id := range requestKey.Of(st).ids() {
+		recs, err := readExact(ctx, sc, target.RoleRequest, conv, match{"$id", id})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		add(&request, target.RoleRequest, recs)
+	}
+	return state, audit, request, nil
+}
+
+// branchOf names an outcome by state/result code only, without the request names (the
+// order the two requests were settled in is not part of the branch).
+func branchOf(got []string) []string {
+	out := make([]string, len(got))
+	for i, g := range got {
+		if _, after, ok := strings.Cut(g, ": "); ok {
+			g = after
+		}
+		out[i] = g
+	}
+	sort.Strings(out)
+	return out
+}
