@@ -22,6 +22,10 @@ var (
 	// the write the schedule names next) with writes held; then it releases anyway and
 	// counts it as forced, so a process polling in a loop cannot stall a schedule.
 	QuiescenceLimit = wait.Limit{Name: "ExploreQuiescenceLimit", Base: 10 * time.Second, Interval: 10 * time.Millisecond, MaxInterval: 50 * time.Millisecond}
+	// ReplayPatience: how long a quiescent scenario waits for the write a replay names next
+	// before the replay diverges (releases by the default order): at quiescence only a
+	// process that woke up by itself could still send it.
+	ReplayPatience = wait.Limit{Name: "ExploreReplayPatience", Base: 2 * time.Second, Interval: 10 * time.Millisecond, MaxInterval: 50 * time.Millisecond}
 )
 
 // ScheduledRoles are the app roles whose writes are scheduled; other writes pass.
@@ -35,8 +39,13 @@ type Config struct {
 	Roles map[string]string
 	// Chooser picks the write to release at each step.
 	Chooser Chooser
-	// Window and Limit default to Quiescence and QuiescenceLimit at scale 1.
-	Window, Limit time.Duration
+	// Expect are the processes the scenario will start (the manifest's explore
+	// processes): until each has its gate, the scenario is not quiescent, so the first
+	// process to start cannot have its writes released before the others exist.
+	Expect []string
+	// Window, Limit and Patience default to Quiescence, QuiescenceLimit and
+	// ReplayPatience at scale 1.
+	Window, Limit, Patience time.Duration
 }
 
 // Step is one released write of a schedule.
@@ -123,12 +132,15 @@ func New(cfg Config) *Scheduler {
 	if cfg.Limit <= 0 {
 		cfg.Limit = QuiescenceLimit.Base
 	}
+	if cfg.Patience <= 0 {
+		cfg.Patience = ReplayPatience.Base
+	}
 	return &Scheduler{cfg: cfg, changed: make(chan struct{}), procs: map[string]*procState{}, done: make(chan struct{})}
 }
 
 // WithScale sets Window and Limit from the named limits at ctx's scale.
 func (c Config) WithScale(ctx context.Context) Config {
-	c.Window, c.Limit = Quiescence.In(ctx), QuiescenceLimit.In(ctx)
+	c.Window, c.Limit, c.Patience = Quiescence.In(ctx), QuiescenceLimit.In(ctx), ReplayPatience.In(ctx)
 	return c
 }
 
@@ -272,6 +284,11 @@ func (s *Scheduler) quiescentLocked(now time.Time) (bool, time.Time) {
 	}
 	var until time.Time
 	quiet := true
+	for _, name := range s.cfg.Expect {
+		if s.procs[name] == nil {
+			quiet = false // not started yet: its Gate call is an event
+		}
+	}
 	for _, p := range s.procs {
 		switch {
 		case p.held > 0 || p.exited:
@@ -343,8 +360,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 
 // next waits for quiescence and takes the write the chooser picks off the held list.
 func (s *Scheduler) next(ctx context.Context, step int, prev string) (*heldWrite, Step, bool) {
-	var firstHeld time.Time
-	chooserWaits := false
+	var firstHeld, chooserWaits time.Time // since when writes are held; the chooser waits
 	for {
 		s.mu.Lock()
 		if s.stopped {
@@ -356,7 +372,8 @@ func (s *Scheduler) next(ctx context.Context, step int, prev string) (*heldWrite
 			firstHeld = now
 		}
 		quiet, until := s.quiescentLocked(now)
-		late := !firstHeld.IsZero() && now.Sub(firstHeld) >= s.cfg.Limit
+		late := !firstHeld.IsZero() && now.Sub(firstHeld) >= s.cfg.Limit ||
+			quiet && !chooserWaits.IsZero() && now.Sub(chooserWaits) >= s.cfg.Patience
 		if quiet || late {
 			cands := s.candidatesLocked()
 			cs := make([]Candidate, len(cands))
@@ -367,7 +384,7 @@ func (s *Scheduler) next(ctx context.Context, step int, prev string) (*heldWrite
 			if i >= 0 && i < len(cands) {
 				h := cands[i]
 				s.dropHeldLocked(h)
-				st := Step{Sig: h.sig, Chosen: i, Forced: late && !quiet, Diverged: late && chooserWaits}
+				st := Step{Sig: h.sig, Chosen: i, Forced: late && !quiet, Diverged: late && !chooserWaits.IsZero()}
 				for _, c := range cs {
 					st.Enabled = append(st.Enabled, c.Sig)
 				}
@@ -375,9 +392,11 @@ func (s *Scheduler) next(ctx context.Context, step int, prev string) (*heldWrite
 				return h, st, true
 			}
 			// The chooser waits for a write not held yet: until the limit, then it must.
-			chooserWaits = true
-			if !late {
-				if t := firstHeld.Add(s.cfg.Limit); until.IsZero() || t.Before(until) {
+			if chooserWaits.IsZero() {
+				chooserWaits = now
+			}
+			for _, t := range []time.Time{firstHeld.Add(s.cfg.Limit), chooserWaits.Add(s.cfg.Patience)} {
+				if until.IsZero() || t.Before(until) {
 					until = t
 				}
 			}

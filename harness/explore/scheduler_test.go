@@ -37,7 +37,11 @@ func runFake(t *testing.T, c Chooser, procs [][]string) Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s := New(Config{Roles: testRoles, Chooser: c, Window: 200 * time.Millisecond, Limit: 20 * time.Second})
+	var names []string
+	for _, p := range procs {
+		names = append(names, p[0])
+	}
+	s := New(Config{Roles: testRoles, Chooser: c, Expect: names, Window: 200 * time.Millisecond, Limit: 20 * time.Second})
 	var wg sync.WaitGroup
 	for _, p := range procs {
 		fakeProcess(ctx, &wg, s, p[0], p[1:]...)
@@ -71,6 +75,11 @@ func TestQuiescenceWaitsForInFlightAndRecentTrafficButNotForHeldOrExited(t *test
 	assert.Equal(t, now.Add(700*time.Millisecond), until, "quiet once the window has passed")
 	q, _ = s.quiescentLocked(now.Add(700 * time.Millisecond))
 	assert.True(t, q)
+
+	s.cfg.Expect = []string{"A", "D"}
+	q, _ = s.quiescentLocked(now.Add(700 * time.Millisecond))
+	assert.False(t, q, "D is expected and has not started")
+	s.cfg.Expect = nil
 
 	s.procs["C"] = &procState{exited: true, last: now}
 	q, _ = s.quiescentLocked(now.Add(700 * time.Millisecond))
@@ -153,11 +162,11 @@ func TestReplayRunsTheScheduleBySignature(t *testing.T) {
 	}
 }
 
-func TestReplayOfAWriteThatNeverComesDivergesAfterTheLimit(t *testing.T) {
+func TestReplayOfAWriteThatNeverComesDivergesAfterItsPatience(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s := New(Config{Roles: testRoles, Chooser: Replay([]Signature{{Process: "Z", Method: "POST", Role: "state", Kind: "LOCK"}}),
-		Window: 20 * time.Millisecond, Limit: 100 * time.Millisecond})
+		Window: 20 * time.Millisecond, Limit: time.Minute, Patience: 100 * time.Millisecond})
 	var wg sync.WaitGroup
 	fakeProcess(ctx, &wg, s, "A", "LOCK")
 	s.Start(ctx)

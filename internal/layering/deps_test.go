@@ -39,6 +39,7 @@ var rules = map[string][]string{
 	"harness/runlock":              {},
 	"harness/faultproxy":           {},
 	"harness/explore":              {"harness/faultproxy", "harness/wait"},
+	"internal/explorer":            {"harness/explore"},
 	"harness/config":               {"safety"},
 	"harness/kintone":              {"harness/apicount", "kintoneapi", "safety"},
 	"harness/proc":                 {"harness/wait"},

@@ -1,0 +1,173 @@
+package explorer
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ksqlflow/flowtest/harness/explore"
+	"github.com/ksqlflow/flowtest/harness/faultproxy"
+)
+
+// duplicateStarts is a fake of p2-11-03's race: two pollers each claim their request, try
+// the network lock, and the one holding it creates the run and releases the lock; the
+// other settles as LOCK_CONFLICT (lock held) or NOOP (run exists). With the defect, a lock
+// POST that comes right after another poller's lock POST is granted too (two holders).
+type duplicateStarts struct {
+	defect bool
+	runs   int
+	mu     sync.Mutex
+}
+
+func (d *duplicateStarts) Run(ctx context.Context, _ int, c explore.Chooser) (Outcome, error) {
+	d.mu.Lock()
+	d.runs++
+	d.mu.Unlock()
+	s := explore.New(explore.Config{Roles: map[string]string{"1": "state", "3": "request"}, Chooser: c,
+		Expect: []string{"poller A", "poller B"}, Window: 100 * time.Millisecond, Limit: 3 * time.Second, Patience: 200 * time.Millisecond})
+	var (
+		mu       sync.Mutex
+		holder   string
+		lastPOST string
+		runMade  bool
+		settled  = map[string]string{}
+	)
+	write := func(g faultproxy.Gate, r faultproxy.GateRequest, decide func() int) bool {
+		done, err := g.Begin(ctx, r)
+		if err != nil {
+			return false
+		}
+		mu.Lock()
+		st := decide()
+		mu.Unlock()
+		done(st)
+		return st == 200
+	}
+	poller := func(name string) {
+		g := s.Gate(name)
+		defer s.Exited(name)
+		write(g, faultproxy.GateRequest{Method: "PUT", Path: "/k/v1/record.json", App: "3", RecordID: name, Revision: "1",
+			Values: map[string]string{"request_state": "ACCEPTED", "claimed_at": "now"}}, func() int { return 200 })
+		got := write(g, faultproxy.GateRequest{Method: "POST", Path: "/k/v1/record.json", App: "1", RecordKey: "LOCK:n1"}, func() int {
+			defer func() { lastPOST = name }()
+			if holder == "" || (d.defect && lastPOST != "" && lastPOST != name) {
+				holder = name
+				return 200
+			}
+			return 400
+		})
+		outcome := "REJECTED/LOCK_CONFLICT"
+		if got {
+			if runMade {
+				outcome = "DONE/NOOP_ALREADY_SUCCESS"
+			} else {
+				write(g, faultproxy.GateRequest{Method: "POST", Path: "/k/v1/record.json", App: "1", RecordKey: "R1:k"}, func() int { runMade = true; return 200 })
+				outcome = "DONE/OK"
+			}
+			write(g, faultproxy.GateRequest{Method: "PUT", Path: "/k/v1/record.json", App: "1", RecordKey: "LOCKDONE:x", Revision: "2"}, func() int {
+				if holder == name {
+					holder = ""
+				}
+				return 200
+			})
+		} else if runMade {
+			outcome = "DONE/NOOP_ALREADY_SUCCESS"
+		}
+		mu.Lock()
+		settled[name] = outcome
+		mu.Unlock()
+	}
+	var wg sync.WaitGroup
+	s.Start(ctx)
+	for _, p := range []string{"poller A", "poller B"} {
+		wg.Add(1)
+		go func() { defer wg.Done(); poller(p) }()
+	}
+	wg.Wait()
+	res := s.Stop()
+	s.Wait()
+	a, b := settled["poller A"], settled["poller B"]
+	if b < a {
+		a, b = b, a
+	}
+	return Outcome{Passed: true, Branch: a + " + " + b, Result: res}, nil
+}
+
+func orders(rep *Report) []string {
+	var out []string
+	for _, s := range rep.Schedules {
+		out = append(out, explore.Order(s.Order))
+	}
+	return out
+}
+
+func TestSameSeedGivesTheSameSchedulesAndBranchesAreCounted(t *testing.T) {
+	run := func() *Report {
+		st, err := explore.NewStrategy("random", 1, 0, 0)
+		require.NoError(t, err)
+		rep, err := Explore(context.Background(), &duplicateStarts{}, Options{Scenario: "fake", Strategy: st, Schedules: 8, Workers: 2})
+		require.NoError(t, err)
+		return rep
+	}
+	first, second := run(), run()
+	assert.Equal(t, orders(first), orders(second), "seed 1 twice")
+	assert.Equal(t, 8, first.SchedulesRun)
+	assert.Equal(t, 8, first.DistinctOrder+first.Duplicates)
+	assert.Greater(t, first.DistinctOrder, 1)
+	assert.GreaterOrEqual(t, len(first.Branches), 2, "both outcomes of the race: %v", first.Branches)
+	total := 0
+	for _, n := range first.Branches {
+		total += n
+	}
+	assert.Equal(t, 8, total)
+	assert.Empty(t, first.Violations)
+	assert.Equal(t, 8, first.Passed)
+}
+
+func TestDFSRunsUntilExhaustedWithSeveralWorkers(t *testing.T) {
+	st, err := explore.NewStrategy("dfs", 0, 0, 1)
+	require.NoError(t, err)
+	rep, err := Explore(context.Background(), &duplicateStarts{}, Options{Scenario: "fake", Strategy: st, Schedules: 100, Workers: 3})
+	require.NoError(t, err)
+	assert.True(t, rep.Exhausted)
+	assert.Less(t, rep.SchedulesRun, 100)
+	assert.Equal(t, rep.SchedulesRun, rep.DistinctOrder, "dfs plans no order twice (the fake is deterministic)")
+}
+
+func TestAViolationIsFoundShrunkWrittenAndReplaysToTheSameFailure(t *testing.T) {
+	st, err := explore.NewStrategy("dfs", 0, 0, 2)
+	require.NoError(t, err)
+	fake := &duplicateStarts{defect: true}
+	var progress bytes.Buffer
+	rep, err := Explore(context.Background(), fake, Options{Scenario: "fake", Strategy: st, Schedules: 30, Workers: 2, ShrinkRuns: 20, Progress: &progress})
+	require.NoError(t, err)
+	require.NotEmpty(t, rep.Violations, "the defect needs an order: %s", progress.String())
+	v := rep.Violations[0]
+	assert.Equal(t, "lock-intervals-disjoint", v.Schedule.Violations[0].Invariant)
+	assert.LessOrEqual(t, len(v.Replay), v.ShrunkFrom)
+	assert.Contains(t, progress.String(), "VIOLATION invariant lock-intervals-disjoint")
+
+	dir := t.TempDir()
+	require.NoError(t, Write(dir, rep, func(f string) string { return "flowtest explore fake --replay " + f }))
+	f, err := LoadReplay(filepath.Join(dir, rep.Violations[0].File))
+	require.NoError(t, err)
+	assert.Equal(t, "invariant lock-intervals-disjoint", f.Failure)
+	assert.Contains(t, f.Command, "--replay")
+	out, err := fake.Run(context.Background(), 1, explore.Replay(f.Replay))
+	require.NoError(t, err)
+	again := judge(1, out, 0)
+	assert.Equal(t, v.Schedule.failure(), again.failure(), "the shrunk schedule replays to the same failure")
+	assert.Contains(t, Markdown(rep), "Violating schedules")
+}
+
+func TestExploreNeedsABudget(t *testing.T) {
+	st, _ := explore.NewStrategy("random", 1, 0, 0)
+	_, err := Explore(context.Background(), &duplicateStarts{}, Options{Strategy: st})
+	assert.Error(t, err)
+}

@@ -1,0 +1,102 @@
+package explorer
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/ksqlflow/flowtest/harness/explore"
+)
+
+// ReplayFile is schedules/<n>.json: the order `flowtest explore <id> --replay <file>` forces.
+type ReplayFile struct {
+	Scenario string              `json:"scenario"`
+	Replay   []explore.Signature `json:"replay"`
+	// Failure is what the schedule showed (an invariant, or the scenario's failure).
+	Failure string `json:"failure"`
+	Reason  string `json:"reason,omitempty"`
+	Command string `json:"command,omitempty"`
+}
+
+// LoadReplay reads a replay file.
+func LoadReplay(path string) (ReplayFile, error) {
+	var f ReplayFile
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return f, fmt.Errorf("replay file: %w", err)
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		return f, fmt.Errorf("replay file %s: %w", path, err)
+	}
+	if f.Scenario == "" || len(f.Replay) == 0 {
+		return f, fmt.Errorf("replay file %s names no scenario or no releases", path)
+	}
+	return f, nil
+}
+
+// Write puts explore.json and one schedules/<n>.json per violation into dir, and fills in
+// each violation's file and replay command.
+func Write(dir string, rep *Report, command func(file string) string) error {
+	for i := range rep.Violations {
+		v := &rep.Violations[i]
+		rel := filepath.ToSlash(filepath.Join("schedules", fmt.Sprintf("%d.json", v.Schedule.N)))
+		v.File = rel
+		if command != nil {
+			v.Command = command(filepath.Join(dir, rel))
+		}
+		f := ReplayFile{Scenario: rep.Scenario, Replay: v.Replay, Failure: v.Schedule.failure(), Reason: v.Schedule.Reason, Command: v.Command}
+		if err := writeJSON(filepath.Join(dir, rel), f); err != nil {
+			return err
+		}
+	}
+	return writeJSON(filepath.Join(dir, "explore.json"), rep)
+}
+
+func writeJSON(path string, v any) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// Markdown is the README section of an exploration.
+func Markdown(rep *Report) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Exploration of %s\n\n", rep.Scenario)
+	fmt.Fprintf(&b, "| | |\n| --- | --- |\n")
+	fmt.Fprintf(&b, "| strategy | %s |\n| schedules run | %d |\n| distinct write orders | %d |\n| orders seen before | %d |\n",
+		rep.Strategy, rep.SchedulesRun, rep.DistinctOrder, rep.Duplicates)
+	fmt.Fprintf(&b, "| passed with every invariant | %d |\n| violations | %d |\n| elapsed | %.0f s (%.1f schedules/min) |\n",
+		rep.Passed, len(rep.Violations), rep.Elapsed, rep.PerMinute)
+	if rep.Exhausted {
+		b.WriteString("| exhausted | every order within the strategy's bound ran |\n")
+	}
+	if len(rep.Branches) > 0 {
+		b.WriteString("\nOutcome branches:\n\n| branch | schedules |\n| --- | --- |\n")
+		names := make([]string, 0, len(rep.Branches))
+		for n := range rep.Branches {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			fmt.Fprintf(&b, "| %s | %d |\n", n, rep.Branches[n])
+		}
+	}
+	if len(rep.Violations) > 0 {
+		b.WriteString("\nViolating schedules:\n\n")
+		for _, v := range rep.Violations {
+			fmt.Fprintf(&b, "- schedule %d: %s (%d releases, shrunk from %d) — `%s`\n", v.Schedule.N, v.Schedule.failure(), len(v.Replay), v.ShrunkFrom, v.Command)
+			for _, x := range v.Schedule.Violations {
+				fmt.Fprintf(&b, "  - %s: %s\n", x.Invariant, x.Detail)
+			}
+		}
+	}
+	return b.String()
+}
