@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/ksqlflow/flowtest/internal/refusal"
 	"github.com/ksqlflow/flowtest/results"
 	"github.com/ksqlflow/flowtest/runner"
 	"github.com/ksqlflow/flowtest/runner/tagexpr"
@@ -37,12 +37,8 @@ func (c *common) bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.confirmedBy, "confirmed-by", "", "operator named as confirmer of force-unlock cleanups (live mode requires it for scenarios that need confirmer)")
 }
 
-// usageError is a refusal with exit 2.
-type usageError struct{ msg string }
-
-func (e usageError) Error() string { return e.msg }
-
-func refuse(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+// refuse is a refusal (exit 2): nothing has started.
+func refuse(format string, args ...any) error { return refusal.New(format, args...) }
 
 // plan loads the manifest and feature files and selects what runs. Every malformed input
 // (tag expression, manifest, feature file, --rerun archive) is a refusal naming the file and
@@ -92,11 +88,11 @@ func (c *common) plan() ([]runner.Item, fs.FS, tagexpr.Expr, error) {
 	return runner.Plan(m, feats, sel), fsys, expr, nil
 }
 
-// exitFor turns an error into an exit code, printing it.
+// exitFor maps a domain error to its exit code, printing it: a refusal exits 2, anything
+// else 1.
 func exitFor(stderr io.Writer, cmd string, err error) int {
 	fmt.Fprintf(stderr, "flowtest %s: %v\n", cmd, err)
-	var ue usageError
-	if errors.As(err, &ue) {
+	if refusal.Is(err) {
 		return runner.ExitRefused
 	}
 	return runner.ExitFailed

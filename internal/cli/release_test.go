@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ksqlflow/flowtest/internal/gate/gatetest"
 	"github.com/ksqlflow/flowtest/results"
 )
 
@@ -37,7 +38,7 @@ func TestReleaseGateOnSandbox(t *testing.T) {
 	require.NoError(t, err, string(out))
 	correct := filepath.Join(binDir, "flowsandbox"+exe())
 
-	repo, c0, c1 := gitRepoFor(t, "docs/notes.md") // c1 changes only docs/
+	repo, c0, c1 := gatetest.TwoCommitRepo(t, "docs/notes.md") // c1 changes only docs/
 	results := t.TempDir()
 	lock := t.TempDir()
 
