@@ -30,6 +30,7 @@ import (
 	"github.com/ksqlflow/flowtest/harness/target"
 	"github.com/ksqlflow/flowtest/harness/wait"
 	"github.com/ksqlflow/flowtest/harness/workdir"
+	"github.com/ksqlflow/flowtest/internal/excerpt"
 	"github.com/ksqlflow/flowtest/results"
 	"github.com/ksqlflow/flowtest/runner"
 )
@@ -536,9 +537,9 @@ func (t *tenant) outcome() tenantOutcome {
 			return ""
 		}
 		if stdout {
-			return lastLinesOf(t.run.StdoutTail(), 3)
+			return excerpt.LastLines(t.run.StdoutTail(), 3)
 		}
-		return lastLinesOf(t.run.StderrTail(), 5)
+		return excerpt.LastLines(t.run.StderrTail(), 5)
 	}
 	if len(runs) != 1 {
 		o.Problems = append(o.Problems, fmt.Sprintf("live run %s and left %d archives (want 1): %s", t.result, len(runs), tail(false)))
@@ -556,7 +557,7 @@ func (t *tenant) outcome() tenantOutcome {
 			o.Passed++
 		case s.Status != results.StatusNotRun:
 			o.Failed++
-			o.Problems = append(o.Problems, fmt.Sprintf("%s %s: %s", s.ID, s.Status, oneLine(s.Reason, 240)))
+			o.Problems = append(o.Problems, fmt.Sprintf("%s %s: %s", s.ID, s.Status, excerpt.OneLine(s.Reason, 240)))
 		case s.NotRunCategory == results.NotRunTag:
 			// not this tenant's: filtered out, or another shard's
 		case s.NotRunCategory == results.NotRunPlatform:

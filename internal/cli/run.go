@@ -21,6 +21,7 @@ import (
 	"github.com/ksqlflow/flowtest/harness/scope"
 	"github.com/ksqlflow/flowtest/harness/target"
 	"github.com/ksqlflow/flowtest/harness/workdir"
+	"github.com/ksqlflow/flowtest/internal/defects"
 	"github.com/ksqlflow/flowtest/results"
 	"github.com/ksqlflow/flowtest/runner"
 	"github.com/ksqlflow/flowtest/safety"
@@ -671,7 +672,7 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 		// Which sandbox ran: `flowtest defects --control-from` accepts this archive as its
 		// control only for the correct sandbox of the checkout it builds from.
 		if sum, err := results.FileSHA256(s.bin); err == nil {
-			run.Environment[sandboxDigestKey] = sum
+			run.Environment[defects.SandboxDigestKey] = sum
 		}
 	}
 	res := runner.Execute(ctx, runner.Options{
