@@ -189,3 +189,14 @@ func helpFor(fset *flag.FlagSet, name string) func() {
 		fset.PrintDefaults()
 	}
 }
+
+// writeReadmeCommands is the README's command list (section "Commands"), checked against the
+// table by a test so that the two cannot drift.
+func writeReadmeCommands(w io.Writer) {
+	fmt.Fprint(w, "| command | what it does |\n| --- | --- |\n")
+	for _, c := range commands {
+		if !c.hidden {
+			fmt.Fprintf(w, "| `flowtest %s` | %s |\n", c.usage, c.short)
+		}
+	}
+}

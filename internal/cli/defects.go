@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -27,6 +28,9 @@ func cmdDefects(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) 
 	jobs := fset.Int("jobs", defects.DefaultJobs, "defects checked at once (each builds its own sandbox and runs its own emulator)")
 	fset.Usage = helpFor(fset, "defects")
 	if err := fset.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) { // -h is not a refusal, as for every other command
+			return 0
+		}
 		return runner.ExitRefused
 	}
 	if fset.NArg() > 0 {

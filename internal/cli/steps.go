@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -25,6 +26,9 @@ func cmdSteps(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.features, "features", "features", "directory of feature files and the run-order manifest")
 	unusedOnly := fs.Bool("unused", false, "list only the definitions no scenario uses (exit 1 if there are any)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) { // -h is not a refusal, as for every other command
+			return 0
+		}
 		return runner.ExitRefused
 	}
 	if fs.NArg() > 0 {
