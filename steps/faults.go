@@ -653,3 +653,15 @@ func (faultDomain) heartbeatsPerInterval(ctx context.Context, name string, every
 	sc.st.Note("lease of "+name, fmt.Sprintf("held %s through the proxy, %d heartbeats (at most %d at one per %d s)", held.Round(time.Millisecond), n, limit, every))
 	return sc.st.Assert(fmt.Sprintf("heartbeats of %s per %d s of its lease", name, every), fmt.Sprintf("1..%d", limit), n, n >= 1 && n <= limit)
 }
+
+// releasedAt is when the scenario let barrier name's held request go (an error if it never did).
+func (fs *faultState) releasedAt(name string) (time.Time, error) {
+	b, ok := fs.barriers[name]
+	switch {
+	case !ok:
+		return time.Time{}, fmt.Errorf("no barrier %q was installed", name)
+	case b.releasedAt.IsZero():
+		return time.Time{}, fmt.Errorf("barrier %q was never released", name)
+	}
+	return b.releasedAt, nil
+}

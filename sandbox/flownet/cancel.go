@@ -92,6 +92,10 @@ func (h holdRequest) apply(ctx context.Context, release bool) (state, rev string
 	if run == nil {
 		return "", "", coded(codeRecordNotFound, "no Run with run_id %s", h.runID)
 	}
+	if release && defect.ReleaseRefusesArchivedRun && run.Str("lifecycle_status") == "ARCHIVED" {
+		// planted defect: a hold left on an archived Run can never be released
+		return "", "", coded("RUN_ARCHIVED", "Run %s is archived; its hold cannot be changed", h.runID)
+	}
 	for try := 0; ; try++ {
 		rec, err := h.st.byKey(ctx, h.st.stateApp, "CANCEL:"+h.runID)
 		if err != nil {
