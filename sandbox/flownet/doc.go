@@ -62,7 +62,8 @@
 //     node_attempt_id, invocation_id, run_id: values only this writer has) is ours, another
 //     record is DUPLICATE_RECORD, and no record at all is DUPLICATE_RECORD too when kintone's
 //     field errors name record_key (the holder went away; it was still not ours), else the
-//     remote error (another field is invalid).
+//     remote error (another field is invalid). The Run INSERT's DUPLICATE_RECORD reaches
+//     the operator as `Error [DUPLICATE_RECORD]` (not RUN_ALREADY_EXISTS: runnetwork.go).
 //   - Reads by a non-unique text field (run_id, network_id, attempt_id) page through every
 //     match and keep the exact ones in Go (store.findExact): kintone's = / in on such a
 //     field is a token match, so "k" also finds "k_trial2".

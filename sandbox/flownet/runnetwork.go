@@ -514,10 +514,13 @@ func (e *execution) prepareNew(ctx context.Context, wc *Network, key DerivedKey,
 	if key.AsOf != nil {
 		rec["as_of"] = kintoneapi.Field{Value: isoMillis(*key.AsOf)}
 	}
+	// The R1 unique key is the final arbiter of one Run per key (§1.3.1). The store adjudicates
+	// a CB_VA01 or a lost response by re-reading the key: ours is success; anything else is
+	// the repository's DUPLICATE_RECORD (§2.6), reported as such. Decision: not folded into
+	// RUN_ALREADY_EXISTS — that code is the lookup's verdict with the blocking run ids, while
+	// here no Run of ours exists and the other writer's may not be readable yet; the article's
+	// fact table (m3-run-uniqueness) has the loser of two createRun() report DUPLICATE_RECORD.
 	if _, _, err := e.st.insert(ctx, e.st.stateApp, r1, rec, "run_id"); err != nil {
-		if errCode(err, "") == codeDuplicateRecord {
-			return &codedError{Code: "RUN_ALREADY_EXISTS", Msg: "a Run for this business key was created concurrently", Err: err}
-		}
 		return err
 	}
 	e.mode = "NEW"
