@@ -535,7 +535,7 @@ func TestRealManifest(t *testing.T) {
 		return out
 	}
 	assert.Equal(t, []string{"m5-kill-unknown", "m6-02-unknown-isolation", "m6-04-force-unlock-drill"}, with(NeedConfirmer))
-	// m7-04 sends SIGTERM off Windows (issue 15): no scenario of the manifest is Windows-only.
+	// m7-04 sends SIGTERM off Windows: no scenario of the manifest is Windows-only.
 	assert.Empty(t, with(NeedWindows))
 	assert.Equal(t, []string{"csv2-03-clikintone"}, with(NeedCLIKintone))
 	for _, e := range m.Scenarios {

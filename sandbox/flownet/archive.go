@@ -117,7 +117,7 @@ func revOf(r kintoneapi.Record) *int {
 
 func (a *archiver) run(ctx context.Context) {
 	var lock *networkLock
-	if !defect.CloseWithoutNetworkLock { // planted defect (issue 17): the CLOSE writes without holding the Network lock
+	if !defect.CloseWithoutNetworkLock { // planted defect: the CLOSE writes without holding the Network lock
 		l, err := acquireLock(ctx, a.st, a.profile, a.n.NetworkID, a.res.EventID, a.c.ownerInstance(), a.lease, a.hb, a.c.now)
 		if err != nil {
 			// Never acquired: nothing to release.

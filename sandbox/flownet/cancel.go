@@ -153,7 +153,7 @@ func (h holdRequest) release(ctx context.Context, rec kintoneapi.Record) (string
 	}
 	now := isoMillis(h.now())
 	if !defect.ReleaseKeepsHold {
-		doc.State = holdReleased // planted defect (issue 14): the release fields are written, the state is not
+		doc.State = holdReleased // planted defect: the release fields are written, the state is not
 	}
 	doc.ReleasedAt, doc.ReleaseReason, doc.ReleaseRequestedBy = strp(now), strp(h.reason), strp(h.by)
 	rev, err := h.st.update(ctx, h.st.stateApp, rec.ID(), vals(map[string]any{"status_reason": doc.json(), "updated_at": now}), rec.Revision())

@@ -166,14 +166,14 @@ func (c *cli) runNetwork(args []string) int {
 	} else {
 		label := out.Outcome
 		if defect.ResumePrintsNew && label == "RESUME" {
-			label = "NEW" // planted defect (issue 10): the summary line names every Invocation NEW
+			label = "NEW" // planted defect: the summary line names every Invocation NEW
 		}
 		id := *out.RunID
 		if defect.ResumeReportsInvocationId && out.Outcome == "RESUME" && out.InvocationID != nil {
-			id = *out.InvocationID // planted defect (issue 13): the resume summary names the Invocation where the Run belongs
+			id = *out.InvocationID // planted defect: the resume summary names the Invocation where the Run belongs
 		}
 		if defect.NewRunReportsInvocationId && out.Outcome == "NEW" && out.InvocationID != nil {
-			id = *out.InvocationID // planted defect (issue 34): the same slip on the summary of a new Run
+			id = *out.InvocationID // planted defect: the same slip on the summary of a new Run
 		}
 		fmt.Fprintf(c.stdout, "%s: Run %s finished with aggregate %s (%s).\n", label, id, *out.AggregateStatus, out.InvocationResultCode)
 	}
@@ -440,7 +440,7 @@ func (e *execution) admit(ctx context.Context, wc *Network, o runOptions, key De
 	if !o.resume && o.resumeRun == "" {
 		return adm, &codedError{Code: "RUN_ALREADY_EXISTS", Msg: fmt.Sprintf("an unfinished Run %s exists for business key %s; use --resume to continue it", e.runID, run.Str("business_key")), Blocking: []string{e.runID}}
 	}
-	archived := run.Str("lifecycle_status") == "ARCHIVED" && !defect.ArchivedRunResumable // planted defect (issue 17): an archived Run is resumed
+	archived := run.Str("lifecycle_status") == "ARCHIVED" && !defect.ArchivedRunResumable // planted defect: an archived Run is resumed
 	if archived || run.Str("resume_allowed") == "false" {
 		return adm, coded("RUN_NOT_RESUMABLE", "Run %s is not resumable (lifecycle_status=%s, resume_allowed=%s)", e.runID, run.Str("lifecycle_status"), run.Str("resume_allowed"))
 	}
