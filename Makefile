@@ -32,7 +32,7 @@ test: build cli-kintone
 	$(GO) vet ./...
 	$(MAKE) --no-print-directory -j3 go-test rehearse-fast rehearse-slow
 
-# -parallel 6: the long end-to-end tests of cmd/flowtest (the acceptance run, the fast defects
+# -parallel 6: the long end-to-end tests of internal/cli (the acceptance run, the fast defects
 # that take their control from it, the gate, shard and concurrency runs) mostly wait, so they
 # run beside each other.
 go-test:

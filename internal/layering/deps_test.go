@@ -16,9 +16,9 @@ const module = "github.com/ksqlflow/flowtest"
 
 // rules: for each package of the module (relative path), the packages of the module it may
 // import directly (non-test imports). "dir/*" allows every package below dir. Arrows stay one
-// way: cmd → runner, steps → harness → (safety, results, kintoneapi); sandbox/* imports
-// kintoneapi (and its defect switches) only, and is reached by the runner through child
-// processes and HTTP, never imported.
+// way: cmd → internal/cli → (internal/*, runner, steps) → harness → (safety, results,
+// kintoneapi); sandbox/* imports kintoneapi (and its defect switches) only, and is reached by
+// the runner through child processes and HTTP, never imported.
 var rules = map[string][]string{
 	"kintoneapi":                   {},
 	"safety":                       {},
@@ -55,7 +55,14 @@ var rules = map[string][]string{
 	"sandbox/flownet":              {"kintoneapi", "sandbox/defect"},
 	"sandbox/ksqlflow":             {"kintoneapi", "sandbox/defect"},
 	"cmd/flowsandbox":              {"sandbox/*"},
-	"cmd/flowtest":                 {"harness/*", "internal/yamlerr", "kintoneapi", "results", "results/*", "runner", "runner/*", "safety", "steps"},
+	"internal/refusal":             {},
+	"internal/excerpt":             {},
+	"internal/gate/gatetest":       {},
+	"internal/gate":                {"harness/proc", "internal/refusal", "internal/yamlerr", "results", "results/pack", "runner", "runner/tagexpr"},
+	"internal/defects":             {"harness/proc", "internal/excerpt", "internal/refusal", "results", "runner"},
+	"internal/cli":                 {"harness/*", "internal/defects", "internal/excerpt", "internal/gate", "internal/refusal", "kintoneapi", "results", "results/*", "runner", "runner/*", "safety", "steps"},
+	// The binary's main only wires the process (keeper hook, signals, profiles) to the CLI.
+	"cmd/flowtest": {"harness/proc", "internal/cli"},
 }
 
 type pkg struct {

@@ -1,8 +1,0 @@
-//go:build !windows
-
-package main
-
-import "os"
-
-// enableVT: every Unix terminal understands the erase-line sequence.
-func enableVT(*os.File) bool { return true }

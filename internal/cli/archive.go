@@ -1,0 +1,179 @@
+package cli
+
+// flowtest archive verify | pack: the archive a reviewer receives. `pack` seals a results
+// folder into one reproducible .tar.gz with a SHA256SUMS manifest inside and prints the
+// pack's own sha256 (also written to <pack>.sha256); `verify` re-scans a folder or a pack for
+// leaks with the current environment's secrets and, for a pack (or an unpacked one), checks
+// every file against the manifest, naming each file that changed.
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ksqlflow/flowtest/harness/config"
+	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/pack"
+	"github.com/ksqlflow/flowtest/results/redact"
+	"github.com/ksqlflow/flowtest/runner"
+	"github.com/ksqlflow/flowtest/safety"
+)
+
+// verifyInputs are the secrets (OS environment, then the dotenv file) and app ids a leak
+// scan looks for.
+func verifyInputs(envFile string, named bool) (map[string]string, []string, error) {
+	if named {
+		if err := existingFile("--env-file", envFile); err != nil {
+			return nil, nil, err
+		}
+	}
+	env := envMap(os.Environ())
+	dot, _, err := config.ReadDotEnv(envFile, named)
+	if err != nil {
+		return nil, nil, refuse("%v", err)
+	}
+	for k, v := range dot {
+		if _, set := env[k]; !set {
+			env[k] = v
+		}
+	}
+	var appIDs []string
+	for _, a := range safety.AppCatalog() {
+		if v := env[a.Name]; v != "" {
+			appIDs = append(appIDs, v)
+		}
+	}
+	return env, appIDs, nil
+}
+
+// cmdVerify scans an archive folder or pack for the current environment's secrets (in every
+// encoding) and raw app ids; a pack (or a folder holding SHA256SUMS) is also checked against
+// its manifest and, for a pack, against its detached digest; the JSON files of either are
+// checked against the schemas (results.ValidateArchive, ValidatePack).
+func cmdVerify(args []string, stdout, stderr io.Writer) int {
+	fset := flag.NewFlagSet("archive verify", flag.ContinueOnError)
+	envFile := fset.String("env-file", ".env", "dotenv file whose secrets are searched too (OS environment wins)")
+	sha := fset.String("sha256", "", "expected sha256 of a pack (default: the <pack>.sha256 file beside it, if any)")
+	uses, code, ok := parseFlags(fset, "archive verify", args, stderr)
+	if !ok {
+		return code
+	}
+	if fset.NArg() != 1 {
+		fmt.Fprintln(stderr, "usage: flowtest archive verify [--env-file F] [--sha256 HEX] <archive dir | pack.tar.gz>")
+		return runner.ExitRefused
+	}
+	_, named := uses["env-file"]
+	env, appIDs, err := verifyInputs(*envFile, named)
+	if err != nil {
+		return exitFor(stderr, "archive verify", err)
+	}
+	code = pack.VerifyMainWith(fset.Arg(0), pack.VerifyOptions{Env: env, AppIDs: appIDs, SHA256: *sha}, stdout, stderr)
+	if code == runner.ExitRefused {
+		return code
+	}
+	// The JSON files, of a folder or a pack, are also checked against their schemas.
+	if schemaProblems(fset.Arg(0), stdout, stderr) && code == 0 {
+		code = runner.ExitFailed
+	}
+	return code
+}
+
+// schemaProblems prints every schema problem of an archive folder or pack ("schema: file:
+// pointer: message") and reports whether there was one; one it cannot read is one too.
+func schemaProblems(dir string, stdout, stderr io.Writer) bool {
+	validate := results.ValidateArchive
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() && pack.IsPack(dir) {
+		validate = results.ValidatePack
+	}
+	probs, err := validate(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "archive verify: schema check: %v\n", err)
+		return true
+	}
+	for _, p := range probs {
+		fmt.Fprintln(stdout, "schema: "+p.String())
+	}
+	if len(probs) > 0 {
+		fmt.Fprintf(stderr, "archive verify: %d schema problem(s) in %s\n", len(probs), dir)
+		return true
+	}
+	fmt.Fprintf(stdout, "archive verify: every JSON file of %s matches its schema\n", dir)
+	return false
+}
+
+// cmdPack seals an archive: leak scan first (a pack with a secret in it is refused), then
+// <dir>.tar.gz (or --out) with SHA256SUMS inside; prints the detached sha256.
+func cmdPack(args []string, stdout, stderr io.Writer) int {
+	fset := flag.NewFlagSet("archive pack", flag.ContinueOnError)
+	envFile := fset.String("env-file", ".env", "dotenv file whose secrets are searched too before packing (OS environment wins)")
+	out := fset.String("out", "", "the pack to write (default: <dir>.tar.gz beside the folder)")
+	force := fset.Bool("force", false, "replace an existing pack of that name (default: refuse, exit 2)")
+	uses, code, ok := parseFlags(fset, "archive pack", args, stderr)
+	if !ok {
+		return code
+	}
+	if fset.NArg() != 1 {
+		fmt.Fprintln(stderr, "usage: flowtest archive pack [--out FILE.tar.gz] [--force] <archive dir>")
+		return runner.ExitRefused
+	}
+	dir := filepath.Clean(fset.Arg(0))
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		fmt.Fprintf(stderr, "flowtest archive pack: %q is not an archive folder\n", fset.Arg(0))
+		return runner.ExitRefused
+	}
+	dst := *out
+	if dst == "" {
+		dst = dir + pack.PackExt
+	} else if !pack.IsPack(dst) {
+		fmt.Fprintf(stderr, "flowtest archive pack: --out %q: the pack's name must end in %s\n", dst, pack.PackExt)
+		return runner.ExitRefused
+	}
+	_, named := uses["env-file"]
+	env, appIDs, err := verifyInputs(*envFile, named)
+	if err != nil {
+		return exitFor(stderr, "archive pack", err)
+	}
+	leaks, err := redact.Verify(dir, redact.SecretsFromEnv(env), appIDs)
+	if err != nil {
+		fmt.Fprintf(stderr, "flowtest archive pack: %v\n", err)
+		return runner.ExitRefused
+	}
+	if len(leaks) > 0 {
+		for _, l := range leaks {
+			fmt.Fprintln(stdout, l.String())
+		}
+		fmt.Fprintf(stderr, "flowtest archive pack: refused: %d leak(s) in %s\n", len(leaks), dir)
+		return runner.ExitFailed
+	}
+	if broken := results.CheckIntegrity(dir); len(broken) > 0 {
+		// Sealing a truncated or inconsistent archive would give it a digest it does not deserve.
+		for _, p := range broken {
+			fmt.Fprintln(stdout, "integrity: "+p.String())
+		}
+		fmt.Fprintf(stderr, "flowtest archive pack: refused: %d integrity problem(s) in %s\n", len(broken), dir)
+		return runner.ExitFailed
+	}
+	write := pack.Pack
+	if *force {
+		write = pack.PackReplace
+	}
+	sum, err := write(dir, dst)
+	if errors.Is(err, pack.ErrPackExists) {
+		fmt.Fprintf(stderr, "flowtest archive pack: refused: %s exists and is not replaced (it may already be with a reviewer under its digest); pass --force to replace it, or --out another name\n", dst)
+		return runner.ExitRefused
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "flowtest archive pack: %v\n", err)
+		if strings.Contains(err.Error(), "does not match its own") {
+			return runner.ExitFailed
+		}
+		return runner.ExitRefused
+	}
+	fmt.Fprintf(stdout, "%s  %s\n", sum, dst)
+	fmt.Fprintf(stdout, "archive pack: %s (sha256 above, also in %s.sha256); check it with: flowtest archive verify %s\n", dst, dst, dst)
+	return 0
+}

@@ -1,0 +1,51 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/ksqlflow/flowtest/runner"
+	"github.com/ksqlflow/flowtest/safety"
+)
+
+// cmdCheck runs the preflight only and prints every check with PASS/FAIL. In sandbox mode
+// the target checks need the emulator, so they are run only with --start-sandbox; in live
+// mode the setup checks (livesetup.go: one GET of the base URL, write-free token probes, a
+// read of the state and audit apps for another runner, the launchers' version, capabilities
+// and validate of a rendered fixture, the kSQL-Flow config) run first, and the
+// pending-request read (rule 9) only when every static check passed. Nothing is written.
+func cmdCheck(args []string, stdout, stderr io.Writer) int {
+	s, code := startCommand("check", args, false, stderr)
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	red := s.consoleRedactor()
+	stdout, stderr = redactConsole(stdout, red), redactConsole(stderr, red)
+	static := s.staticReport()
+	rep := static
+	if static.OK() && s.in.Target == safety.TargetLive {
+		reader, err := pendingReader(s.cfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "flowtest check: %v\n", err)
+			return runner.ExitRefused
+		}
+		r2, err := safety.Gate(context.Background(), s.in, safety.Plan{Pending: reader})
+		if err != nil && !errors.Is(err, safety.ErrRefused) {
+			fmt.Fprintf(stderr, "flowtest check: %v\n", err)
+			return runner.ExitRefused
+		}
+		rep = r2
+		rep.Checks = append(rep.Checks, s.needChecks()...)
+		rep.Checks = append(rep.Checks, s.setupChecks()...) // run once, by staticReport
+	}
+	safety.FormatReport(stdout, rep)
+	if !rep.OK() {
+		fmt.Fprintf(stdout, "preflight refused: %d of %d checks failed\n", len(rep.Violations()), len(rep.Checks))
+		return runner.ExitRefused
+	}
+	fmt.Fprintf(stdout, "preflight passed: %d checks\n", len(rep.Checks))
+	return runner.ExitPassed
+}

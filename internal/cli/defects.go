@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/ksqlflow/flowtest/internal/defects"
+	"github.com/ksqlflow/flowtest/runner"
+)
+
+func cmdDefects(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
+	fset := flag.NewFlagSet("defects", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	var only multiFlag
+	fset.Var(&only, "only", "run only these defects (comma-separated or repeated names)")
+	fast := fset.Bool("fast", false, "run only the defects marked fast (the CI subset)")
+	goBin := fset.String("go", "go", "the go command that builds the broken sandboxes")
+	keep := fset.Bool("keep", false, "keep the work dir (broken binaries, run logs, archives) even when every defect is caught")
+	noControl := fset.Bool("no-control", false, "skip the control run of the declared scenarios on the correct sandbox")
+	controlFrom := fset.String("control-from", "", "take the control from this archive of a `flowtest run` on the correct sandbox of this checkout instead of running it again")
+	jobs := fset.Int("jobs", defects.DefaultJobs, "defects checked at once (each builds its own sandbox and runs its own emulator)")
+	fset.Usage = helpFor(fset, "defects")
+	if err := fset.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) { // -h is not a refusal, as for every other command
+			return 0
+		}
+		return runner.ExitRefused
+	}
+	if fset.NArg() > 0 {
+		fmt.Fprintf(stderr, "flowtest defects: unexpected arguments %q\n", fset.Args())
+		return runner.ExitRefused
+	}
+	if *jobs < 1 {
+		fmt.Fprintf(stderr, "flowtest defects: --jobs %d: at least 1\n", *jobs)
+		return runner.ExitRefused
+	}
+	root, err := defects.ModuleRoot(*goBin)
+	if err != nil {
+		fmt.Fprintf(stderr, "flowtest defects: %v\n", err)
+		return runner.ExitRefused
+	}
+	m, err := runner.LoadManifest(os.DirFS(filepath.Join(root, "features")), "manifest.yaml")
+	if err != nil {
+		fmt.Fprintf(stderr, "flowtest defects: %v\n", err)
+		return runner.ExitRefused
+	}
+	known := map[string]bool{}
+	for _, e := range m.Scenarios {
+		known[e.ID] = true
+	}
+	cat, err := defects.LoadCatalogue(filepath.Join(root, defects.CatalogueFile), known)
+	if err != nil {
+		fmt.Fprintf(stderr, "flowtest defects: %v\n", err)
+		return runner.ExitRefused
+	}
+	selected, err := defects.Select(cat.Defects, only, *fast)
+	if err != nil {
+		fmt.Fprintf(stderr, "flowtest defects: %v\n", err)
+		return runner.ExitRefused
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "flowtest defects: find this executable: %v\n", err)
+		return runner.ExitRefused
+	}
+	work, err := os.MkdirTemp("", "flowtest-defects-")
+	if err != nil {
+		fmt.Fprintf(stderr, "flowtest defects: %v\n", err)
+		return runner.ExitFailed
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var interrupted atomic.Bool
+	go func() {
+		select {
+		case <-sigs:
+			interrupted.Store(true)
+			fmt.Fprintln(stderr, "flowtest defects: interrupted; stopping the current run")
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	r := &defects.Run{Root: root, GoBin: *goBin, Self: self, Work: work, Log: &defects.SyncWriter{W: stdout}, Ctx: ctx}
+	start := time.Now()
+	fmt.Fprintf(stdout, "flowtest defects: %d of %d planted defects (%s), work dir %s\n", len(selected), len(cat.Defects), defects.CatalogueFile, work)
+
+	if *controlFrom != "" && *noControl {
+		fmt.Fprintln(stderr, "flowtest defects: --control-from and --no-control exclude each other")
+		return runner.ExitRefused
+	}
+	var control []defects.Row
+	if *controlFrom != "" {
+		rows, err := r.ControlFromArchive(*controlFrom, selected)
+		if err != nil {
+			fmt.Fprintf(stderr, "flowtest defects: --control-from %s: %v\n", *controlFrom, err)
+			return runner.ExitRefused
+		}
+		control = rows
+	}
+	needs := map[string]runner.Needs{}
+	for _, e := range m.Scenarios {
+		needs[e.ID] = e.Needs
+	}
+	rows := append(control, r.All(selected, !*noControl && *controlFrom == "", *jobs, defects.LongestFirst(selected, control, needs))...)
+	fmt.Fprintln(stdout)
+	defects.WriteTable(stdout, rows)
+
+	caught, escaped, pending := 0, 0, 0
+	for _, d := range selected {
+		switch defects.VerdictOf(d.Name, rows) {
+		case defects.VerdictCaught:
+			caught++
+		case defects.VerdictNotCovered:
+			pending++
+		default:
+			escaped++
+		}
+	}
+	controlBad := false
+	for _, row := range rows {
+		if row.Verdict == defects.VerdictControlBad {
+			controlBad = true
+		}
+	}
+	fmt.Fprintf(stdout, "\n%d caught, %d escaped, %d not yet covered by a scenario; wall time %s\n", caught, escaped, pending, time.Since(start).Round(100*time.Millisecond))
+	code := runner.ExitPassed
+	switch {
+	case interrupted.Load():
+		code = runner.ExitInterrupted
+	case controlBad:
+		fmt.Fprintln(stdout, "the control run failed: a scenario that fails on the correct sandbox proves nothing about a defect")
+		code = runner.ExitFailed
+	case escaped > 0:
+		code = runner.ExitFailed
+	}
+	if code != runner.ExitPassed || *keep {
+		fmt.Fprintf(stdout, "work dir kept (run logs, archives, broken binaries): %s\n", work)
+	} else {
+		os.RemoveAll(work)
+	}
+	return code
+}

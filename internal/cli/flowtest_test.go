@@ -1,0 +1,295 @@
+package cli
+
+// End-to-end tests of the flowtest binary: the real runner, the real sandbox binary, the
+// real feature files. The acceptance scenarios on the sandbox are part of the test suite.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ksqlflow/flowtest/runner"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var binDir string
+
+func TestMain(m *testing.M) {
+	if fakeChildMain() { // started as a fake child by a refusal test: leave a mark, exit
+		os.Exit(1)
+	}
+	dir, err := os.MkdirTemp("", "flowtest-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	for _, pkg := range []string{"flowtest", "flowsandbox"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, pkg+exe()), "./cmd/"+pkg)
+		cmd.Dir = repoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	for _, c := range cleanups {
+		c()
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func exe() string {
+	if runtime.GOOS == "windows" {
+		return ".exe"
+	}
+	return ""
+}
+
+func repoRoot() string {
+	wd, _ := os.Getwd()
+	return filepath.Clean(filepath.Join(wd, "..", ".."))
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// flowtest runs the built binary from the repository root with a clean environment (no
+// operator settings leak in) plus env.
+func flowtest(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "flowtest"+exe()), args...)
+	cmd.Dir = repoRoot()
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()}, env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run flowtest: %v", err)
+	}
+	return result{code, out.String(), errb.String()}
+}
+
+func archiveDir(t *testing.T, stdout string) string {
+	t.Helper()
+	for _, line := range strings.Split(stdout, "\n") {
+		if i := strings.Index(line, "archive "); i >= 0 && strings.HasPrefix(line, "flowtest ") {
+			return strings.TrimSpace(line[i+len("archive "):])
+		}
+	}
+	t.Fatalf("no archive line in output:\n%s", stdout)
+	return ""
+}
+
+// acceptance is the one full run of the manifest on the sandbox in this package's tests:
+// TestAcceptanceSuiteOnSandbox judges it, and the fast planted defects take their control
+// from its archive instead of running the same scenarios again.
+var acceptance struct {
+	once sync.Once
+	r    result
+	dir  string
+}
+
+func acceptanceRun(t *testing.T) (result, string) {
+	t.Helper()
+	acceptance.once.Do(func() {
+		out, err := os.MkdirTemp("", "flowtest-acceptance-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		acceptance.r = flowtest(t, nil, "run", "--out", out)
+		acceptance.dir = archiveDir(t, acceptance.r.stdout)
+		if !filepath.IsAbs(acceptance.dir) {
+			acceptance.dir = filepath.Join(repoRoot(), acceptance.dir)
+		}
+		cleanups = append(cleanups, func() { os.RemoveAll(out) })
+	})
+	if acceptance.dir == "" {
+		t.Fatalf("the acceptance run made no archive:\n%s\n%s", acceptance.r.stdout, acceptance.r.stderr)
+	}
+	return acceptance.r, acceptance.dir
+}
+
+// cleanups run after every test of the package (TestMain): what tests share outlives each.
+var cleanups []func()
+
+// The main job: the whole manifest on the sandbox. Implemented scenarios pass, the others
+// are reported as not implemented, never as passed; the archive verifies clean.
+func TestAcceptanceSuiteOnSandbox(t *testing.T) {
+	t.Parallel() // a long end-to-end run that mostly waits: the others of its kind run beside it
+	if testing.Short() {
+		t.Skip("acceptance run skipped in -short mode")
+	}
+	r, dir := acceptanceRun(t)
+	require.Equal(t, 0, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	data, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	require.NoError(t, err)
+	var run struct {
+		State     string `json:"state"`
+		RunOrder  []string
+		Scenarios []struct {
+			ID, Status, NotRunCategory string
+		} `json:"scenarios"`
+	}
+	require.NoError(t, json.Unmarshal(data, &run))
+	assert.Equal(t, "complete", run.State)
+	passed := map[string]bool{}
+	for _, s := range run.Scenarios {
+		switch s.Status {
+		case "passed":
+			passed[s.ID] = true
+		case "not-run":
+		default:
+			t.Errorf("scenario %s: %s", s.ID, s.Status)
+		}
+	}
+	for _, id := range []string{"m5-serial-success", "m5-mid-failure", "m5-resume", "m5-lock-conflict", "m5-kill-unknown", "m6-01-resume-identity", "m6-02-unknown-isolation"} {
+		assert.True(t, passed[id], "%s passed", id)
+	}
+	assert.Len(t, run.Scenarios, manifestSize(t))
+	assert.Contains(t, r.stdout, "archive verify: no secret or raw app id")
+
+	v := flowtest(t, nil, "archive", "verify", dir)
+	assert.Equal(t, 0, v.code, v.stdout+v.stderr)
+	assert.Contains(t, v.stdout, "matches its schema")
+	requireSchemaValid(t, dir) // every record of a full run
+}
+
+func TestListShowsTheManifest(t *testing.T) {
+	r := flowtest(t, nil, "list")
+	require.Equal(t, 0, r.code, r.stderr)
+	total := manifestSize(t)
+	assert.Contains(t, r.stdout, fmt.Sprintf("%d scenarios (43 acceptance, %d extended)", total, total-43))
+	assert.Regexp(t, `(?s)csv2-03-clikintone.*Extended series.*ext-`, r.stdout, "the extended series listed apart, after the 43")
+	assert.Regexp(t, `(?m)^1\s+m5-serial-success\s+m5\s`, r.stdout)
+	assert.Regexp(t, `(?m)^43\s+csv2-03-clikintone\s+csv2\s`, r.stdout)
+	// needs replace the old platform column
+	assert.Regexp(t, `(?m)^\s*5\s+m5-kill-unknown\s+m5\s+23\s+confirmer\s`, r.stdout)
+	assert.Regexp(t, `(?m)^\s*1\s+m5-serial-success\s+m5\s+serial-success,job-log-correlation\s+-\s`, r.stdout)
+	assert.NotContains(t, r.stdout, "PLATFORM")
+
+	// A selection lists what it selects, numbered by run order.
+	m := flowtest(t, nil, "list", "--tags", "@m6-02-unknown-isolation or @m5-resume")
+	require.Equal(t, 0, m.code, m.stderr)
+	assert.Contains(t, m.stdout, fmt.Sprintf("2 of %d scenarios selected", total))
+	assert.Regexp(t, `(?m)^3\s+m5-resume\s`, m.stdout)
+	assert.Regexp(t, `(?m)^7\s+m6-02-unknown-isolation\s`, m.stdout)
+	assert.NotContains(t, m.stdout, "m5-serial-success")
+
+	// Every scenario of the real manifest has a feature now; a manifest of its own shows
+	// what list says of an entry without one and of a Windows-only entry.
+	l := flowtest(t, nil, "list", "--features", needsFeatures(t))
+	require.Equal(t, 0, l.code, l.stderr)
+	assert.Contains(t, l.stdout, "no (not implemented)")
+	assert.Regexp(t, `(?m)^\s*2\s+w\s+s\s+-\s+lease-wait,windows\s`, l.stdout)
+}
+
+// needsManifest has one implemented entry needing a confirmer, one Windows-only entry and
+// one without a feature file.
+const needsManifest = "schema_version: 1\nscenarios:\n" +
+	"  - {id: a, series: s, acceptance: [\"1\"], needs: [confirmer]}\n" +
+	"  - {id: w, series: s, needs: [lease-wait, windows]}\n" +
+	"  - {id: n, series: s}\n"
+
+func needsFeatures(t *testing.T) string {
+	t.Helper()
+	return featuresDir(t, needsManifest, map[string]string{
+		"s/a.feature": "Feature: a\n  @a @s @acc-1\n  Scenario: a\n    Then exactly one run exists for the business key\n",
+		"s/w.feature": "Feature: w\n  @w @s\n  Scenario: w\n    Then exactly one run exists for the business key\n",
+	})
+}
+
+// The dry run shows every scenario's declared needs, a legend for those that would run, and
+// reports an unmet platform need as the reason a scenario will not run.
+func TestDryRunShowsNeeds(t *testing.T) {
+	r := flowtest(t, nil, "run", "--dry-run", "--tags", "@m5")
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.Regexp(t, `m5-kill-unknown\s+m5\s+yes\s+m5/m5-kill-unknown.feature:\d+\s+confirmer\n`, r.stdout)
+	assert.Regexp(t, `m5-serial-success\s+m5\s+yes\s+\S+\s+-\n`, r.stdout)
+	assert.Regexp(t, `(?m)^\s+confirmer\s+m5-kill-unknown\s+a named operator confirms`, r.stdout)
+	assert.Regexp(t, `PASS  kill-confirmer\s+--confirmed-by\s+sandbox: the scope's principal confirms`, r.stdout)
+	assert.Regexp(t, `PASS  csv-io-dir\s+KSQL_FLOWNET_IO_DIR\s+no selected scenario needs csv-io`, r.stdout)
+	if runtime.GOOS != "windows" {
+		w := flowtest(t, nil, "run", "--dry-run", "--features", needsFeatures(t), "--tags", "@a or @w")
+		assert.Regexp(t, `w\s+s\s+no\s+needs windows \(this is `+runtime.GOOS+`\)\s+lease-wait,windows\n`, w.stdout, w.stderr)
+	}
+}
+
+func TestDryRunStartsNothing(t *testing.T) {
+	out := t.TempDir()
+	r := flowtest(t, nil, "run", "--dry-run", "--tags", "@m5 and not @m5-kill-unknown", "--out", out)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "PASS  target")
+	assert.Regexp(t, `m5-lock-conflict\s+m5\s+yes`, r.stdout)
+	assert.Regexp(t, `m5-kill-unknown\s+m5\s+no\s+filtered by tag expression`, r.stdout)
+	assert.Regexp(t, `m6-03-nonidem-no-auto-rerun\s+m6\s+no\s+filtered by tag expression`, r.stdout)
+	assert.Contains(t, r.stdout, fmt.Sprintf("4 of %d scenarios would run", manifestSize(t)))
+	entries, _ := os.ReadDir(out)
+	assert.Empty(t, entries, "a dry run writes no archive")
+}
+
+// badNeedFeatures is a features dir whose manifest misspells a need on line 4.
+func badNeedFeatures(t *testing.T) string {
+	dir := t.TempDir()
+	manifest := "schema_version: 1\nscenarios:\n  - {id: a, series: s}\n  - {id: b, series: s, needs: [confirmr]}\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.yaml"), []byte(manifest), 0o644))
+	return dir
+}
+
+func TestCheckPrintsEveryCheck(t *testing.T) {
+	r := flowtest(t, nil, "check", "--tags", "@m5")
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "PASS  fixture-sql")
+	assert.Contains(t, r.stdout, "preflight passed")
+
+	r = flowtest(t, []string{"KSQL_FLOWNET_PROFILE= Prod "}, "check", "--tags", "@m5")
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stdout, "FAIL  profile")
+}
+
+// --rerun selects the scenarios that failed in an earlier archive, read from its scenario
+// files.
+func TestRerunSelectsWhatFailed(t *testing.T) {
+	prev := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(prev, "scenarios"), 0o755))
+	for id, status := range map[string]string{"m5-resume": "failed", "m5-mid-failure": "passed", "m6-02-unknown-isolation": "failed"} {
+		rec := fmt.Sprintf(`{"schema_version":1,"id":%q,"status":%q,"series":"m5","tags":[],"steps":[],"assertions":[],"processes":[],"barriers":[],"traffic":{},"cleanup":{"ok":true,"actions":[]}}`, id, status)
+		require.NoError(t, os.WriteFile(filepath.Join(prev, "scenarios", id+".json"), []byte(rec), 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(prev, "run.json"), []byte(`{"schema_version":1,"state":"complete","scenarios":[]}`), 0o644))
+	r := flowtest(t, nil, "run", "--dry-run", "--rerun", prev)
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.Regexp(t, `m5-resume\s+m5\s+yes`, r.stdout)
+	assert.Regexp(t, `m6-02-unknown-isolation\s+m6\s+yes`, r.stdout)
+	assert.Regexp(t, `m5-mid-failure\s+m5\s+no\s+filtered: did not fail in the archive being rerun`, r.stdout)
+	assert.Contains(t, r.stdout, fmt.Sprintf("2 of %d scenarios would run", manifestSize(t)))
+
+	r = flowtest(t, nil, "run", "--dry-run", "--rerun", t.TempDir())
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, "--rerun")
+}
+
+// manifestSize is how many scenarios the real manifest lists: the 43 acceptance scenarios and
+// the extended series, which grows.
+func manifestSize(t *testing.T) int {
+	t.Helper()
+	m, err := runner.LoadManifest(os.DirFS(filepath.Join(repoRoot(), "features")), "manifest.yaml")
+	require.NoError(t, err)
+	require.Equal(t, 43, m.Acceptance(), "the acceptance scenarios")
+	return len(m.Scenarios)
+}

@@ -1,0 +1,219 @@
+package cli
+
+// flowtest gate show | run: release gates (internal/gate decides the scope and builds the
+// record; gate run runs the scope through the run path, which writes the record).
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ksqlflow/flowtest/internal/gate"
+	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/runner"
+)
+
+// Exit codes of `flowtest gate run` beyond the run's: the verdict decides.
+const (
+	exitGatePass       = runner.ExitPassed // PASS
+	exitGateFail       = runner.ExitFailed // FAIL (or the archive failed its own leak check)
+	exitGateIncomplete = 3                 // INCOMPLETE: nothing failed, but not everything passed or was carried over
+)
+
+// runExtras is what `flowtest gate run` adds to the run path: the gate record the archive
+// completes and writes, the archive label, and the command line for run.json.
+type runExtras struct {
+	gate    *results.GateRecord
+	label   string
+	command []string
+}
+
+// archiveLabel is the archive folder's label: "gate-<name>" for a gate run, else the tags.
+func (s *session) archiveLabel() string {
+	if s.extras.label != "" {
+		return s.extras.label
+	}
+	return label(s.flags.tags)
+}
+
+// splitGateName takes the gate's name from the front of args (`gate run r2 --flags`) or, after
+// the flags, as the one positional argument.
+func splitGateName(args []string) (string, []string) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return args[0], args[1:]
+	}
+	return "", args
+}
+
+func cmdGateShow(args []string, stdout, stderr io.Writer) int {
+	name, rest := splitGateName(args)
+	fset := flag.NewFlagSet("gate show", flag.ContinueOnError)
+	features := fset.String("features", "features", "directory of feature files, the run-order manifest and gates/")
+	all := fset.Bool("all", false, "also list the scenarios of the carry-over series (the scope when no rule holds)")
+	if _, code, ok := parseFlags(fset, "gate show", rest, stderr); !ok {
+		return code
+	}
+	if name == "" && fset.NArg() == 1 {
+		name = fset.Arg(0)
+	} else if fset.NArg() > 0 || name == "" {
+		fmt.Fprintln(stderr, "usage: flowtest gate show [--all] <gate>")
+		return runner.ExitRefused
+	}
+	c := common{target: "sandbox", features: *features}
+	items, _, _, err := c.plan()
+	if err != nil {
+		return exitFor(stderr, "gate show", err)
+	}
+	g, err := gate.Load(*features, name, items)
+	if err != nil {
+		return exitFor(stderr, "gate show", err)
+	}
+	req := g.RequiredIDs(items)
+	inScope := map[string]bool{}
+	for _, id := range req {
+		inScope[id] = true
+	}
+	if *all {
+		for _, r := range g.Rules {
+			for _, id := range g.RuleScenarios(r, items) {
+				inScope[id] = true
+			}
+		}
+	}
+	for _, it := range items {
+		if inScope[it.ID] {
+			fmt.Fprintln(stdout, it.ID)
+		}
+	}
+	implemented := 0
+	for _, it := range items {
+		if inScope[it.ID] && it.Feature != nil {
+			implemented++
+		}
+	}
+	fmt.Fprintf(stderr, "# gate %s (%s, sha256 %.12s): %s\n", g.Name, g.File, g.SHA256, g.Title)
+	fmt.Fprintf(stderr, "# required: %s — %d scenarios\n", g.Required, len(req))
+	for _, r := range g.Rules {
+		fmt.Fprintf(stderr, "# carry-over %s (%d scenarios) when the SUT diff touches none of: %s\n", r.Series, len(g.RuleScenarios(r, items)), strings.Join(r.Paths, ", "))
+	}
+	fmt.Fprintf(stderr, "# listed: %d, of which %d have a feature file today\n", len(inScope), implemented)
+	return 0
+}
+
+// gateOnlyFlags are gate run's own flags; the others go to the run path.
+var gateOnlyFlags = []string{"sut-repo", "since-archive"}
+
+func cmdGateRun(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
+	name, rest := splitGateName(args)
+	fset := flag.NewFlagSet("gate run", flag.ContinueOnError)
+	var f runFlags
+	f.bind(fset, true)
+	sutRepo := fset.String("sut-repo", "", "the SUT's git repository: the carry-over rules read `git diff --stat` there (required)")
+	since := fset.String("since-archive", "", "archive of the last accepting run: carried-over scenarios point to their passing records there")
+	uses, code, ok := parseFlags(fset, "gate run", rest, stderr, "format")
+	if !ok {
+		return code
+	}
+	if name == "" && fset.NArg() == 1 {
+		name = fset.Arg(0)
+	} else if fset.NArg() > 0 || name == "" {
+		fmt.Fprintln(stderr, "usage: flowtest gate run <gate> --sut-commit C --sut-repo DIR [--since-archive A] [run flags]")
+		return runner.ExitRefused
+	}
+	// --durations-from stays: without --shard it only gives the progress line its ETA.
+	for _, bad := range []string{"tags", "rerun", "allow-empty", "repeat", "shard"} {
+		if _, given := uses[bad]; given {
+			fmt.Fprintf(stderr, "flowtest gate run: --%s cannot be given: the gate definition and its carry-over rules decide what runs\n", bad)
+			return runner.ExitRefused
+		}
+	}
+	switch {
+	case strings.TrimSpace(f.sutCommit) == "":
+		fmt.Fprintln(stderr, "flowtest gate run: --sut-commit is required: the gate record is for one commit of the SUT")
+		return runner.ExitRefused
+	case strings.TrimSpace(*sutRepo) == "":
+		fmt.Fprintln(stderr, "flowtest gate run: --sut-repo is required: the SUT's git repository, where the carry-over rules read the diff")
+		return runner.ExitRefused
+	}
+	c := f.common
+	c.tags, c.rerun = "", ""
+	items, _, _, err := c.plan()
+	if err != nil {
+		return exitFor(stderr, "gate run", err)
+	}
+	g, err := gate.Load(f.features, name, items)
+	if err != nil {
+		return exitFor(stderr, "gate run", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	repo, err := gate.OpenGit(*sutRepo)
+	if err != nil {
+		return exitFor(stderr, "gate run", err)
+	}
+	rec, runIDs, err := gate.Plan(ctx, g, items, f.target, f.sutCommit, repo, *since)
+	if err != nil {
+		return exitFor(stderr, "gate run", err)
+	}
+	writeGatePlan(stdout, rec, runIDs)
+
+	// The run path, with the scope as its selection and the resolved commit.
+	var fwd []string
+	for _, n := range sortedNames(uses) {
+		if slices.Contains(gateOnlyFlags, n) || n == "sut-commit" {
+			continue
+		}
+		for _, v := range uses[n].values {
+			fwd = append(fwd, "--"+n+"="+v)
+		}
+	}
+	tags := make([]string, len(runIDs))
+	for i, id := range runIDs {
+		tags[i] = "@" + id
+	}
+	fwd = append(fwd, "--tags", strings.Join(tags, " or "), "--sut-commit", rec.SUT.Commit)
+	command := append([]string{"flowtest", "gate", "run", name}, rest...)
+	code = runCommand("gate run", fwd, stdout, stderr, sigs, runExtras{gate: rec, label: "gate-" + g.Name, command: command})
+	if f.dryRun {
+		return code // the plan above and the run's dry run: nothing ran, no record
+	}
+	if rec.Verdict == "" || code == runner.ExitRefused || code == runner.ExitInterrupted {
+		if code != runner.ExitRefused && rec.Verdict == "" {
+			fmt.Fprintf(stdout, "gate %s: no verdict (the run ended before its record was written)\n", g.Name)
+		}
+		return code
+	}
+	fmt.Fprintf(stdout, "gate %s: %s — %s\n", g.Name, rec.Verdict, rec.VerdictWhy)
+	fmt.Fprintf(stdout, "gate record: %s\n", filepath.Join(rec.Archive, results.GateFile))
+	switch {
+	case rec.Verdict == results.GateFail:
+		return exitGateFail
+	case code == runner.ExitFailed:
+		return exitGateFail // the archive failed its own leak check, or could not be written
+	case rec.Verdict == results.GateIncomplete:
+		return exitGateIncomplete
+	}
+	return exitGatePass
+}
+
+// writeGatePlan prints the scope before the run starts.
+func writeGatePlan(w io.Writer, g *results.GateRecord, runIDs []string) {
+	fmt.Fprintf(w, "gate %s (%s): SUT commit %s\n", g.Gate, g.Definition, g.SUT.Commit)
+	if g.SUT.Head != "" {
+		fmt.Fprintf(w, "  warning: the SUT repository's HEAD is %s, not the gate's commit\n", g.SUT.Head)
+	}
+	for _, r := range g.CarryOver {
+		state := "runs"
+		if r.Holds {
+			state = "carried over"
+		}
+		fmt.Fprintf(w, "  carry-over %s: %s — %s\n", r.Series, state, r.Why)
+	}
+	fmt.Fprintf(w, "  to run (%d): %s\n", len(runIDs), strings.Join(runIDs, ", "))
+}

@@ -1,0 +1,428 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ksqlflow/flowtest/harness/config"
+	"github.com/ksqlflow/flowtest/harness/proc"
+	"github.com/ksqlflow/flowtest/harness/target"
+	"github.com/ksqlflow/flowtest/kintoneapi"
+	"github.com/ksqlflow/flowtest/safety"
+)
+
+// Bounds of the live setup probes: a tenant or launcher that does not answer within them is
+// refused, so preflight never hangs on a missing CA or a wedged launcher.
+const (
+	tenantProbeTimeout   = 10 * time.Second
+	launcherProbeTimeout = 30 * time.Second
+)
+
+// liveSetupChecks prove, read-only, that the live setup can work before anything starts:
+// the tenant answers over TLS with the configured CA, the FlowNet and kSQL-Flow launchers
+// exist and answer, and the kSQL-Flow config agrees with flowtest's configuration (profile
+// base URL origin, log app, business apps, and every env:NAME it references is a variable
+// flowtest passes to the kSQL-Flow child). Nothing is written: the tenant gets one GET of its
+// base URL, the write-free token probes and reads of the state and audit apps. Sandbox: none
+// (the runner makes the whole setup).
+//
+// The launchers also validate a fixture rendered with a throw-away scope into a temporary
+// directory (flownet-validate, ksql-flow-validate: launchervalidate.go), and the state and
+// audit apps are read for another runner at work (tenant-activity: activity.go).
+func liveSetupChecks(cfg *config.Config) []safety.Check {
+	tls := tenantTLSCheck(cfg.Get(safety.VarBaseURL), cfg.Get(config.VarCAFile))
+	tokens := safety.Check{Name: "token-permissions", Subject: "tokens", OK: false,
+		Reason: "not probed: the tenant does not answer over TLS"}
+	active := safety.Check{Name: "tenant-activity", Subject: "state and audit apps", OK: false,
+		Reason: "not probed: the tenant does not answer over TLS"}
+	if tls.OK {
+		tokens = tokenPermissionCheck(cfg)
+		active = tenantActivityCheck(cfg, time.Now())
+	}
+	fn, kf := flowNetLauncherCheck(cfg), ksqlFlowLauncherCheck(cfg)
+	checks := []safety.Check{tls, tokens, active, fn, kf}
+	checks = append(checks, validateChecks(cfg, fn.OK, kf.OK)...)
+	return append(checks, ksqlFlowConfigCheck(cfg, os.ReadFile))
+}
+
+// tokenRole is what one token variable is used for and the permissions that use needs;
+// read-only tokens must also lack every write permission.
+type tokenRole struct {
+	Var, Role string
+	Needs     []string
+	ReadOnly  bool
+}
+
+// tokenRoles lists the configured token variables with their roles: FlowNet's writer tokens
+// (view/add/edit; with delete too when no cleanup token is set, because the harness then
+// sweeps with them), the harness's cleanup tokens (view/delete), kSQL-Flow's JOB log token
+// (view/add/edit), the request poller's token (view/edit, product-contract §4.3; with add
+// and delete too when no request cleanup token is set), the harness's request token and the
+// CSV token (view/add/edit/delete: the harness creates, withdraws and sweeps with them), and
+// the read-only tokens (view, nothing else).
+func tokenRoles(cfg *config.Config) []tokenRole {
+	v, a, e, d := kintoneapi.PermView, kintoneapi.PermAdd, kintoneapi.PermEdit, kintoneapi.PermDelete
+	// shared is what a product token needs: its own permissions, or, when the harness has
+	// no cleanup token of its own for that app, also what the harness does with it.
+	shared := func(cleanupVar string, own, harness []string, what string) ([]string, string) {
+		if cfg.Get(cleanupVar) == "" {
+			return harness, " and the harness's " + what + ": " + cleanupVar + " is unset"
+		}
+		return own, ""
+	}
+	execNeeds, execAlso := shared(safety.VarTokenExecCleanup, []string{v, a, e}, []string{v, a, e, d}, "sweep")
+	auditNeeds, auditAlso := shared(safety.VarTokenAuditCleanup, []string{v, a, e}, []string{v, a, e, d}, "sweep")
+	reqNeeds, reqAlso := shared(safety.VarTokenRequestsCleanup, []string{v, e}, []string{v, a, e, d}, "requests and sweep")
+	all := []tokenRole{
+		{safety.VarTokenExec, "FlowNet's state writer" + execAlso, execNeeds, false},
+		{safety.VarTokenAudit, "FlowNet's audit writer" + auditAlso, auditNeeds, false},
+		{safety.VarTokenExecCleanup, "the harness's state cleanup", []string{v, d}, false},
+		{safety.VarTokenAuditCleanup, "the harness's audit cleanup", []string{v, d}, false},
+		{safety.VarTokenLogs, "kSQL-Flow's JOB log writer", []string{v, a, e}, false},
+		{safety.VarTokenRequests, "FlowNet's request poller" + reqAlso, reqNeeds, false},
+		{safety.VarTokenRequestsCleanup, "the harness's request writer and cleanup", []string{v, a, e, d}, false},
+		{safety.VarTokenCSV, "the CSV fixture writer", []string{v, a, e, d}, false},
+	}
+	for _, t := range safety.TokenCatalog() {
+		if !t.Writable {
+			all = append(all, tokenRole{t.Name, "read-only", []string{v}, true})
+		}
+	}
+	var out []tokenRole
+	for _, t := range all {
+		if cfg.Get(t.Var) != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// tokenPermissionCheck probes every configured token, writing nothing
+// (kintoneapi.ProbePermission), and refuses a token that lacks a permission its role needs,
+// or a read-only token that can write, naming the variable, its role and the permission.
+func tokenPermissionCheck(cfg *config.Config) safety.Check {
+	c := safety.Check{Name: "token-permissions", Subject: "tokens", OK: true}
+	hc, err := kintoneapi.HTTPClientWithCA(cfg.Get(config.VarCAFile))
+	if err != nil {
+		c.OK, c.Reason = false, err.Error()
+		return c
+	}
+	hc.Timeout = tenantProbeTimeout
+	appOf := map[string]string{}
+	for _, sp := range safety.TokenCatalog() {
+		if a, ok := cfg.LiveApps()[sp.Role]; ok {
+			appOf[sp.Name] = a.ID
+		}
+	}
+	var problems []string
+	n := 0
+	for _, t := range tokenRoles(cfg) {
+		app := appOf[t.Var]
+		if app == "" {
+			continue // no app id: the app checks report it
+		}
+		probe := t.Needs
+		if t.ReadOnly {
+			probe = []string{kintoneapi.PermView, kintoneapi.PermAdd, kintoneapi.PermEdit, kintoneapi.PermDelete}
+		}
+		for _, p := range probe {
+			ctx, cancel := context.WithTimeout(context.Background(), tenantProbeTimeout)
+			has, err := kintoneapi.ProbePermission(ctx, hc, cfg.Get(safety.VarBaseURL), app, cfg.Get(t.Var), p)
+			cancel()
+			n++
+			want := slices.Contains(t.Needs, p)
+			switch {
+			case err != nil:
+				problems = append(problems, fmt.Sprintf("%s (%s): probing %s: %v", t.Var, t.Role, p, err))
+			case want && !has:
+				problems = append(problems, fmt.Sprintf("%s (%s) lacks the %s permission", t.Var, t.Role, p))
+			case !want && has && t.ReadOnly:
+				problems = append(problems, fmt.Sprintf("%s (%s) has the %s permission: a read-only token must be view-only", t.Var, t.Role, p))
+			}
+			if err != nil {
+				break
+			}
+		}
+	}
+	if len(problems) > 0 {
+		c.OK, c.Reason = false, strings.Join(problems, "; ")
+		return c
+	}
+	c.Reason = fmt.Sprintf("%d probes (nothing written): every token has what its role needs, read-only tokens only view", n)
+	return c
+}
+
+// tenantTLSCheck sends one GET to the base URL with the configured CA and a bounded timeout:
+// any HTTP answer proves the TLS set-up (the status does not matter); a TLS, DNS or connect
+// error, or no answer in time, is refused with the cause.
+func tenantTLSCheck(baseURL, caFile string) safety.Check {
+	c := safety.Check{Name: "tenant-tls", Subject: safety.VarBaseURL, OK: true}
+	if strings.TrimSpace(baseURL) == "" {
+		c.OK, c.Reason = false, safety.VarBaseURL+" is not set"
+		return c
+	}
+	if caFile != "" {
+		if _, err := os.Stat(caFile); err != nil {
+			c.OK, c.Reason = false, fmt.Sprintf("%s %s: %v", config.VarCAFile, caFile, err)
+			return c
+		}
+	}
+	hc, err := kintoneapi.HTTPClientWithCA(caFile)
+	if err != nil {
+		c.OK, c.Reason = false, fmt.Sprintf("%s: %v", config.VarCAFile, err)
+		return c
+	}
+	hc.Timeout = tenantProbeTimeout
+	ctx, cancel := context.WithTimeout(context.Background(), tenantProbeTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL, nil)
+	if err != nil {
+		c.OK, c.Reason = false, fmt.Sprintf("base URL: %v", err)
+		return c
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		hint := ""
+		if strings.Contains(err.Error(), "x509") || strings.Contains(err.Error(), "certificate") {
+			hint = fmt.Sprintf(" (is %s the PEM CA of the tenant's certificate?)", config.VarCAFile)
+		}
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			hint = fmt.Sprintf(" (no answer within %s)", tenantProbeTimeout)
+		}
+		c.OK, c.Reason = false, fmt.Sprintf("the tenant does not answer over TLS: %v%s", err, hint)
+		return c
+	}
+	resp.Body.Close()
+	ca := "system roots"
+	if caFile != "" {
+		ca = "CA " + caFile
+	}
+	c.Reason = fmt.Sprintf("answered over TLS (%s), HTTP %d", ca, resp.StatusCode)
+	return c
+}
+
+// probe runs a launcher with args, a minimal environment (plus extraEnv) and a bounded time,
+// and returns its stdout; the error carries the exit and stderr tail.
+func probe(bin string, args []string, dir string, caFile string, extraEnv ...string) ([]byte, error) {
+	path, err := exec.LookPath(bin)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not found or not executable: %v", bin, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), launcherProbeTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Dir = dir
+	cmd.Env = append(target.ChildBaseEnv(caFile), extraEnv...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.WaitDelay = 2 * time.Second
+	if err := proc.RunBound(cmd); err != nil { // dies with the runner, like every child
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("`%s %s` did not answer within %s", bin, strings.Join(args, " "), launcherProbeTimeout)
+		}
+		tail := strings.TrimSpace(errb.String())
+		if len(tail) > 300 {
+			tail = tail[len(tail)-300:]
+		}
+		return nil, fmt.Errorf("`%s %s`: %v: %s", bin, strings.Join(args, " "), err, tail)
+	}
+	return out.Bytes(), nil
+}
+
+// flowNetLauncherCheck starts the FlowNet CLI with --version (product contract: prints the
+// package version, exit 0; no config, no network).
+func flowNetLauncherCheck(cfg *config.Config) safety.Check {
+	c := safety.Check{Name: "flownet-launcher", Subject: config.VarFlowNetDir, OK: true}
+	bin, args, dir, err := cfg.FlowNetCommand()
+	if err != nil {
+		c.OK, c.Reason = false, err.Error()
+		return c
+	}
+	if dir != "" {
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			c.OK, c.Reason = false, fmt.Sprintf("%s %s is not a directory", config.VarFlowNetDir, dir)
+			return c
+		}
+	}
+	out, err := probe(bin, append(args, "--version"), dir, cfg.Get(config.VarCAFile))
+	if err != nil {
+		c.OK, c.Reason = false, "the FlowNet CLI does not answer: "+err.Error()
+		return c
+	}
+	c.Reason = "answers --version: " + firstLine(string(out))
+	return c
+}
+
+// ksqlFlowLauncherCheck starts kSQL-Flow with `capabilities --json` (no config, no network)
+// and requires the execution contract FlowNet speaks.
+func ksqlFlowLauncherCheck(cfg *config.Config) safety.Check {
+	c := safety.Check{Name: "ksql-flow-launcher", Subject: config.VarFlowBin, OK: true}
+	bin := cfg.Get(config.VarFlowBin)
+	if bin == "" {
+		c.OK, c.Reason = false, config.VarFlowBin+" is not set: how is kSQL-Flow started?"
+		return c
+	}
+	args, err := cfg.FlowBinArgs()
+	if err != nil {
+		c.OK, c.Reason = false, err.Error()
+		return c
+	}
+	out, err := probe(bin, append(args, "capabilities", "--json"), "", cfg.Get(config.VarCAFile))
+	if err != nil {
+		c.OK, c.Reason = false, "kSQL-Flow does not answer: "+err.Error()
+		return c
+	}
+	var caps struct {
+		Kind      string   `json:"kind"`
+		Contracts []string `json:"executionContracts"`
+		Version   string   `json:"ksqlFlowVersion"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(out), &caps); err != nil || caps.Kind != "CAPABILITIES" {
+		c.OK, c.Reason = false, fmt.Sprintf("`capabilities --json` did not print a CAPABILITIES document: %q", firstLine(string(out)))
+		return c
+	}
+	if !slices.Contains(caps.Contracts, "ksql-flow.execution/v1") {
+		c.OK, c.Reason = false, fmt.Sprintf("kSQL-Flow does not offer ksql-flow.execution/v1 (offers %v)", caps.Contracts)
+		return c
+	}
+	c.Reason = "capabilities: ksql-flow.execution/v1, version " + caps.Version
+	return c
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	if len(l) > 120 {
+		l = l[:120]
+	}
+	return l
+}
+
+var envRefRE = regexp.MustCompile(`^env:(.*)$`)
+
+// ksqlFlowConfigCheck reads the kSQL-Flow config as the sandbox kSQL-Flow documents it and
+// refuses it unless its profile's base URL has the tenant's origin, its log app is the E2E
+// log app, its business apps are the configured ones, and every env:NAME it references is a
+// variable flowtest passes to the kSQL-Flow child (target.KsqlFlowEnvNames) — another name
+// would be unset in the child and fail only inside the first run.
+func ksqlFlowConfigCheck(cfg *config.Config, read func(string) ([]byte, error)) safety.Check {
+	c := safety.Check{Name: "ksql-flow-config", Subject: config.VarFlowConfig, OK: true}
+	path := cfg.FlowConfig()
+	if path == "" {
+		c.OK, c.Reason = false, config.VarFlowConfig+" is not set"
+		return c
+	}
+	data, err := read(path)
+	if err != nil {
+		c.OK, c.Reason = false, fmt.Sprintf("read the kSQL-Flow config: %v", err)
+		return c
+	}
+	var doc struct {
+		Profiles map[string]json.RawMessage `json:"profiles"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		c.OK, c.Reason = false, fmt.Sprintf("the kSQL-Flow config %s does not parse: %v", path, err)
+		return c
+	}
+	raw, ok := doc.Profiles[cfg.Profile()]
+	if !ok {
+		c.OK, c.Reason = false, fmt.Sprintf("the kSQL-Flow config %s has no profile %q", path, cfg.Profile())
+		return c
+	}
+	var prof struct {
+		BaseURL string `json:"baseUrl"`
+		Apps    map[string]struct {
+			AppID json.RawMessage `json:"appId"`
+		} `json:"apps"`
+		LogApp struct {
+			AppID json.RawMessage `json:"appId"`
+		} `json:"logApp"`
+	}
+	if err := json.Unmarshal(raw, &prof); err != nil {
+		c.OK, c.Reason = false, fmt.Sprintf("profile %q of %s does not parse: %v", cfg.Profile(), path, err)
+		return c
+	}
+	var problems []string
+	if o1, o2 := origin(prof.BaseURL), origin(cfg.Get(safety.VarBaseURL)); o1 == "" || o1 != o2 {
+		problems = append(problems, fmt.Sprintf("profile baseUrl origin %q is not the tenant's (%s origin %q)", o1, safety.VarBaseURL, o2))
+	}
+	if id := idOf(prof.LogApp.AppID); id != cfg.Get(safety.VarAppLog) {
+		problems = append(problems, fmt.Sprintf("logApp.appId is not %s", safety.VarAppLog))
+	}
+	for _, b := range []struct{ logical, v string }{{target.LogicalCustomers, safety.VarAppCust}, {target.LogicalDeals, safety.VarAppDeals}} {
+		a, ok := prof.Apps[b.logical]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("apps has no %s", b.logical))
+		case idOf(a.AppID) != cfg.Get(b.v):
+			problems = append(problems, fmt.Sprintf("apps.%s.appId is not %s", b.logical, b.v))
+		}
+	}
+	passed := target.KsqlFlowEnvNames(cfg.Get(safety.VarAppCSV) != "")
+	var refs []string
+	collectEnvRefs(raw, &refs)
+	var bad []string
+	for _, r := range refs {
+		if !slices.Contains(passed, r) {
+			bad = append(bad, "env:"+r)
+		}
+	}
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		bad = slices.Compact(bad)
+		problems = append(problems, fmt.Sprintf("references %s, which flowtest does not pass to kSQL-Flow (it passes %s)", strings.Join(bad, ", "), strings.Join(passed, ", ")))
+	}
+	if len(problems) > 0 {
+		c.OK, c.Reason = false, fmt.Sprintf("the kSQL-Flow config %s, profile %q: %s", path, cfg.Profile(), strings.Join(problems, "; "))
+		return c
+	}
+	c.Reason = fmt.Sprintf("profile %q: tenant origin, E2E log app, business apps, %d env: references all passed", cfg.Profile(), len(refs))
+	return c
+}
+
+func origin(raw string) string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return ""
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host)
+}
+
+func idOf(raw json.RawMessage) string { return strings.Trim(string(raw), "\" ") }
+
+// collectEnvRefs finds every string value "env:NAME" anywhere in a JSON document.
+func collectEnvRefs(raw json.RawMessage, out *[]string) {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return
+	}
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			if m := envRefRE.FindStringSubmatch(x); m != nil {
+				*out = append(*out, m[1])
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+}

@@ -1,0 +1,102 @@
+package cli
+
+// flowtest archive merge A B …: one archive and acceptance record from the archives of the
+// shards of one selection (`run --shard K/N`), with the checks of a single run: the shards
+// belong together and do not overlap, every scenario has a record or a reason, the totals
+// add up, and the merged archive passes the leak scan with the current environment's
+// secrets. Exit: as the merged run would have exited (0, 1, 3, 130), 2 when refused.
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/merge"
+	"github.com/ksqlflow/flowtest/results/redact"
+	"github.com/ksqlflow/flowtest/runner"
+)
+
+func cmdMerge(args []string, stdout, stderr io.Writer) int {
+	fset := flag.NewFlagSet("archive merge", flag.ContinueOnError)
+	out := fset.String("out", "test-results", "archive root of the merged archive: <out>/<YYYY-MM-DD>/<HHMMSS>-merged-<label>/")
+	envFile := fset.String("env-file", ".env", "dotenv file whose secrets the leak scan looks for too (OS environment wins)")
+	uses, code, ok := parseFlags(fset, "archive merge", args, stderr)
+	if !ok {
+		return code
+	}
+	if fset.NArg() < 2 {
+		fmt.Fprintln(stderr, "usage: flowtest archive merge [--out DIR] <shard archive> <shard archive> …")
+		return runner.ExitRefused
+	}
+	if err := creatableDir("--out", *out); err != nil {
+		return exitFor(stderr, "archive merge", err)
+	}
+	_, named := uses["env-file"]
+	env, appIDs, err := verifyInputs(*envFile, named)
+	if err != nil {
+		return exitFor(stderr, "archive merge", err)
+	}
+	var in []merge.MergeInput
+	for _, dir := range fset.Args() {
+		scen, run, err := results.ReadArchive(dir)
+		if err != nil {
+			fmt.Fprintf(stderr, "flowtest archive merge: %v\n", err)
+			return runner.ExitRefused
+		}
+		in = append(in, merge.MergeInput{Dir: dir, Run: run, Scenarios: scen})
+	}
+	merged, err := merge.Merge(in)
+	if err != nil {
+		fmt.Fprintf(stderr, "flowtest archive merge: refused: %v\n", err)
+		return runner.ExitRefused
+	}
+	secrets := redact.SecretsFromEnv(env)
+	arch, err := results.Create(*out, "merged-"+label(merged.Run.TagExpression), time.Now(), redact.New(secrets, nil))
+	if err != nil {
+		fmt.Fprintf(stderr, "flowtest archive merge: --out %q: %v\n", *out, err)
+		return runner.ExitRefused
+	}
+	arch.SetOrder(merged.Run.RunOrder)
+	for _, s := range merged.Scenarios {
+		if err := arch.WriteScenario(s); err != nil {
+			fmt.Fprintf(stderr, "flowtest archive merge: %v\n", err)
+			return runner.ExitFailed
+		}
+	}
+	merged.Run.Command = append([]string{"flowtest", "archive", "merge"}, args...)
+	if merged.Run.Environment == nil {
+		merged.Run.Environment = map[string]string{}
+	}
+	var shards []string
+	for _, a := range in {
+		abs, _ := filepath.Abs(a.Dir)
+		shards = append(shards, abs)
+	}
+	merged.Run.Environment["merged_from"] = fmt.Sprint(shards)
+	if err := arch.Finish(merged.Run); err != nil {
+		fmt.Fprintf(stderr, "flowtest archive merge: %v\n", err)
+		return runner.ExitFailed
+	}
+	fmt.Fprintf(stdout, "%s — merged archive %s (from %d shards)\n", results.TotalsText(merged.Run.Totals), arch.Dir(), len(in))
+	leaks, err := redact.Verify(arch.Dir(), secrets, appIDs)
+	switch {
+	case err != nil:
+		fmt.Fprintf(stdout, "archive verify: %v\n", err)
+		return runner.ExitFailed
+	case len(leaks) > 0:
+		for _, l := range leaks {
+			fmt.Fprintf(stdout, "archive leak: %s\n", l)
+		}
+		return runner.ExitFailed
+	case !archiveWhole(stdout, arch.Dir()):
+		return runner.ExitFailed
+	}
+	fmt.Fprintf(stdout, "archive verify: no secret or raw app id in %s\n", arch.Dir())
+	if schemaProblems(arch.Dir(), stdout, stderr) {
+		return runner.ExitFailed
+	}
+	return *merged.Run.ExitCode
+}

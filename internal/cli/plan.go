@@ -1,0 +1,150 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/ksqlflow/flowtest/internal/refusal"
+	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/runner"
+	"github.com/ksqlflow/flowtest/runner/tagexpr"
+)
+
+// common are the flags run and check share.
+type common struct {
+	target      string
+	tags        string
+	envFile     string
+	features    string
+	rerun       string
+	sandboxBin  string
+	confirmedBy string
+}
+
+func (c *common) bind(fs *flag.FlagSet) {
+	fs.StringVar(&c.target, "target", "sandbox", "sandbox | live (live is never implied by the environment)")
+	fs.StringVar(&c.tags, "tags", "", "Cucumber tag expression selecting scenarios, e.g. '@m5 and not @m5-kill-unknown' (a tag no scenario carries is refused)")
+	fs.StringVar(&c.envFile, "env-file", ".env", "dotenv file with non-secret settings and read-only tokens (OS environment wins)")
+	fs.StringVar(&c.features, "features", "features", "directory of feature files and the run-order manifest")
+	fs.StringVar(&c.rerun, "rerun", "", "archive dir of an earlier run: run only the scenarios that failed there (with --tags: those of them the expression matches)")
+	fs.StringVar(&c.sandboxBin, "sandbox-bin", "", "path of the flowsandbox binary (default: beside flowtest, else on PATH)")
+	fs.StringVar(&c.confirmedBy, "confirmed-by", "", "operator named as confirmer of force-unlock cleanups (live mode requires it for scenarios that need confirmer)")
+}
+
+// refuse is a refusal (exit 2): nothing has started.
+func refuse(format string, args ...any) error { return refusal.New(format, args...) }
+
+// plan loads the manifest and feature files and selects what runs. Every malformed input
+// (tag expression, manifest, feature file, --rerun archive) is a refusal naming the file and
+// line; nothing has started yet.
+func (c *common) plan() ([]runner.Item, fs.FS, tagexpr.Expr, error) {
+	if c.target != "sandbox" && c.target != "live" {
+		return nil, nil, tagexpr.Expr{}, refuse("--target %q: want sandbox or live", c.target)
+	}
+	expr, err := tagexpr.Parse(c.tags)
+	if err != nil {
+		return nil, nil, expr, refuse("--tags %q: %v", c.tags, err)
+	}
+	st, err := os.Stat(c.features)
+	if err != nil || !st.IsDir() {
+		return nil, nil, expr, refuse("--features %q: not a directory (run flowtest from the repository root, or pass --features)", c.features)
+	}
+	fsys := os.DirFS(c.features)
+	// Read here rather than through fsys so that errors name the file as the operator knows
+	// it (features/manifest.yaml:12).
+	manifest := filepath.Join(c.features, "manifest.yaml")
+	data, err := os.ReadFile(manifest)
+	if err != nil {
+		return nil, nil, expr, refuse("read the run-order manifest: %v", err)
+	}
+	m, err := runner.ParseManifest(manifest, data)
+	if err != nil {
+		return nil, nil, expr, refuse("%v", err)
+	}
+	feats, err := runner.DiscoverNamed(fsys, ".", m, c.features)
+	if err != nil {
+		return nil, nil, expr, refuse("%v", err)
+	}
+	sel := runner.Selection{Expr: expr, GOOS: runtime.GOOS}
+	if c.rerun != "" {
+		failed, err := results.FailedScenarios(c.rerun)
+		if err != nil {
+			return nil, nil, expr, refuse("--rerun %q: %v", c.rerun, err)
+		}
+		if err := runner.CheckRerun(m, c.rerun, failed); err != nil {
+			return nil, nil, expr, refuse("%v", err)
+		}
+		sel.Rerun = map[string]bool{}
+		for _, id := range failed {
+			sel.Rerun[id] = true
+		}
+	}
+	return runner.Plan(m, feats, sel), fsys, expr, nil
+}
+
+// exitFor maps a domain error to its exit code, printing it: a refusal exits 2, anything
+// else 1.
+func exitFor(stderr io.Writer, cmd string, err error) int {
+	fmt.Fprintf(stderr, "flowtest %s: %v\n", cmd, err)
+	if refusal.Is(err) {
+		return runner.ExitRefused
+	}
+	return runner.ExitFailed
+}
+
+func label(tags string) string {
+	if strings.TrimSpace(tags) == "" {
+		return "all"
+	}
+	return tags
+}
+
+func cmdList(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("list", flag.ContinueOnError)
+	var c common
+	c.bind(fs)
+	uses, code, ok := parseFlags(fs, "list", args, stderr)
+	if !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "flowtest list: unexpected arguments %q\n", fs.Args())
+		return runner.ExitRefused
+	}
+	if err := c.validate(uses); err != nil {
+		return exitFor(stderr, "list", err)
+	}
+	items, _, _, err := c.plan()
+	if err != nil {
+		return exitFor(stderr, "list", err)
+	}
+	runner.WriteList(stdout, items)
+	listed, implemented := 0, 0
+	for _, it := range items {
+		if it.Filtered() {
+			continue
+		}
+		listed++
+		if it.Feature != nil {
+			implemented++
+		}
+	}
+	if listed < len(items) {
+		fmt.Fprintf(stdout, "%d of %d scenarios selected, %d with a feature file, %d not implemented\n", listed, len(items), implemented, listed-implemented)
+		return 0
+	}
+	extended := 0
+	for _, it := range items {
+		if it.Extended {
+			extended++
+		}
+	}
+	fmt.Fprintf(stdout, "%d scenarios (%d acceptance, %d extended), %d with a feature file, %d not implemented\n", len(items), len(items)-extended, extended, implemented, len(items)-implemented)
+	return 0
+}

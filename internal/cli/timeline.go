@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"context"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	hkintone "github.com/ksqlflow/flowtest/harness/kintone"
+	"github.com/ksqlflow/flowtest/harness/scenario"
+	"github.com/ksqlflow/flowtest/harness/target"
+	"github.com/ksqlflow/flowtest/results"
+)
+
+// readAttempts is the runner's BeforeCleanup: it reads, with the read-only tokens, the
+// NODE_ATTEMPT records the scenario's runs left (the cleanup deletes them next) into the
+// scenario record, so index.html can draw the node attempts on the scenario's timeline. What
+// it cannot read becomes a note; it never fails a scenario.
+func (s *session) readAttempts(tgt *target.Target) func(ctx context.Context, st *scenario.State) {
+	return func(ctx context.Context, st *scenario.State) {
+		sc := s.prep.scopes[st.ID]
+		if sc == nil {
+			return
+		}
+		api, err := tgt.ReadClient(target.RoleState, target.RoleAudit)
+		if err != nil {
+			st.Note("timeline: node attempts not read", err.Error())
+			return
+		}
+		apps := hkintone.Apps{State: tgt.Apps[target.RoleState].ID, Audit: tgt.Apps[target.RoleAudit].ID}
+		c, err := hkintone.New(api, apps, sc.ID(), hkintone.Options{Profile: tgt.Profile})
+		if err != nil {
+			st.Note("timeline: node attempts not read", err.Error())
+			return
+		}
+		recs, err := c.ScopeAttempts(ctx)
+		if err != nil {
+			st.Note("timeline: node attempts not read", err.Error())
+			return
+		}
+		var atts []results.Attempt
+		for _, r := range recs {
+			a := results.Attempt{Node: r.Str("node_id"), Status: r.Str("status"), ResultCode: r.Str("result_code"),
+				InvocationID: r.Str("invocation_id"), StartedAt: kintoneTime(r.Str("execution_started_at")),
+				FinishedAt: kintoneTime(r.Str("finished_at"))}
+			if a.StartedAt.IsZero() {
+				a.StartedAt = kintoneTime(r.Str("started_at"))
+			}
+			a.AttemptNo, _ = strconv.Atoi(strings.TrimSpace(r.Str("attempt_no")))
+			a.DurationSec, _ = strconv.ParseFloat(strings.TrimSpace(r.Str("duration_sec")), 64)
+			atts = append(atts, a)
+		}
+		sort.SliceStable(atts, func(i, j int) bool {
+			if !atts[i].StartedAt.Equal(atts[j].StartedAt) {
+				return atts[i].StartedAt.Before(atts[j].StartedAt)
+			}
+			if atts[i].Node != atts[j].Node {
+				return atts[i].Node < atts[j].Node
+			}
+			return atts[i].AttemptNo < atts[j].AttemptNo
+		})
+		if len(atts) > 0 {
+			st.SetAttempts(atts)
+		}
+	}
+}
+
+// kintoneTime parses a kintone DATETIME value ("2026-12-01T03:38:00Z"); zero when empty or
+// malformed.
+func kintoneTime(v string) time.Time {
+	t, err := time.Parse(time.RFC3339, strings.TrimSpace(v))
+	if err != nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
