@@ -32,6 +32,7 @@ type runExtras struct {
 	gate    *results.GateRecord
 	label   string
 	command []string
+	explore *exploreSpec // `flowtest explore` (explore.go): an exploration instead of one run
 }
 
 // archiveLabel is the archive folder's label: "gate-<name>" for a gate run, else the tags.

@@ -166,6 +166,9 @@ func resolvedOf(t *target.Target) safety.Resolved {
 // execute runs the scenarios against a resolved target and writes the archive; with
 // --repeat N, N times (repeat.go).
 func (s *session) execute(ctx context.Context, tgt *target.Target, stdout io.Writer, sigs <-chan os.Signal) int {
+	if s.extras.explore != nil {
+		return s.exploreRuns(ctx, tgt, stdout, sigs)
+	}
 	if s.flags.repeat > 1 {
 		return s.repeatRuns(ctx, tgt, stdout, sigs)
 	}

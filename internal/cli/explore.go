@@ -1,0 +1,393 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ksqlflow/flowtest/harness/explore"
+	"github.com/ksqlflow/flowtest/harness/scenario"
+	"github.com/ksqlflow/flowtest/harness/target"
+	"github.com/ksqlflow/flowtest/harness/wait"
+	"github.com/ksqlflow/flowtest/internal/explorer"
+	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/redact"
+	"github.com/ksqlflow/flowtest/runner"
+	"github.com/ksqlflow/flowtest/safety"
+	"github.com/ksqlflow/flowtest/steps"
+)
+
+// exploreSpec is what `flowtest explore` adds to a run: the scenario, the strategy and the
+// budget. The scenario runs through the run path (preflight, lock, target), once per schedule.
+type exploreSpec struct {
+	id         string
+	schedules  int
+	budget     time.Duration
+	strategy   string
+	depth      int
+	bound      int
+	seed       uint64
+	replay     string
+	shrinkRuns int
+	processes  []string
+}
+
+// exploreFlagNames are explore's own flags; every other flag is a run flag.
+var exploreFlagNames = []string{"schedules", "time", "strategy", "depth", "bound", "seed", "replay", "shrink-runs"}
+
+// parseExploreArgs takes `<id>` (first), explore's flags and their values out of args, and
+// returns the run flags that remain.
+func parseExploreArgs(args []string) (exploreSpec, []string, error) {
+	sp := exploreSpec{schedules: 0, strategy: "random", depth: 3, bound: 2, seed: 1, shrinkRuns: 12}
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return sp, nil, errors.New("explore: name the scenario first: flowtest explore <scenario id> [flags]")
+	}
+	sp.id = args[0]
+	var rest []string
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || !contains(exploreFlagNames, name) {
+			rest = append(rest, a)
+			continue
+		}
+		if !hasValue {
+			if i+1 >= len(args) {
+				return sp, nil, fmt.Errorf("explore: --%s needs a value", name)
+			}
+			i++
+			value = args[i]
+		}
+		var err error
+		switch name {
+		case "schedules":
+			sp.schedules, err = positive(value)
+		case "time":
+			sp.budget, err = time.ParseDuration(value)
+			if err == nil && sp.budget <= 0 {
+				err = errors.New("not positive")
+			}
+		case "strategy":
+			sp.strategy = value
+		case "depth":
+			sp.depth, err = positive(value)
+		case "bound":
+			sp.bound, err = strconv.Atoi(value)
+		case "seed":
+			sp.seed, err = strconv.ParseUint(value, 10, 64)
+		case "replay":
+			sp.replay = value
+		case "shrink-runs":
+			sp.shrinkRuns, err = strconv.Atoi(value)
+		}
+		if err != nil {
+			return sp, nil, fmt.Errorf("explore: --%s %q: %v", name, value, err)
+		}
+	}
+	if sp.schedules > 0 && sp.budget > 0 {
+		return sp, nil, errors.New("explore: give --schedules or --time, not both")
+	}
+	if sp.schedules == 0 && sp.budget == 0 {
+		sp.schedules = 50
+	}
+	if _, err := explore.NewStrategy(sp.strategy, sp.seed, sp.depth, sp.bound); err != nil {
+		return sp, nil, fmt.Errorf("explore: %v", err)
+	}
+	return sp, rest, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func positive(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err == nil && n < 1 {
+		err = errors.New("want a positive integer")
+	}
+	return n, err
+}
+
+// cmdExplore is `flowtest explore <id> …`: the run path with the scenario selected by its tag
+// and the session executing an exploration instead of one run.
+func cmdExplore(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
+	if len(args) > 0 && contains([]string{"-h", "-help", "--help"}, args[0]) {
+		// The run flags' help, under explore's usage line from the table.
+		return runCommand("explore", args[:1], stdout, stderr, sigs, runExtras{})
+	}
+	sp, rest, err := parseExploreArgs(args)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return runner.ExitRefused
+	}
+	if sp.replay != "" {
+		f, err := explorer.LoadReplay(sp.replay)
+		if err != nil {
+			fmt.Fprintf(stderr, "flowtest explore: %v\n", err)
+			return runner.ExitRefused
+		}
+		if f.Scenario != sp.id {
+			fmt.Fprintf(stderr, "flowtest explore: %s replays %s, not %s\n", sp.replay, f.Scenario, sp.id)
+			return runner.ExitRefused
+		}
+	}
+	runArgs := append([]string{"--tags", "@" + sp.id}, rest...)
+	return runCommand("explore", runArgs, stdout, stderr, sigs,
+		runExtras{command: append([]string{"flowtest", "explore"}, args...), label: "explore-" + sp.id, explore: &sp})
+}
+
+// exploreRuns is the session's execution under `flowtest explore`.
+func (s *session) exploreRuns(ctx context.Context, tgt *target.Target, stdout io.Writer, sigs <-chan os.Signal) int {
+	sp := s.extras.explore
+	if len(s.items) != 1 || !s.items[0].Run {
+		fmt.Fprintf(stdout, "flowtest explore: %s is not one runnable scenario of the manifest\n", sp.id)
+		return runner.ExitRefused
+	}
+	it := s.items[0]
+	if it.Explore == nil {
+		fmt.Fprintf(stdout, "flowtest explore: %s is not explorable: its manifest entry declares no explore processes\n", sp.id)
+		return runner.ExitRefused
+	}
+	sp.processes = it.Explore.Processes
+	st, _ := explore.NewStrategy(sp.strategy, sp.seed, sp.depth, sp.bound)
+
+	secrets := redact.SecretsFromEnv(envMap(os.Environ()))
+	for k, v := range s.cfg.Secrets() {
+		secrets[k] = v
+	}
+	for k, v := range tgt.Secrets() {
+		secrets[k] = v
+	}
+	red := redact.New(secrets, tgt.AppRoles())
+	stdout = redactConsole(stdout, red)
+	dir, err := results.NewDatedDir(s.flags.out, results.SanitizeLabel(s.archiveLabel()), time.Now())
+	if err != nil {
+		fmt.Fprintf(stdout, "flowtest explore: --out %q: %v\n", s.flags.out, err)
+		return runner.ExitRefused
+	}
+	workers := 1 // live: one tenant, serial
+	if s.bin != "" {
+		workers = s.concurrency()
+	}
+	if sp.replay != "" {
+		workers = 1
+	}
+	fmt.Fprintf(stdout, "flowtest %s explore %s: target %s, strategy %s, seed %d, %d at once, archive %s\n",
+		Version, sp.id, tgt.Name, st.Name(), sp.seed, workers, dir)
+	x := &exploreRunner{s: s, tgt: tgt, sp: sp, dir: dir, rsec: &runSecrets{red: red, secrets: secrets}}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-sigs:
+			fmt.Fprintln(stdout, "flowtest explore: interrupted: no new schedule starts")
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	var rep *explorer.Report
+	if sp.replay != "" {
+		f, _ := explorer.LoadReplay(sp.replay) // read by cmdExplore already
+		rep, err = explorer.Explore(ctx, x, explorer.Options{Scenario: sp.id, Strategy: &replayStrategy{f.Replay}, Schedules: 1, Workers: 1, Progress: stdout})
+	} else {
+		rep, err = explorer.Explore(ctx, x, explorer.Options{Scenario: sp.id, Strategy: st, Schedules: sp.schedules, Time: sp.budget,
+			Workers: workers, ShrinkRuns: sp.shrinkRuns, Progress: stdout})
+	}
+	if rep == nil {
+		fmt.Fprintf(stdout, "flowtest explore: %v\n", err)
+		return runner.ExitRefused
+	}
+	rep.Seed = sp.seed
+	replayCmd := func(file string) string { return fmt.Sprintf("flowtest explore %s --replay %s", sp.id, file) }
+	if werr := explorer.Write(dir, rep, replayCmd); werr != nil {
+		fmt.Fprintf(stdout, "flowtest explore: write the report: %v\n", werr)
+		return runner.ExitFailed
+	}
+	readme := fmt.Sprintf("# flowtest explore %s\n\nRunner %s, target %s, %s/%s. Each schedule's run archive is under runs/.\n\n%s",
+		sp.id, Version, tgt.Name, runtime.GOOS, runtime.GOARCH, explorer.Markdown(rep))
+	if werr := os.WriteFile(filepath.Join(dir, "README.md"), []byte(red.String(readme)), 0o644); werr != nil {
+		fmt.Fprintf(stdout, "flowtest explore: %v\n", werr)
+		return runner.ExitFailed
+	}
+	fmt.Fprintf(stdout, "explore %s: %d schedules, %d distinct write orders (%d seen before), branches %v, %d violations, %.0f s (%.1f/min) — %s\n",
+		sp.id, rep.SchedulesRun, rep.DistinctOrder, rep.Duplicates, rep.Branches, len(rep.Violations), rep.Elapsed, rep.PerMinute, dir)
+	var appIDs []string
+	for id := range tgt.AppRoles() {
+		appIDs = append(appIDs, id)
+	}
+	leaks, verr := redact.Verify(dir, x.rsec.snapshot(), appIDs)
+	switch {
+	case verr != nil:
+		fmt.Fprintf(stdout, "archive verify: %v\n", verr)
+		return runner.ExitFailed
+	case len(leaks) > 0:
+		for _, l := range leaks {
+			fmt.Fprintf(stdout, "archive leak: %s\n", l)
+		}
+		return runner.ExitFailed
+	}
+	fmt.Fprintf(stdout, "archive verify: no secret or raw app id in %s\n", dir)
+	switch {
+	case err != nil:
+		fmt.Fprintf(stdout, "flowtest explore: %v\n", err)
+		return runner.ExitFailed
+	case ctx.Err() != nil:
+		return runner.ExitInterrupted
+	case len(rep.Violations) > 0:
+		return runner.ExitFailed
+	}
+	return runner.ExitPassed
+}
+
+// replayStrategy plans exactly one schedule: the replay file's order.
+type replayStrategy struct{ order []explore.Signature }
+
+func (r *replayStrategy) Name() string { return "replay" }
+func (r *replayStrategy) Plan(n int) (explore.Chooser, bool) {
+	if n > 0 {
+		return nil, false
+	}
+	return explore.Replay(r.order), false
+}
+func (r *replayStrategy) Executed(int, explore.Result) {}
+
+// exploreRunner runs the explored scenario once per schedule: fresh scopes (through the
+// preflight's identifier and fixture rules), on the sandbox an emulator of its own, the
+// scheduler's gate on the manifest's processes, and a run archive under runs/.
+type exploreRunner struct {
+	s    *session
+	tgt  *target.Target
+	sp   *exploreSpec
+	dir  string
+	rsec *runSecrets
+	mu   sync.Mutex // the session's work-dir record and preparation counter
+	runs int
+}
+
+func (r *runSecrets) snapshot() map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]string, len(r.secrets))
+	for k, v := range r.secrets {
+		out[k] = v
+	}
+	return out
+}
+
+func (x *exploreRunner) Run(ctx context.Context, n int, c explore.Chooser) (explorer.Outcome, error) {
+	s := x.s
+	x.mu.Lock()
+	x.runs++
+	k := x.runs // shrink replays run with n = 0: every run needs its own dirs
+	x.mu.Unlock()
+	fixtures, err := filepath.Abs(filepath.Join(s.flags.features, "fixtures"))
+	if err != nil {
+		return explorer.Outcome{}, err
+	}
+	p, err := prepare(s.items, fixtures, s.cfg.Profile(), filepath.Join(s.workDir, fmt.Sprintf("explore-%d", k)), s.flags.confirmedBy)
+	if err != nil {
+		return explorer.Outcome{}, fmt.Errorf("new scopes: %w", err)
+	}
+	if err := violations("identifiers", safety.CheckIdentifiers(s.in, p.idents)); err != nil {
+		return explorer.Outcome{}, err
+	}
+	if err := violations("fixtures", safety.CheckFixtures(s.in, p.fixtures)); err != nil {
+		return explorer.Outcome{}, err
+	}
+	if s.work != nil {
+		x.mu.Lock()
+		err := s.work.AddScopes(p.scopeIDs()...)
+		x.mu.Unlock()
+		if err != nil {
+			return explorer.Outcome{}, err
+		}
+	}
+	arch, err := results.Create(filepath.Join(x.dir, "runs"), fmt.Sprintf("run-%d", k), time.Now(), x.rsec.red)
+	if err != nil {
+		return explorer.Outcome{}, err
+	}
+	archAbs, _ := filepath.Abs(arch.Dir())
+	self, _ := os.Executable()
+	suite := &steps.Suite{
+		Target: x.tgt, FixturesDir: fixtures, ConfirmedBy: s.flags.confirmedBy,
+		Scopes: p.scopes, ArchiveDir: archAbs, Log: io.Discard,
+		Cleaner: newCleaner(x.tgt), CheckIdentifiers: s.checkLaterIdentifiers,
+		CheckFixture: s.checkLaterFixture, Redact: x.rsec, FlowtestBin: self,
+	}
+	wctx := wait.WithConfig(context.Background(), wait.Config{Scale: s.cfg.TimeoutScale, Progress: io.Discard})
+	sched := explore.New(explore.Config{Roles: x.tgt.AppRoles(), Chooser: c, Expect: x.sp.processes}.WithScale(wctx))
+	schedCtx, stopSched := context.WithCancel(ctx)
+	defer stopSched()
+	before := suite.BeforeScenario
+	conc := 1
+	if s.bin != "" {
+		iso := newIsolation(s.bin, x.tgt.Profile, suite, x.rsec, x.tgt)
+		iso.latency = sandboxLatency(s.flags.readLatency)
+		before = iso.beforeScenario
+		conc = 2 // the runner's concurrent path: the scenario's log goes to its work dir
+	}
+	var out explorer.Outcome
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			out.Result = sched.Stop()
+		}
+	}
+	defer stop()
+	run := &results.Run{
+		RunnerVersion: Version, Target: x.tgt.Name, Profile: x.tgt.Profile, OS: runtime.GOOS + "/" + runtime.GOARCH,
+		TagExpression: "@" + x.sp.id, Environment: x.tgt.Describe(), Start: time.Now().UTC(), Command: s.extras.command,
+	}
+	run.Environment["explore_schedule"] = fmt.Sprint(k)
+	res := runner.Execute(ctx, runner.Options{
+		Features: s.fsys, Items: s.items, Initialize: suite.Initialize,
+		BeforeScenario: func(ctx context.Context, st *scenario.State) error {
+			steps.Explore(st, sched, x.sp.processes)
+			sched.Start(schedCtx)
+			return before(ctx, st)
+		},
+		BeforeCleanup: func(ctx context.Context, st *scenario.State) {
+			stop() // the cleanup's writes pass
+			state, audit, request, err := steps.ExploreRecords(ctx, st)
+			if err != nil {
+				st.Note("explore: final records", err.Error())
+			}
+			out.History = explore.History{State: state, Audit: audit, Request: request}
+		},
+		Concurrency: conc, StepTimeout: stepDeadline(s.flags.stepTimeout, s.cfg.TimeoutScale), TimeoutScale: s.cfg.TimeoutScale,
+		WorkRoot: filepath.Join(s.workDir, fmt.Sprintf("explore-%d", k), "scenarios"), KeepWorkDirs: s.flags.keepWorkDirs,
+		Archive: arch, Run: run, Progress: io.Discard,
+		Exit: func(code int) { x.tgt.Abort(); os.Exit(code) },
+	})
+	stop()
+	sched.Wait()
+	if len(res.Scenarios) != 1 || res.Scenarios[0] == nil {
+		return out, fmt.Errorf("%s did not run (exit %d)", x.sp.id, res.Code)
+	}
+	rec := res.Scenarios[0]
+	out.Passed = rec.Status == results.StatusPassed
+	if !out.Passed {
+		out.Reason = string(rec.Status) + ": " + firstLineOf(rec.Reason)
+	}
+	for _, note := range rec.Notes {
+		if note.What == explore.BranchNote {
+			out.Branch = note.Detail
+		}
+	}
+	return out, nil
+}
