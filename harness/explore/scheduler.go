@@ -104,6 +104,7 @@ type Scheduler struct {
 	steps   []Step
 	writes  []Write
 	stopped bool
+	started bool
 	done    chan struct{}
 }
 
@@ -328,6 +329,9 @@ func compareStrings(a, b string) int {
 
 // Start runs the scheduling loop until Stop or ctx ends.
 func (s *Scheduler) Start(ctx context.Context) {
+	s.mu.Lock()
+	s.started = true
+	s.mu.Unlock()
 	go func() {
 		defer close(s.done)
 		s.loop(ctx)
@@ -474,5 +478,13 @@ func (s *Scheduler) Stop() Result {
 	return r
 }
 
-// Wait blocks until the loop has ended (after Stop or the end of Start's ctx).
-func (s *Scheduler) Wait() { <-s.done }
+// Wait blocks until the loop has ended (after Stop or the end of Start's ctx); without
+// Start it returns at once.
+func (s *Scheduler) Wait() {
+	s.mu.Lock()
+	started := s.started
+	s.mu.Unlock()
+	if started {
+		<-s.done
+	}
+}

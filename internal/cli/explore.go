@@ -152,11 +152,18 @@ func cmdExplore(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) 
 // exploreRuns is the session's execution under `flowtest explore`.
 func (s *session) exploreRuns(ctx context.Context, tgt *target.Target, stdout io.Writer, sigs <-chan os.Signal) int {
 	sp := s.extras.explore
-	if len(s.items) != 1 || !s.items[0].Run {
-		fmt.Fprintf(stdout, "flowtest explore: %s is not one runnable scenario of the manifest\n", sp.id)
+	var it runner.Item
+	for _, i := range s.items {
+		if i.ID == sp.id {
+			it = i
+		}
+	}
+	if !it.Run {
+		fmt.Fprintf(stdout, "flowtest explore: %s is not a runnable scenario of the manifest (%s)\n", sp.id, it.Reason)
 		return runner.ExitRefused
 	}
-	it := s.items[0]
+	// Only the explored scenario: the others of the selection are not records of a schedule.
+	s.items = []runner.Item{it}
 	if it.Explore == nil {
 		fmt.Fprintf(stdout, "flowtest explore: %s is not explorable: its manifest entry declares no explore processes\n", sp.id)
 		return runner.ExitRefused
@@ -316,6 +323,10 @@ func (x *exploreRunner) Run(ctx context.Context, n int, c explore.Chooser) (expl
 			return explorer.Outcome{}, err
 		}
 	}
+	work := filepath.Join(s.workDir, fmt.Sprintf("explore-%d", k), "scenarios")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return explorer.Outcome{}, err
+	}
 	arch, err := results.Create(filepath.Join(x.dir, "runs"), fmt.Sprintf("run-%d", k), time.Now(), x.rsec.red)
 	if err != nil {
 		return explorer.Outcome{}, err
@@ -370,7 +381,7 @@ func (x *exploreRunner) Run(ctx context.Context, n int, c explore.Chooser) (expl
 			out.History = explore.History{State: state, Audit: audit, Request: request}
 		},
 		Concurrency: conc, StepTimeout: stepDeadline(s.flags.stepTimeout, s.cfg.TimeoutScale), TimeoutScale: s.cfg.TimeoutScale,
-		WorkRoot: filepath.Join(s.workDir, fmt.Sprintf("explore-%d", k), "scenarios"), KeepWorkDirs: s.flags.keepWorkDirs,
+		WorkRoot: work, KeepWorkDirs: s.flags.keepWorkDirs,
 		Archive: arch, Run: run, Progress: io.Discard,
 		Exit: func(code int) { x.tgt.Abort(); os.Exit(code) },
 	})
