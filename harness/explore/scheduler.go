@@ -5,6 +5,7 @@ import (
 	"errors"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -309,22 +310,12 @@ func (s *Scheduler) quiescentLocked(now time.Time) (bool, time.Time) {
 func (s *Scheduler) candidatesLocked() []*heldWrite {
 	hs := slices.Clone(s.held)
 	slices.SortStableFunc(hs, func(a, b *heldWrite) int {
-		if c := compareStrings(a.sig.String(), b.sig.String()); c != 0 {
+		if c := strings.Compare(a.sig.String(), b.sig.String()); c != 0 {
 			return c
 		}
 		return a.seq - b.seq
 	})
 	return hs
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Start runs the scheduling loop until Stop or ctx ends.

@@ -171,13 +171,7 @@ func (s *session) exploreRuns(ctx context.Context, tgt *target.Target, stdout io
 	sp.processes = it.Explore.Processes
 	st, _ := explore.NewStrategy(sp.strategy, sp.seed, sp.depth, sp.bound)
 
-	secrets := redact.SecretsFromEnv(envMap(os.Environ()))
-	for k, v := range s.cfg.Secrets() {
-		secrets[k] = v
-	}
-	for k, v := range tgt.Secrets() {
-		secrets[k] = v
-	}
+	secrets := s.secretsFor(tgt)
 	red := redact.New(secrets, tgt.AppRoles())
 	stdout = redactConsole(stdout, red)
 	dir, err := results.NewDatedDir(s.flags.out, results.SanitizeLabel(s.archiveLabel()), time.Now())
@@ -236,15 +230,7 @@ func (s *session) exploreRuns(ctx context.Context, tgt *target.Target, stdout io
 	for id := range tgt.AppRoles() {
 		appIDs = append(appIDs, id)
 	}
-	leaks, verr := redact.Verify(dir, x.rsec.snapshot(), appIDs)
-	switch {
-	case verr != nil:
-		fmt.Fprintf(stdout, "archive verify: %v\n", verr)
-		return runner.ExitFailed
-	case len(leaks) > 0:
-		for _, l := range leaks {
-			fmt.Fprintf(stdout, "archive leak: %s\n", l)
-		}
+	if !leakFree(stdout, dir, x.rsec.snapshot(), appIDs) {
 		return runner.ExitFailed
 	}
 	fmt.Fprintf(stdout, "archive verify: no secret or raw app id in %s\n", dir)

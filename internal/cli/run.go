@@ -188,13 +188,7 @@ func (s *session) runLabel() string {
 // executeOnce runs the selection once into a new archive labelled label.
 func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io.Writer, sigs <-chan os.Signal, label string) (int, runner.Result) {
 	f := s.flags
-	secrets := redact.SecretsFromEnv(envMap(os.Environ()))
-	for k, v := range s.cfg.Secrets() {
-		secrets[k] = v
-	}
-	for k, v := range tgt.Secrets() {
-		secrets[k] = v
-	}
+	secrets := s.secretsFor(tgt)
 	red := redact.New(secrets, tgt.AppRoles())
 	stdout = redactConsole(stdout, red) // the console shows what the archive shows
 	arch, err := results.Create(f.out, label, time.Now(), red)
@@ -284,15 +278,8 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 	for id := range tgt.AppRoles() {
 		appIDs = append(appIDs, id)
 	}
-	leaks, err := redact.Verify(arch.Dir(), secrets, appIDs)
 	switch {
-	case err != nil:
-		fmt.Fprintf(stdout, "archive verify: %v\n", err)
-		return runner.ExitFailed, res
-	case len(leaks) > 0:
-		for _, l := range leaks {
-			fmt.Fprintf(stdout, "archive leak: %s\n", l)
-		}
+	case !leakFree(stdout, arch.Dir(), secrets, appIDs):
 		return runner.ExitFailed, res
 	case !archiveWhole(stdout, arch.Dir()) && res.Code != runner.ExitInterrupted:
 		return runner.ExitFailed, res
@@ -302,6 +289,35 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 		fmt.Fprintf(stdout, "nothing ran: every selected scenario was not run (not implemented, or needs another platform); exit %d, not green\n", res.Code)
 	}
 	return res.Code, res
+}
+
+// secretsFor is every secret a run on tgt knows at its start: the environment's, the
+// configuration's and the target's.
+func (s *session) secretsFor(tgt *target.Target) map[string]string {
+	secrets := redact.SecretsFromEnv(envMap(os.Environ()))
+	for k, v := range s.cfg.Secrets() {
+		secrets[k] = v
+	}
+	for k, v := range tgt.Secrets() {
+		secrets[k] = v
+	}
+	return secrets
+}
+
+// leakFree scans a finished archive folder for secrets and raw app ids and says what it found.
+func leakFree(w io.Writer, dir string, secrets map[string]string, appIDs []string) bool {
+	leaks, err := redact.Verify(dir, secrets, appIDs)
+	switch {
+	case err != nil:
+		fmt.Fprintf(w, "archive verify: %v\n", err)
+		return false
+	case len(leaks) > 0:
+		for _, l := range leaks {
+			fmt.Fprintf(w, "archive leak: %s\n", l)
+		}
+		return false
+	}
+	return true
 }
 
 // runSecrets hands the steps the run's redactor: a value a scenario registers is redacted in
