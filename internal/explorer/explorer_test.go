@@ -145,7 +145,7 @@ func TestAViolationIsFoundShrunkWrittenAndReplaysToTheSameFailure(t *testing.T) 
 	require.NoError(t, err)
 	fake := &duplicateStarts{defect: true}
 	var progress bytes.Buffer
-	rep, err := Explore(context.Background(), fake, Options{Scenario: "fake", Strategy: st, Schedules: 30, Workers: 2, ShrinkRuns: 20, Progress: &progress})
+	rep, err := Explore(context.Background(), fake, Options{Scenario: "fake", Strategy: st, Schedules: 30, Workers: 2, ShrinkRuns: 8, Progress: &progress})
 	require.NoError(t, err)
 	require.NotEmpty(t, rep.Violations, "the defect needs an order: %s", progress.String())
 	v := rep.Violations[0]
