@@ -265,15 +265,17 @@ func (lifecycleDomain) noteLastLock(ctx context.Context) error {
 	return nil
 }
 
-func (lifecycleDomain) oneNewTombstone(ctx context.Context) error {
+// locksAddedSinceNoted reads the NETWORK_LOCK records added after the noted one, and the
+// noted $id (every record is checked again in Go).
+func locksAddedSinceNoted(ctx context.Context) ([]networkLock, int, error) {
 	sc := sceneOf(ctx)
 	ls := lifecycleKey.Of(sc.st)
 	if !ls.lockNoted {
-		return fmt.Errorf("no NETWORK_LOCK record was noted (missing: the last NETWORK_LOCK record of the state app is noted)")
+		return nil, 0, fmt.Errorf("no NETWORK_LOCK record was noted (missing: the last NETWORK_LOCK record of the state app is noted)")
 	}
 	recs, err := sc.reader.GetAll(ctx, sc.app(target.RoleState), fmt.Sprintf(`record_type in ("NETWORK_LOCK") and $id > %d`, ls.lastLock), nil)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	var added []networkLock
 	for _, r := range recs {
@@ -281,7 +283,16 @@ func (lifecycleDomain) oneNewTombstone(ctx context.Context) error {
 			added = append(added, decodeNetworkLock(r))
 		}
 	}
-	if err := sc.st.Equal(fmt.Sprintf("NETWORK_LOCK records added after record %d", ls.lastLock), 1, len(added)); err != nil {
+	return added, ls.lastLock, nil
+}
+
+func (lifecycleDomain) oneNewTombstone(ctx context.Context) error {
+	sc := sceneOf(ctx)
+	added, last, err := locksAddedSinceNoted(ctx)
+	if err != nil {
+		return err
+	}
+	if err := sc.st.Equal(fmt.Sprintf("NETWORK_LOCK records added after record %d", last), 1, len(added)); err != nil {
 		return err
 	}
 	l := added[0]
