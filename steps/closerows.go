@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/ksqlflow/flowtest/harness/stepdef"
-	"github.com/ksqlflow/flowtest/harness/target"
 )
 
 // closeRowDomain: what one CLOSE left, row by row of product-contract §1.9's result table —
@@ -32,17 +31,7 @@ func (closeRowDomain) printedResult(ctx context.Context, name, row string) error
 	if err != nil {
 		return err
 	}
-	j := calls[0].json
-	field := func(k string) string {
-		v, ok := j[k]
-		switch {
-		case !ok:
-			return "(absent)"
-		case v == nil:
-			return "null"
-		}
-		return fmt.Sprint(v)
-	}
+	field := func(k string) string { return jsonField(calls[0].json, k) }
 	want := map[string]string{"audit": "(absent)", "code": "(absent)"}
 	var keys []string
 	for _, kv := range strings.Fields(row) {
@@ -91,11 +80,7 @@ func (d closeRowDomain) auditOfRequestEvent(ctx context.Context, which, ref stri
 	if err != nil {
 		return err
 	}
-	ev := ""
-	if _, after, ok := strings.Cut(req.ResultMessage, "event_id="); ok {
-		ev = strings.Fields(after + " ")[0]
-	}
-	return archiveAuditsUnder(ctx, which, ev, "request "+m.name)
+	return archiveAuditsUnder(ctx, which, eventIDIn(req.ResultMessage), "request "+m.name)
 }
 
 // archiveAuditsUnder: the run's RUN_ARCHIVED OPERATION_AUDITs, and how many of them sit under
@@ -106,19 +91,13 @@ func archiveAuditsUnder(ctx context.Context, which, eventID, whose string) error
 	if err := sc.st.Assert("event id of "+whose, "archive_<uuid>", orNone(eventID), strings.HasPrefix(eventID, "archive_")); err != nil {
 		return err
 	}
-	run, err := theRun(ctx)
-	if err != nil {
-		return err
-	}
-	ops, err := readExact(ctx, sc, target.RoleAudit, decodeOperationAudit, match{"record_type", "OPERATION_AUDIT"}, match{"run_id", run.RunID})
+	_, archived, err := runArchivedAudits(ctx)
 	if err != nil {
 		return err
 	}
 	var keys []string
-	for _, o := range ops {
-		if o.ResultCode == "RUN_ARCHIVED" {
-			keys = append(keys, o.RecordKey)
-		}
+	for _, o := range archived {
+		keys = append(keys, o.RecordKey)
 	}
 	want := "(none)"
 	if which == "exactly one" {

@@ -170,28 +170,15 @@ func (lifecycleDomain) oneArchiveAudit(ctx context.Context, ref string) error {
 	if err != nil {
 		return err
 	}
-	run, err := theRun(ctx)
+	run, archived, err := runArchivedAudits(ctx)
 	if err != nil {
 		return err
-	}
-	ops, err := readExact(ctx, sc, target.RoleAudit, decodeOperationAudit, match{"record_type", "OPERATION_AUDIT"}, match{"run_id", run.RunID})
-	if err != nil {
-		return err
-	}
-	var archived []operationAudit
-	for _, o := range ops {
-		if o.ResultCode == "RUN_ARCHIVED" {
-			archived = append(archived, o)
-		}
 	}
 	if err := sc.st.Equal("RUN_ARCHIVED audits of the run", 1, len(archived)); err != nil {
 		return err
 	}
 	a := archived[0]
-	ev := ""
-	if _, after, ok := strings.Cut(req.ResultMessage, "event_id="); ok {
-		ev = strings.Fields(after + " ")[0]
-	}
+	ev := eventIDIn(req.ResultMessage)
 	if err := sc.st.Equal("record_key of the RUN_ARCHIVED audit (OP:<event id of request "+m.name+">)", "OP:"+orNone(ev), a.RecordKey); err != nil {
 		return err
 	}
@@ -233,6 +220,33 @@ func (lifecycleDomain) oneArchiveAudit(ctx context.Context, ref string) error {
 	}
 	// kintone's DATETIME keeps whole minutes: resolved_at can equal archived_at only so.
 	return sc.st.Equal("resolved_at of the RUN_ARCHIVED audit, to the minute (kintone DATETIME)", minuteOf(at), minuteOf(a.ResolvedAt))
+}
+
+// runArchivedAudits reads the current run and its RUN_ARCHIVED OPERATION_AUDITs.
+func runArchivedAudits(ctx context.Context) (networkRun, []operationAudit, error) {
+	run, err := theRun(ctx)
+	if err != nil {
+		return run, nil, err
+	}
+	ops, err := readExact(ctx, sceneOf(ctx), target.RoleAudit, decodeOperationAudit, match{"record_type", "OPERATION_AUDIT"}, match{"run_id", run.RunID})
+	if err != nil {
+		return run, nil, err
+	}
+	var archived []operationAudit
+	for _, o := range ops {
+		if o.ResultCode == "RUN_ARCHIVED" {
+			archived = append(archived, o)
+		}
+	}
+	return run, archived, nil
+}
+
+// eventIDIn is the event id a CLOSE request's result message names ("… event_id=<id> …").
+func eventIDIn(message string) string {
+	if _, after, ok := strings.Cut(message, "event_id="); ok {
+		return strings.Fields(after + " ")[0]
+	}
+	return ""
 }
 
 // lastLockID is the highest $id of the state app's NETWORK_LOCK records (0 when none). A
@@ -340,17 +354,7 @@ func (lifecycleDomain) archiveOutcome(ctx context.Context, name, outcome, which,
 	if err != nil {
 		return err
 	}
-	j := calls[0].json
-	field := func(k string) string {
-		v, ok := j[k]
-		switch {
-		case !ok:
-			return "(absent)"
-		case v == nil:
-			return "null"
-		}
-		return fmt.Sprint(v)
-	}
+	field := func(k string) string { return jsonField(calls[0].json, k) }
 	want := outcome + " " + which + "=" + value + " lock_released=" + released
 	seen := field("outcome") + " " + which + "=" + field(which) + " lock_released=" + field("lock_released")
 	return sc.st.Equal("JSON outcome of "+name, want, seen)

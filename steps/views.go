@@ -319,3 +319,16 @@ func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return orNone(strings.TrimSpace(line))
 }
+
+// jsonField is one key of a printed JSON object as text: "(absent)" when the key is missing,
+// "null" for JSON null (a union's fields are told apart by both).
+func jsonField(j map[string]any, k string) string {
+	v, ok := j[k]
+	switch {
+	case !ok:
+		return "(absent)"
+	case v == nil:
+		return "null"
+	}
+	return fmt.Sprint(v)
+}
