@@ -28,8 +28,10 @@ const faultTimes = `(once|\d+ times|always)`
 
 func (d selectiveFaultDomain) register(reg stepdef.Registry) {
 	reg.Step(`^fault "([^"]+)" in the fault proxy of "([^"]+)" answers `+faultTarget+` with (\d{3})(?: ([A-Z]+_[A-Z0-9]+))?, `+faultTimes+`$`, d.answers)
+	reg.Step(`^fault "([^"]+)" in the fault proxy of "([^"]+)" answers `+faultTarget+` with 400 CB_VA01 naming "([a-z0-9_]+)" as a duplicate, `+faultTimes+`$`, d.answersDuplicate)
 	reg.Step(`^fault "([^"]+)" in the fault proxy of "([^"]+)" (loses the response of|resets) `+faultTarget+`, `+faultTimes+`$`, d.losesOrResets)
 	reg.Step(`^fault "([^"]+)" fired (exactly once|exactly \d+ times|at least once)$`, d.firedTimes)
+	reg.Step(`^the traffic log of "([^"]+)" shows the request fault "([^"]+)" took, answered (\d{3})$`, d.trafficShowsFault)
 }
 
 // selectiveFaultState: the faults of the scenario by name, and those declared for a process
@@ -53,6 +55,14 @@ var actionsByText = map[string]faultproxy.Action{
 
 func (d selectiveFaultDomain) answers(ctx context.Context, name, process, method, endpoint, app, field string, status int, code, times string) error {
 	return addFault(ctx, name, process, method, endpoint, app, field, times, faultproxy.Fault{Action: faultproxy.ActionRespond, Status: status, Code: code})
+}
+
+// answersDuplicate answers as kintone does the second INSERT of one unique value: 400 CB_VA01
+// whose errors name the unique field (kintone-api.md), which need not be the field the fault
+// matches the request by.
+func (d selectiveFaultDomain) answersDuplicate(ctx context.Context, name, process, method, endpoint, app, field, unique, times string) error {
+	errs := map[string][]string{"record." + unique + ".value": {faultproxy.DuplicateMessage}}
+	return addFault(ctx, name, process, method, endpoint, app, field, times, faultproxy.Fault{Action: faultproxy.ActionRespond, Status: 400, Code: "CB_VA01", Errors: errs})
 }
 
 func (d selectiveFaultDomain) losesOrResets(ctx context.Context, name, process, action, method, endpoint, app, field, times string) error {
@@ -214,4 +224,37 @@ func firingText(f faultproxy.Firing) string {
 		s += " error " + f.Error
 	}
 	return s
+}
+
+// trafficShowsFault: the process's own traffic log (what its proxy logged, as the process saw
+// it) holds the request the fault took, with the status the process received — the proof, in
+// the evidence a live gate keeps, that the product met the answer the scenario claims.
+func (selectiveFaultDomain) trafficShowsFault(ctx context.Context, process, name string, status int) error {
+	sc := sceneOf(ctx)
+	e, _, err := faultOf(ctx, name)
+	if err != nil {
+		return err
+	}
+	if e.process != process {
+		return fmt.Errorf("fault %q is in the fault proxy of %q, not of %q", name, e.process, process)
+	}
+	p, err := endedProxy(ctx, process, "its traffic log is not final")
+	if err != nil {
+		return err
+	}
+	var took []string
+	got := 0
+	for _, l := range p.Traffic() {
+		if l.Fault == e.id {
+			took = append(took, fmt.Sprintf("%s %s %s: %d", l.At.UTC().Format("15:04:05.000"), l.Method, l.Path, l.Status))
+			if got == 0 {
+				got = l.Status
+			}
+		}
+	}
+	sc.st.Note("traffic lines of "+process+" taken by fault "+name, orNone(strings.Join(took, "; ")))
+	if err := sc.st.Assert("traffic lines of "+process+" taken by fault "+name, "at least 1", len(took), len(took) >= 1); err != nil {
+		return err
+	}
+	return sc.st.Equal("status "+process+" received for the request fault "+name+" took", status, got)
 }

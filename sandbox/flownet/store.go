@@ -214,6 +214,10 @@ func (s *store) insert(ctx context.Context, app, k string, rec kintoneapi.Record
 			return id, rev, nil
 		}
 		dup := kintoneapi.IsCode(err, "CB_VA01")
+		if !dup && defect.RunInsertLostResponseNotAdjudicated && kintoneapi.IsNetwork(err) {
+			// planted defect: a lost insert response is a failure, never re-read by its key
+			return "", "", &codedError{Code: codeAmbiguousWrite, Msg: fmt.Sprintf("insert %s: %v", k, err), Err: err}
+		}
 		if !dup && !kintoneapi.IsNetwork(err) {
 			return "", "", wrapRemote("insert "+k, err)
 		}
