@@ -19,6 +19,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/ksqlflow/flowtest/internal/ksqlwrap"
 	"github.com/ksqlflow/flowtest/runner"
 	"github.com/ksqlflow/flowtest/steps"
 )
@@ -95,7 +96,7 @@ func init() {
 		// The CSV steps' kSQL-Flow launcher (ksqlwrap.go): started by FlowNet, not by people.
 		{name: steps.KsqlFlowWrapperCommand, usage: steps.KsqlFlowWrapperCommand + " --mode MODE -- LAUNCHER ARGS…", hidden: true,
 			short: "the CSV steps' kSQL-Flow wrapper",
-			run:   func(inv invocation, a []string) int { return cmdKsqlFlowWrapper(a, inv.stdin, inv.stdout, inv.stderr, inv.sigs) }},
+			run:   func(inv invocation, a []string) int { return ksqlwrap.Run(a, inv.stdin, inv.stdout, inv.stderr, inv.sigs) }},
 	}
 }
 

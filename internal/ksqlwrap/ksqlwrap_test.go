@@ -1,4 +1,4 @@
-package cli
+package ksqlwrap
 
 import (
 	"bytes"
@@ -110,7 +110,7 @@ type wrapped struct {
 func wrapIn(t *testing.T, mode, stdin string, call ...string) wrapped {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := cmdKsqlFlowWrapper(append(fakeLauncher(t, mode), call...), strings.NewReader(stdin), &out, &errb, make(chan os.Signal))
+	code := Run(append(fakeLauncher(t, mode), call...), strings.NewReader(stdin), &out, &errb, make(chan os.Signal))
 	return wrapped{code, out.String(), errb.String()}
 }
 
@@ -214,16 +214,10 @@ func TestKsqlWrapRefusesBadUsage(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var out, errb bytes.Buffer
-			code := cmdKsqlFlowWrapper(tc.args, strings.NewReader(""), &out, &errb, make(chan os.Signal))
+			code := Run(tc.args, strings.NewReader(""), &out, &errb, make(chan os.Signal))
 			assert.Equal(t, 2, code)
 			assert.Contains(t, errb.String(), tc.err)
 			assert.Empty(t, out.String())
 		})
 	}
-}
-
-func TestKsqlWrapIsNotInTheUsage(t *testing.T) {
-	var out, errb bytes.Buffer
-	require.Equal(t, 0, Main([]string{"help"}, nil, &out, &errb, nil))
-	assert.NotContains(t, out.String(), steps.KsqlFlowWrapperCommand)
 }

@@ -1,4 +1,7 @@
-package cli
+// Package ksqlwrap is the kSQL-Flow launcher the CSV steps give FlowNet to play a variant of
+// the target's own kSQL-Flow (`flowtest ksql-flow-wrapper`, hidden): it is started by FlowNet,
+// not by people, and ends like the kSQL-Flow it wraps.
+package ksqlwrap
 
 import (
 	"bytes"
@@ -16,7 +19,7 @@ import (
 	"github.com/ksqlflow/flowtest/steps"
 )
 
-// cmdKsqlFlowWrapper is the hidden `flowtest ksql-flow-wrapper`: a kSQL-Flow launcher the CSV
+// Run is the hidden `flowtest ksql-flow-wrapper`: a kSQL-Flow launcher the CSV
 // steps give FlowNet as KSQL_FLOW_BIN (with KSQL_FLOW_BIN_ARGS) to play a variant of the
 // target's own kSQL-Flow — the same on the sandbox and on a live target, where the original
 // used a generated Node stub and csv2-encoding-wrapper.mjs (scenarios.md §2.8.1, §2.9):
@@ -38,7 +41,7 @@ import (
 // Otherwise (the capabilities rewrite; every call on Windows, which has no exec) the child is
 // relayed: SIGTERM/SIGINT are forwarded, its exit code is returned, and a child killed by a
 // signal makes the wrapper die by the same signal.
-func cmdKsqlFlowWrapper(args []string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 	w, err := parseKsqlWrap(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "flowtest %s: %v\n", steps.KsqlFlowWrapperCommand, err)
