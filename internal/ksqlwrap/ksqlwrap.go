@@ -15,7 +15,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ksqlflow/flowtest/runner"
+	"github.com/ksqlflow/flowtest/internal/refusal"
 	"github.com/ksqlflow/flowtest/steps"
 )
 
@@ -41,16 +41,18 @@ import (
 // Otherwise (the capabilities rewrite; every call on Windows, which has no exec) the child is
 // relayed: SIGTERM/SIGINT are forwarded, its exit code is returned, and a child killed by a
 // signal makes the wrapper die by the same signal.
-func Run(args []string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
+//
+// Bad usage is a refusal (nothing started); otherwise the result is the exit status the
+// wrapper must end with, the wrapped kSQL-Flow's.
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal) (int, error) {
 	w, err := parseKsqlWrap(args)
 	if err != nil {
-		fmt.Fprintf(stderr, "flowtest %s: %v\n", steps.KsqlFlowWrapperCommand, err)
-		return runner.ExitRefused
+		return 0, refusal.New("%v", err)
 	}
 	// Only a process whose stdio is its own may be replaced or die by a signal; called with
 	// other writers (a test), the wrapper always relays and reports the signal as 128+n.
 	w.self = stdin == os.Stdin && stdout == os.Stdout && stderr == os.Stderr
-	return w.run(stdin, stdout, stderr, sigs)
+	return w.run(stdin, stdout, stderr, sigs), nil
 }
 
 // errNoExec says this platform cannot replace the process: the child is relayed.

@@ -61,7 +61,7 @@ var rules = map[string][]string{
 	"internal/preflight":           {"harness/config", "harness/proc", "harness/scope", "harness/target", "kintoneapi", "runner", "safety"},
 	"internal/rehearse":            {"harness/proc", "harness/wait", "harness/workdir", "internal/excerpt", "internal/refusal", "results", "runner"},
 	"internal/isolation":           {"harness/scenario", "harness/target"},
-	"internal/ksqlwrap":            {"runner", "steps"},
+	"internal/ksqlwrap":            {"internal/refusal", "steps"},
 	"internal/buildtest":           {},
 	"internal/cli": {"harness/*", "internal/defects", "internal/excerpt", "internal/gate", "internal/isolation", "internal/ksqlwrap",
 		"internal/preflight", "internal/refusal", "internal/rehearse", "kintoneapi", "results", "results/*", "runner", "runner/*", "safety", "steps"},

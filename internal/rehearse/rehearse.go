@@ -81,8 +81,8 @@ type Outcome struct {
 
 // Report is the combined report (also rehearsal.json beside the tenants' archives).
 type Report struct {
-	Latency string          `json:"business_read_latency"`
-	Tags    string          `json:"tag_expression"`
+	Latency string    `json:"business_read_latency"`
+	Tags    string    `json:"tag_expression"`
 	Tenants []Outcome `json:"tenants"`
 	WallMS  int64     `json:"wall_ms"`
 	Verdict string    `json:"verdict"` // PASS | FAIL | INTERRUPTED
