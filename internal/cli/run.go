@@ -17,6 +17,7 @@ import (
 	"github.com/ksqlflow/flowtest/harness/scenario"
 	"github.com/ksqlflow/flowtest/harness/target"
 	"github.com/ksqlflow/flowtest/internal/defects"
+	"github.com/ksqlflow/flowtest/internal/isolation"
 	"github.com/ksqlflow/flowtest/results"
 	"github.com/ksqlflow/flowtest/results/redact"
 	"github.com/ksqlflow/flowtest/runner"
@@ -217,13 +218,18 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 	}
 	conc := s.concurrency()
 	before, attempts := suite.BeforeScenario, s.readAttempts(tgt)
-	var iso *isolation
+	var iso *isolation.Isolation
 	if conc > 1 && s.bin != "" {
-		iso = newIsolation(s.bin, tgt.Profile, suite, rsec, tgt)
-		iso.latency = sandboxLatency(s.flags.readLatency)
-		before = iso.beforeScenario
+		iso = isolation.New(isolation.Options{Bin: s.bin, Profile: tgt.Profile, Latency: sandboxLatency(s.flags.readLatency),
+			Run: tgt, Secrets: rsec, Prepare: func(ctx context.Context, st *scenario.State, t *target.Target) error {
+				own := *suite
+				own.Target = t
+				own.Cleaner = newCleaner(t)
+				return own.BeforeScenario(ctx, st)
+			}})
+		before = iso.BeforeScenario
 		attempts = func(ctx context.Context, st *scenario.State) {
-			if t := iso.target(st); t != nil {
+			if t := iso.Target(st); t != nil {
 				s.readAttempts(t)(ctx, st)
 			}
 		}
@@ -264,7 +270,7 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 		// A second interrupt exits at once: the emulator must not outlive the runner.
 		Exit: func(code int) {
 			if iso != nil {
-				iso.abort()
+				iso.Abort()
 			}
 			tgt.Abort()
 			os.Exit(code)
