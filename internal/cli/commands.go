@@ -19,6 +19,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/ksqlflow/flowtest/internal/ksqlwrap"
 	"github.com/ksqlflow/flowtest/runner"
 	"github.com/ksqlflow/flowtest/steps"
 )
@@ -96,10 +97,16 @@ func init() {
 			run: func(inv invocation, _ []string) int { fmt.Fprintf(inv.stdout, "flowtest %s\n", Version); return 0 }},
 		{name: "help", usage: "help", short: "this list",
 			run: func(inv invocation, _ []string) int { writeUsage(inv.stdout); return 0 }},
-		// The CSV steps' kSQL-Flow launcher (ksqlwrap.go): started by FlowNet, not by people.
+		// The CSV steps' kSQL-Flow launcher (internal/ksqlwrap): started by FlowNet, not by people.
 		{name: steps.KsqlFlowWrapperCommand, usage: steps.KsqlFlowWrapperCommand + " --mode MODE -- LAUNCHER ARGS…", hidden: true,
 			short: "the CSV steps' kSQL-Flow wrapper",
-			run:   func(inv invocation, a []string) int { return cmdKsqlFlowWrapper(a, inv.stdin, inv.stdout, inv.stderr, inv.sigs) }},
+			run: func(inv invocation, a []string) int {
+				code, err := ksqlwrap.Run(a, inv.stdin, inv.stdout, inv.stderr, inv.sigs)
+				if err != nil {
+					return exitFor(inv.stderr, steps.KsqlFlowWrapperCommand, err)
+				}
+				return code
+			}},
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ksqlflow/flowtest/steps"
 )
 
 // The README's command list is the command table's: between its markers it holds exactly
@@ -50,4 +52,10 @@ func TestHelpAndDashHComeFromTheTable(t *testing.T) {
 	var o, e bytes.Buffer
 	assert.Equal(t, 2, Main([]string{"archive"}, nil, &o, &e, nil))
 	assert.Contains(t, e.String(), "verify, pack, merge")
+}
+
+func TestKsqlWrapIsNotInTheUsage(t *testing.T) {
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, Main([]string{"help"}, nil, &out, &errb, nil))
+	assert.NotContains(t, out.String(), steps.KsqlFlowWrapperCommand)
 }

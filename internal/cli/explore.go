@@ -18,6 +18,7 @@ import (
 	"github.com/ksqlflow/flowtest/harness/target"
 	"github.com/ksqlflow/flowtest/harness/wait"
 	"github.com/ksqlflow/flowtest/internal/explorer"
+	"github.com/ksqlflow/flowtest/internal/isolation"
 	"github.com/ksqlflow/flowtest/results"
 	"github.com/ksqlflow/flowtest/results/redact"
 	"github.com/ksqlflow/flowtest/runner"
@@ -332,9 +333,9 @@ func (x *exploreRunner) Run(ctx context.Context, n int, c explore.Chooser) (expl
 	before := suite.BeforeScenario
 	conc := 1
 	if s.bin != "" {
-		iso := newIsolation(s.bin, x.tgt.Profile, suite, x.rsec, x.tgt)
-		iso.latency = sandboxLatency(s.flags.readLatency)
-		before = iso.beforeScenario
+		iso := isolation.New(isolation.Options{Bin: s.bin, Profile: x.tgt.Profile, Latency: sandboxLatency(s.flags.readLatency),
+			Run: x.tgt, Secrets: x.rsec, Prepare: prepareOn(suite)})
+		before = iso.BeforeScenario
 		conc = 2 // the runner's concurrent path: the scenario's log goes to its work dir
 	}
 	var out explorer.Outcome

@@ -18,6 +18,8 @@ import (
 	"github.com/ksqlflow/flowtest/runner"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ksqlflow/flowtest/internal/buildtest"
 )
 
 var binDir string
@@ -26,21 +28,12 @@ func TestMain(m *testing.M) {
 	if fakeChildMain() { // started as a fake child by a refusal test: leave a mark, exit
 		os.Exit(1)
 	}
-	dir, err := os.MkdirTemp("", "flowtest-bin-")
+	dir, err := buildtest.Binaries("flowtest", "flowsandbox")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	binDir = dir
-	for _, pkg := range []string{"flowtest", "flowsandbox"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, pkg+exe()), "./cmd/"+pkg)
-		cmd.Dir = repoRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
-			os.RemoveAll(dir)
-			os.Exit(1)
-		}
-	}
 	code := m.Run()
 	for _, c := range cleanups {
 		c()
@@ -49,12 +42,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func exe() string {
-	if runtime.GOOS == "windows" {
-		return ".exe"
-	}
-	return ""
-}
+func exe() string { return buildtest.Exe() }
 
 func repoRoot() string {
 	wd, _ := os.Getwd()

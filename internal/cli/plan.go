@@ -88,12 +88,15 @@ func (c *common) plan() ([]runner.Item, fs.FS, tagexpr.Expr, error) {
 	return runner.Plan(m, feats, sel), fsys, expr, nil
 }
 
-// exitFor maps a domain error to its exit code, printing it: a refusal exits 2, anything
-// else 1.
+// exitFor maps a domain error to its exit code, printing it: a refusal exits 2, an
+// interruption 130, anything else 1.
 func exitFor(stderr io.Writer, cmd string, err error) int {
 	fmt.Fprintf(stderr, "flowtest %s: %v\n", cmd, err)
-	if refusal.Is(err) {
+	switch {
+	case refusal.Is(err):
 		return runner.ExitRefused
+	case refusal.IsInterrupted(err):
+		return runner.ExitInterrupted
 	}
 	return runner.ExitFailed
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/ksqlflow/flowtest/harness/scenario"
 	"github.com/ksqlflow/flowtest/harness/target"
 	"github.com/ksqlflow/flowtest/internal/defects"
+	"github.com/ksqlflow/flowtest/internal/isolation"
 	"github.com/ksqlflow/flowtest/results"
 	"github.com/ksqlflow/flowtest/results/redact"
 	"github.com/ksqlflow/flowtest/runner"
@@ -214,13 +215,13 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 	}
 	conc := s.concurrency()
 	before, attempts := suite.BeforeScenario, s.readAttempts(tgt)
-	var iso *isolation
+	var iso *isolation.Isolation
 	if conc > 1 && s.bin != "" {
-		iso = newIsolation(s.bin, tgt.Profile, suite, rsec, tgt)
-		iso.latency = sandboxLatency(s.flags.readLatency)
-		before = iso.beforeScenario
+		iso = isolation.New(isolation.Options{Bin: s.bin, Profile: tgt.Profile, Latency: sandboxLatency(s.flags.readLatency),
+			Run: tgt, Secrets: rsec, Prepare: prepareOn(suite)})
+		before = iso.BeforeScenario
 		attempts = func(ctx context.Context, st *scenario.State) {
-			if t := iso.target(st); t != nil {
+			if t := iso.Target(st); t != nil {
 				s.readAttempts(t)(ctx, st)
 			}
 		}
@@ -261,7 +262,7 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 		// A second interrupt exits at once: the emulator must not outlive the runner.
 		Exit: func(code int) {
 			if iso != nil {
-				iso.abort()
+				iso.Abort()
 			}
 			tgt.Abort()
 			os.Exit(code)
@@ -289,6 +290,17 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 		fmt.Fprintf(stdout, "nothing ran: every selected scenario was not run (not implemented, or needs another platform); exit %d, not green\n", res.Code)
 	}
 	return res.Code, res
+}
+
+// prepareOn prepares a scenario's scene on its own emulator: the steps' BeforeScenario on
+// a copy of suite pointing at it.
+func prepareOn(suite *steps.Suite) func(ctx context.Context, st *scenario.State, t *target.Target) error {
+	return func(ctx context.Context, st *scenario.State, t *target.Target) error {
+		own := *suite
+		own.Target = t
+		own.Cleaner = newCleaner(t)
+		return own.BeforeScenario(ctx, st)
+	}
 }
 
 // secretsFor is every secret a run on tgt knows at its start: the environment's, the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ksqlflow/flowtest/harness/config"
 	"github.com/ksqlflow/flowtest/harness/workdir"
+	"github.com/ksqlflow/flowtest/internal/preflight"
 	"github.com/ksqlflow/flowtest/runner"
 	"github.com/ksqlflow/flowtest/safety"
 )
@@ -110,9 +111,9 @@ func (s *session) close() {
 // Input.ScenarioNeeds).
 func (s *session) needChecks() []safety.Check {
 	return []safety.Check{
-		confirmerCheck(s.in.Target, s.items, s.flags.confirmedBy),
-		ioDirCheck(s.in.Target, s.items, s.cfg.Get(config.VarIODir), os.Stat),
-		csvAppCheck(s.in.Target, s.items, s.cfg.FlowConfig(), s.cfg.Profile(), s.cfg.Get(safety.VarAppCSV), os.ReadFile),
+		preflight.ConfirmerCheck(s.in.Target, s.items, s.flags.confirmedBy),
+		preflight.IODirCheck(s.in.Target, s.items, s.cfg.Get(config.VarIODir), os.Stat),
+		preflight.CSVAppCheck(s.in.Target, s.items, s.cfg.FlowConfig(), s.cfg.Profile(), s.cfg.Get(safety.VarAppCSV), os.ReadFile),
 	}
 }
 
@@ -136,7 +137,7 @@ func (s *session) setupChecks() []safety.Check {
 		return nil
 	}
 	if s.setup == nil {
-		s.setup = liveSetupChecks(s.cfg)
+		s.setup = preflight.LiveSetupChecks(s.cfg)
 	}
 	return s.setup
 }

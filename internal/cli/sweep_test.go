@@ -21,6 +21,7 @@ import (
 	"github.com/ksqlflow/flowtest/harness/runlock"
 	"github.com/ksqlflow/flowtest/harness/scope"
 	"github.com/ksqlflow/flowtest/harness/workdir"
+	"github.com/ksqlflow/flowtest/internal/rehearse"
 	"github.com/ksqlflow/flowtest/kintoneapi"
 	"github.com/ksqlflow/flowtest/results/redact"
 )
@@ -73,7 +74,7 @@ func startStandaloneTenant(t *testing.T) *standaloneTenant {
 	hc, err := kintoneapi.HTTPClientWithCA(info.CAFile)
 	require.NoError(t, err)
 	st.api = kintoneapi.New(info.BaseURL, hc, full)
-	exports, err := parseExports(filepath.Join(envDir, "tokens.sh"))
+	exports, err := rehearse.ParseExports(filepath.Join(envDir, "tokens.sh"))
 	require.NoError(t, err)
 	st.env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + t.TempDir()}, exports...)
 	return st

@@ -5,11 +5,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	hkintone "github.com/ksqlflow/flowtest/harness/kintone"
 	"github.com/ksqlflow/flowtest/harness/scenario"
 	"github.com/ksqlflow/flowtest/harness/target"
+	"github.com/ksqlflow/flowtest/kintoneapi"
 	"github.com/ksqlflow/flowtest/results"
 )
 
@@ -42,10 +42,10 @@ func (s *session) readAttempts(tgt *target.Target) func(ctx context.Context, st 
 		var atts []results.Attempt
 		for _, r := range recs {
 			a := results.Attempt{Node: r.Str("node_id"), Status: r.Str("status"), ResultCode: r.Str("result_code"),
-				InvocationID: r.Str("invocation_id"), StartedAt: kintoneTime(r.Str("execution_started_at")),
-				FinishedAt: kintoneTime(r.Str("finished_at"))}
+				InvocationID: r.Str("invocation_id"), StartedAt: kintoneapi.ParseDateTime(r.Str("execution_started_at")),
+				FinishedAt: kintoneapi.ParseDateTime(r.Str("finished_at"))}
 			if a.StartedAt.IsZero() {
-				a.StartedAt = kintoneTime(r.Str("started_at"))
+				a.StartedAt = kintoneapi.ParseDateTime(r.Str("started_at"))
 			}
 			a.AttemptNo, _ = strconv.Atoi(strings.TrimSpace(r.Str("attempt_no")))
 			a.DurationSec, _ = strconv.ParseFloat(strings.TrimSpace(r.Str("duration_sec")), 64)
@@ -64,14 +64,4 @@ func (s *session) readAttempts(tgt *target.Target) func(ctx context.Context, st 
 			st.SetAttempts(atts)
 		}
 	}
-}
-
-// kintoneTime parses a kintone DATETIME value ("2026-12-01T03:38:00Z"); zero when empty or
-// malformed.
-func kintoneTime(v string) time.Time {
-	t, err := time.Parse(time.RFC3339, strings.TrimSpace(v))
-	if err != nil {
-		return time.Time{}
-	}
-	return t.UTC()
 }

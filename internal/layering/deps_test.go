@@ -60,7 +60,13 @@ var rules = map[string][]string{
 	"internal/gate/gatetest":       {},
 	"internal/gate":                {"harness/proc", "internal/refusal", "internal/yamlerr", "results", "results/pack", "runner", "runner/tagexpr"},
 	"internal/defects":             {"harness/proc", "internal/excerpt", "internal/refusal", "results", "runner"},
-	"internal/cli":                 {"harness/*", "internal/defects", "internal/excerpt", "internal/explorer", "internal/gate", "internal/refusal", "kintoneapi", "results", "results/*", "runner", "runner/*", "safety", "steps"},
+	"internal/preflight":           {"harness/config", "harness/proc", "harness/scope", "harness/target", "kintoneapi", "runner", "safety"},
+	"internal/rehearse":            {"harness/proc", "harness/wait", "harness/workdir", "internal/excerpt", "internal/refusal", "results", "runner"},
+	"internal/isolation":           {"harness/scenario", "harness/target"},
+	"internal/ksqlwrap":            {"internal/refusal", "steps"},
+	"internal/buildtest":           {},
+	"internal/cli": {"harness/*", "internal/defects", "internal/excerpt", "internal/explorer", "internal/gate", "internal/isolation", "internal/ksqlwrap",
+		"internal/preflight", "internal/refusal", "internal/rehearse", "kintoneapi", "results", "results/*", "runner", "runner/*", "safety", "steps"},
 	// The binary's main only wires the process (keeper hook, signals, profiles) to the CLI.
 	"cmd/flowtest": {"harness/proc", "internal/cli"},
 }

@@ -1,7 +1,8 @@
-// Package refusal is the one domain error that decides an exit code: "refused before anything
-// started" (a wrong flag value, a malformed input file, an empty selection, preflight). Domain
-// packages return it; internal/cli maps it to runner.ExitRefused and any other error to
-// runner.ExitFailed, so no domain package knows exit codes.
+// Package refusal holds the domain errors that decide an exit code: "refused before anything
+// started" (a wrong flag value, a malformed input file, an empty selection, preflight) and
+// "interrupted" (a signal cut the work short). Domain packages return them; internal/cli maps
+// a refusal to runner.ExitRefused, an interruption to runner.ExitInterrupted and any other
+// error to runner.ExitFailed, so no domain package knows exit codes.
 package refusal
 
 import (
@@ -21,4 +22,18 @@ func New(format string, args ...any) error { return Error{fmt.Sprintf(format, ar
 func Is(err error) bool {
 	var r Error
 	return errors.As(err, &r)
+}
+
+// Interruption is the work cut short by a signal.
+type Interruption struct{ msg string }
+
+func (e Interruption) Error() string { return e.msg }
+
+// Interrupted is an interruption with a formatted message.
+func Interrupted(format string, args ...any) error { return Interruption{fmt.Sprintf(format, args...)} }
+
+// IsInterrupted tells whether err is (or wraps) an interruption.
+func IsInterrupted(err error) bool {
+	var i Interruption
+	return errors.As(err, &i)
 }

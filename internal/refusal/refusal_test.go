@@ -18,3 +18,13 @@ func TestIsSeesARefusalThroughWrapping(t *testing.T) {
 		t.Error("an ordinary error is taken for a refusal")
 	}
 }
+
+func TestInterruptionIsNotARefusal(t *testing.T) {
+	i := Interrupted("killed the %s", "runs")
+	if i.Error() != "killed the runs" || !IsInterrupted(fmt.Errorf("rehearse: %w", i)) {
+		t.Fatalf("interruption %q not seen through wrapping", i)
+	}
+	if Is(i) || IsInterrupted(New("refused")) || IsInterrupted(nil) {
+		t.Error("a refusal and an interruption are taken for each other")
+	}
+}

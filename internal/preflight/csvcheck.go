@@ -1,4 +1,4 @@
-package cli
+package preflight
 
 import (
 	"encoding/json"
@@ -11,14 +11,14 @@ import (
 	"github.com/ksqlflow/flowtest/safety"
 )
 
-// csvAppCheck is the §3.4 rule the app and token checks cannot see: on a live target the
+// CSVAppCheck is the §3.4 rule the app and token checks cannot see: on a live target the
 // CSV fixture app (KSQL_CSV1_TARGET_APP_ID) must not be the app of any logical app of the
 // kSQL-Flow config's profile other than the CSV fixture's own logical name — a CSV import
 // would otherwise write into an app real jobs read. The config is read as the sandbox
 // kSQL-Flow documents it ({"profiles": {<p>: {"apps": {<name>: {"appId": …}}}}}); a config
 // that cannot be read that way is refused (fail closed). On the sandbox the runner writes
 // the config itself: not checked.
-func csvAppCheck(target safety.Target, items []runner.Item, cfgPath, profile, csvApp string, read func(string) ([]byte, error)) safety.Check {
+func CSVAppCheck(target safety.Target, items []runner.Item, cfgPath, profile, csvApp string, read func(string) ([]byte, error)) safety.Check {
 	c := safety.Check{Name: "csv-app-not-logical", Subject: safety.VarAppCSV, OK: true, Reason: "no selected scenario needs csv-io"}
 	ids := needing(items, runner.NeedCSVIO)
 	switch {

@@ -1,4 +1,4 @@
-package cli
+package ksqlwrap
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ksqlflow/flowtest/internal/refusal"
 	"github.com/ksqlflow/flowtest/steps"
 )
 
@@ -110,7 +111,8 @@ type wrapped struct {
 func wrapIn(t *testing.T, mode, stdin string, call ...string) wrapped {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := cmdKsqlFlowWrapper(append(fakeLauncher(t, mode), call...), strings.NewReader(stdin), &out, &errb, make(chan os.Signal))
+	code, err := Run(append(fakeLauncher(t, mode), call...), strings.NewReader(stdin), &out, &errb, make(chan os.Signal))
+	require.NoError(t, err)
 	return wrapped{code, out.String(), errb.String()}
 }
 
@@ -214,16 +216,11 @@ func TestKsqlWrapRefusesBadUsage(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var out, errb bytes.Buffer
-			code := cmdKsqlFlowWrapper(tc.args, strings.NewReader(""), &out, &errb, make(chan os.Signal))
-			assert.Equal(t, 2, code)
-			assert.Contains(t, errb.String(), tc.err)
+			_, err := Run(tc.args, strings.NewReader(""), &out, &errb, make(chan os.Signal))
+			require.True(t, refusal.Is(err), "bad usage is a refusal: %v", err)
+			assert.Contains(t, err.Error(), tc.err)
 			assert.Empty(t, out.String())
+			assert.Empty(t, errb.String())
 		})
 	}
-}
-
-func TestKsqlWrapIsNotInTheUsage(t *testing.T) {
-	var out, errb bytes.Buffer
-	require.Equal(t, 0, Main([]string{"help"}, nil, &out, &errb, nil))
-	assert.NotContains(t, out.String(), steps.KsqlFlowWrapperCommand)
 }

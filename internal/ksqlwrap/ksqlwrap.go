@@ -1,4 +1,7 @@
-package cli
+// Package ksqlwrap is the kSQL-Flow launcher the CSV steps give FlowNet to play a variant of
+// the target's own kSQL-Flow (`flowtest ksql-flow-wrapper`, hidden): it is started by FlowNet,
+// not by people, and ends like the kSQL-Flow it wraps.
+package ksqlwrap
 
 import (
 	"bytes"
@@ -12,11 +15,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ksqlflow/flowtest/runner"
+	"github.com/ksqlflow/flowtest/internal/refusal"
 	"github.com/ksqlflow/flowtest/steps"
 )
 
-// cmdKsqlFlowWrapper is the hidden `flowtest ksql-flow-wrapper`: a kSQL-Flow launcher the CSV
+// Run is the hidden `flowtest ksql-flow-wrapper`: a kSQL-Flow launcher the CSV
 // steps give FlowNet as KSQL_FLOW_BIN (with KSQL_FLOW_BIN_ARGS) to play a variant of the
 // target's own kSQL-Flow — the same on the sandbox and on a live target, where the original
 // used a generated Node stub and csv2-encoding-wrapper.mjs (scenarios.md §2.8.1, §2.9):
@@ -38,16 +41,18 @@ import (
 // Otherwise (the capabilities rewrite; every call on Windows, which has no exec) the child is
 // relayed: SIGTERM/SIGINT are forwarded, its exit code is returned, and a child killed by a
 // signal makes the wrapper die by the same signal.
-func cmdKsqlFlowWrapper(args []string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
+//
+// Bad usage is a refusal (nothing started); otherwise the result is the exit status the
+// wrapper must end with, the wrapped kSQL-Flow's.
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal) (int, error) {
 	w, err := parseKsqlWrap(args)
 	if err != nil {
-		fmt.Fprintf(stderr, "flowtest %s: %v\n", steps.KsqlFlowWrapperCommand, err)
-		return runner.ExitRefused
+		return 0, refusal.New("%v", err)
 	}
 	// Only a process whose stdio is its own may be replaced or die by a signal; called with
 	// other writers (a test), the wrapper always relays and reports the signal as 128+n.
 	w.self = stdin == os.Stdin && stdout == os.Stdout && stderr == os.Stderr
-	return w.run(stdin, stdout, stderr, sigs)
+	return w.run(stdin, stdout, stderr, sigs), nil
 }
 
 // errNoExec says this platform cannot replace the process: the child is relayed.

@@ -1,4 +1,9 @@
-package cli
+// Package preflight holds flowtest's own preflight checks, which compose safety's pure rules
+// with I/O: the rules of the scenarios' declared needs (a confirmer, the CSV IO directory, the
+// CSV fixture app), and, live, the setup probes (the tenant over TLS, the tokens'
+// permissions, another runner at work, the launchers and their validation of a rendered
+// fixture, the kSQL-Flow config). Each returns a safety.Check; none decides an exit code.
+package preflight
 
 import (
 	"bytes"
@@ -30,7 +35,7 @@ const (
 	launcherProbeTimeout = 30 * time.Second
 )
 
-// liveSetupChecks prove, read-only, that the live setup can work before anything starts:
+// LiveSetupChecks prove, read-only, that the live setup can work before anything starts:
 // the tenant answers over TLS with the configured CA, the FlowNet and kSQL-Flow launchers
 // exist and answer, and the kSQL-Flow config agrees with flowtest's configuration (profile
 // base URL origin, log app, business apps, and every env:NAME it references is a variable
@@ -41,7 +46,7 @@ const (
 // The launchers also validate a fixture rendered with a throw-away scope into a temporary
 // directory (flownet-validate, ksql-flow-validate: launchervalidate.go), and the state and
 // audit apps are read for another runner at work (tenant-activity: activity.go).
-func liveSetupChecks(cfg *config.Config) []safety.Check {
+func LiveSetupChecks(cfg *config.Config) []safety.Check {
 	tls := tenantTLSCheck(cfg.Get(safety.VarBaseURL), cfg.Get(config.VarCAFile))
 	tokens := safety.Check{Name: "token-permissions", Subject: "tokens", OK: false,
 		Reason: "not probed: the tenant does not answer over TLS"}

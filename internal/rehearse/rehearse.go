@@ -1,6 +1,4 @@
-package cli
-
-// flowtest rehearse: the live path rehearsed end to end without a tenant. Each stand-alone
+// Package rehearse is `flowtest rehearse`: the live path rehearsed end to end without a tenant. Each stand-alone
 // kintone emulator (`flowsandbox kintone serve --operator-env DIR`) writes an operator's live
 // setup for itself (README "Live mode": .env, tokens.sh, the kSQL-Flow config, a deny list);
 // then `flowtest run --target live` runs as a child process of its own binary, in DIR, with
@@ -8,47 +6,48 @@ package cli
 // operator types for a release gate, with the reference CLIs as launchers. --shards N starts N
 // tenants, one serial live run each over --shard i/N, at once: each tenant is isolated, so
 // live mode's one-runner-per-tenant rule holds.
+package rehearse
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/ksqlflow/flowtest/harness/proc"
-	"github.com/ksqlflow/flowtest/harness/target"
 	"github.com/ksqlflow/flowtest/harness/wait"
 	"github.com/ksqlflow/flowtest/harness/workdir"
 	"github.com/ksqlflow/flowtest/internal/excerpt"
+	"github.com/ksqlflow/flowtest/internal/refusal"
 	"github.com/ksqlflow/flowtest/results"
 	"github.com/ksqlflow/flowtest/runner"
 )
 
-// rehearseFlags are the flags of `flowtest rehearse`.
-type rehearseFlags struct {
-	latency       time.Duration
-	shards        int
-	tags          string
-	features      string
-	out           string
-	sandboxBin    string
-	confirmedBy   string
-	durationsFrom string
-	stepTimeout   string
-	timeoutScale  string
-	allowEmpty    bool
-	keepWorkDirs  bool
+// Options are what a rehearsal runs with; the command line checked every value (paths
+// absolute: the live runs start in the operator env directory).
+type Options struct {
+	Latency       time.Duration // business-read latency of the tenants (0: a fast tenant)
+	Shards        int           // tenants, one serial live run each over --shard i/N
+	Tags          string
+	Label         string // the selection's archive label
+	Features      string
+	Out           string
+	SandboxBin    string // the flowsandbox binary: the tenants
+	Self          string // the flowtest binary: the live runs
+	ConfirmedBy   string
+	DurationsFrom string
+	StepTimeout   string
+	TimeoutScale  string
+	AllowEmpty    bool
+	KeepWorkDirs  bool
 }
 
 // tenant is one stand-alone emulator and the live run against it.
@@ -65,8 +64,8 @@ type tenant struct {
 	wall    time.Duration
 }
 
-// tenantOutcome is what one tenant's live run came to, read from its archive.
-type tenantOutcome struct {
+// Outcome is what one tenant's live run came to, read from its archive.
+type Outcome struct {
 	Tenant   string   `json:"tenant"`
 	Shard    string   `json:"shard,omitempty"`
 	BaseURL  string   `json:"base_url"`
@@ -80,89 +79,41 @@ type tenantOutcome struct {
 	WallMS   int64    `json:"wall_ms"`
 }
 
-// rehearsal is the combined report (also rehearsal.json beside the tenants' archives).
-type rehearsal struct {
-	Latency string          `json:"business_read_latency"`
-	Tags    string          `json:"tag_expression"`
-	Tenants []tenantOutcome `json:"tenants"`
-	WallMS  int64           `json:"wall_ms"`
-	Verdict string          `json:"verdict"` // PASS | FAIL
+// Report is the combined report (also rehearsal.json beside the tenants' archives).
+type Report struct {
+	Latency string    `json:"business_read_latency"`
+	Tags    string    `json:"tag_expression"`
+	Tenants []Outcome `json:"tenants"`
+	WallMS  int64     `json:"wall_ms"`
+	Verdict string    `json:"verdict"` // PASS | FAIL | INTERRUPTED
+	dir     string
 }
 
-func cmdRehearse(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
+// Run rehearses the live path: it starts the tenants, runs the live runs at once, relays
+// their output and reads their archives into the report (printed, and saved by Save). The
+// error is a refusal when a tenant did not start (nothing ran), Interrupted when a signal cut
+// the rehearsal short before a report.
+func Run(o Options, stdout, stderr io.Writer, sigs <-chan os.Signal) (*Report, error) {
 	started := time.Now()
-	fset := flag.NewFlagSet("rehearse", flag.ContinueOnError)
-	var f rehearseFlags
-	fset.DurationVar(&f.latency, "latency", 0, "business-read latency of the stand-alone tenants (customers and deals apps): 0 = a fast tenant, e.g. 500ms = a slow one")
-	fset.IntVar(&f.shards, "shards", 1, "stand-alone tenants, one serial live run each over --shard i/N, all at once")
-	fset.StringVar(&f.tags, "tags", "", "Cucumber tag expression selecting scenarios (forwarded to each live run)")
-	fset.StringVar(&f.features, "features", "features", "directory of feature files and the run-order manifest")
-	fset.StringVar(&f.out, "out", "test-results", "archive root: <out>/<YYYY-MM-DD>/<HHMMSS>-rehearsal-<speed>-<label>/tenant-<i>/ holds each tenant's archive")
-	fset.StringVar(&f.sandboxBin, "sandbox-bin", "", "path of the flowsandbox binary (default: beside flowtest, else on PATH)")
-	fset.StringVar(&f.confirmedBy, "confirmed-by", "rehearsal", "confirmer of force-unlock cleanups, forwarded to each live run")
-	fset.StringVar(&f.durationsFrom, "durations-from", "", "archive of an earlier run whose scenario durations balance the shards")
-	fset.StringVar(&f.stepTimeout, "step-timeout", "", "forwarded to each live run")
-	fset.StringVar(&f.timeoutScale, "timeout-scale", "", "forwarded to each live run")
-	fset.BoolVar(&f.allowEmpty, "allow-empty", false, "accept a selection that selects no scenario")
-	fset.BoolVar(&f.keepWorkDirs, "keep-workdirs", false, "keep the operator envs (tokens included), emulator logs and the runs' work dirs")
-	uses, code, ok := parseFlags(fset, "rehearse", args, stderr)
-	if !ok {
-		return code
-	}
-	if fset.NArg() > 0 {
-		fmt.Fprintf(stderr, "flowtest rehearse: unexpected arguments %q (select scenarios with --tags)\n", fset.Args())
-		return runner.ExitRefused
-	}
-	if err := f.validate(uses); err != nil {
-		return exitFor(stderr, "rehearse", err)
-	}
-	// The selection is checked here, once, so a typo is refused before any tenant starts;
-	// there are never more tenants than scenarios (a shard without one would be refused).
-	c := common{target: "live", tags: f.tags, features: f.features}
-	items, _, expr, err := c.plan()
-	if err == nil {
-		err = runner.CheckSelection(items, f.tags, expr, "", f.allowEmpty)
-		if err != nil {
-			err = refuse("%v", err)
-		}
-	}
-	if err != nil {
-		return exitFor(stderr, "rehearse", err)
-	}
-	if sel := runner.Count(items).Runnable; sel < f.shards {
-		if sel == 0 {
-			sel = 1
-		}
-		fmt.Fprintf(stdout, "rehearse: %d scenarios can run, so %d tenants instead of %d\n", runner.Count(items).Runnable, sel, f.shards)
-		f.shards = sel
-	}
-	sb, err := target.FindSandboxBinary(f.sandboxBin)
-	if err != nil {
-		return exitFor(stderr, "rehearse", refuse("%v", err))
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return exitFor(stderr, "rehearse", fmt.Errorf("find the flowtest binary: %w", err))
-	}
 	speed := "fast"
-	if f.latency > 0 {
-		speed = f.latency.String()
+	if o.Latency > 0 {
+		speed = o.Latency.String()
 	}
-	dir, err := results.NewDatedDir(f.out, "rehearsal-"+speed+"-"+label(f.tags), started)
+	dir, err := results.NewDatedDir(o.Out, "rehearsal-"+speed+"-"+o.Label, started)
 	if err != nil {
-		return exitFor(stderr, "rehearse", refuse("--out %q: %v", f.out, err))
+		return nil, refusal.New("--out %q: %v", o.Out, err)
 	}
 	// Owned like a run's work dir, so that a killed rehearsal's (operator envs with tokens)
 	// is removed by the next run or rehearsal.
 	if rep, err := workdir.RemoveDead(""); err == nil && rep.Line() != "" {
 		fmt.Fprintln(stderr, rep.Line())
 	}
-	wd, err := workdir.CreateAs("", workdir.RehearsePrefix, f.keepWorkDirs)
+	wd, err := workdir.CreateAs("", workdir.RehearsePrefix, o.KeepWorkDirs)
 	if err != nil {
-		return exitFor(stderr, "rehearse", err)
+		return nil, err
 	}
 	work := wd.Path()
-	if f.keepWorkDirs {
+	if o.KeepWorkDirs {
 		defer fmt.Fprintf(stderr, "flowtest rehearse: kept the operator envs (tokens included) and logs at %s\n", work)
 	} else {
 		defer os.RemoveAll(work)
@@ -201,10 +152,10 @@ func cmdRehearse(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal)
 		}
 	}()
 
-	fmt.Fprintf(stdout, "rehearse: the live path on %d stand-alone tenant(s), business reads %s; archives under %s\n", f.shards, speedText(f.latency), dir)
-	tenants := make([]*tenant, f.shards)
+	fmt.Fprintf(stdout, "rehearse: the live path on %d stand-alone tenant(s), business reads %s; archives under %s\n", o.Shards, speedText(o.Latency), dir)
+	tenants := make([]*tenant, o.Shards)
 	for i := range tenants {
-		t := &tenant{i: i + 1, n: f.shards, name: fmt.Sprintf("%s %d/%d", speed, i+1, f.shards)}
+		t := &tenant{i: i + 1, n: o.Shards, name: fmt.Sprintf("%s %d/%d", speed, i+1, o.Shards)}
 		t.work = filepath.Join(work, fmt.Sprintf("tenant-%d", t.i))
 		t.opDir = filepath.Join(t.work, "operator")
 		t.outDir = filepath.Join(dir, fmt.Sprintf("tenant-%d", t.i))
@@ -227,13 +178,11 @@ func cmdRehearse(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal)
 		}
 	}()
 	for _, t := range tenants {
-		if err := t.startTenant(ctx, sb, f.latency); err != nil {
+		if err := t.startTenant(ctx, o.SandboxBin, o.Latency); err != nil {
 			if ctx.Err() != nil {
-				fmt.Fprintln(stderr, "flowtest rehearse: interrupted before any run started")
-				return runner.ExitInterrupted
+				return nil, refusal.Interrupted("interrupted before any run started")
 			}
-			fmt.Fprintf(stderr, "flowtest rehearse: tenant %s: %v\n", t.name, err)
-			return runner.ExitRefused
+			return nil, refusal.New("tenant %s: %v", t.name, err)
 		}
 	}
 
@@ -241,14 +190,13 @@ func cmdRehearse(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal)
 	var relays sync.WaitGroup
 	exited := make(chan *tenant, len(tenants))
 	for _, t := range tenants {
-		if err := t.startRun(ctx, self, f); err != nil {
-			fmt.Fprintf(stderr, "flowtest rehearse: tenant %s: %v\n", t.name, err)
+		if err := t.startRun(ctx, o); err != nil {
 			for _, o := range tenants {
 				if o.run != nil {
 					o.run.KillTree()
 				}
 			}
-			return runner.ExitFailed
+			return nil, fmt.Errorf("tenant %s: %w", t.name, err)
 		}
 		relays.Add(2)
 		go func(t *tenant) {
@@ -282,34 +230,36 @@ func cmdRehearse(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal)
 			for _, t := range tenants {
 				t.run.KillTree()
 			}
-			fmt.Fprintln(stderr, "flowtest rehearse: killed the live runs and the tenants")
-			return runner.ExitInterrupted
+			return nil, refusal.Interrupted("killed the live runs and the tenants")
 		}
 	}
 	relays.Wait()
 
-	rep := rehearsal{Latency: speedText(f.latency), Tags: f.tags, Verdict: "PASS"}
+	rep := &Report{Latency: speedText(o.Latency), Tags: o.Tags, Verdict: "PASS", dir: dir}
 	for _, t := range tenants {
 		rep.Tenants = append(rep.Tenants, t.outcome())
 	}
-	code = rehearsalCode(rep.Tenants)
-	if code != runner.ExitPassed {
+	if rep.Result() != Clean {
 		rep.Verdict = "FAIL"
 	}
 	rep.WallMS = time.Since(started).Milliseconds()
 	if wasInterrupted {
-		rep.Verdict, code = "INTERRUPTED", runner.ExitInterrupted
+		rep.Verdict = "INTERRUPTED"
 	}
-	writeRehearsal(stdout, rep)
-	if data, err := json.MarshalIndent(rep, "", "  "); err == nil {
-		if err := os.WriteFile(filepath.Join(dir, "rehearsal.json"), append(data, '\n'), 0o644); err != nil {
-			fmt.Fprintf(stderr, "flowtest rehearse: %v\n", err)
-			if code == runner.ExitPassed {
-				code = runner.ExitFailed
-			}
-		}
+	writeRehearsal(stdout, *rep)
+	return rep, nil
+}
+
+// Interrupted tells whether a signal cut the live runs short (their archives say so).
+func (r *Report) Interrupted() bool { return r.Verdict == "INTERRUPTED" }
+
+// Save writes the report as rehearsal.json beside the tenants' archives.
+func (r *Report) Save() error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
 	}
-	return code
+	return os.WriteFile(filepath.Join(r.dir, "rehearsal.json"), append(data, '\n'), 0o644)
 }
 
 func speedText(d time.Duration) string {
@@ -317,53 +267,6 @@ func speedText(d time.Duration) string {
 		return "without added latency (a fast tenant)"
 	}
 	return d.String() + " each"
-}
-
-// validate refuses a wrong flag value before anything starts, naming the flag.
-func (f *rehearseFlags) validate(uses map[string]flagUse) error {
-	if f.latency < 0 {
-		return refuse("--latency %s: want 0 (a fast tenant) or a positive duration, e.g. 500ms", f.latency)
-	}
-	if f.shards < 1 {
-		return refuse("--shards %d: want at least 1", f.shards)
-	}
-	if err := existingDir("--features", f.features, "run flowtest from the repository root, or pass --features"); err != nil {
-		return err
-	}
-	if err := creatableDir("--out", f.out); err != nil {
-		return err
-	}
-	if _, given := uses["durations-from"]; given {
-		if err := existingDir("--durations-from", f.durationsFrom, "an archive of an earlier run"); err != nil {
-			return err
-		}
-	}
-	if _, given := uses["step-timeout"]; given {
-		if d, err := time.ParseDuration(f.stepTimeout); err != nil || d <= 0 {
-			return refuse("--step-timeout %q: want a positive duration, e.g. 10m", f.stepTimeout)
-		}
-	}
-	if _, given := uses["timeout-scale"]; given {
-		if x, err := strconv.ParseFloat(f.timeoutScale, 64); err != nil || !(x > 0) || math.IsInf(x, 0) {
-			return refuse("--timeout-scale %q: want a positive decimal, e.g. 3", f.timeoutScale)
-		}
-	}
-	if _, given := uses["confirmed-by"]; given && strings.TrimSpace(f.confirmedBy) == "" {
-		return refuse("--confirmed-by %q: empty; name the confirmer, or leave the flag out", f.confirmedBy)
-	}
-	// The live runs are started in the operator env directory: every path they get is
-	// absolute.
-	for _, p := range []*string{&f.features, &f.out, &f.durationsFrom} {
-		if *p == "" {
-			continue
-		}
-		abs, err := filepath.Abs(*p)
-		if err != nil {
-			return refuse("%q: %v", *p, err)
-		}
-		*p = abs
-	}
-	return nil
 }
 
 // startTenant starts the emulator as a stand-alone tenant that writes the operator env, and
@@ -406,35 +309,35 @@ func (t *tenant) startTenant(ctx context.Context, sb string, latency time.Durati
 // startRun starts `flowtest run --target live` in the operator env directory, as the operator
 // would type it after `. ./tokens.sh`: its OS environment is the platform variables plus the
 // writable tokens; everything else comes from the .env there.
-func (t *tenant) startRun(ctx context.Context, self string, f rehearseFlags) error {
-	exports, err := parseExports(filepath.Join(t.opDir, "tokens.sh"))
+func (t *tenant) startRun(ctx context.Context, f Options) error {
+	exports, err := ParseExports(filepath.Join(t.opDir, "tokens.sh"))
 	if err != nil {
 		return err
 	}
-	args := []string{"run", "--target", "live", "--confirmed-by", f.confirmedBy,
-		"--lock-dir", filepath.Join(t.work, "locks"), "--out", t.outDir, "--features", f.features}
-	if f.tags != "" {
-		args = append(args, "--tags", f.tags)
+	args := []string{"run", "--target", "live", "--confirmed-by", f.ConfirmedBy,
+		"--lock-dir", filepath.Join(t.work, "locks"), "--out", t.outDir, "--features", f.Features}
+	if f.Tags != "" {
+		args = append(args, "--tags", f.Tags)
 	}
 	if t.n > 1 {
 		args = append(args, "--shard", fmt.Sprintf("%d/%d", t.i, t.n))
 	}
-	if f.durationsFrom != "" {
-		args = append(args, "--durations-from", f.durationsFrom)
+	if f.DurationsFrom != "" {
+		args = append(args, "--durations-from", f.DurationsFrom)
 	}
-	if f.stepTimeout != "" {
-		args = append(args, "--step-timeout", f.stepTimeout)
+	if f.StepTimeout != "" {
+		args = append(args, "--step-timeout", f.StepTimeout)
 	}
-	if f.timeoutScale != "" {
-		args = append(args, "--timeout-scale", f.timeoutScale)
+	if f.TimeoutScale != "" {
+		args = append(args, "--timeout-scale", f.TimeoutScale)
 	}
-	if f.allowEmpty {
+	if f.AllowEmpty {
 		args = append(args, "--allow-empty")
 	}
-	if f.keepWorkDirs {
+	if f.KeepWorkDirs {
 		args = append(args, "--keep-workdirs")
 	}
-	p, err := proc.Start(ctx, proc.Spec{Name: "live-run", Path: self, Args: args,
+	p, err := proc.Start(ctx, proc.Spec{Name: "live-run", Path: f.Self, Args: args,
 		Env: append(proc.PlatformEnv(), exports...), Dir: t.opDir, LogDir: t.work})
 	if err != nil {
 		return fmt.Errorf("start the live run: %w", err)
@@ -445,9 +348,9 @@ func (t *tenant) startRun(ctx context.Context, self string, f rehearseFlags) err
 
 var exportRE = regexp.MustCompile(`^export ([A-Za-z_][A-Za-z0-9_]*)=(?:'([^']*)'|([^\s'"$\\]*))$`)
 
-// parseExports reads the `export NAME='value'` lines of tokens.sh (no shell runs: anything
+// ParseExports reads the `export NAME='value'` lines of tokens.sh (no shell runs: anything
 // else but comments and blank lines is refused with its line).
-func parseExports(path string) ([]string, error) {
+func ParseExports(path string) ([]string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read the tokens script: %w", err)
@@ -520,8 +423,8 @@ func relay(path, prefix string, done <-chan struct{}, out *lineWriter) {
 // outcome reads the tenant's archive: per scenario passed, failed (or blocked, interrupted),
 // or not run; a scenario not run for a reason other than this platform (a declared need live
 // mode cannot have here, e.g. windows) or another shard's selection is a problem.
-func (t *tenant) outcome() tenantOutcome {
-	o := tenantOutcome{Tenant: t.name, BaseURL: t.baseURL, ExitCode: t.result.ExitCode, WallMS: t.wall.Milliseconds()}
+func (t *tenant) outcome() Outcome {
+	o := Outcome{Tenant: t.name, BaseURL: t.baseURL, ExitCode: t.result.ExitCode, WallMS: t.wall.Milliseconds()}
 	if t.n > 1 {
 		o.Shard = fmt.Sprintf("%d/%d", t.i, t.n)
 	}
@@ -580,36 +483,43 @@ func (t *tenant) outcome() tenantOutcome {
 	return o
 }
 
-// code is the tenant's part of the exit code: 0 clean; 2 refused before anything ran; 3
-// nothing ran; 1 otherwise.
-func (o tenantOutcome) code() int {
+// Result is what a tenant's live run, or the whole rehearsal, came to.
+type Result int
+
+// Results from the best to the worst: a rehearsal is its worst tenant's (refused wins over
+// failed, failed over nothing ran, as a single run decides).
+const (
+	Clean      Result = iota // every scenario that ran passed
+	NothingRan               // every selected scenario of the tenant was not run
+	Failed                   // a scenario failed, or the run or its archive did not hold
+	Refused                  // refused before anything ran
+)
+
+// Result classifies the tenant's outcome.
+func (o Outcome) Result() Result {
 	switch {
 	case len(o.Problems) == 0:
-		return runner.ExitPassed
+		return Clean
 	case o.Archive == "" && o.ExitCode == runner.ExitRefused:
-		return runner.ExitRefused
+		return Refused
 	case o.ExitCode == runner.ExitNothingRan && o.Passed+o.Failed+o.NotRun == 0:
-		return runner.ExitNothingRan
+		return NothingRan
 	}
-	return runner.ExitFailed
+	return Failed
 }
 
-// rehearsalCode combines the tenants' codes: refused wins over failed, failed over nothing
-// ran (as a single run decides).
-func rehearsalCode(tenants []tenantOutcome) int {
-	code := runner.ExitPassed
-	rank := map[int]int{runner.ExitPassed: 0, runner.ExitNothingRan: 1, runner.ExitFailed: 2, runner.ExitRefused: 3}
-	for _, o := range tenants {
-		if c := o.code(); rank[c] > rank[code] {
-			code = c
-		}
+// Result is the rehearsal's: its worst tenant's.
+func (r *Report) Result() Result {
+	worst := Clean
+	for _, o := range r.Tenants {
+		worst = max(worst, o.Result())
 	}
-	return code
+	return worst
 }
 
 // writeRehearsal prints the combined report: per tenant what passed, failed and did not run,
 // its archive and wall time, then the verdict.
-func writeRehearsal(w io.Writer, r rehearsal) {
+func writeRehearsal(w io.Writer, r Report) {
 	fmt.Fprintf(w, "\nRehearsal of the live path, business reads %s:\n", r.Latency)
 	var passed, failed, notRun int
 	for _, o := range r.Tenants {

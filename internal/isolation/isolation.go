@@ -1,55 +1,30 @@
-package cli
+// Package isolation gives each concurrently running scenario a kintone emulator of its own
+// (sandbox only): the runner's BeforeScenario starts it, the scenario's last cleanup stops it.
+package isolation
 
 import (
 	"context"
 	"fmt"
 	"io"
 	"path/filepath"
-	"runtime"
-	"sort"
 	"sync"
 	"time"
 
-	"github.com/ksqlflow/flowtest/harness/config"
 	"github.com/ksqlflow/flowtest/harness/scenario"
 	"github.com/ksqlflow/flowtest/harness/target"
-	"github.com/ksqlflow/flowtest/safety"
-	"github.com/ksqlflow/flowtest/steps"
 )
 
-// defaultConcurrency is the sandbox's concurrency when neither --concurrency nor
-// FLOWTEST_CONCURRENCY says: scenarios mostly wait (leases, pollers, long reads), so three
-// per core, at most 8 (6 on a 2-core machine). Live runs are serial (one tenant).
-func defaultConcurrency() int {
-	n := 3 * runtime.NumCPU()
-	if n > 8 {
-		n = 8
-	}
-	if n < 2 {
-		n = 2
-	}
-	return n
-}
-
-// concurrency is the run's: as configured, else the sandbox default, else 1.
-func (s *session) concurrency() int {
-	if _, set := s.cfg.Lookup(config.VarConcurrency); set || s.in.Target != safety.TargetSandbox {
-		return s.cfg.Concurrency
-	}
-	return defaultConcurrency()
-}
-
-// isolation gives each concurrently running scenario its own kintone emulator, so that
+// Isolation gives each concurrently running scenario its own kintone emulator, so that
 // nothing a scenario reads app-wide (the pending-request gate, "no REQUESTED record",
 // revision snapshots of a whole app, the JOB log) can see another scenario's records. The
 // emulator starts in about 20 ms (measured), so it is one per scenario, not one per worker:
 // a scenario never sees what an earlier one left either. The run's own emulator (the one
 // preflight resolved and the run lock names) serves serial runs, as before.
-type isolation struct {
+type Isolation struct {
 	bin     string
 	profile string
-	base    *steps.Suite
-	secrets *runSecrets
+	prepare func(ctx context.Context, st *scenario.State, t *target.Target) error
+	secrets Secrets
 	appIDs  map[string]string // app id → role of the run's emulator: every emulator must match
 	latency map[string]time.Duration
 
@@ -58,15 +33,30 @@ type isolation struct {
 	started int
 }
 
-func newIsolation(bin, profile string, base *steps.Suite, secrets *runSecrets, run *target.Target) *isolation {
-	return &isolation{bin: bin, profile: profile, base: base, secrets: secrets, appIDs: run.AppRoles(),
-		targets: map[*scenario.State]*target.Target{}}
+// Secrets learns each emulator's tokens, for the records' redaction and the archive's leak
+// check.
+type Secrets interface{ AddSecret(name, value string) }
+
+// Options are what the scenarios' emulators are made from.
+type Options struct {
+	Bin, Profile string                   // the flowsandbox binary; the profile of the run
+	Latency      map[string]time.Duration // per business app, as the run's emulator has it
+	Run          *target.Target           // the run's emulator: every scenario's must have its app ids
+	Secrets      Secrets
+	// Prepare prepares the scene of the scenario on its own emulator (the steps' BeforeScenario
+	// on a copy of the suite pointing at it).
+	Prepare func(ctx context.Context, st *scenario.State, t *target.Target) error
 }
 
-// beforeScenario starts the scenario's emulator, teaches the redactor its tokens, schedules
+func New(o Options) *Isolation {
+	return &Isolation{bin: o.Bin, profile: o.Profile, prepare: o.Prepare, secrets: o.Secrets, appIDs: o.Run.AppRoles(),
+		latency: o.Latency, targets: map[*scenario.State]*target.Target{}}
+}
+
+// BeforeScenario starts the scenario's emulator, teaches the redactor its tokens, schedules
 // its stop as the scenario's last cleanup, and prepares the scene on a copy of the suite
 // that points at it.
-func (iso *isolation) beforeScenario(ctx context.Context, st *scenario.State) error {
+func (iso *Isolation) BeforeScenario(ctx context.Context, st *scenario.State) error {
 	// The emulator lives until the scenario's cleanup has run, which is after godog's
 	// context ends and after the cleanup kills the scenario's registered processes: it gets
 	// a context of its own, without the scenario's process registry (Abort kills it on a
@@ -105,46 +95,21 @@ func (iso *isolation) beforeScenario(ctx context.Context, st *scenario.State) er
 		iso.mu.Unlock()
 		return t.Close()
 	})
-	own := *iso.base
-	own.Target = t
-	own.Cleaner = newCleaner(t)
-	return own.BeforeScenario(ctx, st)
+	return iso.prepare(ctx, st, t)
 }
 
-// target returns the scenario's emulator (nil before it started).
-func (iso *isolation) target(st *scenario.State) *target.Target {
+// Target returns the scenario's emulator (nil before it started).
+func (iso *Isolation) Target(st *scenario.State) *target.Target {
 	iso.mu.Lock()
 	defer iso.mu.Unlock()
 	return iso.targets[st]
 }
 
-// abort kills every running scenario's emulator at once (second interrupt).
-func (iso *isolation) abort() {
+// Abort kills every running scenario's emulator at once (second interrupt).
+func (iso *Isolation) Abort() {
 	iso.mu.Lock()
 	defer iso.mu.Unlock()
 	for _, t := range iso.targets {
 		t.Abort()
 	}
-}
-
-// slowest lists the n longest scenario durations of records, for the closing line.
-func slowest(durations map[string]time.Duration, n int) []string {
-	ids := make([]string, 0, len(durations))
-	for id := range durations {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool {
-		if durations[ids[i]] != durations[ids[j]] {
-			return durations[ids[i]] > durations[ids[j]]
-		}
-		return ids[i] < ids[j]
-	})
-	if len(ids) > n {
-		ids = ids[:n]
-	}
-	out := make([]string, len(ids))
-	for i, id := range ids {
-		out[i] = fmt.Sprintf("%s %s", id, durations[id].Round(time.Second))
-	}
-	return out
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package cli
+package ksqlwrap
 
 import (
 	"bufio"
@@ -40,7 +40,7 @@ func TestKsqlWrapRelayForwardsStopSignals(t *testing.T) {
 			var out bytes.Buffer
 			done := make(chan int, 1)
 			go func() {
-				code := cmdKsqlFlowWrapper(append(fakeLauncher(t, steps.WrapLegacyCapabilities), "capabilities", "--json", "--wait-stop"),
+				code, _ := Run(append(fakeLauncher(t, steps.WrapLegacyCapabilities), "capabilities", "--json", "--wait-stop"),
 					strings.NewReader(""), &out, pw, sigs)
 				_ = pw.Close()
 				done <- code

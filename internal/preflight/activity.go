@@ -1,4 +1,4 @@
-package cli
+package preflight
 
 import (
 	"context"
@@ -67,9 +67,9 @@ func scopeLabel(networkID, businessKey string) string {
 	return fmt.Sprintf("network %s (not a KSQL_FLOW_TEST_ scope: someone else is using the E2E apps)", networkID)
 }
 
-// parsedTime is kintoneTime (timeline.go) with whether the value parsed.
+// parsedTime is kintoneapi.ParseDateTime with whether the value parsed.
 func parsedTime(v string) (time.Time, bool) {
-	t := kintoneTime(v)
+	t := kintoneapi.ParseDateTime(v)
 	return t, !t.IsZero()
 }
 

@@ -1,0 +1,171 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ksqlflow/flowtest/harness/target"
+	"github.com/ksqlflow/flowtest/internal/rehearse"
+	"github.com/ksqlflow/flowtest/runner"
+)
+
+// rehearseFlags are the flags of `flowtest rehearse`.
+type rehearseFlags struct {
+	latency       time.Duration
+	shards        int
+	tags          string
+	features      string
+	out           string
+	sandboxBin    string
+	confirmedBy   string
+	durationsFrom string
+	stepTimeout   string
+	timeoutScale  string
+	allowEmpty    bool
+	keepWorkDirs  bool
+}
+
+// cmdRehearse is `flowtest rehearse` (internal/rehearse): its flags and selection are checked
+// here, once, so that a typo is refused before any tenant starts.
+func cmdRehearse(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
+	fset := flag.NewFlagSet("rehearse", flag.ContinueOnError)
+	var f rehearseFlags
+	fset.DurationVar(&f.latency, "latency", 0, "business-read latency of the stand-alone tenants (customers and deals apps): 0 = a fast tenant, e.g. 500ms = a slow one")
+	fset.IntVar(&f.shards, "shards", 1, "stand-alone tenants, one serial live run each over --shard i/N, all at once")
+	fset.StringVar(&f.tags, "tags", "", "Cucumber tag expression selecting scenarios (forwarded to each live run)")
+	fset.StringVar(&f.features, "features", "features", "directory of feature files and the run-order manifest")
+	fset.StringVar(&f.out, "out", "test-results", "archive root: <out>/<YYYY-MM-DD>/<HHMMSS>-rehearsal-<speed>-<label>/tenant-<i>/ holds each tenant's archive")
+	fset.StringVar(&f.sandboxBin, "sandbox-bin", "", "path of the flowsandbox binary (default: beside flowtest, else on PATH)")
+	fset.StringVar(&f.confirmedBy, "confirmed-by", "rehearsal", "confirmer of force-unlock cleanups, forwarded to each live run")
+	fset.StringVar(&f.durationsFrom, "durations-from", "", "archive of an earlier run whose scenario durations balance the shards")
+	fset.StringVar(&f.stepTimeout, "step-timeout", "", "forwarded to each live run")
+	fset.StringVar(&f.timeoutScale, "timeout-scale", "", "forwarded to each live run")
+	fset.BoolVar(&f.allowEmpty, "allow-empty", false, "accept a selection that selects no scenario")
+	fset.BoolVar(&f.keepWorkDirs, "keep-workdirs", false, "keep the operator envs (tokens included), emulator logs and the runs' work dirs")
+	uses, code, ok := parseFlags(fset, "rehearse", args, stderr)
+	if !ok {
+		return code
+	}
+	if fset.NArg() > 0 {
+		fmt.Fprintf(stderr, "flowtest rehearse: unexpected arguments %q (select scenarios with --tags)\n", fset.Args())
+		return runner.ExitRefused
+	}
+	if err := f.validate(uses); err != nil {
+		return exitFor(stderr, "rehearse", err)
+	}
+	// The selection is checked here, once, so a typo is refused before any tenant starts;
+	// there are never more tenants than scenarios (a shard without one would be refused).
+	c := common{target: "live", tags: f.tags, features: f.features}
+	items, _, expr, err := c.plan()
+	if err == nil {
+		err = runner.CheckSelection(items, f.tags, expr, "", f.allowEmpty)
+		if err != nil {
+			err = refuse("%v", err)
+		}
+	}
+	if err != nil {
+		return exitFor(stderr, "rehearse", err)
+	}
+	if sel := runner.Count(items).Runnable; sel < f.shards {
+		if sel == 0 {
+			sel = 1
+		}
+		fmt.Fprintf(stdout, "rehearse: %d scenarios can run, so %d tenants instead of %d\n", runner.Count(items).Runnable, sel, f.shards)
+		f.shards = sel
+	}
+	sb, err := target.FindSandboxBinary(f.sandboxBin)
+	if err != nil {
+		return exitFor(stderr, "rehearse", refuse("%v", err))
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return exitFor(stderr, "rehearse", fmt.Errorf("find the flowtest binary: %w", err))
+	}
+	rep, err := rehearse.Run(rehearse.Options{
+		Latency: f.latency, Shards: f.shards, Tags: f.tags, Label: label(f.tags), Features: f.features, Out: f.out,
+		SandboxBin: sb, Self: self, ConfirmedBy: f.confirmedBy, DurationsFrom: f.durationsFrom,
+		StepTimeout: f.stepTimeout, TimeoutScale: f.timeoutScale, AllowEmpty: f.allowEmpty, KeepWorkDirs: f.keepWorkDirs,
+	}, stdout, stderr, sigs)
+	if err != nil {
+		return exitFor(stderr, "rehearse", err)
+	}
+	code = rehearsalCode(rep)
+	if err := rep.Save(); err != nil {
+		fmt.Fprintf(stderr, "flowtest rehearse: %v\n", err)
+		if code == runner.ExitPassed {
+			code = runner.ExitFailed
+		}
+	}
+	return code
+}
+
+// rehearsalCode is the exit code of a rehearsal's report: interrupted 130, else its worst
+// tenant's result as a single run exits (refused 2, failed 1, nothing ran 3, clean 0).
+func rehearsalCode(rep *rehearse.Report) int {
+	if rep.Interrupted() {
+		return runner.ExitInterrupted
+	}
+	switch rep.Result() {
+	case rehearse.Refused:
+		return runner.ExitRefused
+	case rehearse.Failed:
+		return runner.ExitFailed
+	case rehearse.NothingRan:
+		return runner.ExitNothingRan
+	}
+	return runner.ExitPassed
+}
+
+// validate refuses a wrong flag value before anything starts, naming the flag.
+func (f *rehearseFlags) validate(uses map[string]flagUse) error {
+	if f.latency < 0 {
+		return refuse("--latency %s: want 0 (a fast tenant) or a positive duration, e.g. 500ms", f.latency)
+	}
+	if f.shards < 1 {
+		return refuse("--shards %d: want at least 1", f.shards)
+	}
+	if err := existingDir("--features", f.features, "run flowtest from the repository root, or pass --features"); err != nil {
+		return err
+	}
+	if err := creatableDir("--out", f.out); err != nil {
+		return err
+	}
+	if _, given := uses["durations-from"]; given {
+		if err := existingDir("--durations-from", f.durationsFrom, "an archive of an earlier run"); err != nil {
+			return err
+		}
+	}
+	if _, given := uses["step-timeout"]; given {
+		if d, err := time.ParseDuration(f.stepTimeout); err != nil || d <= 0 {
+			return refuse("--step-timeout %q: want a positive duration, e.g. 10m", f.stepTimeout)
+		}
+	}
+	if _, given := uses["timeout-scale"]; given {
+		if x, err := strconv.ParseFloat(f.timeoutScale, 64); err != nil || !(x > 0) || math.IsInf(x, 0) {
+			return refuse("--timeout-scale %q: want a positive decimal, e.g. 3", f.timeoutScale)
+		}
+	}
+	if _, given := uses["confirmed-by"]; given && strings.TrimSpace(f.confirmedBy) == "" {
+		return refuse("--confirmed-by %q: empty; name the confirmer, or leave the flag out", f.confirmedBy)
+	}
+	// The live runs are started in the operator env directory: every path they get is
+	// absolute.
+	for _, p := range []*string{&f.features, &f.out, &f.durationsFrom} {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return refuse("%q: %v", *p, err)
+		}
+		*p = abs
+	}
+	return nil
+}

@@ -1,0 +1,26 @@
+package ksqlwrap
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/ksqlflow/flowtest/internal/buildtest"
+)
+
+// binDir holds the flowtest binary, built once for the tests that run the wrapper as the
+// process FlowNet starts (exec keeps the pid; a relayed child's signal becomes the
+// wrapper's): only a real process can show that, not a call in this test binary.
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := buildtest.Binaries("flowtest")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
