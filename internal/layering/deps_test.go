@@ -38,6 +38,7 @@ var rules = map[string][]string{
 	"harness/stepdef":              {},
 	"harness/runlock":              {},
 	"harness/faultproxy":           {},
+	"harness/ksqlprofile":          {},
 	"harness/config":               {"safety"},
 	"harness/kintone":              {"harness/apicount", "kintoneapi", "safety"},
 	"harness/proc":                 {"harness/wait"},
