@@ -42,6 +42,9 @@ type Launcher struct {
 	Args []string
 	Env  []string
 	Dir  string
+	// Run starts and waits for the command (nil: cmd.Run); a caller whose children must die
+	// with it passes its own.
+	Run func(*exec.Cmd) error
 }
 
 // describeTimeout bounds one describe-profile (it reads a file and prints one line).
@@ -56,7 +59,11 @@ func Describe(ctx context.Context, l Launcher, profile, config string) (*Descrip
 	cmd.Env, cmd.Dir = l.Env, l.Dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	run := l.Run
+	if run == nil {
+		run = (*exec.Cmd).Run
+	}
+	if err := run(cmd); err != nil {
 		return nil, fmt.Errorf("kSQL-Flow describe-profile --profile %s --config %s: %v: %s", profile, config, err, lastLine(stderr.String()))
 	}
 	d, err := Parse(stdout.Bytes())

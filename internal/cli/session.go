@@ -112,7 +112,7 @@ func (s *session) needChecks() []safety.Check {
 	return []safety.Check{
 		confirmerCheck(s.in.Target, s.items, s.flags.confirmedBy),
 		ioDirCheck(s.in.Target, s.items, s.cfg.Get(config.VarIODir), os.Stat),
-		csvAppCheck(s.in.Target, s.items, s.cfg.FlowConfig(), s.cfg.Profile(), s.cfg.Get(safety.VarAppCSV), os.ReadFile),
+		csvAppCheck(s.in.Target, s.items, s.cfg.FlowConfig(), s.cfg.Profile(), s.cfg.Get(safety.VarAppCSV), liveDescriber(s.cfg)),
 	}
 }
 
