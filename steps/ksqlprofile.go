@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/ksqlflow/flowtest/harness/ksqlprofile"
 )
@@ -34,23 +33,10 @@ func describeProfile(ctx context.Context, sc *scene, config string) (*ksqlprofil
 func proxiedConfig(ctx context.Context, sc *scene, orig *ksqlprofile.Description, dir, proxyURL string) (string, error) {
 	t := sc.suite.Target
 	path := filepath.Join(dir, "ksql-flow-config.json")
-	if err := ksqlprofile.WriteBaseURLCopy(t.KsqlFlowConfig, path, t.Profile, proxyURL); err != nil {
+	describe := func(config string) (*ksqlprofile.Description, error) { return describeProfile(ctx, sc, config) }
+	if err := ksqlprofile.WriteProvenCopy(t.KsqlFlowConfig, path, t.Profile, proxyURL, orig, describe); err != nil {
 		return "", err
 	}
-	changed, err := ksqlprofile.ChangedKeys(t.KsqlFlowConfig, path)
-	if err != nil {
-		return "", err
-	}
-	if want := ksqlprofile.DocumentedChange(t.Profile); len(changed) != 1 || changed[0] != want {
-		return "", fmt.Errorf("the kSQL-Flow config copy %s differs from the operator's in %s; only %s may change", path, strings.Join(changed, ", "), want)
-	}
-	copied, err := describeProfile(ctx, sc, path)
-	if err != nil {
-		return "", err
-	}
-	if err := ksqlprofile.CheckCopy(orig, copied, proxyURL); err != nil {
-		return "", err
-	}
-	sc.st.Note("kSQL-Flow config copy", fmt.Sprintf("%s: only %s changed (to the proxy); describe-profile agrees", filepath.Base(filepath.Dir(path))+"/"+filepath.Base(path), ksqlprofile.DocumentedChange(t.Profile)))
+	sc.st.Note("kSQL-Flow config copy", fmt.Sprintf("%s: only %s changed (to the proxy); describe-profile agrees", filepath.Base(dir)+"/"+filepath.Base(path), ksqlprofile.DocumentedChange(t.Profile)))
 	return path, nil
 }

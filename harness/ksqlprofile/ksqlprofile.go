@@ -183,6 +183,27 @@ func WriteBaseURLCopy(src, dst, profile, baseURL string) error {
 	return nil
 }
 
+// WriteProvenCopy writes the base-URL copy (WriteBaseURLCopy) and proves it: the files differ
+// in the documented key only (ChangedKeys), and describe of the copy equals orig, the
+// original's description, but for its baseUrl, which is baseURL (CheckCopy).
+func WriteProvenCopy(src, dst, profile, baseURL string, orig *Description, describe func(config string) (*Description, error)) error {
+	if err := WriteBaseURLCopy(src, dst, profile, baseURL); err != nil {
+		return err
+	}
+	changed, err := ChangedKeys(src, dst)
+	if err != nil {
+		return err
+	}
+	if want := DocumentedChange(profile); len(changed) != 1 || changed[0] != want {
+		return fmt.Errorf("the kSQL-Flow config copy %s differs from %s in %s; only %s may change", dst, src, strings.Join(changed, ", "), want)
+	}
+	copied, err := describe(dst)
+	if err != nil {
+		return fmt.Errorf("kSQL-Flow does not accept a copy of its config with another base URL: %w", err)
+	}
+	return CheckCopy(orig, copied, baseURL)
+}
+
 // ChangedKeys lists, sorted, the dotted paths at which two config files differ (a key
 // present in one only counts as changed).
 func ChangedKeys(origPath, copyPath string) ([]string, error) {

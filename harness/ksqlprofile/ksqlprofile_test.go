@@ -104,3 +104,20 @@ func TestTokenRef(t *testing.T) {
 	_, err = TokenRef(p, "other", "案件管理")
 	require.Error(t, err)
 }
+
+// A proven copy fails when kSQL-Flow describes it as anything but the original with the new
+// base URL, and passes when it does.
+func TestWriteProvenCopy(t *testing.T) {
+	orig := writeFile(t, "config.json", operatorConfig)
+	origDesc, err := Parse([]byte(`{"kind":"PROFILE_DESCRIPTION","profile":"e2e","baseUrl":"https://tenant.example.cybozu.com","apps":{"顧客管理":"105"},"httpTimeoutMs":60000}`))
+	require.NoError(t, err)
+	describeAs := func(doc string) func(string) (*Description, error) {
+		return func(string) (*Description, error) { return Parse([]byte(doc)) }
+	}
+	cp := filepath.Join(t.TempDir(), "copy.json")
+	require.NoError(t, WriteProvenCopy(orig, cp, "e2e", "https://127.0.0.1:4443", origDesc,
+		describeAs(`{"kind":"PROFILE_DESCRIPTION","profile":"e2e","baseUrl":"https://127.0.0.1:4443","apps":{"顧客管理":"105"},"httpTimeoutMs":60000}`)))
+	err = WriteProvenCopy(orig, cp, "e2e", "https://127.0.0.1:4443", origDesc,
+		describeAs(`{"kind":"PROFILE_DESCRIPTION","profile":"e2e","baseUrl":"https://127.0.0.1:4443","apps":{"顧客管理":"105"},"httpTimeoutMs":1000}`))
+	assert.ErrorContains(t, err, "httpTimeoutMs")
+}

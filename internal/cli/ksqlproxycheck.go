@@ -124,21 +124,8 @@ func ksqlFlowProxyCheck(cfg *config.Config, describe profileDescriber) safety.Ch
 	}
 	defer p.Close()
 	copyPath := filepath.Join(tmp, "ksql-flow-config.json")
-	if err := ksqlprofile.WriteBaseURLCopy(conf, copyPath, profile, p.URL()); err != nil {
-		return fail("%v", err)
-	}
-	changed, err := ksqlprofile.ChangedKeys(conf, copyPath)
-	if err != nil {
-		return fail("%v", err)
-	}
-	if want := ksqlprofile.DocumentedChange(profile); len(changed) != 1 || changed[0] != want {
-		return fail("the config copy differs from the operator's in %s; only %s may change", strings.Join(changed, ", "), want)
-	}
-	copied, err := describe(copyPath, profile)
-	if err != nil {
-		return fail("kSQL-Flow does not accept a copy of its config with another base URL: %v", err)
-	}
-	if err := ksqlprofile.CheckCopy(orig, copied, p.URL()); err != nil {
+	describeCopy := func(conf string) (*ksqlprofile.Description, error) { return describe(conf, profile) }
+	if err := ksqlprofile.WriteProvenCopy(conf, copyPath, profile, p.URL(), orig, describeCopy); err != nil {
 		return fail("%v", err)
 	}
 
