@@ -31,6 +31,7 @@ func (d runDomain) register(reg stepdef.Registry) {
 	reg.Step(`^"([^"]+)" and "([^"]+)" received the same identity: profile, network, business key and run key$`, d.sameIdentity)
 	reg.Step(`^"([^"]+)" reported the run id that "([^"]+)" reported, the run persisted for the business key$`, d.sameReportedRunID)
 	reg.Step(`^`+procRef+` reported the run id of the run persisted for the business key$`, d.reportedRunIsPersisted)
+	reg.Step(`^the scope's business key has no NETWORK_RUN record$`, d.noRunForKey)
 }
 
 // runNetwork starts `run-network <network> --business-key <scope key> [extra…]`.
@@ -323,4 +324,18 @@ func (runDomain) reportedRunIsPersisted(ctx context.Context, ref string) error {
 		return err
 	}
 	return sc.st.Equal("run id reported by "+c.name+" against the run persisted for the business key", runs[0].RunID, c.runID)
+}
+
+// noRunForKey: no NETWORK_RUN record of the scope's business key exists in the current
+// network (read exactly in Go, not by kintone's token match).
+func (runDomain) noRunForKey(ctx context.Context) error {
+	runs, err := runsForBusinessKey(ctx)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	for _, r := range runs {
+		ids = append(ids, r.RunID)
+	}
+	return sceneOf(ctx).st.Equal("NETWORK_RUN records for the business key", "(none)", orNone(strings.Join(ids, ", ")))
 }

@@ -97,8 +97,8 @@ var KintoneErrors = map[string]KintoneError{
 // codeForStatus is the code a bare status stands for, where only one code fits.
 var codeForStatus = map[int]string{409: "GAIA_CO02", 429: "GAIA_TO04"}
 
-// duplicateMessage is kintone's CB_VA01 message for a unique-field clash.
-const duplicateMessage = "This value already exists in another record."
+// DuplicateMessage is kintone's CB_VA01 message for a unique-field clash.
+const DuplicateMessage = "This value already exists in another record."
 
 // Firing records one request a fault took.
 type Firing struct {
@@ -238,7 +238,7 @@ func (c *compiledFault) compileResponse() error {
 		if f.Match.Field == "" {
 			return errors.New("respond CB_VA01 needs errors (kintone always sends them) or match.field (taken as the unique field whose value is a duplicate)")
 		}
-		errs = map[string][]string{"record." + f.Match.Field + ".value": {duplicateMessage}}
+		errs = map[string][]string{"record." + f.Match.Field + ".value": {DuplicateMessage}}
 	}
 	type messages struct {
 		Messages []string `json:"messages"`

@@ -521,7 +521,13 @@ func (e *execution) prepareNew(ctx context.Context, wc *Network, key DerivedKey,
 	// here no Run of ours exists and the other writer's may not be readable yet; the article's
 	// fact table (m3-run-uniqueness) has the loser of two createRun() report DUPLICATE_RECORD.
 	if _, _, err := e.st.insert(ctx, e.st.stateApp, r1, rec, "run_id"); err != nil {
-		return err
+		if !defect.RunInsertLoserRetries || errCode(err, "") != codeDuplicateRecord {
+			return err
+		}
+		// planted defect: the loser "retries" under a key of its own and creates a second Run
+		if _, _, err := e.st.insert(ctx, e.st.stateApp, r1+":retry", rec, "run_id"); err != nil {
+			return err
+		}
 	}
 	e.mode = "NEW"
 	ids := make([]string, len(wc.Nodes))

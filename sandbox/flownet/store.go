@@ -214,6 +214,10 @@ func (s *store) insert(ctx context.Context, app, k string, rec kintoneapi.Record
 			return id, rev, nil
 		}
 		dup := kintoneapi.IsCode(err, "CB_VA01")
+		if !dup && defect.RunInsertLostResponseNotAdjudicated && kintoneapi.IsNetwork(err) {
+			// planted defect: a lost insert response is a failure, never re-read by its key
+			return "", "", &codedError{Code: codeAmbiguousWrite, Msg: fmt.Sprintf("insert %s: %v", k, err), Err: err}
+		}
 		if !dup && !kintoneapi.IsNetwork(err) {
 			return "", "", wrapRemote("insert "+k, err)
 		}
@@ -270,7 +274,13 @@ func (s *store) update(ctx context.Context, app, id string, rec kintoneapi.Recor
 		if kintoneapi.IsCode(err, "GAIA_CO02") {
 			return "", wrapRemote("update record "+id, err)
 		}
-		da02 := kintoneapi.IsCode(err, "GAIA_DA02") && !defect.GaiaDa02NotFolded // planted defect: DA02 taken for a plain remote error
+		da02 := kintoneapi.IsCode(err, "GAIA_DA02")
+		if da02 && defect.GaiaDa02NotFolded { // planted defect: DA02 taken for "wait and try again", resent at the revision it re-reads
+			if got, rerr := s.byID(ctx, app, id); rerr == nil {
+				rev = got.Revision()
+				continue
+			}
+		}
 		if !da02 && !kintoneapi.IsNetwork(err) {
 			return "", wrapRemote("update record "+id, err)
 		}
