@@ -36,7 +36,6 @@ func (d faultDomain) register(reg stepdef.Registry) {
 	reg.Step(`^barrier "([^"]+)" in the fault proxy of "([^"]+)" holds the PUT of `+reqRef+` in the request app (before it is sent|after it succeeded) when it carries "([^"]+)"$`, d.addRequestBarrier)
 	reg.Step(`^barrier "([^"]+)" is reached$`, d.barrierIsReached)
 	reg.Step(`^barrier "([^"]+)" is released$`, d.releaseBarrier)
-	reg.Step(`^the kintone calls counted by the fault proxies are within:$`, d.callsWithin)
 	reg.Step(`^on (the sandbox|a live target), the kintone calls counted by the fault proxies are within:$`, d.callsWithinOn)
 	reg.Step(`^"([^"]+)" sent at most one heartbeat per (\d+) s of its lease, plus one$`, d.heartbeatsPerInterval)
 	reg.Step(`^the fault proxy of "([^"]+)" has dropped at least (\d+) requests?$`, d.droppedAtLeast)
