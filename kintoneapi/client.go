@@ -168,11 +168,20 @@ func New(baseURL string, hc *http.Client, tokens map[string]string) *Client {
 // certificates in caFile (the sandbox emulator's per-start CA). An empty caFile gives the
 // system roots only.
 func HTTPClientWithCA(caFile string) (*http.Client, error) {
+	return HTTPClientWithCAs(caFile)
+}
+
+// HTTPClientWithCAs is HTTPClientWithCA with the certificates of every named PEM file (empty
+// names skipped) added to the system pool, as Node adds NODE_EXTRA_CA_CERTS to its roots.
+func HTTPClientWithCAs(caFiles ...string) (*http.Client, error) {
 	pool, err := x509.SystemCertPool()
 	if err != nil || pool == nil {
 		pool = x509.NewCertPool()
 	}
-	if caFile != "" {
+	for _, caFile := range caFiles {
+		if caFile == "" {
+			continue
+		}
 		pem, err := os.ReadFile(caFile)
 		if err != nil {
 			return nil, fmt.Errorf("read CA file: %w", err)

@@ -249,7 +249,7 @@ func TestAssumptionsListNamesEveryComparedLiteral(t *testing.T) {
 		{inSteps, "steps", "DONE"},
 		{inSteps, "steps", "RELEASED:"},
 		{inFeatures, "features", "OWNER_MISMATCH"},
-		{inFeatures, "features", "SQL_ERROR"},
+		{inFeatures, "features", "ASSERT_FAILED"},
 		{inFeatures, "features", "RESUME: "},
 	} {
 		if want.set[want.lit] == nil {

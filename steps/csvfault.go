@@ -36,10 +36,10 @@ import (
 // child's HTTP client so that its 2nd POST/PUT of records to the CSV fixture app answered a
 // synthetic HTTP 400 (CSV1_FAULT). Here the child's kintone traffic goes through a small
 // TLS proxy instead: the scope gets a copy of the kSQL-Flow config whose baseUrl is the
-// proxy, given to FlowNet as KSQL_FLOW_CONFIG for every run of the scope — the profile
-// snapshot stays the same across the failing run and its resume. The child trusts the proxy
-// by a CA bundle named both in the copy's caFile and in FlowNet's CA variables, so a real
-// Node kSQL-Flow (NODE_EXTRA_CA_CERTS) and the sandbox one (caFile) both accept it. The
+// proxy (nothing else changes; describe-profile proves it), given to FlowNet as
+// KSQL_FLOW_CONFIG for every run of the scope — the profile snapshot stays the same across
+// the failing run and its resume. The child trusts the proxy by a CA bundle in
+// NODE_EXTRA_CA_CERTS, which the Node kSQL-Flow and the sandbox one both read. The
 // proxy answers the 2nd records write to the CSV app with 400 once and passes everything
 // else unchanged. FlowNet's own traffic does not pass through it.
 //
@@ -66,7 +66,7 @@ func (s *csvFaultState) env(scopeID string) []string {
 	if p == nil {
 		return nil
 	}
-	return []string{"KSQL_FLOW_CONFIG=" + p.config, "SSL_CERT_FILE=" + p.caBundle, "NODE_EXTRA_CA_CERTS=" + p.caBundle}
+	return []string{"KSQL_FLOW_CONFIG=" + p.config, "NODE_EXTRA_CA_CERTS=" + p.caBundle}
 }
 
 // csvFaultProxy is the running proxy of one scope.
@@ -114,8 +114,8 @@ func (csvFaultDomain) writeFaultProxy(ctx context.Context, nth int) error {
 		return err
 	}
 	// The child trusts the proxy through a bundle (the tenant's CA, if one is configured, and
-	// the proxy's): in the config copy's caFile, and in SSL_CERT_FILE / NODE_EXTRA_CA_CERTS of
-	// FlowNet's environment, which kSQL-Flow inherits — a real kSQL-Flow may not read caFile.
+	// the proxy's) in NODE_EXTRA_CA_CERTS of FlowNet's environment, which kSQL-Flow inherits:
+	// the variable the Node runtimes read, so the config copy changes nothing but its base URL.
 	bundle := filepath.Join(dir, "ca-bundle.pem")
 	cas := []string{proxyCA}
 	if t.CAFile != "" {
@@ -143,13 +143,12 @@ func (csvFaultDomain) writeFaultProxy(ctx context.Context, nth int) error {
 	go func() { _ = p.srv.ServeTLS(ln, "", "") }()
 	proxyURL := "https://" + ln.Addr().String()
 
-	cfg, err := rewriteKsqlConfig(t.KsqlFlowConfig, t.Profile, proxyURL, bundle)
+	orig, err := describeProfile(ctx, sc, t.KsqlFlowConfig)
 	if err != nil {
 		_ = p.srv.Close()
 		return err
 	}
-	p.config = filepath.Join(dir, "ksql-flow-config.json")
-	if err := os.WriteFile(p.config, cfg, 0o600); err != nil {
+	if p.config, err = proxiedConfig(ctx, sc, orig, dir, proxyURL); err != nil {
 		_ = p.srv.Close()
 		return err
 	}
@@ -188,25 +187,6 @@ func (p *csvFaultProxy) fault(r *http.Request) bool {
 		return true
 	}
 	return false
-}
-
-// rewriteKsqlConfig copies the kSQL-Flow config with the profile's baseUrl and caFile set.
-func rewriteKsqlConfig(path, profile, baseURL, caFile string) ([]byte, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("kSQL-Flow config: %w", err)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		return nil, fmt.Errorf("kSQL-Flow config: %w", err)
-	}
-	profiles, _ := cfg["profiles"].(map[string]any)
-	prof, _ := profiles[profile].(map[string]any)
-	if prof == nil {
-		return nil, fmt.Errorf("kSQL-Flow config has no profile %s", profile)
-	}
-	prof["baseUrl"], prof["caFile"] = baseURL, caFile
-	return json.MarshalIndent(cfg, "", "  ")
 }
 
 // selfSignedLoopback makes a certificate for 127.0.0.1 that is its own CA.

@@ -225,6 +225,36 @@ func (s *csvIOState) rowsCSV() string {
 	return b.String()
 }
 
+// rowsCSVInOrderOf is rowsCSV with its rows in the order the export got lists them, when got
+// holds the header and exactly the same rows (as a multiset); otherwise rowsCSV itself. The
+// fixture's export SQL has no ORDER BY (the sandbox's dialect refuses one) and kintone reads
+// without one in `$id desc`, so the row order is the engine's: the content is compared as a
+// set of rows, the bytes of each row exactly (reordered: the order was taken from got).
+func (s *csvIOState) rowsCSVInOrderOf(got string) (want string, reordered bool) {
+	want = s.rowsCSV()
+	header, rest, ok := strings.Cut(want, "\r\n")
+	gotHeader, gotRest, gotOK := strings.Cut(got, "\r\n")
+	if !ok || !gotOK || header != gotHeader || !strings.HasSuffix(gotRest, "\r\n") {
+		return want, false
+	}
+	count := map[string]int{}
+	for _, line := range strings.SplitAfter(rest, "\r\n") {
+		count[line]++
+	}
+	for _, line := range strings.SplitAfter(gotRest, "\r\n") {
+		if count[line] == 0 {
+			return want, false
+		}
+		count[line]--
+	}
+	for _, n := range count {
+		if n != 0 {
+			return want, false // a row of the input is missing from the export
+		}
+	}
+	return got, got != want
+}
+
 // writeRows writes n rows (CRLF) in the encoding; a non-empty lang "ja" appends Japanese text
 // to each value (japaneseCells; UTF-8 only, the Shift_JIS bytes are the exporter's to write).
 func (s *csvIOState) writeRows(sc *scene, fx *fixtureState, path string, n int, encoding, lang string) error {

@@ -33,6 +33,7 @@ func (d recordDomain) register(reg stepdef.Registry) {
 	reg.Step(`^the last invocation has mode "([^"]+)"$`, d.lastInvocationHasMode)
 	reg.Step(`^the latest attempt of node "([^"]+)" is "([^"]+)" with result code "([^"]+)"$`, d.latestAttemptIs)
 	reg.Step(`^the latest attempt of node "([^"]+)" is "([^"]+)" with result code "([^"]+)" and a start marker$`, d.latestAttemptWithMarker)
+	reg.Step(`^the latest attempt of node "([^"]+)" is "([^"]+)" with whatever result code kSQL-Flow gave$`, d.latestAttemptAnyCode)
 	reg.Step(`^node "([^"]+)" has attempts numbered "([^"]+)", all "([^"]+)"$`, d.attemptsNumbered)
 	reg.Step(`^node "([^"]+)" has attempts numbered "([^"]+)", all "([^"]+)" with result code "([^"]+)"$`, d.attemptsNumberedWithCode)
 	reg.Step(`^node "([^"]+)" has no attempt$`, d.hasNoAttempt)
@@ -400,6 +401,19 @@ func (recordDomain) lastInvocation(ctx context.Context, status, code string) err
 func (d recordDomain) latestAttemptIs(ctx context.Context, node, status, code string) error {
 	_, err := d.latestAttempt(ctx, node, status, code)
 	return err
+}
+
+// latestAttemptAnyCode checks the status only and notes the result code: where the contract
+// names no code for a failure (which code an unmappable Shift_JIS value gives is kSQL-Flow's
+// choice), comparing one would test the sandbox, not the product.
+func (recordDomain) latestAttemptAnyCode(ctx context.Context, node, status string) error {
+	sc := sceneOf(ctx)
+	a, err := latestAttemptOf(ctx, node)
+	if err != nil {
+		return err
+	}
+	sc.st.Note("result_code of the latest attempt of "+node, orNone(a.ResultCode)+" (not compared: the contract names no code for this failure)")
+	return sc.st.Equal("status of the latest attempt of "+node, status, a.Status)
 }
 
 func (d recordDomain) latestAttemptWithMarker(ctx context.Context, node, status, code string) error {

@@ -2,15 +2,14 @@ package steps
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/big"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/ksqlflow/flowtest/harness/ksqlprofile"
 	"github.com/ksqlflow/flowtest/harness/scenario"
 	"github.com/ksqlflow/flowtest/harness/stepdef"
 	"github.com/ksqlflow/flowtest/harness/target"
@@ -42,44 +41,29 @@ type startState struct {
 
 var startKey = scenario.NewKey[startState]("starts")
 
-// dealsReader is a GET-only client for 案件管理 built from kSQL-Flow's own config: the app id
-// and token reference (`env:NAME`) of its logical app 案件管理, the token resolved from the
-// environment kSQL-Flow gets, and the profile's base URL — whose origin must be the
-// target's, so the expectation is read from the tenant the job reads.
-func dealsReader(sc *scene) (*kintoneapi.Client, string, error) {
+// dealsReader is a GET-only client for 案件管理 as kSQL-Flow reads it: the origin and the app
+// id of its logical app 案件管理 from describe-profile (product-contract §7) — the origin must
+// be the target's, so the expectation is read from the tenant the job reads — and the token
+// that the config's `env:NAME` reference names (describe-profile never shows a token source;
+// the original read the reference from the config too), resolved from kSQL-Flow's environment.
+func dealsReader(ctx context.Context, sc *scene) (*kintoneapi.Client, string, error) {
 	t := sc.suite.Target
-	raw, err := os.ReadFile(t.KsqlFlowConfig)
+	d, err := describeProfile(ctx, sc, t.KsqlFlowConfig)
 	if err != nil {
-		return nil, "", fmt.Errorf("kSQL-Flow config: %w", err)
+		return nil, "", err
 	}
-	var cfg struct {
-		Profiles map[string]struct {
-			BaseURL string `json:"baseUrl"`
-			Apps    map[string]struct {
-				AppID any    `json:"appId"`
-				Token string `json:"token"`
-			} `json:"apps"`
-		} `json:"profiles"`
-	}
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return nil, "", fmt.Errorf("kSQL-Flow config %s: %w", t.KsqlFlowConfig, err)
-	}
-	prof, ok := cfg.Profiles[t.Profile]
-	if !ok {
-		return nil, "", fmt.Errorf("kSQL-Flow config has no profile %s", t.Profile)
-	}
-	cu, err1 := url.Parse(prof.BaseURL)
+	cu, err1 := url.Parse(d.BaseURL)
 	tu, err2 := url.Parse(t.BaseURL)
 	if err1 != nil || err2 != nil || cu.Scheme != tu.Scheme || cu.Host != tu.Host {
-		return nil, "", fmt.Errorf("kSQL-Flow profile %s reads %s, not the E2E tenant %s: the expectation would come from another origin", t.Profile, prof.BaseURL, t.BaseURL)
+		return nil, "", fmt.Errorf("kSQL-Flow profile %s reads %s, not the E2E tenant %s: the expectation would come from another origin", t.Profile, d.BaseURL, t.BaseURL)
 	}
-	app, ok := prof.Apps[target.LogicalDeals]
-	if !ok {
-		return nil, "", fmt.Errorf("kSQL-Flow profile %s has no app %s", t.Profile, target.LogicalDeals)
+	id := d.Apps[target.LogicalDeals]
+	if id == "" {
+		return nil, "", fmt.Errorf("describe-profile of %s reports no app %s", t.Profile, target.LogicalDeals)
 	}
-	name, ok := strings.CutPrefix(app.Token, "env:")
-	if !ok {
-		return nil, "", fmt.Errorf("kSQL-Flow profile %s: the token of %s is not an env: reference", t.Profile, target.LogicalDeals)
+	name, err := ksqlprofile.TokenRef(t.KsqlFlowConfig, t.Profile, target.LogicalDeals)
+	if err != nil {
+		return nil, "", err
 	}
 	token := ""
 	for _, kv := range t.KsqlFlowEnv() {
@@ -90,7 +74,6 @@ func dealsReader(sc *scene) (*kintoneapi.Client, string, error) {
 	if token == "" {
 		return nil, "", fmt.Errorf("the environment kSQL-Flow gets has no %s (the token of %s)", name, target.LogicalDeals)
 	}
-	id := fmt.Sprint(app.AppID)
 	hc, err := kintoneapi.HTTPClientWithCA(t.CAFile)
 	if err != nil {
 		return nil, "", err
@@ -108,7 +91,7 @@ func (startDomain) readDealExpectations(ctx context.Context, year, month string)
 	}
 	to := from.AddDate(0, 1, 0)
 	lo, hi := from.Format("2006-01-02"), to.Format("2006-01-02")
-	c, app, err := dealsReader(sc)
+	c, app, err := dealsReader(ctx, sc)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@
 //	keys.go          the contract's canonical keys (R1, N1, S1, A1)
 //	joblog.go        the kSQL-Flow JOB log: correlation, one row per attempt, timing
 //	kill.go          a RUNNING attempt and the kill of its kSQL-Flow child
+//	ksqlprofile.go   the kSQL-Flow profile from describe-profile; a proxy's proven config copy
 //	joblocks.go      kSQL-Flow job locks: inspection and operator recovery
 //	lockconflict.go  a standalone kSQL-Flow holding a job lock while FlowNet runs
 //	status.go        the operator's status: readings, activity, lock, recovery identifiers

@@ -120,6 +120,9 @@ type attemptResolution struct {
 	RecordID, RecordKey, AttemptID, ResolvedOutcome, EvidenceRef, ServicePrincipal, ApprovedBy, RequestedBy, ResolvedAt string
 	EventType                                                                                                           string
 	Detail                                                                                                              map[string]any // the resolution's inputs (the reason field's JSON)
+	// Texts is every text of the record: each field's value and each string inside the reason
+	// JSON, for what the contract says is recorded without saying under which key.
+	Texts []string
 }
 
 func decodeAttemptResolution(r kintoneapi.Record) attemptResolution {
@@ -129,7 +132,32 @@ func decodeAttemptResolution(r kintoneapi.Record) attemptResolution {
 		ResolvedOutcome: r.Str("resolved_outcome"), EvidenceRef: r.Str("evidence_ref"),
 		ServicePrincipal: r.Str("service_principal"), ApprovedBy: r.Str("approved_by"),
 		RequestedBy: r.Str("requested_by"), ResolvedAt: r.Str("resolved_at"),
-		EventType: r.Str("event_type"), Detail: detail}
+		EventType: r.Str("event_type"), Detail: detail, Texts: recordTexts(r, detail)}
+}
+
+// recordTexts is every field value of r and every string nested in parsed (a field's JSON).
+func recordTexts(r kintoneapi.Record, parsed any) []string {
+	var out []string
+	for code := range r {
+		out = append(out, r.Str(code))
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			out = append(out, x)
+		case map[string]any:
+			for _, e := range x {
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(parsed)
+	return out
 }
 
 // recordRevision is any state or audit record as a revision snapshot sees it: identity,

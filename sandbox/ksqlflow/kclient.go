@@ -2,8 +2,10 @@ package ksqlflow
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"sync/atomic"
@@ -33,13 +35,13 @@ type conn struct {
 
 // newConn builds the client with the tokens of the given logical apps (and the log app when
 // withLog). The CA comes from the profile's caFile or SSL_CERT_FILE, loaded explicitly so it
-// works on every OS.
+// works on every OS, plus NODE_EXTRA_CA_CERTS as the Node kSQL-Flow reads it.
 func newConn(p *Profile, logical []string, withLog bool) (*conn, error) {
 	ca := p.CAFile
 	if ca == "" {
 		ca = os.Getenv("SSL_CERT_FILE")
 	}
-	hc, err := kintoneapi.HTTPClientWithCA(ca)
+	hc, err := kintoneapi.HTTPClientWithCAs(ca, nodeExtraCACerts(os.Getenv("NODE_EXTRA_CA_CERTS"), os.Stderr))
 	if err != nil {
 		return nil, fmt.Errorf("TLS setup: %w", err)
 	}
@@ -75,6 +77,24 @@ func newConn(p *Profile, logical []string, withLog bool) (*conn, error) {
 		Initial: time.Duration(p.Retry.InitialDelayMs) * time.Millisecond, Max: time.Duration(p.Retry.MaxDelayMs) * time.Millisecond,
 		IgnoreRetryAfter: !p.Retry.RespectRetryAfter}
 	return c, nil
+}
+
+// nodeExtraCACerts is the NODE_EXTRA_CA_CERTS file to add to the roots, read as Node reads it:
+// the certificates are added to the system's (not instead of them), and a file that cannot be
+// loaded is ignored with a warning, not fatal ("" then).
+func nodeExtraCACerts(path string, warn io.Writer) string {
+	if path == "" {
+		return ""
+	}
+	data, err := os.ReadFile(path)
+	if err == nil && !x509.NewCertPool().AppendCertsFromPEM(data) {
+		err = errors.New("no PEM certificate in it")
+	}
+	if err != nil {
+		fmt.Fprintf(warn, "Warning: Ignoring extra certs from `%s`, load failed: %v\n", path, err)
+		return ""
+	}
+	return path
 }
 
 // readPage is the page size of business reads (kintone's maximum).

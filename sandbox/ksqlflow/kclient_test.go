@@ -1,6 +1,9 @@
 package ksqlflow
 
 import (
+	"context"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,4 +25,34 @@ func TestConnRetriesByTheProfilePolicy(t *testing.T) {
 	c, err = newConn(p, []string{"C"}, false)
 	require.NoError(t, err)
 	assert.Equal(t, 1, c.kc.Retry.MaxAttempts, "the sandbox default profile sends once")
+}
+
+// The client trusts what NODE_EXTRA_CA_CERTS names on top of the system roots, as the Node
+// kSQL-Flow does: a profile without caFile and no SSL_CERT_FILE reaches the emulator through
+// it alone, and a file that cannot be loaded is ignored with a warning (then TLS fails).
+func TestConnTrustsNodeExtraCACerts(t *testing.T) {
+	e := startEmu(t, nil)
+	p, err := LoadConfig(e.cfgPath, testProfile)
+	require.NoError(t, err)
+	p.CAFile = ""
+	t.Setenv("SSL_CERT_FILE", "")
+	read := func() error {
+		c, err := newConn(p, []string{"顧客管理"}, false)
+		require.NoError(t, err)
+		_, err = c.kc.GetAll(context.Background(), e.apps["customers"].ID, "", []string{"$id"})
+		return err
+	}
+
+	t.Setenv("NODE_EXTRA_CA_CERTS", "")
+	require.Error(t, read(), "without any CA the emulator's certificate is unknown")
+
+	t.Setenv("NODE_EXTRA_CA_CERTS", e.srv.CAFile())
+	require.NoError(t, read())
+
+	var warn strings.Builder
+	missing := filepath.Join(t.TempDir(), "missing.pem")
+	assert.Equal(t, "", nodeExtraCACerts(missing, &warn))
+	assert.Contains(t, warn.String(), "Ignoring extra certs from `"+missing+"`")
+	t.Setenv("NODE_EXTRA_CA_CERTS", missing)
+	require.Error(t, read(), "an unloadable file adds nothing")
 }
