@@ -51,6 +51,8 @@ type Options struct {
 	// MaxBodyBuffer bounds how much of a request body is buffered for matching
 	// (default 8 MiB); larger bodies are streamed and never match body conditions.
 	MaxBodyBuffer int64
+	// Counter, if set, counts every request forwarded to the upstream (count.go).
+	Counter RequestCounter
 }
 
 // Counts are the proxy's request counters.
