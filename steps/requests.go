@@ -102,7 +102,7 @@ func (rs *requestState) writer(ctx context.Context) (*hkintone.Client, error) {
 				apps.Business = append(apps.Business, a.ID)
 			}
 		}
-		g, err := hkintone.New(kintoneapi.New(t.BaseURL, hc, map[string]string{req.ID: req.Token("full")}), apps, fx.scope().ID(), hkintone.Options{Profile: t.Profile})
+		g, err := hkintone.New(kintoneapi.New(t.BaseURL, hc, map[string]string{req.ID: req.Token("full")}), apps, fx.scope().ID(), hkintone.Options{Profile: t.Profile, Counter: sc.st.API})
 		if err != nil {
 			return nil, err
 		}

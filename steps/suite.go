@@ -52,6 +52,7 @@ import (
 
 	"github.com/cucumber/godog"
 
+	hkintone "github.com/ksqlflow/flowtest/harness/kintone"
 	"github.com/ksqlflow/flowtest/harness/scenario"
 	"github.com/ksqlflow/flowtest/harness/scope"
 	"github.com/ksqlflow/flowtest/harness/stepdef"
@@ -179,7 +180,7 @@ func (s *Suite) BeforeScenario(ctx context.Context, st *scenario.State) error {
 	if err != nil {
 		return fmt.Errorf("kintone reader: %w", err)
 	}
-	*sceneKey.Of(st) = scene{suite: s, st: st, reader: reader, ksqlWorkDir: filepath.Join(st.WorkDir, "ksql-work")}
+	*sceneKey.Of(st) = scene{suite: s, st: st, reader: hkintone.Counted(reader, st.API), ksqlWorkDir: filepath.Join(st.WorkDir, "ksql-work")}
 	for _, t := range st.Tags {
 		if t == "@p2-16" { // P2-16 records hold request and process summaries only (scenarios.md §2.7)
 			st.SummarizeOutputs()
