@@ -107,6 +107,29 @@ type AppRequests struct {
 	Throttled int64 `json:"throttled,omitempty"`
 }
 
+// Plus is the sum of a and b (nil when both hold nothing).
+func (a APIRequests) Plus(b APIRequests) APIRequests {
+	if len(a)+len(b) == 0 {
+		return nil
+	}
+	out := APIRequests{}
+	for _, src := range []APIRequests{a, b} {
+		for app, c := range src {
+			acc := out[app]
+			if acc.ByMethod == nil {
+				acc.ByMethod = map[string]int64{}
+			}
+			acc.Requests += c.Requests
+			acc.Throttled += c.Throttled
+			for m, n := range c.ByMethod {
+				acc.ByMethod[m] += n
+			}
+			out[app] = acc
+		}
+	}
+	return out
+}
+
 // Total is the number of requests on every app.
 func (a APIRequests) Total() int64 {
 	var n int64
