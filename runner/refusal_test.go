@@ -1,6 +1,6 @@
 package runner
 
-// Nothing green by accident (issue 22): selections that select nothing or name tags nobody
+// Nothing green by accident: selections that select nothing or name tags nobody
 // carries are refused; a run where nothing ran has its own exit code; malformed manifests and
 // feature files are refused with file:line, never a panic and never a partial run.
 

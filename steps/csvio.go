@@ -200,7 +200,7 @@ func (s *csvIOState) writeInput(sc *scene, fx *fixtureState, path string, n int)
 	return s.writeRows(sc, fx, path, n, "utf8", "")
 }
 
-// japaneseCells is the text the Japanese CSV rows carry after their ASCII marker (issue 34):
+// japaneseCells is the text the Japanese CSV rows carry after their ASCII marker:
 // kanji, full-width and half-width kana, and the characters where CP932 and other Japanese
 // encodings part: ～ － ∥ ￠ ￡ ￢ (0x8160 0x817C 0x8161 0x8191 0x8192 0x81CA: the Unicode
 // CP932 maps them to, not JIS X 0208's 〜 − ‖ ¢ £ ¬) and the NEC row-13 extensions ① ㈱

@@ -410,7 +410,7 @@ var countColumns = map[string]func(faultproxy.Counts) int{
 	"heartbeat":    func(c faultproxy.Counts) int { return c.Heartbeat },
 	// Less the lease monitor's ticks: each heartbeat is one fence read and one PUT
 	// (product-contract §3.7), and how many ticks a run has depends on how long it ran, so
-	// these are the calls a run makes whatever the tenant's speed (issue 34).
+	// these are the calls a run makes whatever the tenant's speed.
 	"calls less heartbeats":       func(c faultproxy.Counts) int { return c.Total - 2*c.Heartbeat },
 	"records GET less fences":     func(c faultproxy.Counts) int { return c.Records["GET"] - c.Heartbeat },
 	"records PUT less heartbeats": func(c faultproxy.Counts) int { return c.Records["PUT"] - c.Heartbeat },
@@ -628,7 +628,7 @@ func (faultDomain) noWriteAfterLease(ctx context.Context, name string, lease int
 // its first lease write (the lock's acquisition) to its last request through the proxy (the
 // release), one heartbeat per interval and one more for a tick that lands on the release.
 // The bound follows the run's own length, so it holds on a fast and a slow tenant alike,
-// and a lease monitor that renews more often than its interval exceeds it (m7-03, issue 34).
+// and a lease monitor that renews more often than its interval exceeds it (m7-03).
 func (faultDomain) heartbeatsPerInterval(ctx context.Context, name string, every int) error {
 	sc := sceneOf(ctx)
 	p, err := endedProxy(ctx, name, "its heartbeats are not final")
@@ -652,4 +652,16 @@ func (faultDomain) heartbeatsPerInterval(ctx context.Context, name string, every
 	n := p.Counts().Heartbeat
 	sc.st.Note("lease of "+name, fmt.Sprintf("held %s through the proxy, %d heartbeats (at most %d at one per %d s)", held.Round(time.Millisecond), n, limit, every))
 	return sc.st.Assert(fmt.Sprintf("heartbeats of %s per %d s of its lease", name, every), fmt.Sprintf("1..%d", limit), n, n >= 1 && n <= limit)
+}
+
+// releasedAt is when the scenario let barrier name's held request go (an error if it never did).
+func (fs *faultState) releasedAt(name string) (time.Time, error) {
+	b, ok := fs.barriers[name]
+	switch {
+	case !ok:
+		return time.Time{}, fmt.Errorf("no barrier %q was installed", name)
+	case b.releasedAt.IsZero():
+		return time.Time{}, fmt.Errorf("barrier %q was never released", name)
+	}
+	return b.releasedAt, nil
 }

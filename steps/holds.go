@@ -16,9 +16,18 @@ func (d holdDomain) register(reg stepdef.Registry) {
 }
 
 func cancelRun(ctx context.Context, name string, release bool) error {
-	id, err := currentRunID(ctx)
+	c, err := startCancelRun(ctx, name, release)
 	if err != nil {
 		return err
+	}
+	return c.finish(ctx)
+}
+
+// startCancelRun starts the STOP (or RELEASE) of the current run without waiting for it.
+func startCancelRun(ctx context.Context, name string, release bool) (*flownetCall, error) {
+	id, err := currentRunID(ctx)
+	if err != nil {
+		return nil, err
 	}
 	args := []string{"--run-id", id, "--reason-file", "@reason"}
 	text := "stop requested by " + sceneOf(ctx).st.ID
@@ -26,12 +35,8 @@ func cancelRun(ctx context.Context, name string, release bool) error {
 		args = append(args, "--release")
 		text = "hold released by " + sceneOf(ctx).st.ID
 	}
-	c, err := startFlowNet(ctx, flownetSpec{Name: name, Sub: "cancel-run", Args: args,
+	return startFlowNet(ctx, flownetSpec{Name: name, Sub: "cancel-run", Args: args,
 		Files: map[string]string{"reason": fixturesOf(ctx).scope().Reason(text)}})
-	if err != nil {
-		return err
-	}
-	return c.finish(ctx)
 }
 
 func (holdDomain) requestsAStop(ctx context.Context, name string) error {

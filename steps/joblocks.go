@@ -38,6 +38,14 @@ var jobLockKey = scenario.NewKey[jobLockState]("joblocks")
 // recovered says whether a step recovered a job lock (the kill's cleanup then need not).
 func (s *jobLockState) recovered() bool { return s.recovery != nil }
 
+// recoveryResult is the LOCK_RECOVERY_RESULT the scenario's recovery printed.
+func (s *jobLockState) recoveryResult() (map[string]any, error) {
+	if s.recovery == nil {
+		return nil, fmt.Errorf("no job lock was recovered yet (the job lock of node … is recovered by a named confirmer …)")
+	}
+	return s.recovery, nil
+}
+
 // jobKey is the job lock key of a fixture node: `<profile>:<job_id>`.
 func jobKey(sc *scene, fx *fixtureState, name string) (string, error) {
 	node, err := fx.node(name)

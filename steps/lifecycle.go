@@ -293,27 +293,32 @@ func (lifecycleDomain) oneNewTombstone(ctx context.Context) error {
 // operatorArchives runs archive-run for the current network's run as an operator would, not
 // through the poller: KSQL_FLOWNET_REQUESTED_BY is the scope's "<scope>_archive_harness".
 func (lifecycleDomain) operatorArchives(ctx context.Context, name string) error {
-	sc, fx := sceneOf(ctx), fixturesOf(ctx)
-	id, err := currentRunID(ctx)
-	if err != nil {
-		return err
-	}
-	n, err := fx.rendered()
-	if err != nil {
-		return err
-	}
-	by, err := fx.principal(sc, "archive_harness")
-	if err != nil {
-		return err
-	}
-	c, err := startFlowNet(ctx, flownetSpec{Name: name, Sub: "archive-run",
-		Args:  []string{n.Path, "--run-id", id, "--reason-file", "@reason", "--profile", sc.suite.Target.Profile},
-		Files: map[string]string{"reason": fx.scope().Reason("archived by " + sc.st.ID)},
-		Env:   []string{"KSQL_FLOWNET_REQUESTED_BY=" + by}})
+	c, err := startOperatorArchive(ctx, name)
 	if err != nil {
 		return err
 	}
 	return c.finish(ctx)
+}
+
+// startOperatorArchive starts the operator's archive-run of the current run without waiting.
+func startOperatorArchive(ctx context.Context, name string) (*flownetCall, error) {
+	sc, fx := sceneOf(ctx), fixturesOf(ctx)
+	id, err := currentRunID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n, err := fx.rendered()
+	if err != nil {
+		return nil, err
+	}
+	by, err := fx.principal(sc, "archive_harness")
+	if err != nil {
+		return nil, err
+	}
+	return startFlowNet(ctx, flownetSpec{Name: name, Sub: "archive-run",
+		Args:  []string{n.Path, "--run-id", id, "--reason-file", "@reason", "--profile", sc.suite.Target.Profile},
+		Files: map[string]string{"reason": fx.scope().Reason("archived by " + sc.st.ID)},
+		Env:   []string{"KSQL_FLOWNET_REQUESTED_BY=" + by}})
 }
 
 // archiveOutcome compares the JSON line archive-run printed: outcome, code or audit, and

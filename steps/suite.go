@@ -38,6 +38,8 @@
 //	csvleak.go       no IO root path or CSV cell in the run's state and audit records
 //	csvfault.go      a one-shot write fault in front of the kSQL-Flow child (csv1-02)
 //	clikintone.go    the real cli-kintone importing an export; its output holds no token
+//	orders.go        orders only barriers build: background STOP and CLOSE, the hold record, the three-way order
+//	jobunlocks.go    FlowNet's record-job-unlock: its RECORDED line, its audit, the JOB log left alone
 //
 // Steps act only through the harness (target, proc, scope, wait, kintone) and never ask
 // which target they run on: the same text drives the sandbox and a live tenant.
@@ -135,6 +137,8 @@ var domains = []func(stepdef.Registry){
 	csvLeakDomain{}.register,
 	csvFaultDomain{}.register,
 	lifecycleDomain{}.register,
+	orderDomain{}.register,
+	jobUnlockDomain{}.register,
 }
 
 // Initialize registers every step domain.

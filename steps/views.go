@@ -101,6 +101,20 @@ func decodeOperationAudit(r kintoneapi.Record) operationAudit {
 		ResultCode: r.Str("result_code"), ResolvedAt: r.Str("resolved_at"), Event: ev}
 }
 
+// holdRecord is a Run's CANCEL_REQUEST record; State is its hold document's state (the
+// status_reason JSON, product-contract §3.5).
+type holdRecord struct {
+	RecordID, RecordKey, RunID, State string
+}
+
+func decodeHoldRecord(r kintoneapi.Record) holdRecord {
+	var doc struct {
+		State string `json:"state"`
+	}
+	_ = json.Unmarshal([]byte(r.Str("status_reason")), &doc)
+	return holdRecord{RecordID: r.ID(), RecordKey: r.Str("record_key"), RunID: r.Str("run_id"), State: doc.State}
+}
+
 type attemptResolution struct {
 	RecordID, RecordKey, AttemptID, ResolvedOutcome, EvidenceRef, ServicePrincipal, ApprovedBy, RequestedBy, ResolvedAt string
 	EventType                                                                                                           string
@@ -189,6 +203,7 @@ type jobLogRow struct {
 	RecordID, RecordType, Status, BatchID, CorrelationID, AttemptID, ExecutionID, JobID string
 	JobKey, JobKeyDone, RunnerExecutionStartedAt, StartedAt, FinishedAt                 string
 	AsOf                                                                                string
+	Revision                                                                            string
 }
 
 func decodeJobLogRow(r kintoneapi.Record) jobLogRow {
@@ -196,7 +211,7 @@ func decodeJobLogRow(r kintoneapi.Record) jobLogRow {
 		BatchID: r.Str("batch_id"), CorrelationID: r.Str("correlation_id"), AttemptID: r.Str("attempt_id"),
 		ExecutionID: r.Str("execution_id"), JobID: r.Str("job_id"), JobKey: r.Str("job_key"),
 		JobKeyDone: r.Str("job_key_done"), RunnerExecutionStartedAt: r.Str("runner_execution_started_at"),
-		StartedAt: r.Str("started_at"), FinishedAt: r.Str("finished_at"), AsOf: r.Str("as_of")}
+		StartedAt: r.Str("started_at"), FinishedAt: r.Str("finished_at"), AsOf: r.Str("as_of"), Revision: r.Revision()}
 }
 
 // match is one exact field condition of a read.

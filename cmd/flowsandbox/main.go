@@ -1,6 +1,6 @@
 // Command flowsandbox is the one binary behind every sandbox process flowtest starts:
 // the kintone REST emulator, the reference kSQL-Flow and the reference kSQL-FlowNet CLI
-// and poller. One binary keeps the planted-defect builds (issue 10) to a single artefact.
+// and poller. One binary keeps the planted-defect builds to a single artefact.
 package main
 
 import (

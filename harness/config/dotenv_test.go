@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Malformed .env content is refused with file:line, one line each (issue 22); what godotenv
+// Malformed .env content is refused with file:line, one line each; what godotenv
 // accepts silently but is almost always a mistake is refused too.
 func TestDotEnvRefusalsNameTheLine(t *testing.T) {
 	cases := []struct{ name, text, want string }{

@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-// Speed goals (issue 6), measured here rather than asserted in tests:
+// Speed goals, measured here rather than asserted in tests:
 //   added latency of the proxy vs direct on loopback: p99 ≤ 1 ms
 //   barrier release, in-process: p99 ≤ 5 ms; by release file: p99 ≤ 20 ms
 // Run: go test -run '^$' -bench . -benchtime 2000x ./harness/faultproxy

@@ -1,6 +1,6 @@
 // Package kintone is the harness's own kintone client: reads pass through,
 // every write goes through a guard that decides, per app and operation,
-// whether the harness may make it (issue 3):
+// whether the harness may make it:
 //
 //	(a) request app: records whose `reason` starts with "<scope>:" (adds,
 //	    updates, deletes; updates and deletes are checked against the stored

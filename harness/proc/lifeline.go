@@ -1,6 +1,6 @@
 package proc
 
-// Children never outlive the runner, however the runner dies (issue 31). A runner killed
+// Children never outlive the runner, however the runner dies. A runner killed
 // with SIGKILL runs no cleanup, so the ending must be arranged before: three mechanisms, each
 // covering what the others cannot.
 //

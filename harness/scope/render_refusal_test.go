@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Malformed fixtures are refused with the file and the line (issue 22), on one line.
+// Malformed fixtures are refused with the file and the line, on one line.
 func TestRenderErrorsNameTheLine(t *testing.T) {
 	okSQL := map[string]string{"j.sql": "-- @ksql name: j\nSELECT 1;\n"}
 	head := "schema_version: 1\nnetwork_id: n\n"

@@ -57,7 +57,7 @@ func noProcessLeft(t *testing.T, st *standaloneTenant) {
 	assert.NoError(t, binariesGone("the killed run's processes to be gone", 5*time.Second, 50*time.Millisecond, int32(st.pid)))
 }
 
-// The crash drill (issue 31): a live run on a stand-alone tenant is killed with SIGKILL at a
+// The crash drill: a live run on a stand-alone tenant is killed with SIGKILL at a
 // kill point; nothing of it stays running; `flowtest sweep` lists what it left and --delete
 // removes it; then the tenant-activity check passes and the same scenario passes. Where a
 // lock is held by the killed run, the sweep leaves it with the lease as reason and the next

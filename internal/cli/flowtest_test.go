@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ksqlflow/flowtest/runner"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -160,7 +161,7 @@ func TestAcceptanceSuiteOnSandbox(t *testing.T) {
 	for _, id := range []string{"m5-serial-success", "m5-mid-failure", "m5-resume", "m5-lock-conflict", "m5-kill-unknown", "m6-01-resume-identity", "m6-02-unknown-isolation"} {
 		assert.True(t, passed[id], "%s passed", id)
 	}
-	assert.Len(t, run.Scenarios, 43)
+	assert.Len(t, run.Scenarios, manifestSize(t))
 	assert.Contains(t, r.stdout, "archive verify: no secret or raw app id")
 
 	v := flowtest(t, nil, "archive", "verify", dir)
@@ -172,7 +173,9 @@ func TestAcceptanceSuiteOnSandbox(t *testing.T) {
 func TestListShowsTheManifest(t *testing.T) {
 	r := flowtest(t, nil, "list")
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "43 scenarios")
+	total := manifestSize(t)
+	assert.Contains(t, r.stdout, fmt.Sprintf("%d scenarios (43 acceptance, %d extended)", total, total-43))
+	assert.Regexp(t, `(?s)csv2-03-clikintone.*Extended series.*ext-`, r.stdout, "the extended series listed apart, after the 43")
 	assert.Regexp(t, `(?m)^1\s+m5-serial-success\s+m5\s`, r.stdout)
 	assert.Regexp(t, `(?m)^43\s+csv2-03-clikintone\s+csv2\s`, r.stdout)
 	// needs replace the old platform column
@@ -183,7 +186,7 @@ func TestListShowsTheManifest(t *testing.T) {
 	// A selection lists what it selects, numbered by run order.
 	m := flowtest(t, nil, "list", "--tags", "@m6-02-unknown-isolation or @m5-resume")
 	require.Equal(t, 0, m.code, m.stderr)
-	assert.Contains(t, m.stdout, "2 of 43 scenarios selected")
+	assert.Contains(t, m.stdout, fmt.Sprintf("2 of %d scenarios selected", total))
 	assert.Regexp(t, `(?m)^3\s+m5-resume\s`, m.stdout)
 	assert.Regexp(t, `(?m)^7\s+m6-02-unknown-isolation\s`, m.stdout)
 	assert.NotContains(t, m.stdout, "m5-serial-success")
@@ -235,7 +238,7 @@ func TestDryRunStartsNothing(t *testing.T) {
 	assert.Regexp(t, `m5-lock-conflict\s+m5\s+yes`, r.stdout)
 	assert.Regexp(t, `m5-kill-unknown\s+m5\s+no\s+filtered by tag expression`, r.stdout)
 	assert.Regexp(t, `m6-03-nonidem-no-auto-rerun\s+m6\s+no\s+filtered by tag expression`, r.stdout)
-	assert.Contains(t, r.stdout, "4 of 43 scenarios would run")
+	assert.Contains(t, r.stdout, fmt.Sprintf("4 of %d scenarios would run", manifestSize(t)))
 	entries, _ := os.ReadDir(out)
 	assert.Empty(t, entries, "a dry run writes no archive")
 }
@@ -274,9 +277,19 @@ func TestRerunSelectsWhatFailed(t *testing.T) {
 	assert.Regexp(t, `m5-resume\s+m5\s+yes`, r.stdout)
 	assert.Regexp(t, `m6-02-unknown-isolation\s+m6\s+yes`, r.stdout)
 	assert.Regexp(t, `m5-mid-failure\s+m5\s+no\s+filtered: did not fail in the archive being rerun`, r.stdout)
-	assert.Contains(t, r.stdout, "2 of 43 scenarios would run")
+	assert.Contains(t, r.stdout, fmt.Sprintf("2 of %d scenarios would run", manifestSize(t)))
 
 	r = flowtest(t, nil, "run", "--dry-run", "--rerun", t.TempDir())
 	assert.Equal(t, 2, r.code)
 	assert.Contains(t, r.stderr, "--rerun")
+}
+
+// manifestSize is how many scenarios the real manifest lists: the 43 acceptance scenarios and
+// the extended series, which grows.
+func manifestSize(t *testing.T) int {
+	t.Helper()
+	m, err := runner.LoadManifest(os.DirFS(filepath.Join(repoRoot(), "features")), "manifest.yaml")
+	require.NoError(t, err)
+	require.Equal(t, 43, m.Acceptance(), "the acceptance scenarios")
+	return len(m.Scenarios)
 }

@@ -139,6 +139,12 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%d of %d scenarios selected, %d with a feature file, %d not implemented\n", listed, len(items), implemented, listed-implemented)
 		return 0
 	}
-	fmt.Fprintf(stdout, "%d scenarios, %d with a feature file, %d not implemented\n", len(items), implemented, len(items)-implemented)
+	extended := 0
+	for _, it := range items {
+		if it.Extended {
+			extended++
+		}
+	}
+	fmt.Fprintf(stdout, "%d scenarios (%d acceptance, %d extended), %d with a feature file, %d not implemented\n", len(items), len(items)-extended, extended, implemented, len(items)-implemented)
 	return 0
 }

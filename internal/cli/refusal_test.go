@@ -1,6 +1,6 @@
 package cli
 
-// Nothing green by accident (issue 22): every input a user can get wrong is refused before
+// Nothing green by accident: every input a user can get wrong is refused before
 // anything runs. Each case runs the built flowtest binary and checks the exit code (2), the
 // key words of the one-line message, that no archive was written, that no child process was
 // started (the sandbox binary, the FlowNet CLI and kSQL-Flow are all a fake that leaves a mark

@@ -1,6 +1,6 @@
 package cli
 
-// The release gate end to end on the sandbox (issue 19): a temporary git repository stands in
+// The release gate end to end on the sandbox: a temporary git repository stands in
 // for the SUT; an accepting run on the correct sandbox is the earlier evidence; the gate run
 // uses a planted defect so that its required scenario fails while the M5 series is carried
 // over by a diff rule. Then the before/after evidence of the "fix" and a sealed pack.

@@ -49,6 +49,12 @@ type Catch struct {
 	// Seen, when set, must also occur in that assertion's `seen` (or the step error): it
 	// pins the reason when the assertion alone could fail for another one.
 	Seen string `yaml:"seen"`
+	// ExpectedCodes are codes the crash rule would take for a crash (a kintone error code on
+	// stderr, a repository code of FlowNet's) that this scenario's correct run prints on
+	// purpose: its fault proxy answers with that kintone code, or the contract's answer to the
+	// fault is that code (AUDIT_CONFLICT, DUPLICATE_RECORD). They are not a crash here; any
+	// other is. Each must be a code the crash rule knows.
+	ExpectedCodes []string `yaml:"expected_codes"`
 }
 
 // defectUnit is a package's unit tests that must fail when built with the defect's tag.
@@ -111,6 +117,11 @@ func LoadCatalogue(path string, known map[string]bool) (*defectCatalogue, error)
 				return nil, fmt.Errorf("%s: scenario %s listed twice", where, c.Scenario)
 			case known != nil && !known[c.Scenario]:
 				return nil, fmt.Errorf("%s: scenario %s is not in the manifest", where, c.Scenario)
+			}
+			for _, code := range c.ExpectedCodes {
+				if !crashCodes[code] && !kintoneErrorCode.MatchString(code) {
+					return nil, fmt.Errorf("%s: scenario %s: expected code %q is not one the crash rule takes for a crash (a FlowNet repository or fallback code, or a kintone CB_/GAIA_ code): nothing to exempt", where, c.Scenario, code)
+				}
 			}
 			scen[c.Scenario] = true
 		}

@@ -191,7 +191,7 @@ func TestCrashOf(t *testing.T) {
 	for name, tc := range crashes {
 		t.Run(name, func(t *testing.T) {
 			ok := results.Process{Name: "standalone-ksql-flow-1", ExitCode: code(0)}
-			got := crashOf(&results.Scenario{Processes: []results.Process{ok, tc.p}})
+			got := crashOf(&results.Scenario{Processes: []results.Process{ok, tc.p}}, nil)
 			assert.Contains(t, got, tc.p.Name+": ")
 			assert.Contains(t, got, tc.want)
 		})
@@ -212,9 +212,18 @@ func TestCrashOf(t *testing.T) {
 		"lock conflict":    {Name: "standalone-ksql-flow-1", ExitCode: code(5), StderrTail: "ksql-flow: statement 1/3\n"},
 	}
 	for name, p := range normal {
-		assert.Empty(t, crashOf(&results.Scenario{Processes: []results.Process{p}}), name)
+		assert.Empty(t, crashOf(&results.Scenario{Processes: []results.Process{p}}, nil), name)
 	}
-	assert.Empty(t, crashOf(&results.Scenario{}))
+	assert.Empty(t, crashOf(&results.Scenario{}, nil))
+
+	// A code the scenario's correct run prints on purpose (declared on the catch) is no crash;
+	// any other code in the same output still is.
+	injected := flownet("Error [REVISION_CONFLICT]: node state: kintone: HTTP 400 [GAIA_DA02] database lock\n")
+	assert.Contains(t, crashOf(&results.Scenario{Processes: []results.Process{injected}}, nil), "GAIA_DA02")
+	assert.Empty(t, crashOf(&results.Scenario{Processes: []results.Process{injected}}, []string{"GAIA_DA02"}))
+	conflict := flownet("Error [AUDIT_CONFLICT]: OP:archive_1 differs\nkintone: HTTP 409 [GAIA_CO02]\n")
+	assert.Contains(t, crashOf(&results.Scenario{Processes: []results.Process{conflict}}, []string{"AUDIT_CONFLICT"}), "GAIA_CO02")
+	assert.Empty(t, crashOf(&results.Scenario{Processes: []results.Process{conflict}}, []string{"AUDIT_CONFLICT", "GAIA_CO02"}))
 }
 
 func TestExcerptKeepsTheDeclaredPart(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,7 +44,7 @@ func judge(c Catch, rec *results.Scenario) (verdict, why, failing string) {
 	}
 	// A defect that crashes the SUT proves only that the crash is noticed, not that the
 	// scenario's assertion can fail: whatever failed first, it is no catch.
-	crash := crashOf(rec)
+	crash := crashOf(rec, c.ExpectedCodes)
 	var a *results.Assertion
 	for i := range rec.Assertions {
 		if !rec.Assertions[i].OK {
@@ -92,7 +93,8 @@ const stillRunning = "still running when recorded"
 
 // crashOf applies the crash rule to a scenario record: it returns the first sign that a
 // process of the scenario did not reach a normal end ("<process>: <why>"), or "".
-func crashOf(rec *results.Scenario) string {
+func crashOf(rec *results.Scenario, expected []string) string {
+	exempt := func(code string) bool { return slices.Contains(expected, code) }
 	for _, p := range rec.Processes {
 		if m := goRuntimeFailure.FindString(p.StderrTail); m != "" {
 			return fmt.Sprintf("%s: Go runtime failure %q", p.Name, excerpt.OneLine(m, 120))
@@ -100,19 +102,21 @@ func crashOf(rec *results.Scenario) string {
 		if p.Signal != "" && p.Signal != stillRunning && !harnessSignals[p.Signal] {
 			return fmt.Sprintf("%s: ended by %s, a signal the harness never sends", p.Name, p.Signal)
 		}
-		if m := kintoneErrorCode.FindStringIndex(p.StderrTail); m != nil {
-			return fmt.Sprintf("%s: kintone error %s on stderr: %q", p.Name, p.StderrTail[m[0]:m[1]], excerpt.OneLine(lineAround(p.StderrTail, m[0]), 160))
+		for _, m := range kintoneErrorCode.FindAllStringIndex(p.StderrTail, -1) {
+			if code := p.StderrTail[m[0]:m[1]]; !exempt(code) {
+				return fmt.Sprintf("%s: kintone error %s on stderr: %q", p.Name, code, excerpt.OneLine(lineAround(p.StderrTail, m[0]), 160))
+			}
 		}
 		if !isFlowNet(p) {
 			continue
 		}
 		for _, m := range flownetErrorLine.FindAllStringSubmatch(p.StderrTail, -1) {
-			if crashCodes[m[1]] {
+			if crashCodes[m[1]] && !exempt(m[1]) {
 				return fmt.Sprintf("%s: %q", p.Name, excerpt.OneLine(m[0], 160))
 			}
 		}
 		for _, m := range flownetJSONCode.FindAllStringSubmatch(p.StdoutTail, -1) {
-			if crashCodes[m[1]] {
+			if crashCodes[m[1]] && !exempt(m[1]) {
 				return fmt.Sprintf("%s: invocation_result_code %s", p.Name, m[1])
 			}
 		}

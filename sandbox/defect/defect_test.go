@@ -114,7 +114,7 @@ func TestShippedBuildHasEveryDefectOff(t *testing.T) {
 		AttemptFinishedAtRoundedUp, ScheduledPeriodInUtc,
 		HoldPolledDuringNode, ExportSjisIbmCodes,
 		ArchiveAuditFailureRecorded, ArchiveLostResponseNotReread, ArchiveAuditResponseNotCompared, GaiaDa02NotFolded,
-		RecordJobUnlockAcceptsForeignJobKey}
+		RecordJobUnlockAcceptsForeignJobKey, CloseClearsLateHold, ReleaseRefusesArchivedRun, CloseArchivesUnknownRun}
 	for _, on := range switches {
 		assert.False(t, on)
 	}

@@ -1,4 +1,4 @@
-// Package defect holds the build-time switches of the planted defects (issue 10): small,
+// Package defect holds the build-time switches of the planted defects: small,
 // named, realistic bugs in the sandbox's FlowNet, kSQL-Flow and kintone emulator that prove
 // each acceptance scenario can fail. A scenario that cannot fail is not evidence.
 //
@@ -20,7 +20,7 @@
 // failed: a defect that crashes the sandbox proves that crashes are noticed, not that the
 // scenario's assertion can fail. So a planted bug must be one the product would live with
 // (the run ends; its records or output are wrong), and `flowtest defects` refuses a catch
-// whose scenario record shows a crash (issue 13). The rule, over every process of the
+// whose scenario record shows a crash. The rule, over every process of the
 // record: a Go runtime failure on stderr ("panic: ", "fatal error: ", a "goroutine <n> ["
 // dump header); an end by a signal the harness never sends (anything but SIGINT, SIGTERM,
 // SIGKILL; "still running when recorded" is no end); a kintone error code (CB_XXnn,

@@ -117,7 +117,7 @@ func revOf(r kintoneapi.Record) *int {
 
 func (a *archiver) run(ctx context.Context) {
 	var lock *networkLock
-	if !defect.CloseWithoutNetworkLock { // planted defect (issue 17): the CLOSE writes without holding the Network lock
+	if !defect.CloseWithoutNetworkLock { // planted defect: the CLOSE writes without holding the Network lock
 		l, err := acquireLock(ctx, a.st, a.profile, a.n.NetworkID, a.res.EventID, a.c.ownerInstance(), a.lease, a.hb, a.c.now)
 		if err != nil {
 			// Never acquired: nothing to release.
@@ -173,6 +173,9 @@ func (a *archiver) decide(ctx context.Context, lock *networkLock) {
 		a.reject("RUN_STATUS_NOT_CLOSABLE", revOf(run), "Run %s is SUCCESS; only FAILED or CANCELLED Runs can be closed", a.runID)
 		return
 	case StatusUnknown:
+		if defect.CloseArchivesUnknownRun { // planted defect: an UNKNOWN Run is closed as if it had FAILED
+			break
+		}
 		a.reject("RUN_UNKNOWN_NOT_CLOSABLE", revOf(run), "Run %s is UNKNOWN; resolve its nodes first", a.runID)
 		return
 	case StatusFailed, StatusCancelled:
@@ -210,6 +213,22 @@ func (a *archiver) decide(ctx context.Context, lock *networkLock) {
 		RequestedBy: a.by, Reason: a.reason, ArchivedAt: archivedAt, PreviousStatus: status,
 		RunRevisionBefore: before, ServicePrincipal: a.principal,
 	})
+	if defect.CloseClearsLateHold {
+		a.clearLateHold(ctx)
+	}
+}
+
+// clearLateHold is the planted defect CloseClearsLateHold: after the ARCHIVED write the CLOSE
+// re-reads the Run's hold and releases one it finds, as if an archived Run needed none — a
+// hold a STOP created after the CLOSE's check is lost instead of staying REQUESTED until an
+// operator RELEASEs it (acceptance 8c).
+func (a *archiver) clearLateHold(ctx context.Context) {
+	rec, err := a.st.byKey(ctx, a.st.stateApp, "CANCEL:"+a.runID)
+	if err != nil || rec == nil {
+		return
+	}
+	h := holdRequest{st: a.st, runID: a.runID, by: a.by, reason: "archived", now: a.c.now}
+	_, _, _ = h.release(ctx, rec)
 }
 
 // pending is ARCHIVED with the audit left PENDING for the reason code.

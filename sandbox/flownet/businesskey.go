@@ -81,7 +81,7 @@ func DeriveBusinessKey(n *Network, in KeyInput, now time.Time) (DerivedKey, erro
 			}
 			d := sched.In(loc)
 			if defect.ScheduledPeriodInUtc {
-				d = sched.UTC() // planted defect (issue 34): the period is taken from the UTC calendar, not the policy's time zone
+				d = sched.UTC() // planted defect: the period is taken from the UTC calendar, not the policy's time zone
 			}
 			k := strings.NewReplacer(
 				"{network_id}", n.NetworkID,
@@ -91,7 +91,7 @@ func DeriveBusinessKey(n *Network, in KeyInput, now time.Time) (DerivedKey, erro
 			).Replace(n.Policy.Format)
 			asOf := sched // the scheduled instant is the Run's as_of (cron path, START)
 			if defect.ScheduledForNotAsOf {
-				asOf = nil // planted defect (issue 16): a derived key keeps no as_of, so jobs see the creation time
+				asOf = nil // planted defect: a derived key keeps no as_of, so jobs see the creation time
 			}
 			return DerivedKey{BusinessKey: k, AsOf: asOf}, CheckBusinessKey(k)
 		default:

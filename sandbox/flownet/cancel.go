@@ -92,6 +92,10 @@ func (h holdRequest) apply(ctx context.Context, release bool) (state, rev string
 	if run == nil {
 		return "", "", coded(codeRecordNotFound, "no Run with run_id %s", h.runID)
 	}
+	if release && defect.ReleaseRefusesArchivedRun && run.Str("lifecycle_status") == "ARCHIVED" {
+		// planted defect: a hold left on an archived Run can never be released
+		return "", "", coded("RUN_ARCHIVED", "Run %s is archived; its hold cannot be changed", h.runID)
+	}
 	for try := 0; ; try++ {
 		rec, err := h.st.byKey(ctx, h.st.stateApp, "CANCEL:"+h.runID)
 		if err != nil {
@@ -149,7 +153,7 @@ func (h holdRequest) release(ctx context.Context, rec kintoneapi.Record) (string
 	}
 	now := isoMillis(h.now())
 	if !defect.ReleaseKeepsHold {
-		doc.State = holdReleased // planted defect (issue 14): the release fields are written, the state is not
+		doc.State = holdReleased // planted defect: the release fields are written, the state is not
 	}
 	doc.ReleasedAt, doc.ReleaseReason, doc.ReleaseRequestedBy = strp(now), strp(h.reason), strp(h.by)
 	rev, err := h.st.update(ctx, h.st.stateApp, rec.ID(), vals(map[string]any{"status_reason": doc.json(), "updated_at": now}), rec.Revision())

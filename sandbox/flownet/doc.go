@@ -62,7 +62,8 @@
 //     node_attempt_id, invocation_id, run_id: values only this writer has) is ours, another
 //     record is DUPLICATE_RECORD, and no record at all is DUPLICATE_RECORD too when kintone's
 //     field errors name record_key (the holder went away; it was still not ours), else the
-//     remote error (another field is invalid).
+//     remote error (another field is invalid). The Run INSERT's DUPLICATE_RECORD reaches
+//     the operator as `Error [DUPLICATE_RECORD]` (not RUN_ALREADY_EXISTS: runnetwork.go).
 //   - Reads by a non-unique text field (run_id, network_id, attempt_id) page through every
 //     match and keep the exact ones in Go (store.findExact): kintone's = / in on such a
 //     field is a token match, so "k" also finds "k_trial2".
@@ -91,7 +92,7 @@
 //     NETWORK_LEASE_INTERRUPTED, an ordinary finish (aggregate reported, lock released with
 //     that status and code); otherwise it is an error and the Invocation is left RUNNING for
 //     the next resume to finalise (with an OPERATION_AUDIT RECONCILIATION_REPAIR).
-//   - Control-plane drain (issue 15): every insert/update of run-network is fenced by the
+//   - Control-plane drain: every insert/update of run-network is fenced by the
 //     lease (store.leaseGone): transport failures are retried every 2 s, but nothing is sent
 //     once the last confirmed lease write plus the lease has passed, unless one heartbeat
 //     confirms the lock first (FINAL_WRITE_CONFIRMED). So an outage FlowNet does not survive
@@ -147,7 +148,7 @@
 // A Run whose business key is derived from --scheduled-for stores the instant as its as_of
 // (the cron path and a scheduled START), as a correction key with --scheduled-for does.
 //
-// # Operator commands (issue 14; opts.go, cancel.go, forceunlock.go, resolve.go)
+// # Operator commands (opts.go, cancel.go, forceunlock.go, resolve.go)
 //
 // Every check of cancel-run, force-unlock-network and resolve-node comes before the
 // command's first write, so every refusal writes nothing. Decisions where the contract is
@@ -176,7 +177,7 @@
 //     left for the next run-network to recompute. The printed revision is the Node State's
 //     business revision.
 //
-// # archive-run (CLOSE; issue 17; archive.go)
+// # archive-run (CLOSE; archive.go)
 //
 // Product-contract §1.9: the Network lock (owner = the event id `archive_<uuid>`, the
 // YAML's lease, never a take-over), the lease monitor, a fencing check before each write, a

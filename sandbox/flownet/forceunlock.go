@@ -99,7 +99,7 @@ func (c *cli) unlock(ctx context.Context, st *store, r unlockRequest) (unlockRes
 	}
 	if owner := lock.Str("owner_invocation_id"); owner != r.expectedOwner {
 		refusal := coded("OWNER_MISMATCH", "the lock of network %s is owned by invocation %s, not the expected %s", r.networkID, owner, r.expectedOwner)
-		if defect.ForceUnlockRefusalAudited { // planted defect (issue 14): the refusal is audited, a write a refusal must not make
+		if defect.ForceUnlockRefusalAudited { // planted defect: the refusal is audited, a write a refusal must not make
 			b, _ := json.Marshal(map[string]any{"event_type": "NETWORK_LOCK_FORCE_RELEASE_REFUSED", "network_id": r.networkID, "code": refusal.Code, "requested_by": r.requestedBy})
 			_, _, _ = st.insert(ctx, st.auditApp, "OP:net_unlock_refused_"+uuid.NewString(), vals(map[string]any{"record_type": "OPERATION_AUDIT", "result_code": refusal.Code, "reason": string(b)}))
 		}
@@ -107,7 +107,7 @@ func (c *cli) unlock(ctx context.Context, st *store, r unlockRequest) (unlockRes
 	}
 	now := c.now()
 	exp, ok := parseTime(lock.Str("lease_expires_at"))
-	if !defect.ForceUnlockAcceptsLiveLease && (!ok || !now.After(exp.Add(kintoneDatetimeAllowance*time.Second))) { // the planted defect (issue 14) skips the lease check
+	if !defect.ForceUnlockAcceptsLiveLease && (!ok || !now.After(exp.Add(kintoneDatetimeAllowance*time.Second))) { // the planted defect skips the lease check
 		return unlockResult{}, coded("LEASE_STILL_ACTIVE", "the lease of network %s expires at %s; with the %d s DATETIME allowance it is live until %s",
 			r.networkID, orWord(lock.Str("lease_expires_at"), "(unreadable)"), kintoneDatetimeAllowance, isoMillis(exp.Add(kintoneDatetimeAllowance*time.Second)))
 	}
@@ -179,12 +179,12 @@ func (c *cli) confirmStopped(r unlockRequest, instance string) error {
 		}
 		return nil
 	case stopCloudRun:
-		if defect.CloudRunProbeWithoutToken { // planted defect (issue 14): asks the Cloud Run API before any check
+		if defect.CloudRunProbeWithoutToken { // planted defect: asks the Cloud Run API before any check
 			if resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("https://run.googleapis.com/v2/" + instance); err == nil {
 				resp.Body.Close()
 			}
 		}
-		if !cloudRunExecution.MatchString(instance) && !defect.CloudRunOwnerUnchecked { // the planted defect (issue 14) skips the owner form
+		if !cloudRunExecution.MatchString(instance) && !defect.CloudRunOwnerUnchecked { // the planted defect skips the owner form
 			return coded(codeStopNotConfirmed, "owner instance %q is not a valid Cloud Run job execution name (projects/…/locations/…/jobs/…/executions/…)", instance)
 		}
 		if r.gcpAuth == "" {

@@ -101,7 +101,7 @@ func realPath(p string) (real string, exists bool, err error) {
 		r, err := filepath.EvalSymlinks(cur)
 		if err == nil {
 			if defect.IoPathLinksUnchecked {
-				r = cur // planted defect (issue 18): links are not resolved before the root check
+				r = cur // planted defect: links are not resolved before the root check
 			}
 			return filepath.Join(r, rest), rest == "", nil
 		}
@@ -279,7 +279,7 @@ func (e *execution) checkInputReceipts(ins []nodeInput, rr runResult, out Outcom
 	}
 	fields["error_message"] = inputAudit(ins, got, out.AttemptCode)
 	if defect.InputAuditLeaksCell {
-		fields["error_message"] = inputAuditWithSample(ins, got, out.AttemptCode) // planted defect (issue 18)
+		fields["error_message"] = inputAuditWithSample(ins, got, out.AttemptCode) // planted defect
 	}
 	return out
 }
@@ -412,7 +412,7 @@ func (e *execution) checkOutputReceipts(ins []nodeInput, outs []nodeOutput, rr r
 		if r, ok := got[o.Name]; ok {
 			en := entry{Name: o.Name, SHA256: r.SHA256, Bytes: r.Bytes, Rows: r.Rows, Encoding: r.Encoding}
 			if defect.OutputAuditNamesPath {
-				en.Path = o.Path // planted defect (issue 18): the receipt names the absolute file path
+				en.Path = o.Path // planted defect: the receipt names the absolute file path
 			}
 			doc.Outputs = append(doc.Outputs, en)
 		}
@@ -441,7 +441,7 @@ func (e *execution) checkInputBaselines(ctx context.Context, selected []string) 
 		}
 	}
 	if len(withInputs) == 0 || defect.ResumeSkipsInputDigest {
-		return nil // planted defect (issue 18) when the switch is on: the digest is not compared
+		return nil // planted defect when the switch is on: the digest is not compared
 	}
 	recs, err := e.st.findExact(ctx, e.st.auditApp, `record_type in ("NODE_ATTEMPT") and run_id in (`+q(e.runID)+`)`, "run_id", e.runID)
 	if err != nil {

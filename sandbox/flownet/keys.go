@@ -108,7 +108,7 @@ func J1Key(profile, jobID string) (string, error) {
 // R1Key is the NETWORK_RUN record_key of (profile, network_id, business_key).
 func R1Key(profile, networkID, businessKey string) (string, error) {
 	if defect.RunKeyOmitsProfile {
-		return key("RECORD_KEY", "R1", []string{"network_id", "business_key"}, []string{networkID, businessKey}) // planted defect (issue 13): the profile component is left out of the hash
+		return key("RECORD_KEY", "R1", []string{"network_id", "business_key"}, []string{networkID, businessKey}) // planted defect: the profile component is left out of the hash
 	}
 	return key("RECORD_KEY", "R1", []string{"profile", "network_id", "business_key"}, []string{profile, networkID, businessKey})
 }

@@ -99,7 +99,7 @@ func acquireLock(ctx context.Context, st *store, profile, networkID, owner, inst
 		l.setOK(t)
 		return l, nil
 	case got != nil && got.Str("status") == StatusRunning:
-		if defect.StaleLockTakenOver { // planted defect (issue 34): a stale lock of a dead owner is taken over
+		if defect.StaleLockTakenOver { // planted defect: a stale lock of a dead owner is taken over
 			if taken, ok := l.takeOverStale(ctx, got, t); ok {
 				return taken, nil
 			}

@@ -143,3 +143,28 @@ func TestRunNetworkNodeStateLoserIsRevisionConflict(t *testing.T) {
 		})
 	}
 }
+
+// The loser of the Run INSERT (kintone's 400 CB_VA01 on the R1 key, §1.3.1: the unique key is
+// the final arbiter) reports DUPLICATE_RECORD and creates nothing; a lost response of the
+// winner's own INSERT is adjudicated by the re-read as ours, and the run goes on with one Run.
+func TestRunInsertLoserIsDuplicateRecordAndALostInsertIsOurs(t *testing.T) {
+	s := newSandbox(t, nil)
+	front := newFaultFront(t, s)
+	insertsRun := func(r frontRequest) bool {
+		kind, _ := r.field("record_type")
+		return isRecordWrite(http.MethodPost)(r) && r.app() == s.apps["state"].ID && kind == "NETWORK_RUN"
+	}
+	lost := front.on("another run-network inserted the key first", 1, insertsRun,
+		respond(http.StatusBadRequest, "CB_VA01", "Missing or invalid input.", map[string]any{"record.record_key.value": map[string]any{"messages": []string{"This value already exists in another record."}}}))
+	r := s.flownet("run-network", s.network("network-success.yaml"), "--business-key", "insert-loser")
+	require.Equal(t, 1, front.firings(lost))
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "Error [DUPLICATE_RECORD]")
+	assert.Empty(t, s.all("state", `record_type in ("NETWORK_RUN") and business_key = "insert-loser"`), "the loser created no Run")
+
+	kept := front.on("the INSERT's response is lost", 1, insertsRun, loseResponse(nil))
+	r = s.flownet("run-network", s.network("network-success.yaml"), "--business-key", "insert-lost")
+	require.Equal(t, 1, front.firings(kept))
+	assert.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.Len(t, s.all("state", `record_type in ("NETWORK_RUN") and business_key = "insert-lost"`), 1, "one Run, adjudicated as ours")
+}

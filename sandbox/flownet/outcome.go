@@ -70,7 +70,7 @@ func Aggregate(nodeStatuses []string, started bool) string {
 		return StatusSuccess
 	}
 	if started && defect.DeferralMarksRunFailed {
-		return StatusFailed // planted defect (issue 13): a started Run with nodes left WAITING is taken as failed
+		return StatusFailed // planted defect: a started Run with nodes left WAITING is taken as failed
 	}
 	if started {
 		return StatusRunning
@@ -101,7 +101,7 @@ func InvocationFinal(aggregate string) (status, code string) {
 		return StatusCancelled, CodeNodeCancelled
 	default: // CREATED / RUNNING: nodes are left for a later Invocation
 		if defect.DeferralWithoutNodesDeferred {
-			return StatusCancelled, CodeNodeCancelled // planted defect (issue 13): a deferral reported like a cancelled node
+			return StatusCancelled, CodeNodeCancelled // planted defect: a deferral reported like a cancelled node
 		}
 		return StatusCancelled, CodeNodesDeferred
 	}
@@ -252,7 +252,7 @@ func MapOutcome(o Observation) Outcome {
 		return Outcome{StatusUnknown, CodeForcedTermination, StatusUnknown, CodeForcedTermination}
 	case o.ResultPresent && o.ResultInvalid == nil && o.Result != nil:
 		r := o.Result
-		// defect.LockConflictFailsNode plants (issue 10) taking a conflict as an ordinary FAILED result.
+		// defect.LockConflictFailsNode plants taking a conflict as an ordinary FAILED result.
 		if r.ResultCode == "LOCK_CONFLICT" && !defect.LockConflictFailsNode {
 			return Outcome{StatusCancelled, CodePrepareFailed, StatusWaiting, CodePrepareFailed}
 		}
@@ -264,7 +264,7 @@ func MapOutcome(o Observation) Outcome {
 		return Outcome{StatusUnknown, CodeInvalidResult, StatusUnknown, CodeInvalidResult}
 	default:
 		if defect.KilledChildFailed {
-			// planted defect (issue 10): a child that died without a result is taken as failed
+			// planted defect: a child that died without a result is taken as failed
 			return Outcome{StatusFailed, CodeNoExecutionResult, StatusFailed, CodeNoExecutionResult}
 		}
 		return Outcome{StatusUnknown, CodeNoExecutionResult, StatusUnknown, CodeNoExecutionResult}
@@ -306,11 +306,11 @@ func RetryBrake(attempts []AttemptSummary) (code string, count int, fires bool) 
 	for _, a := range sorted {
 		if a.Status == StatusCancelled || a.ResultCode == CodePrepareFailed {
 			if defect.RetryBrakeStopsAtCancelled {
-				break // planted defect (issue 34): a deferred Attempt ends the walk instead of being skipped
+				break // planted defect: a deferred Attempt ends the walk instead of being skipped
 			}
 			continue
 		}
-		// defect.RetryBrakeIgnoresResultCode plants (issue 34) a brake that counts consecutive
+		// defect.RetryBrakeIgnoresResultCode plants a brake that counts consecutive
 		// FAILED Attempts whatever their result_code.
 		if a.Status != StatusFailed || a.ResultCode == "" || (code != "" && a.ResultCode != code && !defect.RetryBrakeIgnoresResultCode) {
 			break
@@ -320,7 +320,7 @@ func RetryBrake(attempts []AttemptSummary) (code string, count int, fires bool) 
 		}
 		count++
 	}
-	// defect.RetryBrakeNeverFires plants (issue 14) a brake that counts but never holds a node back.
+	// defect.RetryBrakeNeverFires plants a brake that counts but never holds a node back.
 	return code, count, count >= retryBrakeThreshold && !defect.RetryBrakeNeverFires
 }
 

@@ -194,7 +194,7 @@ func (p *poller) process(ctx context.Context, req opRequest) (state, code, msg s
 		if run.Hold == nil {
 			return rejected("RUN_NOT_ON_HOLD", "Run %s has no hold to release", run.RunID)
 		}
-		if defect.ReleaseRefusesTerminalRun && IsTerminalRun(run.Status) { // planted defect (issue 17): a hold left on a terminal Run cannot be released
+		if defect.ReleaseRefusesTerminalRun && IsTerminalRun(run.Status) { // planted defect: a hold left on a terminal Run cannot be released
 			return rejected("RUN_TERMINAL", "Run %s is %s; there is nothing to release", run.RunID, run.Status)
 		}
 		return p.cancelRun(ctx, req, by, run.RunID, true)
@@ -241,7 +241,7 @@ func (p *poller) cancelRun(ctx context.Context, req opRequest, by, runID string,
 	out := strings.TrimSpace(strings.SplitN(strings.TrimSpace(res.stdout), "\n", 2)[0])
 	if release {
 		if defect.ReleaseResumesRun {
-			p.runChild(ctx, []string{"KSQL_FLOWNET_REQUESTED_BY=" + by}, "run-network", p.definitionOf(ctx, runID), "--resume-run", runID, "--json") // planted defect (issue 16): RELEASE also resumes the Run
+			p.runChild(ctx, []string{"KSQL_FLOWNET_REQUESTED_BY=" + by}, "run-network", p.definitionOf(ctx, runID), "--resume-run", runID, "--json") // planted defect: RELEASE also resumes the Run
 		}
 		return stateDone, "RELEASED", out
 	}
@@ -361,7 +361,7 @@ func (p *poller) start(ctx context.Context, req opRequest, by string) (string, s
 		args = append(args, "--scheduled-for", sched)
 	}
 	if defect.StartResumesUnfinished {
-		args = append(args, "--resume") // planted defect (issue 16): START continues an unfinished Run of its key
+		args = append(args, "--resume") // planted defect: START continues an unfinished Run of its key
 	}
 	return classifyRun(p.runChild(ctx, []string{"KSQL_FLOWNET_REQUESTED_BY=" + by}, append(args, "--json")...), true)
 }

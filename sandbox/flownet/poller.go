@@ -116,7 +116,7 @@ func (p *poller) read(ctx context.Context, state, order string) ([]kintoneapi.Re
 	recs, err := p.kc.GetRecords(ctx, p.pc.appID, query, nil)
 	if err != nil {
 		if defect.PollerReadErrorSwallowed {
-			return nil, nil // planted defect (issue 16): an unreadable request app reads as an empty one
+			return nil, nil // planted defect: an unreadable request app reads as an empty one
 		}
 		what := "a network error"
 		if s := kintoneapi.StatusOf(err); s != 0 {
@@ -177,7 +177,7 @@ func (p *poller) cycle(ctx context.Context) error {
 		valid = append(valid, req)
 	}
 	for _, req := range valid {
-		if req.cancelRequested() && !defect.CancelRequestedIgnored { // planted defect (issue 16): a withdrawn request is claimed and run
+		if req.cancelRequested() && !defect.CancelRequestedIgnored { // planted defect: a withdrawn request is claimed and run
 			p.cancelBeforeClaim(ctx, req)
 			continue
 		}
@@ -221,7 +221,7 @@ func (p *poller) claimAndRun(ctx context.Context, req opRequest) {
 	now := isoMillis(p.c.now())
 	rev := req.revision
 	if defect.ClaimWithoutRevision {
-		rev = "" // planted defect (issue 16): the claim PUT carries no revision, so two pollers can both win
+		rev = "" // planted defect: the claim PUT carries no revision, so two pollers can both win
 	}
 	newRev, err := p.put(ctx, req.id, rev, map[string]any{"request_state": stateAccepted,
 		"claimed_at": now, "claimed_host": p.pc.host, "claim_heartbeat_at": now})
@@ -256,7 +256,7 @@ func (p *poller) finalize(ctx context.Context, id, state, code, msg string) bool
 		if attempt == 0 {
 			firstCancel = cancel
 		} else if defect.FinalizeRetryDropsCancelIgnored {
-			cancel = firstCancel // planted defect (issue 34): the retry after a conflict re-sends the first read's message
+			cancel = firstCancel // planted defect: the retry after a conflict re-sends the first read's message
 		}
 		m := msg
 		if cancel {
@@ -367,7 +367,7 @@ func (p *poller) recoverStale(ctx context.Context) error {
 		msg := fmt.Sprintf("claimed by %s at %s, last heartbeat %s: the outcome of this %s on Run %s is unknown and it will not be retried; check the Run and do not request another operation until it is confirmed",
 			cl.host, isoMillis(cl.at), isoMillis(cl.beatAt), req.typ(), runID)
 		if defect.StaleRequestReexecuted {
-			state, code, msg = p.process(ctx, req) // planted defect (issue 16): a stale claim is executed again
+			state, code, msg = p.process(ctx, req) // planted defect: a stale claim is executed again
 		}
 		if _, err := p.put(ctx, req.id, req.revision, map[string]any{"request_state": state, "result_code": code, "result_message": msg}); err != nil {
 			p.warn(warnFinalizeAbandoned, "request %s: the STALE outcome could not be written (%s); it stays ACCEPTED", req.id, briefErr(err))

@@ -124,7 +124,7 @@ func (q opRequest) requestedBy() (string, error) {
 	}
 	v := "app-request:" + q.id + ":" + encodeURIComponent(code)
 	if defect.RequestedByWithoutCreator {
-		v = "app-request:" + q.id + ":" // planted defect (issue 16): the correlation loses the creator code
+		v = "app-request:" + q.id + ":" // planted defect: the correlation loses the creator code
 	}
 	if utf8.RuneCountInString(v) > 1024 {
 		return "", coded("REQUESTED_BY_INVALID", "requested_by of request %s would be longer than 1024 characters", q.id)

@@ -140,7 +140,7 @@ func (c *cli) resolve(ctx context.Context, st *store, r resolveRequest) (int, er
 	if status != StatusUnknown && !(status == StatusFailed && !idempotent) {
 		return 0, coded("NODE_NOT_RESOLVABLE", "node %s is %s (idempotent %t); only UNKNOWN nodes and FAILED non-idempotent ones are resolved", r.nodeID, status, idempotent)
 	}
-	if !idempotent && r.to == StatusSuccess && !defect.ApproverCheckMissing && // the planted defect (issue 14) skips the approver rule
+	if !idempotent && r.to == StatusSuccess && !defect.ApproverCheckMissing && // the planted defect skips the approver rule
 		(r.approvedBy == "" || r.approvedBy == r.requestedBy || r.approvedBy == r.servicePrincipal) {
 		return 0, coded(codeDistinctApproverMissing, "node %s is not idempotent: completing it by hand needs --approved-by someone other than the requester (%s) and the service principal (%s)",
 			r.nodeID, r.requestedBy, r.servicePrincipal)

@@ -166,14 +166,14 @@ func (c *cli) runNetwork(args []string) int {
 	} else {
 		label := out.Outcome
 		if defect.ResumePrintsNew && label == "RESUME" {
-			label = "NEW" // planted defect (issue 10): the summary line names every Invocation NEW
+			label = "NEW" // planted defect: the summary line names every Invocation NEW
 		}
 		id := *out.RunID
 		if defect.ResumeReportsInvocationId && out.Outcome == "RESUME" && out.InvocationID != nil {
-			id = *out.InvocationID // planted defect (issue 13): the resume summary names the Invocation where the Run belongs
+			id = *out.InvocationID // planted defect: the resume summary names the Invocation where the Run belongs
 		}
 		if defect.NewRunReportsInvocationId && out.Outcome == "NEW" && out.InvocationID != nil {
-			id = *out.InvocationID // planted defect (issue 34): the same slip on the summary of a new Run
+			id = *out.InvocationID // planted defect: the same slip on the summary of a new Run
 		}
 		fmt.Fprintf(c.stdout, "%s: Run %s finished with aggregate %s (%s).\n", label, id, *out.AggregateStatus, out.InvocationResultCode)
 	}
@@ -440,7 +440,7 @@ func (e *execution) admit(ctx context.Context, wc *Network, o runOptions, key De
 	if !o.resume && o.resumeRun == "" {
 		return adm, &codedError{Code: "RUN_ALREADY_EXISTS", Msg: fmt.Sprintf("an unfinished Run %s exists for business key %s; use --resume to continue it", e.runID, run.Str("business_key")), Blocking: []string{e.runID}}
 	}
-	archived := run.Str("lifecycle_status") == "ARCHIVED" && !defect.ArchivedRunResumable // planted defect (issue 17): an archived Run is resumed
+	archived := run.Str("lifecycle_status") == "ARCHIVED" && !defect.ArchivedRunResumable // planted defect: an archived Run is resumed
 	if archived || run.Str("resume_allowed") == "false" {
 		return adm, coded("RUN_NOT_RESUMABLE", "Run %s is not resumable (lifecycle_status=%s, resume_allowed=%s)", e.runID, run.Str("lifecycle_status"), run.Str("resume_allowed"))
 	}
@@ -514,10 +514,13 @@ func (e *execution) prepareNew(ctx context.Context, wc *Network, key DerivedKey,
 	if key.AsOf != nil {
 		rec["as_of"] = kintoneapi.Field{Value: isoMillis(*key.AsOf)}
 	}
+	// The R1 unique key is the final arbiter of one Run per key (§1.3.1). The store adjudicates
+	// a CB_VA01 or a lost response by re-reading the key: ours is success; anything else is
+	// the repository's DUPLICATE_RECORD (§2.6), reported as such. Decision: not folded into
+	// RUN_ALREADY_EXISTS — that code is the lookup's verdict with the blocking run ids, while
+	// here no Run of ours exists and the other writer's may not be readable yet; the article's
+	// fact table (m3-run-uniqueness) has the loser of two createRun() report DUPLICATE_RECORD.
 	if _, _, err := e.st.insert(ctx, e.st.stateApp, r1, rec, "run_id"); err != nil {
-		if errCode(err, "") == codeDuplicateRecord {
-			return &codedError{Code: "RUN_ALREADY_EXISTS", Msg: "a Run for this business key was created concurrently", Err: err}
-		}
 		return err
 	}
 	e.mode = "NEW"

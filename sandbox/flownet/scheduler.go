@@ -108,7 +108,7 @@ func (e *execution) loadStates(ctx context.Context) error {
 	for _, id := range e.order {
 		nd := *e.net.Node(id)
 		if defect.ResumeForgetsNonIdempotent && e.mode != "NEW" {
-			nd.Idempotent = true // planted defect (issue 14): a resume reads every node as idempotent
+			nd.Idempotent = true // planted defect: a resume reads every node as idempotent
 		}
 		r, ok := byNode[id]
 		if !ok {
@@ -151,7 +151,7 @@ func (e *execution) createInvocation(ctx context.Context, reason string, selecte
 	})
 	id, rev, err := e.st.insert(ctx, e.st.auditApp, "INV:"+e.invID, rec, "invocation_id")
 	if defect.ExtraInvocation && e.mode == "NEW" && err == nil {
-		_, _, err = e.st.insert(ctx, e.st.auditApp, "INV:"+e.invID+":retry", rec, "invocation_id") // planted defect (issue 13): a blind resend under its own key, never adjudicated against the first
+		_, _, err = e.st.insert(ctx, e.st.auditApp, "INV:"+e.invID+":retry", rec, "invocation_id") // planted defect: a blind resend under its own key, never adjudicated against the first
 	}
 	if err != nil {
 		return fmt.Errorf("create Invocation %s: %w", e.invID, err)
@@ -311,12 +311,12 @@ func (e *execution) schedule(ctx context.Context) (agg, status, code string, err
 			}
 		}
 		if defect.DownstreamNotBlocked && len(failedDeps) > 0 {
-			continue // planted defect (issue 10): a failed upstream only skips the node; it stays WAITING
+			continue // planted defect: a failed upstream only skips the node; it stays WAITING
 		}
 		if len(failedDeps) > 0 {
 			blockedBy := jsonArray(failedDeps)
 			if defect.BlockedByMissing {
-				blockedBy = "[]" // planted defect (issue 10): BLOCKED without naming the upstream
+				blockedBy = "[]" // planted defect: BLOCKED without naming the upstream
 			}
 			// BLOCKED carries finished_at like the other settled states (a "safe graph" has no
 			// settled node without one); it is cleared again when a resume resets the node.
@@ -344,7 +344,7 @@ func (e *execution) schedule(ctx context.Context) (agg, status, code string, err
 			return "", "", "", err
 		}
 		if defect.IndependentBranchSkipped && (ns.status == StatusFailed || ns.status == StatusUnknown) {
-			break // planted defect (issue 13): fail-fast; the independent branch is never started
+			break // planted defect: fail-fast; the independent branch is never started
 		}
 	}
 	agg, err = e.updateRun(ctx, false)
@@ -385,7 +385,7 @@ func (e *execution) prepareResumeStates(ctx context.Context) error {
 		ns := e.states[id]
 		switch {
 		case defect.ResumeRerunsSuccess && ns.status == StatusSuccess:
-			// planted defect (issue 10): a resume resets every settled node, SUCCESS included
+			// planted defect: a resume resets every settled node, SUCCESS included
 			if err := e.putState(ctx, ns, StatusWaiting, map[string]any{"status_reason": "", "started_at": "", "finished_at": ""}); err != nil {
 				return err
 			}
@@ -420,7 +420,7 @@ func (e *execution) prepareResumeStates(ctx context.Context) error {
 // checkHold reads the Run's hold before a node starts; a REQUESTED hold is accepted.
 func (e *execution) checkHold(ctx context.Context) (bool, error) {
 	if defect.StopIgnoredAtNodeBoundary {
-		return false, nil // planted defect (issue 14): the hold is never read, so a STOP never stops anything
+		return false, nil // planted defect: the hold is never read, so a STOP never stops anything
 	}
 	state, rec, err := e.holdState(ctx, e.runID)
 	if err != nil {
@@ -479,7 +479,7 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 	no++
 	attemptID := "attempt_" + uuid.NewString()
 	if defect.ResumeRestartsAttemptNo && e.mode == "RESUME" && ns.active != "" {
-		attemptID = ns.active // planted defect (issue 13): the retry reuses the node's stale active_attempt_id; the insert adjudicates onto that old Attempt
+		attemptID = ns.active // planted defect: the retry reuses the node's stale active_attempt_id; the insert adjudicates onto that old Attempt
 	}
 	a1, err := A1Key(e.runID, ns.node.ID, int64(no))
 	if err != nil {
@@ -521,7 +521,7 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 	}
 
 	if defect.HoldPolledDuringNode {
-		defer e.pollHoldWhileRunning(ctx)() // planted defect (issue 34): the hold is watched on a quarter-second tick while the node runs
+		defer e.pollHoldWhileRunning(ctx)() // planted defect: the hold is watched on a quarter-second tick while the node runs
 	}
 	rr := e.kf.run(ctx, runSpec{SQLPath: e.sql[ns.node.ID], AsOf: e.asOf, RunID: e.runID, AttemptID: attemptID, JobID: ns.node.JobID, Timeout: e.timeout, Extra: append(inputArgs(inputs), outputArgs(outputs)...)})
 
@@ -538,7 +538,7 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 		fields["execution_id"] = res.ExecutionID
 		fields["finished_at"] = res.FinishedAt
 		if t, err := time.Parse(time.RFC3339Nano, res.FinishedAt); err == nil && defect.AttemptFinishedAtRoundedUp {
-			fields["finished_at"] = isoMillis(t.Truncate(time.Minute).Add(time.Minute)) // planted defect (issue 34): finished_at rounded up to the next minute
+			fields["finished_at"] = isoMillis(t.Truncate(time.Minute).Add(time.Minute)) // planted defect: finished_at rounded up to the next minute
 		}
 		fields["duration_sec"] = *res.DurationMs / 1000
 		fields["read_count"] = *res.ReadCount

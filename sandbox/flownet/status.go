@@ -29,7 +29,7 @@ type statusLock struct {
 	LeaseExpiresAt    *string `json:"lease_expires_at"`
 	StaleCandidate    bool    `json:"stale_candidate"`
 	Revision          int     `json:"revision"`
-	// LeaseToken is set only by a planted defect (issue 14): the lease token never leaves FlowNet.
+	// LeaseToken is set only by a planted defect: the lease token never leaves FlowNet.
 	LeaseToken string `json:"lease_token,omitempty"`
 }
 
@@ -225,7 +225,7 @@ func (c *cli) buildStatus(ctx context.Context, o statusOptions) (*statusDoc, err
 			HeartbeatAt: optStr(l.Str("heartbeat_at")), LeaseExpiresAt: optStr(l.Str("lease_expires_at")),
 			Revision: atoi(l.Str("revision"))}
 		if defect.StatusShowsLeaseToken {
-			doc.Lock.LeaseToken = l.Str("lease_token") // planted defect (issue 14)
+			doc.Lock.LeaseToken = l.Str("lease_token") // planted defect
 		}
 		if v, ok := strings.CutPrefix(l.Str("status_reason"), "owner_instance_id="); ok {
 			doc.Lock.OwnerInstanceID = optStr(v)
@@ -290,7 +290,7 @@ func (c *cli) buildStatus(ctx context.Context, o statusOptions) (*statusDoc, err
 			switch {
 			case hold != nil:
 				sr.Activity = "STOPPED"
-			case (liveLock || defect.ActivityIgnoresLeaseExpiry && doc.Lock != nil) && lockOwnerRun == sr.RunID: // the defect (issue 14): a stale lock still counts as live
+			case (liveLock || defect.ActivityIgnoresLeaseExpiry && doc.Lock != nil) && lockOwnerRun == sr.RunID: // the defect: a stale lock still counts as live
 				sr.Activity = "LIVE"
 			case sr.StartedAt == nil:
 				sr.Activity = "IDLE"
@@ -298,7 +298,7 @@ func (c *cli) buildStatus(ctx context.Context, o statusOptions) (*statusDoc, err
 				sr.Activity = "INTERRUPTED"
 			}
 		}
-		if defect.StatusBumpsRevision { // planted defect (issue 14): status "repairs" updated_at, a write that bumps $revision
+		if defect.StatusBumpsRevision { // planted defect: status "repairs" updated_at, a write that bumps $revision
 			_, _ = st.update(ctx, st.stateApp, r.ID(), vals(map[string]any{"updated_at": r.Str("updated_at")}), r.Revision())
 		}
 		if detail {

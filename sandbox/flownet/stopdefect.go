@@ -14,7 +14,7 @@ import (
 // the Invocation stay RUNNING under a RUNNING Run and the operator recovers them with
 // force-unlock-network and --resume-run orphan adjudication.
 //
-// closeRunOnStop is the planted defect stop-closes-run-only (issue 15): a "graceful" stop
+// closeRunOnStop is the planted defect stop-closes-run-only: a "graceful" stop
 // handler that marks the Run FAILED with finished_at and exits, leaving its RUNNING node
 // state and attempt under a terminal Run.
 func (e *execution) closeRunOnStop() {
@@ -32,7 +32,7 @@ func (e *execution) closeRunOnStop() {
 	}()
 }
 
-// closeInvocationOnStop is the planted defect stop-closes-invocation-only (issue 34): a stop
+// closeInvocationOnStop is the planted defect stop-closes-invocation-only: a stop
 // handler that closes the Invocation CANCELLED / STOP_REQUESTED with finished_at, as if it
 // had drained, and exits without finalising the Attempt it was running: a finished
 // Invocation owns a RUNNING Attempt (Run and node state stay RUNNING, as after a simple

@@ -47,7 +47,7 @@ func fill(b *testing.B, c *raw, csv AppInfo, n int) time.Duration {
 	return time.Since(start)
 }
 
-// BenchmarkBulkInsert10k: target ≥ 5,000 records/s (issue 5).
+// BenchmarkBulkInsert10k: target ≥ 5,000 records/s.
 func BenchmarkBulkInsert10k(b *testing.B) {
 	var total time.Duration
 	for i := 0; i < b.N; i++ {

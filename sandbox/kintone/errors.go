@@ -84,7 +84,7 @@ func errDBLock() *apiError {
 }
 
 // errRecordIDField: a write set $id or the RECORD_NUMBER field. Code and Japanese text as
-// captured from real kintone (go-kintone issue 35); the English text is ours, the status
+// captured from real kintone (reported in the go-kintone repository's issue tracker, #35); the English text is ours, the status
 // assumed 400 like the other write refusals.
 func errRecordIDField() *apiError {
 	return &apiError{status: 400, code: "GAIA_UN10", message: "A value cannot be set for a field of the RECORD_ID type."}

@@ -8,7 +8,7 @@ import (
 	"sort"
 )
 
-// The app schemas are data, not code (issue 5): one JSON file per role under apps/.
+// The app schemas are data, not code: one JSON file per role under apps/.
 //
 //go:embed apps/*.json
 var appFiles embed.FS

@@ -1,7 +1,7 @@
 // Package kintone is the sandbox's kintone REST emulator: records with revisions and unique
 // fields, API-token auth with per-token permissions, the query language subset our traffic
 // uses, files, bulk and cursor APIs, over HTTPS with a CA generated per start. It is strict
-// on purpose: the scenarios test what kintone decides (see issue 5 and
+// on purpose: the scenarios test what kintone decides (see
 // ../shared/reference/kintone-api.md), so leniency here would hide the bugs they look for.
 package kintone
 

@@ -175,7 +175,7 @@ func (t *tx) buildValues(a *app, base map[string]any, in fieldInput, prefix stri
 		}
 		if idx, ok := a.unique[f.Code]; ok {
 			if s, _ := vals[f.Code].(string); s != "" {
-				// defect.KintoneAcceptsDuplicateUnique plants (issue 10) a unique index that is kept but never enforced.
+				// defect.KintoneAcceptsDuplicateUnique plants a unique index that is kept but never enforced.
 				if other, taken := idx[s]; taken && other != id && !defect.KintoneAcceptsDuplicateUnique {
 					errs[key] = append(errs[key], msgDuplicate)
 				}
@@ -241,7 +241,7 @@ func (t *tx) add(a *app, in fieldInput, prefix string) (*record, *apiError) {
 	}
 	// The unique checks above and the insert below are one step: the app's write lock is
 	// held throughout, so a concurrent add of the same value waits and then gets CB_VA01.
-	// defect.KintoneUniqueCheckNotAtomic plants (issue 34) an add that gives the lock up in
+	// defect.KintoneUniqueCheckNotAtomic plants an add that gives the lock up in
 	// between (validated, then re-locked for the insert without checking again).
 	if defect.KintoneUniqueCheckNotAtomic {
 		a.mu.Unlock()
@@ -296,7 +296,7 @@ func (t *tx) find(a *app, tg target) (*record, *apiError) {
 
 // update applies one PUT item. revision < 0 means unchecked.
 func (t *tx) update(a *app, r *record, in fieldInput, revision int64, prefix string) (*record, *apiError) {
-	// defect.KintoneIgnoresStaleRevision plants (issue 10) an update that never checks the revision.
+	// defect.KintoneIgnoresStaleRevision plants an update that never checks the revision.
 	if revision >= 0 && revision != r.rev && !defect.KintoneIgnoresStaleRevision {
 		// A write that landed after this request arrived means the two raced; real kintone
 		// then sometimes answers GAIA_DA02 instead of GAIA_CO02 (opt-in switch).

@@ -72,7 +72,7 @@ func encodeTable(t *Table, enc string) ([]byte, error) {
 	w.UseCRLF = true
 	header := t.Cols
 	if defect.ExportHeaderUppercase {
-		header = make([]string, len(t.Cols)) // planted defect (issue 18): column names upper-cased "like SQL"
+		header = make([]string, len(t.Cols)) // planted defect: column names upper-cased "like SQL"
 		for i, c := range t.Cols {
 			header[i] = strings.ToUpper(c)
 		}
@@ -86,12 +86,12 @@ func encodeTable(t *Table, enc string) ([]byte, error) {
 	switch enc {
 	case "utf8":
 		if defect.ExportWritesBom {
-			return append([]byte("\xef\xbb\xbf"), b.Bytes()...), nil // planted defect (issue 18): a BOM "for Excel"
+			return append([]byte("\xef\xbb\xbf"), b.Bytes()...), nil // planted defect: a BOM "for Excel"
 		}
 		return b.Bytes(), nil
 	case "sjis":
 		if defect.ExportSjisIbmCodes {
-			return ibmCodedSJIS(b.String()) // planted defect (issue 34): IBM-943-style codes for CP932's doubles
+			return ibmCodedSJIS(b.String()) // planted defect: IBM-943-style codes for CP932's doubles
 		}
 		out, _, err := transform.Bytes(japanese.ShiftJIS.NewEncoder(), b.Bytes())
 		if err != nil {
@@ -122,7 +122,7 @@ func writeExports(sinks []exportSink, temps map[string]*Table, enc string) ([]In
 			return nil, fmt.Errorf("export %s: temp table #%s was not created", s.Name, s.Name)
 		}
 		if defect.ExportNotAtomic {
-			// planted defect (issue 18): the target is truncated before the rows are encoded
+			// planted defect: the target is truncated before the rows are encoded
 			if err := os.WriteFile(s.Path, nil, 0o644); err != nil {
 				cleanup()
 				return nil, err

@@ -146,7 +146,7 @@ func importCSV(ctx context.Context, w recordWriter, s *ImportStmt, in *importInp
 	rc := InputFile{Name: in.Name, SHA256: in.SHA256, Bytes: int64(len(in.Data)), Encoding: s.Encoding}
 	data := in.Data
 	if defect.ImportReadsFirstChunk && len(data) > 512<<10 {
-		// planted defect (issue 18): the reader keeps only the first 512 KiB chunk (cut at a line end)
+		// planted defect: the reader keeps only the first 512 KiB chunk (cut at a line end)
 		data = data[:bytes.LastIndexByte(data[:512<<10], '\n')+1]
 	}
 	header, rows, err := decodeCSV(data, s.Encoding)

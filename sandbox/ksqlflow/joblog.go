@@ -204,7 +204,7 @@ type unlockRequest struct {
 func (j *jobLog) forceUnlock(ctx context.Context, r unlockRequest) (outcome string, recordID *string, before *unlockBefore, next string) {
 	recs, err := j.findByKey(ctx, r.key)
 	if defect.ForceUnlockMissesDeadHolder {
-		recs, err = j.c.kc.GetRecords(ctx, j.app, "job_key_done = "+quoteQ(r.key)+" order by $id asc limit 2", nil) // planted defect (issue 13): the holder is looked up by the field only a finished run fills
+		recs, err = j.c.kc.GetRecords(ctx, j.app, "job_key_done = "+quoteQ(r.key)+" order by $id asc limit 2", nil) // planted defect: the holder is looked up by the field only a finished run fills
 	}
 	if err != nil {
 		return outUnconfirmed, nil, nil, "the JOB log could not be read (" + err.Error() + "); retry force-unlock-job"

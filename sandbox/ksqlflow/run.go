@@ -303,10 +303,10 @@ func execute(o *runOpts, stopRequested func() bool, stderr io.Writer) *Execution
 			rec["as_of"] = kintoneTime(asOf)
 		}
 		if defect.JobLogWrongExecutionId {
-			rec["execution_id"] = newUUID() // planted defect (issue 13): the JOB log mints its own id instead of the result's executionId
+			rec["execution_id"] = newUUID() // planted defect: the JOB log mints its own id instead of the result's executionId
 		}
 		if defect.JobLogWrongCorrelation {
-			rec["correlation_id"] = o.attemptID // planted defect (issue 10): the two orchestrator ids mixed up
+			rec["correlation_id"] = o.attemptID // planted defect: the two orchestrator ids mixed up
 		}
 		recID, rev, err = jl.acquire(ctx, key, execID, kintoneapi.Values(rec))
 		if err != nil {
