@@ -54,11 +54,12 @@ var rules = map[string][]string{
 	"sandbox/ksqlflow":             {"kintoneapi", "sandbox/defect"},
 	"cmd/flowsandbox":              {"sandbox/*"},
 	"internal/refusal":             {},
+	"internal/budget":              {"results"},
 	"internal/excerpt":             {},
 	"internal/gate/gatetest":       {},
 	"internal/gate":                {"harness/proc", "internal/refusal", "internal/yamlerr", "results", "results/pack", "runner", "runner/tagexpr"},
 	"internal/defects":             {"harness/proc", "internal/excerpt", "internal/refusal", "results", "runner"},
-	"internal/cli":                 {"harness/*", "internal/defects", "internal/excerpt", "internal/gate", "internal/refusal", "kintoneapi", "results", "results/*", "runner", "runner/*", "safety", "steps"},
+	"internal/cli":                 {"harness/*", "internal/budget", "internal/defects", "internal/excerpt", "internal/gate", "internal/refusal", "kintoneapi", "results", "results/*", "runner", "runner/*", "safety", "steps"},
 	// The binary's main only wires the process (keeper hook, signals, profiles) to the CLI.
 	"cmd/flowtest": {"harness/proc", "internal/cli"},
 }
