@@ -27,6 +27,7 @@
 //	starts.go        START expectations: 案件管理 read independently, as_of, JOB log as_of
 //	lifecycle.go     the request lifecycle: requester's cancel, CLOSE, archive-run, arrivals
 //	faults.go        a fault proxy per named FlowNet process: modes and barriers
+//	apiproxy.go      a counting proxy for the FlowNet processes without a fault proxy
 //	windows.go       windows held by a barrier in the scope's kSQL-Flow proxy
 //	stops.go         the platform's stop signal to a FlowNet run, drained or terminated
 //	csvio.go         the CSV IO root, CSV fixtures, the CSV input written and rewritten
