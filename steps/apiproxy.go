@@ -9,6 +9,7 @@ import (
 
 	"github.com/ksqlflow/flowtest/harness/faultproxy"
 	"github.com/ksqlflow/flowtest/harness/scenario"
+	"github.com/ksqlflow/flowtest/harness/target"
 )
 
 // A FlowNet process without a fault proxy of its own still reaches kintone through one: a
@@ -23,6 +24,34 @@ type apiProxyState struct {
 }
 
 var apiProxyKey = scenario.NewKey[apiProxyState]("api-proxy")
+
+// appsByToken maps every token of the target to its app, so a proxy counts a request that
+// names no app (a file upload or download) on its token's app.
+func appsByToken(t *target.Target) map[string]string {
+	out := map[string]string{}
+	for _, a := range t.Apps {
+		for _, tok := range a.Tokens {
+			if tok != "" && a.ID != "" {
+				out[tok] = a.ID
+			}
+		}
+	}
+	return out
+}
+
+// tokensByApp is the target's tokens per app as apicount.Transport takes them (app id →
+// tokens, comma-separated).
+func tokensByApp(t *target.Target) map[string]string {
+	byApp := map[string][]string{}
+	for tok, app := range appsByToken(t) {
+		byApp[app] = append(byApp[app], tok)
+	}
+	out := map[string]string{}
+	for app, toks := range byApp {
+		out[app] = strings.Join(toks, ",")
+	}
+	return out
+}
 
 // countingProxyEnv starts the scenario's counting proxy on first use and returns what points
 // a FlowNet process at it.
@@ -41,7 +70,7 @@ func countingProxyEnv(sc *scene) ([]string, error) {
 	}
 	t := sc.suite.Target
 	p, err := faultproxy.New(faultproxy.Options{Name: "flownet-count", Upstream: t.BaseURL, UpstreamCA: t.CAFile,
-		TLS: strings.HasPrefix(t.BaseURL, "https:"), CA: ca, LogDir: dir, Counter: sc.st.API})
+		TLS: strings.HasPrefix(t.BaseURL, "https:"), CA: ca, LogDir: dir, Counter: sc.st.API, AppsByToken: appsByToken(t)})
 	if err != nil {
 		return nil, fmt.Errorf("FlowNet's counting proxy: %w", err)
 	}

@@ -111,7 +111,7 @@ func proxyEnvFor(ctx context.Context, name string) ([]string, error) {
 		return nil, err
 	}
 	p, err := faultproxy.New(faultproxy.Options{Name: procFileName(name), Upstream: t.BaseURL, UpstreamCA: t.CAFile,
-		TLS: strings.HasPrefix(t.BaseURL, "https:"), CA: ca, LogDir: dir, ControlFile: control, Counter: sc.st.API})
+		TLS: strings.HasPrefix(t.BaseURL, "https:"), CA: ca, LogDir: dir, ControlFile: control, Counter: sc.st.API, AppsByToken: appsByToken(t)})
 	if err != nil {
 		return nil, fmt.Errorf("fault proxy for %q: %w", name, err)
 	}

@@ -141,7 +141,7 @@ func (ws *windowState) ensure(ctx context.Context, sc *scene) error {
 		return err
 	}
 	p, err := faultproxy.New(faultproxy.Options{Name: "ksql-flow", Upstream: t.BaseURL, UpstreamCA: t.CAFile,
-		TLS: strings.HasPrefix(t.BaseURL, "https:"), CA: ca, LogDir: dir, BarrierTimeout: windowBarrierTimeout, Counter: sc.st.API})
+		TLS: strings.HasPrefix(t.BaseURL, "https:"), CA: ca, LogDir: dir, BarrierTimeout: windowBarrierTimeout, Counter: sc.st.API, AppsByToken: appsByToken(t)})
 	if err != nil {
 		return fmt.Errorf("kSQL-Flow proxy: %w", err)
 	}

@@ -19,9 +19,23 @@ func (p *Proxy) countSent(r *http.Request, app string, status int) {
 	if p.opts.Counter == nil {
 		return
 	}
+	if app == "" {
+		app = p.appOfToken(r)
+	}
 	method := r.Method
 	if o := r.Header.Get("X-HTTP-Method-Override"); o != "" && method == http.MethodPost {
 		method = strings.ToUpper(o) // kintone runs it as the overriding method
 	}
 	p.opts.Counter.Add(app, method, status)
+}
+
+func (p *Proxy) appOfToken(r *http.Request) string {
+	for _, v := range r.Header.Values("X-Cybozu-API-Token") {
+		for _, tok := range strings.Split(v, ",") {
+			if app, ok := p.opts.AppsByToken[strings.TrimSpace(tok)]; ok {
+				return app
+			}
+		}
+	}
+	return ""
 }
