@@ -413,6 +413,14 @@ func (a *Archive) redactScenario(s *Scenario) *Scenario {
 		b.ID, b.Name, b.Process, b.Phase, b.Method, b.Path = r.String(b.ID), r.String(b.Name), r.String(b.Process), r.String(b.Phase), r.String(b.Method), r.String(b.Path)
 		c.Barriers[i] = b
 	}
+	if s.Faults != nil {
+		c.Faults = make([]FaultFiring, len(s.Faults))
+		for i, f := range s.Faults {
+			f.Fault, f.Process, f.Action, f.Method, f.Path = r.String(f.Fault), r.String(f.Process), r.String(f.Action), r.String(f.Method), r.String(f.Path)
+			f.App, f.RecordID, f.Error = r.String(f.App), r.String(f.RecordID), r.String(f.Error)
+			c.Faults[i] = f
+		}
+	}
 	if s.Attempts != nil {
 		c.Attempts = make([]Attempt, len(s.Attempts))
 		for i, at := range s.Attempts {

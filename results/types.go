@@ -76,6 +76,9 @@ type Scenario struct {
 	Assertions []Assertion      `json:"assertions"`
 	Processes  []Process        `json:"processes"`
 	Barriers   []BarrierArrival `json:"barriers"`
+	// Faults are the requests the selective faults of the scenario's fault proxies took
+	// (which fault, which request, what it did, when); absent when no fault fired.
+	Faults []FaultFiring `json:"faults,omitempty"`
 	// Waits are the bounded waits the steps made (harness/wait), in the order they ended.
 	Waits []Wait `json:"waits"`
 	// Notes is evidence that is not an assertion: what a trial observed, what an
@@ -255,6 +258,29 @@ type BarrierArrival struct {
 	// ReleasedAt is when the held request was let go (absent when not recorded): the hold
 	// is At..ReleasedAt.
 	ReleasedAt time.Time `json:"released_at,omitzero"`
+}
+
+// FaultFiring is one request a selective fault of a fault proxy took (harness/faultproxy's
+// Firing), named as the feature names it.
+type FaultFiring struct {
+	// Fault is the fault's name in the feature (`fault "<name>" …`), Process the process
+	// whose fault proxy holds it.
+	Fault   string `json:"fault"`
+	Process string `json:"process"`
+	// Action is respond | lose-response | reset | delay.
+	Action string `json:"action"`
+	// Match is which matching request this was (1-based, counted per fault).
+	Match  int    `json:"match"`
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	// App is the role of the app the request addressed (state, audit, request), never its id.
+	App      string `json:"app,omitempty"`
+	RecordID string `json:"record_id,omitempty"`
+	// Status is the status sent (respond) or the upstream's status (lose-response).
+	Status int `json:"status,omitempty"`
+	// Error says why the fault took the request but could not act.
+	Error string    `json:"error,omitempty"`
+	At    time.Time `json:"at"`
 }
 
 // Cleanup is the outcome of the After hook. A failed cleanup fails the scenario.

@@ -125,6 +125,9 @@ func proxyEnvFor(ctx context.Context, name string) ([]string, error) {
 		}
 	}
 	delete(fs.pending, name)
+	if err := installPendingFaults(sc.st, name, p); err != nil {
+		return nil, err
+	}
 	if m, ok := fs.pendingMode[name]; ok {
 		if err := p.SetMode(m); err != nil {
 			return nil, fmt.Errorf("fault proxy of %q: %w", name, err)
@@ -132,7 +135,11 @@ func proxyEnvFor(ctx context.Context, name string) ([]string, error) {
 		delete(fs.pendingMode, name)
 	}
 	st := sc.st
-	st.Defer("close the fault proxy of "+name, func(context.Context) error { return closeAndRecord(st, name, p) })
+	st.Defer("close the fault proxy of "+name, func(context.Context) error {
+		err := closeAndRecord(st, name, p)
+		recordFaultFirings(st, sc, name, p)
+		return err
+	})
 	env := []string{"KSQL_FLOWNET_BASE_URL=" + p.URL()}
 	if p.CAFile() != "" {
 		// One CA signs every proxy of the scenario (scenarioCA): the same bundle serves
@@ -293,6 +300,9 @@ func installBarrier(ctx context.Context, name, process, method, endpoint, app, p
 	}
 	return fs.addBarrier(&barrierEntry{name: name, id: b.ID, process: process})
 }
+
+// isPlanned: the process was declared to go through a fault proxy (it may not have started).
+func (fs *faultState) isPlanned(name string) bool { return fs.planned[name] }
 
 // unused refuses a barrier name the scenario already installed.
 func (fs *faultState) unused(name string) error {

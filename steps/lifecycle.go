@@ -170,28 +170,15 @@ func (lifecycleDomain) oneArchiveAudit(ctx context.Context, ref string) error {
 	if err != nil {
 		return err
 	}
-	run, err := theRun(ctx)
+	run, archived, err := runArchivedAudits(ctx)
 	if err != nil {
 		return err
-	}
-	ops, err := readExact(ctx, sc, target.RoleAudit, decodeOperationAudit, match{"record_type", "OPERATION_AUDIT"}, match{"run_id", run.RunID})
-	if err != nil {
-		return err
-	}
-	var archived []operationAudit
-	for _, o := range ops {
-		if o.ResultCode == "RUN_ARCHIVED" {
-			archived = append(archived, o)
-		}
 	}
 	if err := sc.st.Equal("RUN_ARCHIVED audits of the run", 1, len(archived)); err != nil {
 		return err
 	}
 	a := archived[0]
-	ev := ""
-	if _, after, ok := strings.Cut(req.ResultMessage, "event_id="); ok {
-		ev = strings.Fields(after + " ")[0]
-	}
+	ev := eventIDIn(req.ResultMessage)
 	if err := sc.st.Equal("record_key of the RUN_ARCHIVED audit (OP:<event id of request "+m.name+">)", "OP:"+orNone(ev), a.RecordKey); err != nil {
 		return err
 	}
@@ -235,6 +222,33 @@ func (lifecycleDomain) oneArchiveAudit(ctx context.Context, ref string) error {
 	return sc.st.Equal("resolved_at of the RUN_ARCHIVED audit, to the minute (kintone DATETIME)", minuteOf(at), minuteOf(a.ResolvedAt))
 }
 
+// runArchivedAudits reads the current run and its RUN_ARCHIVED OPERATION_AUDITs.
+func runArchivedAudits(ctx context.Context) (networkRun, []operationAudit, error) {
+	run, err := theRun(ctx)
+	if err != nil {
+		return run, nil, err
+	}
+	ops, err := readExact(ctx, sceneOf(ctx), target.RoleAudit, decodeOperationAudit, match{"record_type", "OPERATION_AUDIT"}, match{"run_id", run.RunID})
+	if err != nil {
+		return run, nil, err
+	}
+	var archived []operationAudit
+	for _, o := range ops {
+		if o.ResultCode == "RUN_ARCHIVED" {
+			archived = append(archived, o)
+		}
+	}
+	return run, archived, nil
+}
+
+// eventIDIn is the event id a CLOSE request's result message names ("… event_id=<id> …").
+func eventIDIn(message string) string {
+	if _, after, ok := strings.Cut(message, "event_id="); ok {
+		return strings.Fields(after + " ")[0]
+	}
+	return ""
+}
+
 // lastLockID is the highest $id of the state app's NETWORK_LOCK records (0 when none). A
 // tombstone names no network (its lock_key, owner and token are cleared, product-contract
 // §3.7), so the one a CLOSE leaves can only be found as a record added after a noted $id: the
@@ -265,15 +279,17 @@ func (lifecycleDomain) noteLastLock(ctx context.Context) error {
 	return nil
 }
 
-func (lifecycleDomain) oneNewTombstone(ctx context.Context) error {
+// locksAddedSinceNoted reads the NETWORK_LOCK records added after the noted one, and the
+// noted $id (every record is checked again in Go).
+func locksAddedSinceNoted(ctx context.Context) ([]networkLock, int, error) {
 	sc := sceneOf(ctx)
 	ls := lifecycleKey.Of(sc.st)
 	if !ls.lockNoted {
-		return fmt.Errorf("no NETWORK_LOCK record was noted (missing: the last NETWORK_LOCK record of the state app is noted)")
+		return nil, 0, fmt.Errorf("no NETWORK_LOCK record was noted (missing: the last NETWORK_LOCK record of the state app is noted)")
 	}
 	recs, err := sc.reader.GetAll(ctx, sc.app(target.RoleState), fmt.Sprintf(`record_type in ("NETWORK_LOCK") and $id > %d`, ls.lastLock), nil)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	var added []networkLock
 	for _, r := range recs {
@@ -281,7 +297,16 @@ func (lifecycleDomain) oneNewTombstone(ctx context.Context) error {
 			added = append(added, decodeNetworkLock(r))
 		}
 	}
-	if err := sc.st.Equal(fmt.Sprintf("NETWORK_LOCK records added after record %d", ls.lastLock), 1, len(added)); err != nil {
+	return added, ls.lastLock, nil
+}
+
+func (lifecycleDomain) oneNewTombstone(ctx context.Context) error {
+	sc := sceneOf(ctx)
+	added, last, err := locksAddedSinceNoted(ctx)
+	if err != nil {
+		return err
+	}
+	if err := sc.st.Equal(fmt.Sprintf("NETWORK_LOCK records added after record %d", last), 1, len(added)); err != nil {
 		return err
 	}
 	l := added[0]
@@ -329,17 +354,7 @@ func (lifecycleDomain) archiveOutcome(ctx context.Context, name, outcome, which,
 	if err != nil {
 		return err
 	}
-	j := calls[0].json
-	field := func(k string) string {
-		v, ok := j[k]
-		switch {
-		case !ok:
-			return "(absent)"
-		case v == nil:
-			return "null"
-		}
-		return fmt.Sprint(v)
-	}
+	field := func(k string) string { return jsonField(calls[0].json, k) }
 	want := outcome + " " + which + "=" + value + " lock_released=" + released
 	seen := field("outcome") + " " + which + "=" + field(which) + " lock_released=" + field("lock_released")
 	return sc.st.Equal("JSON outcome of "+name, want, seen)

@@ -16,6 +16,7 @@ type resolveDomain struct{}
 func (d resolveDomain) register(reg stepdef.Registry) {
 	reg.Step(`^the operator resolves node "([^"]+)" to SUCCESS by manual completion as "([^"]+)"$`, d.resolvesByManualCompletion)
 	reg.Step(`^the operator resolves node "([^"]+)" to SUCCESS by manual completion approved by (the requester|"[^"]+") as "([^"]+)"$`, d.resolvesApproved)
+	reg.Step(`^the operator resolves node "([^"]+)" to SUCCESS by manual completion approved by "([^"]+)" in the background as "([^"]+)"$`, d.resolvesApprovedInTheBackground)
 	reg.Step(`^exactly one ATTEMPT_RESOLUTION of node "([^"]+)" records what "([^"]+)" was given$`, d.resolutionIsAudited)
 }
 
@@ -23,18 +24,27 @@ func (d resolveDomain) register(reg stepdef.Registry) {
 // completion, the scenario's operator confirming the stop, this scenario's record as the
 // evidence, and approver when not empty.
 func resolve(ctx context.Context, name, node, approver string) error {
+	c, err := startResolve(ctx, name, node, approver)
+	if err != nil {
+		return err
+	}
+	return c.finish(ctx)
+}
+
+// startResolve starts that resolve-node call and does not wait for it.
+func startResolve(ctx context.Context, name, node, approver string) (*flownetCall, error) {
 	sc, fx := sceneOf(ctx), fixturesOf(ctx)
 	nd, err := fx.node(node)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	id, err := currentRunID(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	operator, err := fx.principal(sc, "operator")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ref := evidenceRef(sc)
 	args := []string{"--run-id", id, "--node-id", nd.ID, "--to", "SUCCESS", "--manual-completion",
@@ -42,12 +52,8 @@ func resolve(ctx context.Context, name, node, approver string) error {
 	if approver != "" {
 		args = append(args, "--approved-by", approver)
 	}
-	c, err := startFlowNet(ctx, flownetSpec{Name: name, Sub: "resolve-node", Args: args,
+	return startFlowNet(ctx, flownetSpec{Name: name, Sub: "resolve-node", Args: args,
 		Files: map[string]string{"reason": fx.scope().Reason("manual completion of " + node + " confirmed")}})
-	if err != nil {
-		return err
-	}
-	return c.finish(ctx)
 }
 
 func (resolveDomain) resolvesByManualCompletion(ctx context.Context, node, name string) error {
@@ -66,6 +72,18 @@ func (resolveDomain) resolvesApproved(ctx context.Context, node, approver, name 
 		}
 	}
 	return resolve(ctx, name, node, who)
+}
+
+// resolvesApprovedInTheBackground: the same call as resolvesApproved for a named principal,
+// left running (a barrier of its fault proxy holds it while another writer acts).
+func (resolveDomain) resolvesApprovedInTheBackground(ctx context.Context, node, approver, name string) error {
+	sc, fx := sceneOf(ctx), fixturesOf(ctx)
+	who, err := fx.principal(sc, approver)
+	if err != nil {
+		return err
+	}
+	_, err = startResolve(ctx, name, node, who)
+	return err
 }
 
 // resolutionIsAudited compares the one ATTEMPT_RESOLUTION of the node's latest attempt with

@@ -28,6 +28,9 @@
 //	lifecycle.go     the request lifecycle: requester's cancel, CLOSE, archive-run, arrivals
 //	faults.go        a fault proxy per named FlowNet process: modes and barriers
 //	apiproxy.go      a counting proxy for the FlowNet processes without a fault proxy
+//	selectivefaults.go  selective faults in those proxies: respond, lose-response, reset, delay
+//	closerows.go     what one CLOSE left, by §1.9's rows: its JSON union, audit and lock
+//	losers.go        one Node State two writers race for: noted, then exactly one write
 //	windows.go       windows held by a barrier in the scope's kSQL-Flow proxy
 //	stops.go         the platform's stop signal to a FlowNet run, drained or terminated
 //	csvio.go         the CSV IO root, CSV fixtures, the CSV input written and rewritten
@@ -140,6 +143,9 @@ var domains = []func(stepdef.Registry){
 	lifecycleDomain{}.register,
 	orderDomain{}.register,
 	jobUnlockDomain{}.register,
+	selectiveFaultDomain{}.register,
+	closeRowDomain{}.register,
+	loserDomain{}.register,
 }
 
 // Initialize registers every step domain.

@@ -34,13 +34,14 @@ type nodeState struct {
 	BlockedBy                                                             []string
 	LatestAttemptNo                                                       string
 	FinishedAt                                                            string
+	Revision, BusinessRevision                                            string // $revision, and the record's own revision field
 }
 
 func decodeNodeState(r kintoneapi.Record) nodeState {
 	return nodeState{RecordID: r.ID(), RunID: r.Str("run_id"), NodeID: r.Str("node_id"), JobID: r.Str("job_id"),
 		Status: r.Str("status"), StatusReason: r.Str("status_reason"), ActiveAttemptID: r.Str("active_attempt_id"),
 		BlockedBy: jsonList(r.Str("blocked_by")), LatestAttemptNo: r.Str("latest_attempt_no"),
-		FinishedAt: r.Str("finished_at")}
+		FinishedAt: r.Str("finished_at"), Revision: r.Revision(), BusinessRevision: r.Str("revision")}
 }
 
 type nodeAttempt struct {
@@ -317,4 +318,17 @@ func str(v any) string {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return orNone(strings.TrimSpace(line))
+}
+
+// jsonField is one key of a printed JSON object as text: "(absent)" when the key is missing,
+// "null" for JSON null (a union's fields are told apart by both).
+func jsonField(j map[string]any, k string) string {
+	v, ok := j[k]
+	switch {
+	case !ok:
+		return "(absent)"
+	case v == nil:
+		return "null"
+	}
+	return fmt.Sprint(v)
 }

@@ -60,6 +60,7 @@ type State struct {
 	notes      []results.Note
 	assertions []results.Assertion
 	barriers   []results.BarrierArrival
+	faults     []results.FaultFiring
 	waits      []results.Wait
 	attempts   []results.Attempt
 	traffic    map[string]int
@@ -153,6 +154,13 @@ func (s *State) SummarizeOutputs() {
 func (s *State) AddBarrierArrival(a results.BarrierArrival) {
 	s.mu.Lock()
 	s.barriers = append(s.barriers, a)
+	s.mu.Unlock()
+}
+
+// AddFaultFirings records requests selective faults took, for the scenario record.
+func (s *State) AddFaultFirings(f ...results.FaultFiring) {
+	s.mu.Lock()
+	s.faults = append(s.faults, f...)
 	s.mu.Unlock()
 }
 
@@ -292,6 +300,7 @@ func (s *State) Evidence(rec *results.Scenario) {
 	rec.Assertions = append(rec.Assertions, s.assertions...)
 	rec.Notes = append(rec.Notes, s.notes...)
 	rec.Barriers = append(rec.Barriers, s.barriers...)
+	rec.Faults = append(rec.Faults, s.faults...)
 	rec.Waits = append(rec.Waits, s.waits...)
 	rec.Attempts = append(rec.Attempts, s.attempts...)
 	rec.TrafficLog = append(rec.TrafficLog, s.trafficLog...)

@@ -114,7 +114,8 @@ func TestShippedBuildHasEveryDefectOff(t *testing.T) {
 		AttemptFinishedAtRoundedUp, ScheduledPeriodInUtc,
 		HoldPolledDuringNode, ExportSjisIbmCodes,
 		ArchiveAuditFailureRecorded, ArchiveLostResponseNotReread, ArchiveAuditResponseNotCompared, GaiaDa02NotFolded,
-		RecordJobUnlockAcceptsForeignJobKey, CloseClearsLateHold, ReleaseRefusesArchivedRun, CloseArchivesUnknownRun}
+		RecordJobUnlockAcceptsForeignJobKey, CloseClearsLateHold, ReleaseRefusesArchivedRun, CloseArchivesUnknownRun,
+		ArchiveRetryUnbounded, ArchiveConflictTakenAsArchived, ArchiveReleaseFailureIgnored, ArchiveLostAuditNotReread}
 	for _, on := range switches {
 		assert.False(t, on)
 	}

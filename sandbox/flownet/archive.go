@@ -132,7 +132,7 @@ func (a *archiver) run(ctx context.Context) {
 	}
 	a.decide(ctx, lock)
 	if lock != nil {
-		if err := lock.release(ctx, StatusSuccess, "NORMAL"); err != nil {
+		if err := lock.release(ctx, StatusSuccess, "NORMAL"); err != nil && !defect.ArchiveReleaseFailureIgnored { // planted defect: a failed release is reported released
 			a.res.LockReleased = false
 			if a.detail == "" {
 				a.detail = "the network lock could not be released: " + err.Error()
@@ -272,6 +272,10 @@ func (a *archiver) putArchived(ctx context.Context, lock *networkLock, run kinto
 			return "", false
 		}
 		conflict := kintoneapi.IsCode(err, "GAIA_CO02") || kintoneapi.StatusOf(err) == 409
+		if conflict && defect.ArchiveConflictTakenAsArchived { // planted defect: a 409 is taken for another CLOSE's win without re-reading
+			a.res.Outcome, a.res.RunRevision = archAlreadyArchived, revOf(run)
+			return "", false
+		}
 		da02 := kintoneapi.IsCode(err, "GAIA_DA02")
 		if !lost && !conflict && !da02 {
 			a.reject("ARCHIVE_WRITE_FAILED", revOf(run), "archive Run %s: %v", a.runID, err)
@@ -292,7 +296,7 @@ func (a *archiver) putArchived(ctx context.Context, lock *networkLock, run kinto
 		case da02 && again.Revision() == run.Revision():
 			a.reject("ARCHIVE_WRITE_FAILED", revOf(run), "archive Run %s: kintone could not lock the record and nothing was written: %v", a.runID, err)
 			return "", false
-		case !lost || retried:
+		case !lost || retried && !defect.ArchiveRetryUnbounded: // planted defect: a lost PUT is resent until one lands
 			a.unconfirmed("the archive write of Run %s failed (%v) and the Run re-read is %s at revision %s", a.runID, err, again.Str("lifecycle_status"), again.Revision())
 			return "", false
 		}
@@ -351,7 +355,7 @@ func (a *archiver) recordAudit(ctx context.Context, ev archiveAudit) {
 		a.res.Audit = strp("RECORDED")
 		return
 	}
-	if !kintoneapi.IsNetwork(err) && !kintoneapi.IsCode(err, "CB_VA01") {
+	if !kintoneapi.IsNetwork(err) && !kintoneapi.IsCode(err, "CB_VA01") || defect.ArchiveLostAuditNotReread { // planted defect: a lost audit response is taken as a refused insert
 		a.pending("ARCHIVE_AUDIT_FAILED", "Run %s is archived but its audit %s was not written: %v", a.runID, ev.EventID, err)
 		return
 	}

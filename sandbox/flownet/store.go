@@ -270,7 +270,13 @@ func (s *store) update(ctx context.Context, app, id string, rec kintoneapi.Recor
 		if kintoneapi.IsCode(err, "GAIA_CO02") {
 			return "", wrapRemote("update record "+id, err)
 		}
-		da02 := kintoneapi.IsCode(err, "GAIA_DA02") && !defect.GaiaDa02NotFolded // planted defect: DA02 taken for a plain remote error
+		da02 := kintoneapi.IsCode(err, "GAIA_DA02")
+		if da02 && defect.GaiaDa02NotFolded { // planted defect: DA02 taken for "wait and try again", resent at the revision it re-reads
+			if got, rerr := s.byID(ctx, app, id); rerr == nil {
+				rev = got.Revision()
+				continue
+			}
+		}
 		if !da02 && !kintoneapi.IsNetwork(err) {
 			return "", wrapRemote("update record "+id, err)
 		}
