@@ -438,6 +438,7 @@ func (a *Archive) redactScenario(s *Scenario) *Scenario {
 	for k, v := range s.Traffic {
 		c.Traffic[r.String(k)] += v
 	}
+	c.APIRequests = redactAPIRequests(r, s.APIRequests)
 	if s.TrafficLog != nil {
 		c.TrafficLog = make([]TrafficLine, len(s.TrafficLog))
 		for i, t := range s.TrafficLog {
@@ -455,6 +456,23 @@ func (a *Archive) redactScenario(s *Scenario) *Scenario {
 		c.Cleanup.Actions = []string{}
 	}
 	return &c
+}
+
+// redactAPIRequests is a redacted deep copy of a (its keys are roles, but a copy through
+// the redactor keeps every string of a record under one rule).
+func redactAPIRequests(r *redact.Redactor, a APIRequests) APIRequests {
+	if a == nil {
+		return nil
+	}
+	out := APIRequests{}
+	for app, c := range a {
+		m := map[string]int64{}
+		for method, n := range c.ByMethod {
+			m[r.String(method)] += n
+		}
+		out[r.String(app)] = AppRequests{Requests: c.Requests, ByMethod: m, Throttled: c.Throttled}
+	}
+	return out
 }
 
 // redactRun returns a redacted deep copy of run.
@@ -485,6 +503,14 @@ func redactRun(r *redact.Redactor, run *Run) *Run {
 			rc.SlowestSetups[i] = ScenarioTime{ID: r.String(s.ID), MS: s.MS}
 		}
 		c.Runner = &rc
+	}
+	c.APIRequests = redactAPIRequests(r, run.APIRequests)
+	if run.APIBudget != nil {
+		b := APIBudget{PerApp: run.APIBudget.PerApp, Basis: r.String(run.APIBudget.Basis), Estimate: map[string]int64{}}
+		for app, n := range run.APIBudget.Estimate {
+			b.Estimate[r.String(app)] = n
+		}
+		c.APIBudget = &b
 	}
 	c.Scenarios = make([]ScenarioSummary, len(run.Scenarios))
 	for i, s := range run.Scenarios {

@@ -155,6 +155,19 @@ func renderIndex(v *runView) []byte {
 		}
 		p("</table>\n")
 	}
+	if api := v.apiRequests(); len(api.rows) > 0 {
+		p("<h2 id=\"api-requests\">API requests</h2>\n<p>kintone REST requests per app, the runner's own and its proxies' (kintone counts them per app and day).</p>\n")
+		p("<table>\n<tr><th>App</th><th>Requests</th><th>By method</th><th>Throttled (429)</th><th>Estimated</th></tr>\n")
+		for _, r := range api.rows {
+			p("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", e(r.app), r.requests, e(r.methods), r.throttled, r.estimate)
+		}
+		p("</table>\n")
+		for _, line := range []string{api.budget, api.heavies} {
+			if line != "" {
+				p("<p>%s</p>\n", e(line))
+			}
+		}
+	}
 	p("</body>\n</html>\n")
 	return b.Bytes()
 }

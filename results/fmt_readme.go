@@ -113,6 +113,19 @@ func renderReadme(v *runView) []byte {
 		}
 	}
 
+	if api := v.apiRequests(); len(api.rows) > 0 {
+		p("\n## API requests\n\nkintone REST requests per app, the runner's own and its proxies' (kintone counts them per app and day).\n\n")
+		p("| App | Requests | By method | Throttled (429) | Estimated |\n| --- | --- | --- | --- | --- |\n")
+		for _, r := range api.rows {
+			p("| %s | %s | %s | %s | %s |\n", mdtext.Cell(r.app), r.requests, mdtext.Cell(r.methods), r.throttled, r.estimate)
+		}
+		for _, line := range []string{api.budget, api.heavies} {
+			if line != "" {
+				p("\n%s\n", mdtext.Inline(line))
+			}
+		}
+	}
+
 	p("\n## Evidence\n\n")
 	if len(run.Evidence) == 0 {
 		p("(no evidence rows recorded)\n")

@@ -92,7 +92,54 @@ type Scenario struct {
 	// path, app, record id, field names, status, time; never a query string, header, body
 	// or token), per proxy in the order the requests ended.
 	TrafficLog []TrafficLine `json:"traffic_log,omitempty"`
-	Cleanup    Cleanup       `json:"cleanup"`
+	// APIRequests are the kintone REST requests sent for the scenario, by app role: the
+	// harness's own reads and writes (its cleanup too) and what passed its proxies.
+	APIRequests APIRequests `json:"api_requests,omitempty"`
+	Cleanup     Cleanup     `json:"cleanup"`
+}
+
+// APIRequests are kintone REST requests by app role ("state", "audit", …; "other" for a
+// request naming no app of the target). kintone budgets requests per app and day.
+type APIRequests map[string]AppRequests
+
+// AppRequests are one app's requests.
+type AppRequests struct {
+	Requests int64            `json:"requests"`
+	ByMethod map[string]int64 `json:"by_method"`
+	// Throttled were answered 429 (and sent again after a backoff; each send counts).
+	Throttled int64 `json:"throttled,omitempty"`
+}
+
+// Plus is the sum of a and b (nil when both hold nothing).
+func (a APIRequests) Plus(b APIRequests) APIRequests {
+	if len(a)+len(b) == 0 {
+		return nil
+	}
+	out := APIRequests{}
+	for _, src := range []APIRequests{a, b} {
+		for app, c := range src {
+			acc := out[app]
+			if acc.ByMethod == nil {
+				acc.ByMethod = map[string]int64{}
+			}
+			acc.Requests += c.Requests
+			acc.Throttled += c.Throttled
+			for m, n := range c.ByMethod {
+				acc.ByMethod[m] += n
+			}
+			out[app] = acc
+		}
+	}
+	return out
+}
+
+// Total is the number of requests on every app.
+func (a APIRequests) Total() int64 {
+	var n int64
+	for _, c := range a {
+		n += c.Requests
+	}
+	return n
 }
 
 // TrafficLine is one request through a fault proxy (harness/faultproxy's traffic log).
@@ -272,6 +319,21 @@ type Run struct {
 	Gate *GateRef `json:"gate,omitempty"`
 	// Runner is what the run cost flowtest itself, so that a regression of the runner shows.
 	Runner *RunnerCost `json:"runner,omitempty"`
+	// APIRequests are every kintone REST request of the run by app role: its scenarios'
+	// and the runner's own outside them (the live preflight's probes and reads).
+	APIRequests APIRequests `json:"api_requests,omitempty"`
+	// APIBudget is the per-app budget a live run was checked against before it started.
+	APIBudget *APIBudget `json:"api_budget,omitempty"`
+}
+
+// APIBudget is the check a live run passed before it started: the budget per app and the
+// estimate of each app's requests, and where the estimate came from.
+type APIBudget struct {
+	PerApp int64 `json:"per_app"`
+	// Basis says where the estimate came from: an earlier archive's folder name, or the
+	// per-scenario default times the scenario count.
+	Basis    string           `json:"basis"`
+	Estimate map[string]int64 `json:"estimate"`
 }
 
 // RunnerCost is the runner's own cost over a run: its CPU time (its process alone, not its

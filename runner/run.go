@@ -15,6 +15,7 @@ import (
 
 	"github.com/cucumber/godog"
 
+	"github.com/ksqlflow/flowtest/harness/apicount"
 	"github.com/ksqlflow/flowtest/harness/scenario"
 	"github.com/ksqlflow/flowtest/harness/stepdef"
 	"github.com/ksqlflow/flowtest/harness/wait"
@@ -80,6 +81,14 @@ type Options struct {
 	// scenario; the second kills its children and calls Exit(130).
 	Signals <-chan os.Signal
 	Exit    func(code int)
+
+	// API counts the run's kintone requests; each scenario counts on a Child of it, recorded
+	// in its record, and run.json holds the run's (with what the caller counted on it
+	// outside the scenarios, e.g. the live preflight). Nil: each scenario counts alone and
+	// run.json holds no counts.
+	API *apicount.Counter
+	// AppRoles names the target's apps (app id → role) in the counts of the records.
+	AppRoles map[string]string
 }
 
 // Result is what a run did.
@@ -155,6 +164,7 @@ func Execute(ctx context.Context, o Options) Result {
 				partial := res
 				partial.Scenarios = written(recs)
 				fillRun(&progress, o.Items, partial, o.Archive)
+				progress.APIRequests = apiRequests(o.API, o.AppRoles)
 				progress.State = results.RunInterrupted
 				progress.ExitCode = nil // the run has not ended
 				if err := o.Archive.UpdateRun(&progress); err != nil {
@@ -206,6 +216,7 @@ func Execute(ctx context.Context, o Options) Result {
 	}
 	if o.Run != nil {
 		fillRun(o.Run, o.Items, res, o.Archive)
+		o.Run.APIRequests = apiRequests(o.API, o.AppRoles)
 		if o.Archive != nil {
 			if err := o.Archive.Finish(o.Run); err != nil {
 				fmt.Fprintf(o.Progress, "ERROR writing the run record: %v\n", err)
@@ -331,6 +342,7 @@ func runOne(parent context.Context, o Options, rs *runState, it Item) (rec *resu
 		return rec
 	}
 	st.ID = it.ID
+	st.API = o.API.Child()
 	ctx, cancel := context.WithCancel(scenario.With(parent, st))
 	defer cancel()
 	rs.mu.Lock()
@@ -385,6 +397,7 @@ func runOne(parent context.Context, o Options, rs *runState, it Item) (rec *resu
 		rec.Reason = "cleanup failed: " + rec.Cleanup.Error
 	}
 	st.Evidence(rec)
+	rec.APIRequests = apiRequests(st.API, o.AppRoles) // after the cleanup: its deletes count too
 	finish(o, rec)
 	return rec
 }
@@ -482,7 +495,7 @@ func perScenarioFormat(f, id string) string {
 // collectBeforeCleanup runs o.BeforeCleanup with its own deadline, recovering a panic into a
 // note: evidence gathering never fails a scenario.
 func collectBeforeCleanup(o Options, st *scenario.State) {
-	ctx, cancel := context.WithTimeout(context.Background(), o.CleanupTimeout)
+	ctx, cancel := context.WithTimeout(apicount.NewContext(context.Background(), st.API), o.CleanupTimeout)
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {

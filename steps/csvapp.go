@@ -44,7 +44,7 @@ func (s *csvAppState) csvReader(sc *scene) (*kintoneapi.Client, error) {
 		if err != nil {
 			return nil, fmt.Errorf("CSV fixture app reader: %w", err)
 		}
-		s.reader = r
+		s.reader = kintone.Counted(r, sc.st.API)
 	}
 	return s.reader, nil
 }
@@ -165,7 +165,7 @@ func guardedCSV(sc *scene, scopeID string) (*kintone.Client, string, error) {
 	}
 	api := kintoneapi.New(t.BaseURL, hc, map[string]string{a.ID: a.Token("full")})
 	g, err := kintone.New(api, kintone.Apps{State: t.Apps[target.RoleState].ID, Audit: t.Apps[target.RoleAudit].ID,
-		Request: t.Apps[target.RoleRequest].ID, Log: t.Apps[target.RoleLog].ID, CSV: a.ID}, scopeID, kintone.Options{Profile: t.Profile})
+		Request: t.Apps[target.RoleRequest].ID, Log: t.Apps[target.RoleLog].ID, CSV: a.ID}, scopeID, kintone.Options{Profile: t.Profile, Counter: sc.st.API})
 	return g, a.ID, err
 }
 

@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ksqlflow/flowtest/harness/apicount"
 	"github.com/ksqlflow/flowtest/harness/faultproxy"
 	"github.com/ksqlflow/flowtest/harness/scenario"
 	"github.com/ksqlflow/flowtest/harness/stepdef"
@@ -126,7 +127,7 @@ func (csvFaultDomain) writeFaultProxy(ctx context.Context, nth int) error {
 	}
 	p := &csvFaultProxy{failNth: nth, csvApp: t.Apps[target.RoleCSV].ID, caBundle: bundle}
 	// SetURL also sets the Host header to the tenant's: a real tenant is virtual-hosted.
-	rp := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(up) }, Transport: hc.Transport}
+	rp := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(up) }, Transport: apicount.Transport(hc.Transport, sc.st.API, tokensByApp(t))}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err

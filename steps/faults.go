@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -95,7 +94,7 @@ func proxyEnvFor(ctx context.Context, name string) ([]string, error) {
 	sc := sceneOf(ctx)
 	fs := faultKey.Of(sc.st)
 	if !fs.planned[name] && !explored(sc.st, name) { // an explored process always has one (explore.go)
-		return nil, nil
+		return countingProxyEnv(sc) // counted all the same (apiproxy.go)
 	}
 	dir := filepath.Join(sc.st.WorkDir, "proxy-"+procFileName(name))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -112,7 +111,7 @@ func proxyEnvFor(ctx context.Context, name string) ([]string, error) {
 		return nil, err
 	}
 	p, err := faultproxy.New(faultproxy.Options{Name: procFileName(name), Upstream: t.BaseURL, UpstreamCA: t.CAFile,
-		TLS: strings.HasPrefix(t.BaseURL, "https:"), CA: ca, LogDir: dir, ControlFile: control})
+		TLS: strings.HasPrefix(t.BaseURL, "https:"), CA: ca, LogDir: dir, ControlFile: control, Counter: sc.st.API, AppsByToken: appsByToken(t)})
 	if err != nil {
 		return nil, fmt.Errorf("fault proxy for %q: %w", name, err)
 	}
@@ -488,24 +487,6 @@ func (d faultDomain) callsWithinOn(ctx context.Context, where string, table *god
 		return nil
 	}
 	return d.callsWithin(ctx, table)
-}
-
-// parseBound reads "n", "lo..hi" or "lo.." (hi -1: unbounded).
-func parseBound(s string) (lo, hi int, err error) {
-	a, b, isRange := strings.Cut(s, "..")
-	if lo, err = strconv.Atoi(a); err != nil {
-		return 0, 0, fmt.Errorf("bound %q: %w", s, err)
-	}
-	if !isRange {
-		return lo, lo, nil
-	}
-	if b == "" {
-		return lo, -1, nil
-	}
-	if hi, err = strconv.Atoi(b); err != nil {
-		return 0, 0, fmt.Errorf("bound %q: %w", s, err)
-	}
-	return lo, hi, nil
 }
 
 // countSummary is one proxy's counters on one line, for the record's notes.

@@ -103,7 +103,7 @@ func (rs *requestState) writer(ctx context.Context) (*hkintone.Client, error) {
 				apps.Business = append(apps.Business, a.ID)
 			}
 		}
-		g, err := hkintone.New(kintoneapi.New(t.BaseURL, hc, map[string]string{req.ID: req.Token("full")}), apps, fx.scope().ID(), hkintone.Options{Profile: t.Profile})
+		g, err := hkintone.New(kintoneapi.New(t.BaseURL, hc, map[string]string{req.ID: req.Token("full")}), apps, fx.scope().ID(), hkintone.Options{Profile: t.Profile, Counter: sc.st.API})
 		if err != nil {
 			return nil, err
 		}
@@ -563,21 +563,6 @@ func (requestDomain) claimRenewed(ctx context.Context, ref string) error {
 	return sc.st.Assert("revision of request "+m.name+" while ACCEPTED", fmt.Sprintf("ACCEPTED above revision %d", m.acceptedRev), seen, err == nil)
 }
 
-// encodeURIComponent is JavaScript's, the product's percent-encoding of the creator code:
-// every UTF-8 byte but A–Z a–z 0–9 - _ . ! ~ * ' ( ) becomes %XX. (Go's url.PathEscape
-// keeps more characters, so it cannot be the expectation.)
-func encodeURIComponent(s string) string {
-	var b strings.Builder
-	for _, c := range []byte(s) {
-		if 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.IndexByte("-_.!~*'()", c) >= 0 {
-			b.WriteByte(c)
-			continue
-		}
-		fmt.Fprintf(&b, "%%%02X", c)
-	}
-	return b.String()
-}
-
 // lastInvocationRequestedBy: the invocation the poller's child made carries the request's
 // correlation, built here from what kintone recorded for the request (its $id and 作成者).
 func (requestDomain) lastInvocationRequestedBy(ctx context.Context) error {
@@ -599,18 +584,6 @@ func (requestDomain) lastInvocationRequestedBy(ctx context.Context) error {
 	}
 	want := "app-request:" + r.RecordID + ":" + encodeURIComponent(r.Creator)
 	return sc.st.Equal("requested_by of the last invocation", want, orNone(last.RequestedBy))
-}
-
-// theLastInvocation is the run's latest RUN_INVOCATION; the run must have one.
-func theLastInvocation(ctx context.Context) (runInvocation, error) {
-	invs, err := invocations(ctx)
-	if err != nil {
-		return runInvocation{}, err
-	}
-	if err := sceneOf(ctx).st.Assert("invocations of the run", ">= 1", len(invs), len(invs) >= 1); err != nil {
-		return runInvocation{}, err
-	}
-	return invs[len(invs)-1], nil
 }
 
 func (requestDomain) messageEndsWithInvocation(ctx context.Context, ref string) error {

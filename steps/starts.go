@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ksqlflow/flowtest/harness/ksqlprofile"
+	hkintone "github.com/ksqlflow/flowtest/harness/kintone"
 	"github.com/ksqlflow/flowtest/harness/scenario"
 	"github.com/ksqlflow/flowtest/harness/stepdef"
 	"github.com/ksqlflow/flowtest/harness/target"
@@ -95,7 +96,7 @@ func (startDomain) readDealExpectations(ctx context.Context, year, month string)
 	if err != nil {
 		return err
 	}
-	recs, err := c.GetAll(ctx, app, fmt.Sprintf(`受注予定日 >= "%s" and 受注予定日 < "%s"`, lo, hi), []string{"受注予定日", "売上"})
+	recs, err := hkintone.Counted(c, sc.st.API).GetAll(ctx, app, fmt.Sprintf(`受注予定日 >= "%s" and 受注予定日 < "%s"`, lo, hi), []string{"受注予定日", "売上"})
 	if err != nil {
 		return fmt.Errorf("read 案件管理: %w", err)
 	}

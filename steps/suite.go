@@ -29,6 +29,7 @@
 //	lifecycle.go     the request lifecycle: requester's cancel, CLOSE, archive-run, arrivals
 //	explore.go       an explored run: the scheduler's gate on the named processes' proxies, final records
 //	faults.go        a fault proxy per named FlowNet process: modes and barriers
+//	apiproxy.go      a counting proxy for the FlowNet processes without a fault proxy
 //	selectivefaults.go  selective faults in those proxies: respond, lose-response, reset, delay
 //	closerows.go     what one CLOSE left, by §1.9's rows: its JSON union, audit and lock
 //	losers.go        one Node State two writers race for: noted, then exactly one write
@@ -59,6 +60,7 @@ import (
 
 	"github.com/cucumber/godog"
 
+	hkintone "github.com/ksqlflow/flowtest/harness/kintone"
 	"github.com/ksqlflow/flowtest/harness/scenario"
 	"github.com/ksqlflow/flowtest/harness/scope"
 	"github.com/ksqlflow/flowtest/harness/stepdef"
@@ -191,7 +193,7 @@ func (s *Suite) BeforeScenario(ctx context.Context, st *scenario.State) error {
 	if err != nil {
 		return fmt.Errorf("kintone reader: %w", err)
 	}
-	*sceneKey.Of(st) = scene{suite: s, st: st, reader: reader, ksqlWorkDir: filepath.Join(st.WorkDir, "ksql-work")}
+	*sceneKey.Of(st) = scene{suite: s, st: st, reader: hkintone.Counted(reader, st.API), ksqlWorkDir: filepath.Join(st.WorkDir, "ksql-work")}
 	for _, t := range st.Tags {
 		if t == "@p2-16" { // P2-16 records hold request and process summaries only (scenarios.md §2.7)
 			st.SummarizeOutputs()

@@ -360,3 +360,48 @@ func jsonField(j map[string]any, k string) string {
 	}
 	return fmt.Sprint(v)
 }
+
+// theLastInvocation is the run's latest RUN_INVOCATION; the run must have one.
+func theLastInvocation(ctx context.Context) (runInvocation, error) {
+	invs, err := invocations(ctx)
+	if err != nil {
+		return runInvocation{}, err
+	}
+	if err := sceneOf(ctx).st.Assert("invocations of the run", ">= 1", len(invs), len(invs) >= 1); err != nil {
+		return runInvocation{}, err
+	}
+	return invs[len(invs)-1], nil
+}
+
+// encodeURIComponent is JavaScript's, the product's percent-encoding of the creator code:
+// every UTF-8 byte but A–Z a–z 0–9 - _ . ! ~ * ' ( ) becomes %XX. (Go's url.PathEscape
+// keeps more characters, so it cannot be the expectation.)
+func encodeURIComponent(s string) string {
+	var b strings.Builder
+	for _, c := range []byte(s) {
+		if 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.IndexByte("-_.!~*'()", c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", c)
+	}
+	return b.String()
+}
+
+// parseBound reads "n", "lo..hi" or "lo.." (hi -1: unbounded).
+func parseBound(s string) (lo, hi int, err error) {
+	a, b, isRange := strings.Cut(s, "..")
+	if lo, err = strconv.Atoi(a); err != nil {
+		return 0, 0, fmt.Errorf("bound %q: %w", s, err)
+	}
+	if !isRange {
+		return lo, lo, nil
+	}
+	if b == "" {
+		return lo, -1, nil
+	}
+	if hi, err = strconv.Atoi(b); err != nil {
+		return 0, 0, fmt.Errorf("bound %q: %w", s, err)
+	}
+	return lo, hi, nil
+}

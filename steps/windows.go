@@ -31,7 +31,7 @@ import (
 // the scenario's first FlowNet command: either the first hold is declared before it, or
 // `the kintone traffic of the scope's kSQL-Flow jobs goes through a proxy` is, and the hold
 // just before the run it holds; starting the proxy later is refused. FlowNet's own traffic
-// keeps its direct URL (or its own fault proxy).
+// goes through its own fault proxy, else the scenario's counting proxy (apiproxy.go).
 type windowDomain struct{}
 
 func (d windowDomain) register(reg stepdef.Registry) {
@@ -153,7 +153,7 @@ func (ws *windowState) ensure(ctx context.Context, sc *scene) error {
 		return err
 	}
 	p, err := faultproxy.New(faultproxy.Options{Name: "ksql-flow", Upstream: t.BaseURL, UpstreamCA: t.CAFile,
-		TLS: strings.HasPrefix(t.BaseURL, "https:"), CA: ca, LogDir: dir, BarrierTimeout: bound})
+		TLS: strings.HasPrefix(t.BaseURL, "https:"), CA: ca, LogDir: dir, BarrierTimeout: bound, Counter: sc.st.API, AppsByToken: appsByToken(t)})
 	if err != nil {
 		return fmt.Errorf("kSQL-Flow proxy: %w", err)
 	}

@@ -13,6 +13,7 @@ package apicount
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"maps"
@@ -170,9 +171,29 @@ func (s Snapshot) Renamed(names map[string]string, other string) Snapshot {
 	return out
 }
 
-// Transport counts every request sent through next (nil: http.DefaultTransport) on c. The
-// app is found by AppOf; tokens maps app id → API token, as kintoneapi.Client.Tokens does,
-// for requests that name no app (file uploads).
+type ctxKey struct{}
+
+// NewContext returns ctx carrying c: a Transport counts a request sent with it on c instead
+// of its own counter. A run-wide client (the record cleaner, the evidence reader) is built
+// once with the run's counter, yet what it sends for one scenario belongs to that scenario's
+// Child.
+func NewContext(ctx context.Context, c *Counter) context.Context {
+	if c == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, ctxKey{}, c)
+}
+
+// FromContext is the counter NewContext put in ctx, or nil.
+func FromContext(ctx context.Context) *Counter {
+	c, _ := ctx.Value(ctxKey{}).(*Counter)
+	return c
+}
+
+// Transport counts every request sent through next (nil: http.DefaultTransport) on the
+// counter of the request's context (NewContext), else on c. The app is found by AppOf;
+// tokens maps app id → API token, as kintoneapi.Client.Tokens does, for requests that name
+// no app (file uploads).
 func Transport(next http.RoundTripper, c *Counter, tokens map[string]string) http.RoundTripper {
 	if next == nil {
 		next = http.DefaultTransport
@@ -199,7 +220,11 @@ func (t *counting) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err == nil {
 		status = res.StatusCode
 	}
-	t.c.Add(app, Method(r), status)
+	c := FromContext(r.Context())
+	if c == nil {
+		c = t.c
+	}
+	c.Add(app, Method(r), status)
 	return res, err
 }
 

@@ -2,6 +2,7 @@ package apicount
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -116,6 +117,30 @@ func TestTransportCountsTheAppOfEveryRequest(t *testing.T) {
 	_, err := dead.Get("http://127.0.0.1:1/k/v1/records.json?app=3")
 	require.Error(t, err)
 	assert.Equal(t, int64(3), c.Snapshot()["3"].Requests)
+}
+
+// A run-wide client counts what it sends for a scenario on that scenario's counter (carried
+// by the request's context), and so also on the run's; without one, on its own.
+func TestTransportCountsOnTheCounterOfTheContext(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	run := New()
+	scenarioCounter := run.Child()
+	hc := &http.Client{Transport: Transport(nil, run, nil)}
+	get := func(ctx context.Context) {
+		req, err := http.NewRequestWithContext(ctx, "GET", srv.URL+"/k/v1/records.json?app=3", nil)
+		require.NoError(t, err)
+		res, err := hc.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+	}
+	get(NewContext(context.Background(), scenarioCounter))
+	get(context.Background())
+	get(NewContext(context.Background(), nil)) // no counter in the context: the client's own
+
+	assert.Equal(t, int64(1), scenarioCounter.Snapshot()["3"].Requests)
+	assert.Equal(t, int64(3), run.Snapshot()["3"].Requests)
+	assert.Nil(t, FromContext(context.Background()))
 }
 
 // A proxy reads the app of the request it received and forwards the body untouched.

@@ -73,6 +73,9 @@ type Config struct {
 	Concurrency int
 	// TimeoutScale multiplies every named wait limit (FLOWTEST_TIMEOUT_SCALE); 1 unless set.
 	TimeoutScale float64
+	// APIBudget is the per-app request budget of a live run (FLOWTEST_API_BUDGET); 0 unless
+	// set, which means the default (internal/budget).
+	APIBudget int64
 
 	DenyList        safety.DenyList
 	DenyListSources []string
@@ -181,6 +184,14 @@ func Load(o Options) (*Config, error) {
 			return nil, fmt.Errorf("%s (%s): %q is not a positive decimal (e.g. 3 for a slow live tenant)", VarTimeoutScale, v.Origin, v.Value)
 		}
 		c.TimeoutScale = f
+	}
+
+	if v, ok := c.vars[VarAPIBudget]; ok {
+		n, err := strconv.ParseInt(strings.TrimSpace(v.Value), 10, 64)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%s (%s): %q is not an integer of at least 1 (requests per app)", VarAPIBudget, v.Origin, v.Value)
+		}
+		c.APIBudget = n
 	}
 
 	c.loadDenyList(o)

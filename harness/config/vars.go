@@ -36,6 +36,7 @@ const (
 	VarConcurrency    = "FLOWTEST_CONCURRENCY"
 	VarCAFile         = "FLOWTEST_CA_FILE"
 	VarTimeoutScale   = "FLOWTEST_TIMEOUT_SCALE"
+	VarAPIBudget      = "FLOWTEST_API_BUDGET"
 
 	VarFlowBin        = "KSQL_FLOW_BIN"
 	VarFlowBinArgs    = "KSQL_FLOW_BIN_ARGS"
@@ -91,6 +92,7 @@ func Variables() []VarSpec {
 		{VarConcurrency, KindInt, "concurrency", true, "Scenarios at once; live mode refuses anything but 1."},
 		{VarCAFile, KindPath, "ca-file", true, "Extra PEM CA to trust for the live tenant (optional)."},
 		{VarTimeoutScale, KindDecimal, "timeout-scale", true, "Multiplies every named wait limit of the steps (positive decimal; default 1; e.g. 3 for a slow live tenant)."},
+		{VarAPIBudget, KindInt, "api-budget", true, "kintone requests a live run may send per app (an integer of at least 1; default 5000, half a standard-plan day); a run estimated above it is refused before it starts."},
 	}
 }
 

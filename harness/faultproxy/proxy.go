@@ -52,6 +52,11 @@ type Options struct {
 	// MaxBodyBuffer bounds how much of a request body is buffered for matching
 	// (default 8 MiB); larger bodies are streamed and never match body conditions.
 	MaxBodyBuffer int64
+	// Counter, if set, counts every request forwarded to the upstream (count.go).
+	Counter RequestCounter
+	// AppsByToken maps API tokens to their app ids: the counted app of a request that names
+	// none (file uploads and downloads) is its token's, as kintone counts it.
+	AppsByToken map[string]string
 }
 
 // Counts are the proxy's request counters.

@@ -186,6 +186,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		return nil
 	}
 	rs.entry.Status = resp.StatusCode
+	p.countSent(resp.Request, rs.entry.App, resp.StatusCode)
 	if err := p.holdAfterSuccess(resp, rs); err != nil {
 		return err
 	}
@@ -219,6 +220,9 @@ func (p *Proxy) holdAfterSuccess(resp *http.Response, rs *reqState) error {
 
 func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	rs, _ := r.Context().Value(ctxKey{}).(*reqState)
+	if rs != nil && rs.entry.Status == 0 {
+		p.countSent(r, rs.entry.App, 0) // sent, unanswered: it may have reached the tenant
+	}
 	var be *barrierError
 	switch {
 	case errors.Is(err, errResponseLost):

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ksqlflow/flowtest/harness/apicount"
 	"github.com/ksqlflow/flowtest/harness/proc"
 	"github.com/ksqlflow/flowtest/harness/wait"
 	"github.com/ksqlflow/flowtest/results"
@@ -23,9 +24,11 @@ import (
 
 type ctxKey struct{}
 
-// With returns ctx carrying s and its process registry (so proc.Start registers every
-// child the scenario starts).
+// With returns ctx carrying s, its process registry (so proc.Start registers every child
+// the scenario starts) and its API counter (so a run-wide kintone client counts what it
+// sends for the scenario on the scenario's counter).
 func With(ctx context.Context, s *State) context.Context {
+	ctx = apicount.NewContext(ctx, s.API)
 	return proc.WithRegistry(context.WithValue(ctx, ctxKey{}, s), s.Procs)
 }
 
@@ -48,6 +51,9 @@ type State struct {
 	Log io.Writer
 	// Procs holds every child process the scenario started.
 	Procs *proc.Registry
+	// API counts the scenario's kintone requests (the runner makes it a Child of the run's
+	// counter); nil counts nothing.
+	API *apicount.Counter
 
 	mu         sync.Mutex
 	domains    map[any]any // each step domain's typed state, by its *Key
@@ -253,7 +259,8 @@ func (s *State) Cleanup(perAction time.Duration, keepWorkDir bool) results.Clean
 	s.mu.Unlock()
 	for i := len(stack) - 1; i >= 0; i-- {
 		c := stack[i]
-		err := runCleanup(c, perAction)
+		// The cleanup's kintone requests (the record sweep) are the scenario's too.
+		err := runCleanup(apicount.NewContext(context.Background(), s.API), c, perAction)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", c.name, err))
 			out.Actions = append(out.Actions, c.name+": FAILED")
@@ -275,8 +282,8 @@ func (s *State) Cleanup(perAction time.Duration, keepWorkDir bool) results.Clean
 	return out
 }
 
-func runCleanup(c cleanup, limit time.Duration) (err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
+func runCleanup(parent context.Context, c cleanup, limit time.Duration) (err error) {
+	ctx, cancel := context.WithTimeout(parent, limit)
 	defer cancel()
 	defer func() {
 		if r := recover(); r != nil {

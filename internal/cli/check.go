@@ -27,7 +27,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	static := s.staticReport()
 	rep := static
 	if static.OK() && s.in.Target == safety.TargetLive {
-		reader, err := pendingReader(s.cfg)
+		reader, err := pendingReader(s.cfg, s.api)
 		if err != nil {
 			fmt.Fprintf(stderr, "flowtest check: %v\n", err)
 			return runner.ExitRefused

@@ -40,6 +40,7 @@ var configFlags = []struct{ name, usage string }{
 	{"lock-dir", "where the exclusive run lock lives"},
 	{"ca-file", "extra PEM CA bundle to trust for the live tenant"},
 	{"timeout-scale", "multiply every named wait limit of the steps (positive decimal, default 1; e.g. 3 for a slow live tenant)"},
+	{"api-budget", "kintone requests a live run may send per app (default 5000); a run estimated above it is refused before it starts"},
 }
 
 func (f *runFlags) bind(fs *flag.FlagSet, withRun bool) {

@@ -148,6 +148,8 @@ func TestEveryWrongInputIsRefusedBeforeAnythingRuns(t *testing.T) {
 
 		// flag values
 		{"zero step timeout", []string{"run", "--step-timeout", "0"}, nil, false, []string{`--step-timeout "0": want a positive duration`}},
+		{"api budget below one", []string{"run", "--api-budget", "0"}, nil, false, []string{"FLOWTEST_API_BUDGET", `"0" is not an integer of at least 1`}},
+		{"api budget not a number", []string{"run"}, []string{"FLOWTEST_API_BUDGET=lots"}, false, []string{"FLOWTEST_API_BUDGET", `"lots" is not an integer`}},
 		{"negative step timeout", []string{"run", "--step-timeout", "-5s"}, nil, false, []string{`--step-timeout "-5s"`}},
 		{"negative sandbox read latency", []string{"run", "--sandbox-read-latency", "-1s"}, nil, false, []string{`--sandbox-read-latency "-1s": want 0`}},
 		{"unparsable step timeout", []string{"run", "--step-timeout", "5 minutes"}, nil, false, []string{`invalid value "5 minutes" for flag -step-timeout`}},

@@ -129,7 +129,7 @@ func runCommand(name string, args []string, stdout, stderr io.Writer, sigs <-cha
 			return resolvedOf(t), nil
 		}
 	} else {
-		reader, err := pendingReader(s.cfg)
+		reader, err := pendingReader(s.cfg, s.api)
 		if err != nil {
 			fmt.Fprintf(stderr, "flowtest run: %v\n", err)
 			return runner.ExitRefused
@@ -241,6 +241,9 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 	if f.sutCommit != "" {
 		run.SUT.CommitSource = "flag"
 	}
+	if s.budget != nil {
+		run.APIBudget = s.budget.Record()
+	}
 	if f.shard != "" {
 		run.Environment["shard"] = f.shard
 	}
@@ -259,6 +262,7 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 		Initialize: suite.Initialize, BeforeScenario: before, BeforeCleanup: attempts, Concurrency: conc,
 		StepTimeout: stepDeadline(f.stepTimeout, s.cfg.TimeoutScale), TimeoutScale: s.cfg.TimeoutScale, WorkRoot: work, KeepWorkDirs: f.keepWorkDirs,
 		Formats: f.formats, Archive: arch, Run: run, Progress: stdout, Status: s.status(tgt.Name, arch.Dir()), Signals: sigs,
+		API: s.api, AppRoles: tgt.AppRoles(),
 		// A second interrupt exits at once: the emulator must not outlive the runner.
 		Exit: func(code int) {
 			if iso != nil {

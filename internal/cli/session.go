@@ -10,9 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ksqlflow/flowtest/harness/apicount"
 	"github.com/ksqlflow/flowtest/harness/config"
 	"github.com/ksqlflow/flowtest/harness/workdir"
 	"github.com/ksqlflow/flowtest/internal/preflight"
+	"github.com/ksqlflow/flowtest/internal/budget"
 	"github.com/ksqlflow/flowtest/runner"
 	"github.com/ksqlflow/flowtest/safety"
 )
@@ -34,6 +36,10 @@ type session struct {
 	// it is a terminal (the progress line is redrawn in place), else nil.
 	durations map[string]time.Duration
 	tty       *os.File
+	// api counts the run's kintone requests (apibudget.go); budget is the live run's budget
+	// check (nil on the sandbox), kept for run.json.
+	api    *apicount.Counter
+	budget *budget.Verdict
 }
 
 func openSession(f runFlags) (*session, error) {
@@ -93,7 +99,7 @@ func openSession(f runFlags) (*session, error) {
 	in := cfg.SafetyInput(prep.idents, prep.fixtures)
 	in.Scenarios = prep.selected
 	in.ScenarioNeeds = safetyNeeds(items)
-	return &session{flags: f, items: items, fsys: fsys, cfg: cfg, prep: prep, in: in, workDir: work, work: wd, durations: durations}, nil
+	return &session{flags: f, items: items, fsys: fsys, cfg: cfg, prep: prep, in: in, workDir: work, work: wd, durations: durations, api: apicount.New()}, nil
 }
 
 // close removes the run-level work dir (rendered preflight fixtures, the emulator's data and
@@ -122,6 +128,7 @@ func (s *session) needChecks() []safety.Check {
 func (s *session) staticReport() safety.Report {
 	rep := safety.Preflight(s.in)
 	rep.Checks = append(rep.Checks, s.needChecks()...)
+	rep.Checks = append(rep.Checks, s.budgetChecks()...)
 	// The setup probes start the launchers and send one request: only once every safety
 	// rule passed (a refused run starts nothing and sends nothing).
 	if rep.OK() {
@@ -137,7 +144,7 @@ func (s *session) setupChecks() []safety.Check {
 		return nil
 	}
 	if s.setup == nil {
-		s.setup = preflight.LiveSetupChecks(s.cfg)
+		s.setup = preflight.LiveSetupChecks(s.cfg, s.api)
 	}
 	return s.setup
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ksqlflow/flowtest/harness/apicount"
 	"github.com/ksqlflow/flowtest/harness/config"
 	hkintone "github.com/ksqlflow/flowtest/harness/kintone"
 	"github.com/ksqlflow/flowtest/harness/scope"
 	"github.com/ksqlflow/flowtest/harness/target"
+	"github.com/ksqlflow/flowtest/internal/preflight"
 	"github.com/ksqlflow/flowtest/kintoneapi"
 	"github.com/ksqlflow/flowtest/safety"
 )
@@ -57,13 +59,13 @@ func liveTarget(cfg *config.Config) (*target.Target, error) {
 }
 
 // pendingReader reads the live request app with its read-only token (rule 9).
-func pendingReader(cfg *config.Config) (safety.PendingReader, error) {
+func pendingReader(cfg *config.Config, c *apicount.Counter) (safety.PendingReader, error) {
 	apps := cfg.LiveApps()
 	req, ok := apps[safety.RoleRequest]
 	if !ok {
 		return hkintone.PendingReader{}, nil // no request app: the check reports it
 	}
-	hc, err := kintoneapi.HTTPClientWithCA(cfg.Get("FLOWTEST_CA_FILE"))
+	hc, err := preflight.TenantHTTP(cfg.Get("FLOWTEST_CA_FILE"), c)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +81,7 @@ type cleaner struct {
 }
 
 func newCleaner(t *target.Target) *cleaner {
-	hc, err := kintoneapi.HTTPClientWithCA(t.CAFile)
+	hc, err := preflight.TenantHTTP(t.CAFile, nil) // what it deletes for a scenario counts on the scenario's counter
 	if err != nil {
 		return &cleaner{t: t}
 	}

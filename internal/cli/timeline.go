@@ -29,7 +29,7 @@ func (s *session) readAttempts(tgt *target.Target) func(ctx context.Context, st 
 			return
 		}
 		apps := hkintone.Apps{State: tgt.Apps[target.RoleState].ID, Audit: tgt.Apps[target.RoleAudit].ID}
-		c, err := hkintone.New(api, apps, sc.ID(), hkintone.Options{Profile: tgt.Profile})
+		c, err := hkintone.New(countedReader(api), apps, sc.ID(), hkintone.Options{Profile: tgt.Profile})
 		if err != nil {
 			st.Note("timeline: node attempts not read", err.Error())
 			return

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ksqlflow/flowtest/harness/apicount"
 	"github.com/ksqlflow/flowtest/harness/config"
 	"github.com/ksqlflow/flowtest/kintoneapi"
 	"github.com/ksqlflow/flowtest/safety"
@@ -190,7 +191,7 @@ func describeActivity(found []activity) string {
 
 // tenantActivityCheck reads the E2E state and audit apps (read-only tokens; the writer's
 // when no read-only one is set, for a GET only) and refuses when another runner is at work.
-func tenantActivityCheck(cfg *config.Config, now time.Time) safety.Check {
+func tenantActivityCheck(cfg *config.Config, now time.Time, api *apicount.Counter) safety.Check {
 	c := safety.Check{Name: "tenant-activity", Subject: "state and audit apps", OK: true}
 	apps := cfg.LiveApps()
 	st, ok := apps[safety.RoleState]
@@ -198,7 +199,7 @@ func tenantActivityCheck(cfg *config.Config, now time.Time) safety.Check {
 		c.OK, c.Reason = false, "not probed: "+safety.VarAppExec+" is not set"
 		return c
 	}
-	hc, err := kintoneapi.HTTPClientWithCA(cfg.Get(config.VarCAFile))
+	hc, err := TenantHTTP(cfg.Get(config.VarCAFile), api)
 	if err != nil {
 		c.OK, c.Reason = false, err.Error()
 		return c

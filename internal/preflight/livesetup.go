@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ksqlflow/flowtest/harness/apicount"
 	"github.com/ksqlflow/flowtest/harness/config"
 	"github.com/ksqlflow/flowtest/harness/proc"
 	"github.com/ksqlflow/flowtest/harness/target"
@@ -46,15 +47,15 @@ const (
 // The launchers also validate a fixture rendered with a throw-away scope into a temporary
 // directory (flownet-validate, ksql-flow-validate: launchervalidate.go), and the state and
 // audit apps are read for another runner at work (tenant-activity: activity.go).
-func LiveSetupChecks(cfg *config.Config) []safety.Check {
+func LiveSetupChecks(cfg *config.Config, api *apicount.Counter) []safety.Check {
 	tls := tenantTLSCheck(cfg.Get(safety.VarBaseURL), cfg.Get(config.VarCAFile))
 	tokens := safety.Check{Name: "token-permissions", Subject: "tokens", OK: false,
 		Reason: "not probed: the tenant does not answer over TLS"}
 	active := safety.Check{Name: "tenant-activity", Subject: "state and audit apps", OK: false,
 		Reason: "not probed: the tenant does not answer over TLS"}
 	if tls.OK {
-		tokens = tokenPermissionCheck(cfg)
-		active = tenantActivityCheck(cfg, time.Now())
+		tokens = tokenPermissionCheck(cfg, api)
+		active = tenantActivityCheck(cfg, time.Now(), api)
 	}
 	fn, kf := flowNetLauncherCheck(cfg), ksqlFlowLauncherCheck(cfg)
 	checks := []safety.Check{tls, tokens, active, fn, kf}
@@ -130,9 +131,9 @@ func tokenRoles(cfg *config.Config) []tokenRole {
 // tokenPermissionCheck probes every configured token, writing nothing
 // (kintoneapi.ProbePermission), and refuses a token that lacks a permission its role needs,
 // or a read-only token that can write, naming the variable, its role and the permission.
-func tokenPermissionCheck(cfg *config.Config) safety.Check {
+func tokenPermissionCheck(cfg *config.Config, api *apicount.Counter) safety.Check {
 	c := safety.Check{Name: "token-permissions", Subject: "tokens", OK: true}
-	hc, err := kintoneapi.HTTPClientWithCA(cfg.Get(config.VarCAFile))
+	hc, err := TenantHTTP(cfg.Get(config.VarCAFile), api)
 	if err != nil {
 		c.OK, c.Reason = false, err.Error()
 		return c

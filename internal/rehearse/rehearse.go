@@ -15,9 +15,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -59,9 +61,11 @@ type tenant struct {
 	outDir  string // the live run's --out
 	baseURL string
 	emu     *proc.Process
-	run     *proc.Process
-	result  proc.Result
-	wall    time.Duration
+	// emuStderr is the emulator's stderr log, where its daily-limit warnings go.
+	emuStderr string
+	run       *proc.Process
+	result    proc.Result
+	wall      time.Duration
 }
 
 // Outcome is what one tenant's live run came to, read from its archive.
@@ -77,6 +81,8 @@ type Outcome struct {
 	Allowed  []string `json:"not_run_allowed,omitempty"`
 	Problems []string `json:"problems,omitempty"`
 	WallMS   int64    `json:"wall_ms"`
+	// APIRequests are the live run's kintone requests per app (its run.json's).
+	APIRequests results.APIRequests `json:"api_requests,omitempty"`
 }
 
 // Report is the combined report (also rehearsal.json beside the tenants' archives).
@@ -269,13 +275,41 @@ func speedText(d time.Duration) string {
 	return d.String() + " each"
 }
 
+// kintone's limits (kintone-api.md): concurrent requests per domain, and requests per app and
+// day on the standard plan.
+const (
+	kintoneConcurrencyLimit = 100
+	kintoneDailyRequests    = 10000
+)
+
+// dailyLimitWarnings are the emulator's warnings that an app went over its daily requests
+// (it keeps serving, as kintone does, so only its log tells). A rehearsal that sees one
+// fails: on a real tenant that run would have mailed the administrator, and a live run's
+// budget (internal/budget) is meant to keep it far below.
+func (t *tenant) dailyLimitWarnings() []string {
+	if t.emuStderr == "" {
+		return nil
+	}
+	data, _ := os.ReadFile(t.emuStderr)
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.Contains(line, "daily request limit of app") {
+			out = append(out, excerpt.OneLine(line, 240))
+		}
+	}
+	return out
+}
+
 // startTenant starts the emulator as a stand-alone tenant that writes the operator env, and
 // waits for its first stdout line: it is printed once the operator env is complete.
 func (t *tenant) startTenant(ctx context.Context, sb string, latency time.Duration) error {
 	if err := os.MkdirAll(t.work, 0o700); err != nil {
 		return err
 	}
-	args := []string{"kintone", "serve", "--exit-on-stdin-eof", "--operator-env", t.opDir}
+	// A busy tenant's limits, as kintone has them: the live path must back off on 429 and
+	// stay within a day's requests per app.
+	args := []string{"kintone", "serve", "--exit-on-stdin-eof", "--operator-env", t.opDir,
+		"--concurrency-limit", fmt.Sprint(kintoneConcurrencyLimit), "--daily-request-limit", fmt.Sprint(kintoneDailyRequests)}
 	if latency > 0 {
 		args = append(args, "--latency", fmt.Sprintf("customers=%s,deals=%s", latency, latency))
 	}
@@ -285,7 +319,7 @@ func (t *tenant) startTenant(ctx context.Context, sb string, latency time.Durati
 	if err != nil {
 		return fmt.Errorf("start the stand-alone emulator: %w", err)
 	}
-	t.emu = p
+	t.emu, t.emuStderr = p, p.StderrPath()
 	return wait.Until(ctx, "tenant "+t.name+" to write the operator env", 30*time.Second, 20*time.Millisecond,
 		func(context.Context) (bool, string, error) {
 			text, _ := p.Stdout()
@@ -480,6 +514,10 @@ func (t *tenant) outcome() Outcome {
 	case t.result.ExitCode != runner.ExitPassed: // e.g. a leak found by the run's archive check
 		o.Problems = append(o.Problems, fmt.Sprintf("live run %s: %s", t.result, tail(true)))
 	}
+	o.APIRequests = run.APIRequests
+	for _, w := range t.dailyLimitWarnings() {
+		o.Problems = append(o.Problems, "the tenant's daily request limit was exceeded: "+w)
+	}
 	return o
 }
 
@@ -531,6 +569,13 @@ func writeRehearsal(w io.Writer, r Report) {
 			o.Tenant, o.BaseURL, shard, o.Passed, o.Failed, o.NotRun, (time.Duration(o.WallMS) * time.Millisecond).Round(time.Second), o.ExitCode, orDash(o.Archive))
 		for _, a := range o.Allowed {
 			fmt.Fprintf(w, "    not run (this platform): %s\n", a)
+		}
+		if len(o.APIRequests) > 0 {
+			var apps []string
+			for _, app := range slices.Sorted(maps.Keys(o.APIRequests)) {
+				apps = append(apps, fmt.Sprintf("%s %d", app, o.APIRequests[app].Requests))
+			}
+			fmt.Fprintf(w, "    kintone requests: %s\n", strings.Join(apps, ", "))
 		}
 		for _, p := range o.Problems {
 			fmt.Fprintf(w, "    %s\n", p)

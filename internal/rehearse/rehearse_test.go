@@ -205,6 +205,17 @@ func TestRehearsalOutcomeOfAnArchive(t *testing.T) {
 	o = cut.outcome()
 	assert.Len(t, o.Problems, 2)
 
+	// The emulator warned that an app went over its day: the rehearsal fails on it.
+	busy := &tenant{i: 1, n: 1, name: "b", outDir: t.TempDir(), emuStderr: filepath.Join(t.TempDir(), "stderr.log")}
+	writeRun(t, busy.outDir, results.RunComplete, sum("a", results.StatusPassed, "", ""))
+	require.NoError(t, os.WriteFile(busy.emuStderr, []byte("flowsandbox kintone: listening\nflowsandbox kintone: daily request limit of app 4 (state) exceeded: request 10001 of a limit of 10000 on 2026-12-02; kintone sends the administrator a warning e-mail and keeps serving, so does the emulator\n"), 0o600))
+	o = busy.outcome()
+	require.Len(t, o.Problems, 1)
+	assert.Contains(t, o.Problems[0], "the tenant's daily request limit was exceeded: flowsandbox kintone: daily request limit of app 4 (state) exceeded")
+	assert.Equal(t, Failed, o.Result())
+	require.NoError(t, os.WriteFile(busy.emuStderr, []byte("flowsandbox kintone: listening\n"), 0o600))
+	assert.Empty(t, busy.outcome().Problems)
+
 	assert.Equal(t, Refused, (&Report{Tenants: []Outcome{clean.outcome(), bad.outcome(), refused.outcome()}}).Result())
 	assert.Equal(t, Failed, (&Report{Tenants: []Outcome{nothing.outcome(), bad.outcome()}}).Result())
 	assert.Equal(t, NothingRan, (&Report{Tenants: []Outcome{clean.outcome(), nothing.outcome()}}).Result())

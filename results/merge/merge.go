@@ -90,8 +90,12 @@ func Merge(in []MergeInput) (*Merged, error) {
 	*r = *first
 	r.Label, r.Scenarios, r.Evidence, r.Gate, r.ExitCode = "", nil, nil, nil, nil
 	r.Command = nil
+	// Each shard's counts are its own tenant's (or a share of one tenant's day): summed. A
+	// budget was checked per shard, so the merged run names none.
+	r.APIRequests, r.APIBudget = nil, nil
 	r.Start, r.End = first.Start, first.End
 	for _, a := range in {
+		r.APIRequests = r.APIRequests.Plus(a.Run.APIRequests)
 		if a.Run.Start.Before(r.Start) {
 			r.Start = a.Run.Start
 		}
