@@ -23,8 +23,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -135,7 +137,7 @@ func (sw *Sweeper) Find(ctx context.Context, o FindOptions) ([]Scope, []string, 
 	}
 	var out []Scope
 	var skipped []string
-	for _, h := range sortedHeads(byHead) {
+	for _, h := range slices.Sorted(maps.Keys(byHead)) {
 		sc := byHead[h]
 		switch {
 		case live[h]:
@@ -216,15 +218,6 @@ func (sw *Sweeper) Delete(ctx context.Context, sc *Scope) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func sortedHeads(m map[string]*Scope) []string {
-	out := make([]string, 0, len(m))
-	for h := range m {
-		out = append(out, h)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // LiveRunners are the live runs on this machine other than this process.
