@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -166,11 +167,11 @@ func cmdGateRun(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) 
 
 	// The run path, with the scope as its selection and the resolved commit.
 	var fwd []string
-	for _, n := range sortedNames(uses) {
+	for _, n := range slices.Sorted(maps.Keys(uses)) {
 		if slices.Contains(gateOnlyFlags, n) || n == "sut-commit" {
 			continue
 		}
-		for _, v := range uses[n].values {
+		for _, v := range uses[n].Values {
 			fwd = append(fwd, "--"+n+"="+v)
 		}
 	}

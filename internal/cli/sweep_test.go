@@ -22,6 +22,7 @@ import (
 	"github.com/ksqlflow/flowtest/harness/scope"
 	"github.com/ksqlflow/flowtest/harness/workdir"
 	"github.com/ksqlflow/flowtest/internal/rehearse"
+	"github.com/ksqlflow/flowtest/internal/sweep"
 	"github.com/ksqlflow/flowtest/kintoneapi"
 	"github.com/ksqlflow/flowtest/results/redact"
 )
@@ -198,14 +199,14 @@ func TestSweepListsAndDeletesOnlyDeadRunsLeftovers(t *testing.T) {
 	assert.Equal(t, logBefore, st.count(t, "log", ""), "the JOB log is never written")
 
 	// The record: what was found, deleted and left, and why; no token in it.
-	recs, err := filepath.Glob(filepath.Join(out, "*", "*-sweep*", SweepRecordFile))
+	recs, err := filepath.Glob(filepath.Join(out, "*", "*-sweep*", sweep.RecordFile))
 	require.NoError(t, err)
 	require.Len(t, recs, 2, "one record per sweep")
-	var rec sweepRecord
+	var rec sweep.Record
 	for _, p := range recs {
 		data, err := os.ReadFile(p)
 		require.NoError(t, err)
-		var r sweepRecord
+		var r sweep.Record
 		require.NoError(t, json.Unmarshal(data, &r))
 		if r.Delete {
 			rec = r

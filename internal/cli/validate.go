@@ -27,62 +27,27 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
-	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/ksqlflow/flowtest/internal/flagcheck"
 	"github.com/ksqlflow/flowtest/runner"
 )
 
-// flagUse is what the user wrote for one flag: every raw value, in order.
-type flagUse struct{ values []string }
+// flagUse is what the user wrote for one flag (flagcheck's record), with the accessor the
+// per-flag rules below use.
+type flagUse struct{ flagcheck.Use }
 
-func (u flagUse) last() string {
-	if len(u.values) == 0 {
-		return ""
-	}
-	return u.values[len(u.values)-1]
-}
+func (u flagUse) last() string { return u.Use.Last() }
 
-// flagUses reads, from args that fs has parsed successfully, which flags were given and with
-// which raw values. It stops where the flag package stops (the first non-flag argument or
-// "--").
-func flagUses(fset *flag.FlagSet, args []string) map[string]flagUse {
-	uses := map[string]flagUse{}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" || len(a) < 2 || a[0] != '-' {
-			break
-		}
-		name := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
-		name, value, hasValue := strings.Cut(name, "=")
-		f := fset.Lookup(name)
-		if f == nil {
-			break
-		}
-		if !hasValue {
-			if isBoolFlag(f) {
-				value = "true"
-			} else if i+1 < len(args) {
-				i++
-				value = args[i]
-			}
-		}
-		u := uses[name]
-		u.values = append(u.values, value)
-		uses[name] = u
-	}
-	return uses
-}
-
-func isBoolFlag(f *flag.Flag) bool {
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
-}
+// The generic path rules, under the names the per-flag rules use.
+var (
+	existingFile = flagcheck.ExistingFile
+	existingDir  = flagcheck.ExistingDir
+	creatableDir = flagcheck.CreatableDir
+)
 
 // parseFlags parses args into fset and refuses a repeated flag. Errors of the flag package are
 // printed as one line plus a pointer to -h (not the whole flag list); -h prints the flags
@@ -101,36 +66,21 @@ func parseFlags(fset *flag.FlagSet, name string, args []string, stderr io.Writer
 		fmt.Fprintf(stderr, "flowtest %s: %v (flowtest %s -h lists the flags)\n", name, err, name)
 		return nil, runner.ExitRefused, false
 	}
-	uses := flagUses(fset, args)
-	for _, f := range sortedNames(uses) {
-		u := uses[f]
-		if len(u.values) > 1 && !slices.Contains(repeatable, f) {
-			quoted := make([]string, len(u.values))
-			for i, v := range u.values {
-				quoted[i] = strconv.Quote(v)
-			}
-			hint := "give it once"
-			if f == "tags" {
-				hint = "give one expression, e.g. --tags '@m5 or @m6'"
-			}
-			fmt.Fprintf(stderr, "flowtest %s: --%s given %d times (%s): %s\n", name, f, len(u.values), strings.Join(quoted, ", "), hint)
-			return nil, runner.ExitRefused, false
+	given := flagcheck.Uses(fset, args)
+	var rep flagcheck.Repeated
+	if err := flagcheck.Once(given, repeatable...); errors.As(err, &rep) {
+		hint := "give it once"
+		if rep.Name == "tags" {
+			hint = "give one expression, e.g. --tags '@m5 or @m6'"
 		}
+		fmt.Fprintf(stderr, "flowtest %s: %v: %s\n", name, err, hint)
+		return nil, runner.ExitRefused, false
+	}
+	uses := map[string]flagUse{}
+	for n, u := range given {
+		uses[n] = flagUse{u}
 	}
 	return uses, 0, true
-}
-
-func sortedNames(m map[string]flagUse) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
 }
 
 // validateCommon checks the flags every scenario command shares.
@@ -251,84 +201,4 @@ func (f *runFlags) validate(uses map[string]flagUse, withRun bool) error {
 		return refuse("--sut-commit %q: empty (did the command that printed it fail?); pass the commit, or leave the flag out", f.sutCommit)
 	}
 	return nil
-}
-
-func existingFile(flagName, p string) error {
-	st, err := os.Stat(p)
-	switch {
-	case strings.TrimSpace(p) == "":
-		return refuse("%s %q: empty path", flagName, p)
-	case errors.Is(err, fs.ErrNotExist):
-		return refuse("%s %q: no such file", flagName, p)
-	case err != nil:
-		return refuse("%s %q: %v", flagName, p, unwrapPath(err))
-	case st.IsDir():
-		return refuse("%s %q: a directory, not a file", flagName, p)
-	}
-	return nil
-}
-
-func existingDir(flagName, p, what string) error {
-	st, err := os.Stat(p)
-	switch {
-	case strings.TrimSpace(p) == "":
-		return refuse("%s %q: empty path (%s)", flagName, p, what)
-	case err != nil:
-		return refuse("%s %q: not a directory (%s)", flagName, p, what)
-	case !st.IsDir():
-		return refuse("%s %q: not a directory (%s)", flagName, p, what)
-	}
-	return nil
-}
-
-// creatableDir accepts an existing writable directory, or a path whose nearest existing
-// ancestor is a writable directory (it is created when needed). Writability is tried with a
-// probe file that is removed at once; nothing else is created.
-func creatableDir(flagName, p string) error {
-	if strings.TrimSpace(p) == "" {
-		return refuse("%s %q: empty path", flagName, p)
-	}
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return refuse("%s %q: %v", flagName, p, err)
-	}
-	dir := abs
-	for {
-		st, err := os.Stat(dir)
-		if err == nil {
-			if !st.IsDir() {
-				if dir == abs {
-					return refuse("%s %q: a file, not a directory", flagName, p)
-				}
-				return refuse("%s %q: cannot be created: %s is a file", flagName, p, dir)
-			}
-			break
-		}
-		// Missing, or a component is a file (ENOTDIR): look further up.
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return refuse("%s %q: cannot be created: no existing parent directory", flagName, p)
-		}
-		dir = parent
-	}
-	probe, err := os.CreateTemp(dir, ".flowtest-probe-*")
-	if err != nil {
-		what := "is not writable"
-		if dir != abs {
-			what = "(its nearest existing parent " + dir + ") is not writable"
-		}
-		return refuse("%s %q: cannot be created: %s %s", flagName, p, p, what)
-	}
-	name := probe.Name()
-	probe.Close()
-	os.Remove(name)
-	return nil
-}
-
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

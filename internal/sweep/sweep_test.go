@@ -1,0 +1,191 @@
+package sweep
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	hkintone "github.com/ksqlflow/flowtest/harness/kintone"
+	"github.com/ksqlflow/flowtest/harness/scope"
+	"github.com/ksqlflow/flowtest/harness/target"
+	"github.com/ksqlflow/flowtest/harness/workdir"
+	"github.com/ksqlflow/flowtest/kintoneapi"
+	"github.com/ksqlflow/flowtest/results/redact"
+	skintone "github.com/ksqlflow/flowtest/sandbox/kintone"
+)
+
+// tenant is an in-process emulator as a target, with a client holding every app's full token
+// for planting and counting records.
+type tenant struct {
+	tgt   *target.Target
+	apps  hkintone.Apps
+	admin *kintoneapi.Client
+}
+
+func startTenant(t *testing.T) *tenant {
+	t.Helper()
+	srv, err := skintone.Start(context.Background(), skintone.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	tgt := &target.Target{Name: "sandbox", Profile: "e2e", BaseURL: srv.BaseURL(), CAFile: srv.CAFile(), Apps: map[string]target.App{}}
+	full := map[string]string{}
+	for _, a := range srv.Apps() {
+		tgt.Apps[a.Role] = target.App{Role: a.Role, Name: a.Name, ID: a.ID, Tokens: a.Tokens}
+		full[a.ID] = a.Tokens["full"]
+	}
+	hc, err := kintoneapi.HTTPClientWithCA(srv.CAFile())
+	require.NoError(t, err)
+	apps := hkintone.Apps{State: tgt.Apps[target.RoleState].ID, Audit: tgt.Apps[target.RoleAudit].ID,
+		Request: tgt.Apps[target.RoleRequest].ID, Log: tgt.Apps[target.RoleLog].ID, CSV: tgt.Apps[target.RoleCSV].ID}
+	return &tenant{tgt: tgt, apps: apps, admin: kintoneapi.New(srv.BaseURL(), hc, full)}
+}
+
+func (tn *tenant) add(t *testing.T, role string, kv map[string]any) {
+	t.Helper()
+	_, _, err := tn.admin.AddRecord(context.Background(), tn.tgt.Apps[role].ID, kintoneapi.Values(kv))
+	require.NoError(t, err, "plant a %s record", role)
+}
+
+func (tn *tenant) count(t *testing.T, role string) int {
+	t.Helper()
+	n, err := tn.admin.Count(context.Background(), tn.tgt.Apps[role].ID, "")
+	require.NoError(t, err)
+	return n
+}
+
+// plantRun writes what a run of sc left: its NETWORK_RUN and an invocation, and when lease is
+// non-zero a held NETWORK_LOCK whose lease ends then.
+func (tn *tenant) plantRun(t *testing.T, sc *scope.Scope, lease time.Time) {
+	t.Helper()
+	run := "netrun_" + sc.Hash8()
+	net := sc.ID() + "_net"
+	tn.add(t, "state", map[string]any{"record_key": "RUN:" + run, "record_type": "NETWORK_RUN", "run_id": run,
+		"network_id": net, "business_key": sc.ID(), "status": "RUNNING"})
+	tn.add(t, "audit", map[string]any{"record_key": "INV:" + run, "record_type": "RUN_INVOCATION", "run_id": run,
+		"invocation_id": "inv_" + sc.Hash8(), "status": "RUNNING"})
+	if !lease.IsZero() {
+		key := hkintone.N1Key("e2e", net)
+		at := lease.UTC().Truncate(time.Minute)
+		tn.add(t, "state", map[string]any{"record_key": "LOCK:" + key, "record_type": "NETWORK_LOCK", "lock_key": key,
+			"profile": "e2e", "owner_invocation_id": "inv_" + sc.Hash8(), "lease_token": "lt_" + sc.Hash8(),
+			"lease_expires_at": at.Format(time.RFC3339), "heartbeat_at": at.Add(-time.Minute).Format(time.RFC3339),
+			"status": "RUNNING", "network_id": net})
+	}
+}
+
+func newScope(t *testing.T, label string, made time.Time) *scope.Scope {
+	t.Helper()
+	sc, err := scope.New(label, made, nil)
+	require.NoError(t, err)
+	return sc
+}
+
+func head(sc *scope.Scope) string { h, _, _ := hkintone.ScopeHead(sc.ID()); return h }
+
+// Find sorts every scope on the target into leftovers (listed), scopes to leave whole (a
+// lease still runs) and scopes not considered (a live runner's, one made after a live runner
+// started, a young one); Delete removes a leftover's records and nothing else.
+func TestFindDecidesAndDeleteRemovesOnlyLeftovers(t *testing.T) {
+	tn := startTenant(t)
+	now := time.Now().UTC()
+	dead := newScope(t, "sweep_dead", now.Add(-3*time.Hour))
+	leased := newScope(t, "sweep_leased", now.Add(-3*time.Hour))
+	young := newScope(t, "sweep_young", now.Add(-time.Minute))
+	liveOwn := newScope(t, "sweep_live", now.Add(-3*time.Hour))
+	afterLive := newScope(t, "sweep_after", now.Add(-90*time.Minute))
+	tn.plantRun(t, dead, now.Add(-2*time.Hour))
+	tn.plantRun(t, leased, now.Add(10*time.Minute))
+	tn.plantRun(t, young, time.Time{})
+	tn.plantRun(t, liveOwn, time.Time{})
+	tn.plantRun(t, afterLive, time.Time{})
+	tn.add(t, "request", map[string]any{"request_type": "STOP", "reason": dead.ID() + ":stop", "request_state": "REQUESTED"})
+	tn.add(t, "request", map[string]any{"request_type": "STOP", "reason": "an operator's own request", "request_state": "DONE"})
+
+	sw, err := New(tn.tgt, tn.apps)
+	require.NoError(t, err)
+	live := LiveRunners{Heads: map[string]bool{head(liveOwn): true}, Since: now.Add(-2 * time.Hour), Runners: []string{"pid 1 since then"}}
+	found, skipped, err := sw.Find(context.Background(), FindOptions{Now: now, OlderThan: time.Hour, Live: live})
+	require.NoError(t, err)
+
+	actions := map[string]string{}
+	for _, sc := range found {
+		actions[sc.Head] = sc.Action
+	}
+	assert.Equal(t, map[string]string{head(dead): "listed", head(leased): "left"}, actions)
+	require.Len(t, skipped, 3)
+	assert.Contains(t, skipped, head(liveOwn)+": a live runner's scope on this machine")
+	assert.Contains(t, skipped, head(afterLive)+": made after a live runner on this machine started (it may be that runner's)")
+	for _, sc := range found {
+		switch sc.Head {
+		case head(dead):
+			assert.Equal(t, [3]int{2, 1, 1}, [3]int{sc.State, sc.Audit, sc.Request}, "state, audit, request of the dead run")
+			assert.Equal(t, []string{dead.ID()}, sc.Scopes)
+		case head(leased):
+			assert.Contains(t, sc.Why, "holds a NETWORK_LOCK whose lease has not run out")
+		}
+	}
+
+	stateBefore, auditBefore := tn.count(t, "state"), tn.count(t, "audit")
+	for i := range found {
+		if found[i].Head == head(dead) {
+			require.NoError(t, sw.Delete(context.Background(), &found[i]))
+			assert.Equal(t, 4, found[i].Deleted)
+		}
+	}
+	assert.Equal(t, stateBefore-2, tn.count(t, "state"))
+	assert.Equal(t, auditBefore-1, tn.count(t, "audit"))
+	assert.Equal(t, 1, tn.count(t, "request"), "only the operator's own request is left")
+}
+
+// The record goes to a dated folder redacted like an archive file; the printed summary counts
+// what was swept, left and not considered.
+func TestRecordIsRedactedAndPrinted(t *testing.T) {
+	red := redact.New(nil, nil)
+	red.AddSecret("token state full", "s3cr3t-token-value")
+	now := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+	rec := &Record{SchemaVersion: 1, Target: "live", BaseURL: "https://tenant.example", At: now, OlderThan: "1h0m0s", Delete: true,
+		Scopes: []Scope{
+			{Head: "KSQL_FLOW_TEST_240506010101_ab12", Made: now.Add(-6 * time.Hour), State: 2, Action: "deleted", Deleted: 2},
+			{Head: "KSQL_FLOW_TEST_240506020202_cd34", Made: now.Add(-5 * time.Hour), State: 1, Action: "left", Why: "lease s3cr3t-token-value"},
+		},
+		Skipped: []string{"KSQL_FLOW_TEST_240506070000_ef56: made 8m ago"}}
+	out := t.TempDir()
+	dir, err := WriteRecord(out, now, rec, red)
+	require.NoError(t, err)
+	assert.Equal(t, out, filepath.Dir(filepath.Dir(dir)), "<out>/<date>/<time>-sweep")
+	data, err := os.ReadFile(filepath.Join(dir, RecordFile))
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), "s3cr3t-token-value")
+	var back Record
+	require.NoError(t, json.Unmarshal(data, &back))
+	assert.Len(t, back.Scopes, 2)
+
+	var b bytes.Buffer
+	Print(&b, rec)
+	assert.Contains(t, b.String(), "— 2 record(s) deleted")
+	assert.Contains(t, b.String(), "not considered: KSQL_FLOW_TEST_240506070000_ef56")
+	assert.Contains(t, b.String(), "flowtest sweep: 1 scope(s) swept, 1 left, 1 not considered\n")
+}
+
+// This process's own work dir (a live run's, with a scope) is not another live runner's.
+func TestFindLiveRunnersLeavesThisProcessOut(t *testing.T) {
+	tmp := t.TempDir()
+	wd, err := workdir.Create(tmp, false)
+	require.NoError(t, err)
+	require.NoError(t, wd.AddScopes(newScope(t, "sweep_self", time.Now()).ID()))
+	ents, err := workdir.List(tmp)
+	require.NoError(t, err)
+	require.Len(t, ents, 1)
+	require.True(t, ents[0].Alive, "the work dir is a live run's")
+	live, err := FindLiveRunners(tmp)
+	require.NoError(t, err)
+	assert.Empty(t, live.Heads)
+	assert.True(t, live.Since.IsZero())
+}
