@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ksqlflow/flowtest/harness/ksqlprofile"
 	hkintone "github.com/ksqlflow/flowtest/harness/kintone"
+	"github.com/ksqlflow/flowtest/harness/ksqlprofile"
 	"github.com/ksqlflow/flowtest/harness/scenario"
 	"github.com/ksqlflow/flowtest/harness/stepdef"
 	"github.com/ksqlflow/flowtest/harness/target"

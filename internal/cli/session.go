@@ -13,8 +13,8 @@ import (
 	"github.com/ksqlflow/flowtest/harness/apicount"
 	"github.com/ksqlflow/flowtest/harness/config"
 	"github.com/ksqlflow/flowtest/harness/workdir"
-	"github.com/ksqlflow/flowtest/internal/preflight"
 	"github.com/ksqlflow/flowtest/internal/budget"
+	"github.com/ksqlflow/flowtest/internal/preflight"
 	"github.com/ksqlflow/flowtest/runner"
 	"github.com/ksqlflow/flowtest/safety"
 )
