@@ -3,18 +3,11 @@ package steps
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -26,7 +19,6 @@ import (
 	"time"
 
 	"github.com/ksqlflow/flowtest/harness/apicount"
-	"github.com/ksqlflow/flowtest/harness/faultproxy"
 	"github.com/ksqlflow/flowtest/harness/scenario"
 	"github.com/ksqlflow/flowtest/harness/stepdef"
 	"github.com/ksqlflow/flowtest/harness/target"
@@ -102,27 +94,21 @@ func (csvFaultDomain) writeFaultProxy(ctx context.Context, nth int) error {
 	if err != nil {
 		return err
 	}
-	certPEM, cert, err := selfSignedLoopback()
+	// The proxy's certificate is signed by the scenario's one proxy CA (scenarioCA), so the
+	// child trusts it through the scenario's one bundle (the tenant's CA and that CA) in
+	// NODE_EXTRA_CA_CERTS of FlowNet's environment, which kSQL-Flow inherits — the variable the
+	// Node runtimes read, so the config copy changes nothing but its base URL. A CA of its own
+	// would lose to the bundle of FlowNet's fault or counting proxy: a child sees one value.
+	ca, bundle, err := scenarioCA(sc)
+	if err != nil {
+		return err
+	}
+	cert, err := ca.ServerCert()
 	if err != nil {
 		return err
 	}
 	dir := filepath.Join(sc.st.WorkDir, "csv-fault-"+fx.scope().Hash8())
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	proxyCA := filepath.Join(dir, "proxy-ca.pem")
-	if err := os.WriteFile(proxyCA, certPEM, 0o600); err != nil {
-		return err
-	}
-	// The child trusts the proxy through a bundle (the tenant's CA, if one is configured, and
-	// the proxy's) in NODE_EXTRA_CA_CERTS of FlowNet's environment, which kSQL-Flow inherits:
-	// the variable the Node runtimes read, so the config copy changes nothing but its base URL.
-	bundle := filepath.Join(dir, "ca-bundle.pem")
-	cas := []string{proxyCA}
-	if t.CAFile != "" {
-		cas = append([]string{t.CAFile}, cas...)
-	}
-	if err := faultproxy.WriteCABundle(bundle, cas...); err != nil {
 		return err
 	}
 	p := &csvFaultProxy{failNth: nth, csvApp: t.Apps[target.RoleCSV].ID, caBundle: bundle}
@@ -188,37 +174,6 @@ func (p *csvFaultProxy) fault(r *http.Request) bool {
 		return true
 	}
 	return false
-}
-
-// selfSignedLoopback makes a certificate for 127.0.0.1 that is its own CA.
-func selfSignedLoopback() ([]byte, tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, tls.Certificate{}, err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		return nil, tls.Certificate{}, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: "flowtest csv write-fault proxy"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true,
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, tls.Certificate{}, err
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, tls.Certificate{}, err
-	}
-	cert, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}))
-	return certPEM, cert, err
 }
 
 // faultedWrites says how many synthetic 400s the scope's proxy answered.

@@ -98,8 +98,10 @@ func (c *CA) WriteCertFile(path string) error {
 	return nil
 }
 
-// serverCert issues a loopback server certificate (127.0.0.1, ::1, localhost).
-func (c *CA) serverCert() (tls.Certificate, error) {
+// ServerCert issues a loopback server certificate (127.0.0.1, ::1, localhost) signed by the
+// CA: a proxy of flowtest's own that is not a faultproxy.Proxy (the CSV steps' write-fault
+// proxy) is trusted through the same bundle as every other proxy of the scenario.
+func (c *CA) ServerCert() (tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("generate proxy server key: %w", err)

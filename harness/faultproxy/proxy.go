@@ -232,7 +232,7 @@ func New(opts Options) (*Proxy, error) {
 				return nil, fmt.Errorf("fault proxy %s: %w", opts.Name, err)
 			}
 		}
-		cert, err := ca.serverCert()
+		cert, err := ca.ServerCert()
 		if err == nil {
 			p.caFile = filepath.Join(opts.LogDir, name+".ca.pem")
 			err = ca.WriteCertFile(p.caFile)
