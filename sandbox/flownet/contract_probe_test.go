@@ -260,7 +260,10 @@ func contractRows() []probeRow {
 			args: forceUnlockArgs(probeNet, "invoke_x"), stderr: `^Error \[OWNER_MISMATCH\]: `},
 		probeRow{section: "§1.5", item: "force-unlock-network: LEASE_STILL_ACTIVE within lease + 60 s", exit: 1,
 			seed: func(p *probeEnv) {
-				p.putLock(probeNet, "invoke_owner", "local-pid://elsewhere/1", time.Now().Add(-30*time.Second))
+				// A lease that runs out two minutes from now: kintone keeps DATETIMEs to the minute,
+				// so a lease "30 s ago" could read as up to 89 s ago and be past lease + 60 s
+				// depending on where in the minute the row runs.
+				p.putLock(probeNet, "invoke_owner", "local-pid://elsewhere/1", time.Now().Add(2*time.Minute))
 			},
 			args: forceUnlockArgs(probeNet, "invoke_owner"), stderr: `^Error \[LEASE_STILL_ACTIVE\]: `},
 		probeRow{section: "§1.5", item: "force-unlock-network: STOP_NOT_CONFIRMED (local_pid of another host)", exit: 1,
