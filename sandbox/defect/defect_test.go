@@ -114,7 +114,7 @@ func TestShippedBuildHasEveryDefectOff(t *testing.T) {
 		AttemptFinishedAtRoundedUp, ScheduledPeriodInUtc,
 		HoldPolledDuringNode, ExportSjisIbmCodes,
 		ArchiveAuditFailureRecorded, ArchiveLostResponseNotReread, ArchiveAuditResponseNotCompared, GaiaDa02NotFolded,
-		RecordJobUnlockAcceptsForeignJobKey, RunInsertLoserRetries, RunInsertLostResponseNotAdjudicated, CloseClearsLateHold, ReleaseRefusesArchivedRun, CloseArchivesUnknownRun,
+		RecordJobUnlockAcceptsForeignJobKey, RunInsertLoserRetries, RunInsertLostResponseNotAdjudicated, GaiaCo02Resent, CloseClearsLateHold, ReleaseRefusesArchivedRun, CloseArchivesUnknownRun,
 		ArchiveRetryUnbounded, ArchiveConflictTakenAsArchived, ArchiveReleaseFailureIgnored, ArchiveLostAuditNotReread}
 	for _, on := range switches {
 		assert.False(t, on)

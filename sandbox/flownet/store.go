@@ -271,15 +271,17 @@ func (s *store) update(ctx context.Context, app, id string, rec kintoneapi.Recor
 		if err == nil {
 			return nr, nil
 		}
-		if kintoneapi.IsCode(err, "GAIA_CO02") {
-			return "", wrapRemote("update record "+id, err)
-		}
-		da02 := kintoneapi.IsCode(err, "GAIA_DA02")
-		if da02 && defect.GaiaDa02NotFolded { // planted defect: DA02 taken for "wait and try again", resent at the revision it re-reads
+		co02, da02 := kintoneapi.IsCode(err, "GAIA_CO02"), kintoneapi.IsCode(err, "GAIA_DA02")
+		// planted defects: the loser's answer (409 GAIA_CO02, or DA02 taken for "wait and try
+		// again") is resent at the revision a re-read shows, over the winner's write
+		if da02 && defect.GaiaDa02NotFolded || co02 && defect.GaiaCo02Resent {
 			if got, rerr := s.byID(ctx, app, id); rerr == nil {
 				rev = got.Revision()
 				continue
 			}
+		}
+		if co02 {
+			return "", wrapRemote("update record "+id, err)
 		}
 		if !da02 && !kintoneapi.IsNetwork(err) {
 			return "", wrapRemote("update record "+id, err)
