@@ -64,21 +64,16 @@ func countingProxyEnv(sc *scene) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	ca, bundle, err := scenarioCA(sc)
+	opts, bundle, err := scenarioProxyOptions(sc, "flownet-count", dir)
 	if err != nil {
 		return nil, err
 	}
-	t := sc.suite.Target
-	p, err := faultproxy.New(faultproxy.Options{Name: "flownet-count", Upstream: t.BaseURL, UpstreamCA: t.CAFile,
-		TLS: strings.HasPrefix(t.BaseURL, "https:"), CA: ca, LogDir: dir, Counter: sc.st.API, AppsByToken: appsByToken(t)})
+	p, err := faultproxy.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("FlowNet's counting proxy: %w", err)
 	}
 	sc.st.Defer("close FlowNet's counting proxy", func(context.Context) error { return p.Close() })
 	s.proxy = p
-	s.env = []string{"KSQL_FLOWNET_BASE_URL=" + p.URL()}
-	if p.CAFile() != "" {
-		s.env = append(s.env, "SSL_CERT_FILE="+bundle, "NODE_EXTRA_CA_CERTS="+bundle)
-	}
+	s.env = flownetProxyEnv(p, bundle)
 	return s.env, nil
 }

@@ -100,18 +100,17 @@ func proxyEnvFor(ctx context.Context, name string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	t := sc.suite.Target
 	// The original hook's control file (scenarios.md §5: pass | block | block-writes, or the
 	// JSON {mode, barriers}) steers this proxy too, for an operator during a live run: it is
 	// fault-control.txt in the proxy's directory (kept with --keep-workdirs), re-read on every
 	// request; as long as nobody creates it, the steps' modes and barriers rule alone.
 	control := filepath.Join(dir, "fault-control.txt")
-	ca, bundle, err := scenarioCA(sc)
+	opts, bundle, err := scenarioProxyOptions(sc, procFileName(name), dir)
 	if err != nil {
 		return nil, err
 	}
-	p, err := faultproxy.New(faultproxy.Options{Name: procFileName(name), Upstream: t.BaseURL, UpstreamCA: t.CAFile,
-		TLS: strings.HasPrefix(t.BaseURL, "https:"), CA: ca, LogDir: dir, ControlFile: control, Counter: sc.st.API, AppsByToken: appsByToken(t)})
+	opts.ControlFile = control
+	p, err := faultproxy.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("fault proxy for %q: %w", name, err)
 	}
@@ -143,12 +142,7 @@ func proxyEnvFor(ctx context.Context, name string) ([]string, error) {
 		recordFaultFirings(st, sc, name, p)
 		return err
 	})
-	env := []string{"KSQL_FLOWNET_BASE_URL=" + p.URL()}
-	if p.CAFile() != "" {
-		// One CA signs every proxy of the scenario (scenarioCA): the same bundle serves
-		// this process and the kSQL-Flow children that reach kintone through windows.go's proxy.
-		env = append(env, "SSL_CERT_FILE="+bundle, "NODE_EXTRA_CA_CERTS="+bundle)
-	}
+	env := flownetProxyEnv(p, bundle)
 	fmt.Fprintf(st.Log, "  fault proxy for %q at %s (control file %s)\n", name, p.URL(), control)
 	return env, nil
 }

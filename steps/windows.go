@@ -138,7 +138,7 @@ func (ws *windowState) ensure(ctx context.Context, sc *scene) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	ca, bundle, err := scenarioCA(sc)
+	opts, bundle, err := scenarioProxyOptions(sc, "ksql-flow", dir)
 	if err != nil {
 		return err
 	}
@@ -152,8 +152,8 @@ func (ws *windowState) ensure(ctx context.Context, sc *scene) error {
 	if err != nil {
 		return err
 	}
-	p, err := faultproxy.New(faultproxy.Options{Name: "ksql-flow", Upstream: t.BaseURL, UpstreamCA: t.CAFile,
-		TLS: strings.HasPrefix(t.BaseURL, "https:"), CA: ca, LogDir: dir, BarrierTimeout: bound, Counter: sc.st.API, AppsByToken: appsByToken(t)})
+	opts.BarrierTimeout = bound
+	p, err := faultproxy.New(opts)
 	if err != nil {
 		return fmt.Errorf("kSQL-Flow proxy: %w", err)
 	}
@@ -190,6 +190,30 @@ type scenarioCAState struct {
 }
 
 var scenarioCAKey = scenario.NewKey[scenarioCAState]("proxy-ca")
+
+// scenarioProxyOptions are the options every faultproxy of the scenario shares: the target
+// upstream, the scenario's one CA (its bundle is returned for the children's environment), and
+// the request counter with the tokens that tell a request's app.
+func scenarioProxyOptions(sc *scene, name, dir string) (faultproxy.Options, string, error) {
+	ca, bundle, err := scenarioCA(sc)
+	if err != nil {
+		return faultproxy.Options{}, "", err
+	}
+	t := sc.suite.Target
+	return faultproxy.Options{Name: name, Upstream: t.BaseURL, UpstreamCA: t.CAFile, TLS: strings.HasPrefix(t.BaseURL, "https:"),
+		CA: ca, LogDir: dir, Counter: sc.st.API, AppsByToken: appsByToken(t)}, bundle, nil
+}
+
+// flownetProxyEnv points a FlowNet process at proxy p: its base URL, and the scenario's one
+// CA bundle for it and the kSQL-Flow children that inherit its environment (windows.go's
+// and the CSV steps' proxies are signed by the same CA).
+func flownetProxyEnv(p *faultproxy.Proxy, bundle string) []string {
+	env := []string{"KSQL_FLOWNET_BASE_URL=" + p.URL()}
+	if p.CAFile() != "" {
+		env = append(env, "SSL_CERT_FILE="+bundle, "NODE_EXTRA_CA_CERTS="+bundle)
+	}
+	return env
+}
 
 func scenarioCA(sc *scene) (*faultproxy.CA, string, error) {
 	s := scenarioCAKey.Of(sc.st)
