@@ -128,8 +128,11 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 		return exitFor(stderr, "list", err)
 	}
 	runner.WriteList(stdout, items)
-	listed, implemented := 0, 0
+	listed, implemented, extended := 0, 0, 0
 	for _, it := range items {
+		if it.Extended {
+			extended++
+		}
 		if it.Filtered() {
 			continue
 		}
@@ -141,12 +144,6 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 	if listed < len(items) {
 		fmt.Fprintf(stdout, "%d of %d scenarios selected, %d with a feature file, %d not implemented\n", listed, len(items), implemented, listed-implemented)
 		return 0
-	}
-	extended := 0
-	for _, it := range items {
-		if it.Extended {
-			extended++
-		}
 	}
 	fmt.Fprintf(stdout, "%d scenarios (%d acceptance, %d extended), %d with a feature file, %d not implemented\n", len(items), len(items)-extended, extended, implemented, len(items)-implemented)
 	return 0
