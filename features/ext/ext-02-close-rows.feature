@@ -70,3 +70,83 @@ Feature: EXT CLOSE under a fault — every other row of archive-run's result tab
     Examples: the lock release refused: archived and audited, the lock left held
       | fault                                                                                  | exit | result                                                                     | fired         | lifecycle | audit       | lock                   |
       | answers the PUT of record in the state app when it carries "record_key" with 503, always | 1    | outcome=ARCHIVED audit=RECORDED run_revision=current lock_released=false | at least once | ARCHIVED  | exactly one | held under its event id |
+
+  # kintone stops answering reads of the state app once the Run PUT has landed: barrier
+  # "archived" holds kintone's 2xx answer to the Run PUT until fault "down" answers every
+  # later read of the state app 503 (kintone's outage answer), so the fencing read before
+  # the audit, a re-read of the Run and the read before the lock's release all fail, as
+  # when the tenant goes down right after a write. (A proxy that blocks everything would
+  # say the same, but the CLOSE then retries each read for the whole lease before giving
+  # up: minutes per scenario for no more evidence.) The fencing check cannot prove the
+  # lease, and the lock cannot be released (lock_released false: it stays RUNNING under
+  # the event id until its lease runs out).
+  @ext @acc-8f @ext-02-lease-lost-after-archive
+  Scenario: a CLOSE whose lease cannot be proved after its Run PUT landed ends "LEASE_INTERRUPTED_AFTER_ARCHIVE"
+    Given the network fixture "network-midfail.yaml"
+    And FlowNet has run the network for the scope's business key as "failed run" and exited with code 1
+    And the run is "FAILED"
+    And the last NETWORK_LOCK record of the state app is noted
+    And the kintone traffic of "close" goes through a fault proxy
+    And barrier "archived" in the fault proxy of "close" holds the PUT of record in the state app after it succeeded when it carries "lifecycle_status"
+    When the operator archives the run in the background as "close"
+    And barrier "archived" is reached
+    And fault "down" in the fault proxy of "close" answers the GET of records in the state app with 503, always
+    And barrier "archived" is released
+    Then "close" exits with code 1
+    And "close" printed the archive result "outcome=ARCHIVED audit=PENDING code=LEASE_INTERRUPTED_AFTER_ARCHIVE run_revision=current lock_released=false"
+    And fault "down" fired at least once
+    And the run's lifecycle_status is "ARCHIVED"
+    And the run has no RUN_ARCHIVED audit under the event id "close" printed
+    And the network lock "close" took is held under its event id
+
+  # The same outage, and kintone's answer to the Run PUT lost too (fault "f" drops it once the
+  # barrier lets it go): the CLOSE must re-read the Run, which it cannot reach — whether the
+  # Run is archived cannot be told (it is: the PUT landed), so the outcome is UNCONFIRMED,
+  # never ARCHIVED or REJECTED.
+  @ext @acc-8f @ext-02-run-unreadable-unconfirmed
+  Scenario: a CLOSE whose Run PUT response is lost and whose Run cannot be re-read ends "UNCONFIRMED"
+    Given the network fixture "network-midfail.yaml"
+    And FlowNet has run the network for the scope's business key as "failed run" and exited with code 1
+    And the run is "FAILED"
+    And the last NETWORK_LOCK record of the state app is noted
+    And the kintone traffic of "close" goes through a fault proxy
+    And barrier "archived" in the fault proxy of "close" holds the PUT of record in the state app after it succeeded when it carries "lifecycle_status"
+    And fault "f" in the fault proxy of "close" loses the response of the PUT of record in the state app when it carries "lifecycle_status", once
+    When the operator archives the run in the background as "close"
+    And barrier "archived" is reached
+    And fault "down" in the fault proxy of "close" answers the GET of records in the state app with 503, always
+    And barrier "archived" is released
+    Then "close" exits with code 1
+    And "close" printed the archive result "outcome=UNCONFIRMED code=ARCHIVE_UNCONFIRMED run_revision=null lock_released=false"
+    And fault "f" fired exactly once
+    And fault "down" fired at least once
+    And the run's lifecycle_status is "ARCHIVED"
+    And the run has no RUN_ARCHIVED audit under the event id "close" printed
+    And the network lock "close" took is held under its event id
+
+  # A lost audit response whose re-read finds a record under OP:<event_id> that is not this
+  # event's: kintone inserts the CLOSE's audit (fault "f" loses only the answer), and the
+  # re-read is answered, in kintone's stead, with the record another writer would have left
+  # under the unique key — the same key, run and event, another previous_status (fault "g",
+  # added while barrier "audit" holds the insert, once the event id is known from the lock
+  # the CLOSE holds). The CLOSE cannot prove the audit is its own: AUDIT_CONFLICT.
+  @ext @acc-8f @ext-02-lost-audit-response-conflict
+  Scenario: a CLOSE whose lost audit response re-reads another event's record ends "AUDIT_CONFLICT"
+    Given the network fixture "network-midfail.yaml"
+    And FlowNet has run the network for the scope's business key as "failed run" and exited with code 1
+    And the run is "FAILED"
+    And the last NETWORK_LOCK record of the state app is noted
+    And the kintone traffic of "close" goes through a fault proxy
+    And barrier "audit" in the fault proxy of "close" holds the POST of record in the audit app before it is sent
+    And fault "f" in the fault proxy of "close" loses the response of the POST of record in the audit app, once
+    When the operator archives the run in the background as "close"
+    And barrier "audit" is reached
+    And fault "g" in the fault proxy of "close" answers the GET of records in the audit app with another event's RUN_ARCHIVED audit under the key of the event that holds the lock "close" took, once
+    And barrier "audit" is released
+    Then "close" exits with code 1
+    And "close" printed the archive result "outcome=ARCHIVED audit=PENDING code=AUDIT_CONFLICT run_revision=current lock_released=true"
+    And fault "f" fired exactly once
+    And fault "g" fired exactly once
+    And the run's lifecycle_status is "ARCHIVED"
+    And the run has exactly one RUN_ARCHIVED audit under the event id "close" printed
+    And the network lock "close" took is released

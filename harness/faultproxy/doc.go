@@ -72,7 +72,9 @@
 //     the code's English text; a CB_VA01 without Errors names the matched field as a
 //     duplicate ("record.<field>.value": "This value already exists in another
 //     record."). A 5xx without a code sends kintone's plain-text outage body; Body
-//     replaces the generated body verbatim.
+//     replaces the generated body verbatim. A 2xx status takes only a Body: the answer
+//     kintone would give to a read in a state the scenario cannot write (a record of
+//     another writer under a unique key, say), sent without forwarding the read.
 //   - lose-response: forward, let the upstream answer (so it has applied the write),
 //     then drop the connection instead of returning the response.
 //   - reset: drop the connection before forwarding (one request; the mode stays).

@@ -206,8 +206,14 @@ func (c *compiledFault) compileResponse() error {
 		}
 		c.status = known.Status
 	}
-	if c.status < 400 || c.status > 599 {
-		return fmt.Errorf("respond: status %d is not an error status (400-599)", c.status)
+	// A 2xx answer is a read answered in kintone's stead (say, a record that another writer's
+	// record stands for under a unique key): it has no generated form, only the given body.
+	answer := c.status >= 200 && c.status <= 299
+	switch {
+	case answer && (f.Body == "" || code != ""):
+		return fmt.Errorf("respond: status %d is not an error status (400-599); a 2xx answer needs its body and no code", c.status)
+	case !answer && (c.status < 400 || c.status > 599):
+		return fmt.Errorf("respond: status %d is not an error status (400-599), nor a 2xx answer with a body", c.status)
 	}
 	if f.Body != "" {
 		c.body = []byte(f.Body)

@@ -25,6 +25,7 @@ type kvUpstream struct {
 	mu   sync.Mutex
 	recs map[string]string
 	puts int
+	gets int
 }
 
 func newKVUpstream(t *testing.T) *kvUpstream {
@@ -44,6 +45,7 @@ func newKVUpstream(t *testing.T) *kvUpstream {
 			u.puts++
 			_, _ = io.WriteString(w, `{"revision":"2"}`)
 		case "GET":
+			u.gets++
 			rec, ok := u.recs[r.URL.Query().Get("id")]
 			if !ok {
 				w.WriteHeader(404)
@@ -61,6 +63,12 @@ func (u *kvUpstream) putCount() int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.puts
+}
+
+func (u *kvUpstream) getCount() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.gets
 }
 
 func newKVProxy(t *testing.T, u *kvUpstream, mutate func(*Options)) (*Proxy, *http.Client) {
@@ -170,6 +178,15 @@ func TestRespondServerErrorsAndGivenBodies(t *testing.T) {
 	require.NoError(t, r.err)
 	assert.Equal(t, 200, r.status, "each fault fired once")
 	assert.Equal(t, 1, u.putCount())
+
+	// A read answered in kintone's stead: the given body with its status, not forwarded.
+	answer := `{"records":[],"totalCount":null}`
+	require.NoError(t, p.AddFault(Fault{ID: "answer", Match: FaultMatch{Method: "GET"}, Action: ActionRespond, Status: 200, Body: answer}))
+	r = send(c, "GET", p.URL()+"/k/v1/records.json?app=7", "", nil)
+	require.NoError(t, r.err)
+	assert.Equal(t, []any{200, answer}, []any{r.status, r.body})
+	assert.Equal(t, 0, u.getCount(), "the answered read never reached the upstream")
+	assert.Len(t, p.FaultFirings("answer"), 1)
 }
 
 // The write a lost response carried is applied on the upstream, though the client saw
@@ -377,7 +394,9 @@ func TestAddFaultRefusesBadInputNamingTheProblem(t *testing.T) {
 		{Fault{ID: "a", Action: ActionDelay, Delay: time.Hour}, "fault a: delay 1h0m0s exceeds the proxy's hold bound 10s"},
 		{Fault{ID: "a", Action: ActionRespond}, "fault a: respond needs a status or a code"},
 		{Fault{ID: "a", Action: ActionRespond, Status: 400}, "fault a: respond: status 400 needs a code"},
-		{Fault{ID: "a", Action: ActionRespond, Status: 200}, "fault a: respond: status 200 is not an error status"},
+		{Fault{ID: "a", Action: ActionRespond, Status: 200}, "fault a: respond: status 200 is not an error status (400-599); a 2xx answer needs its body"},
+		{Fault{ID: "a", Action: ActionRespond, Status: 200, Code: "CB_VA01", Body: "{}"}, "fault a: respond: status 200 is not an error status (400-599); a 2xx answer needs its body and no code"},
+		{Fault{ID: "a", Action: ActionRespond, Status: 302, Body: "{}"}, "fault a: respond: status 302 is not an error status (400-599), nor a 2xx answer"},
 		{Fault{ID: "a", Action: ActionRespond, Code: "GAIA_XX99"}, `fault a: respond: unknown kintone code "GAIA_XX99" needs its status`},
 		{Fault{ID: "a", Action: ActionRespond, Status: 404, Code: "GAIA_XX99"}, `fault a: respond: unknown kintone code "GAIA_XX99" needs a message`},
 		{Fault{ID: "a", Action: ActionRespond, Code: "CB_VA01"}, "fault a: respond CB_VA01 needs errors"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -204,7 +205,7 @@ func (a *archiver) decide(ctx context.Context, lock *networkLock) {
 	}
 	r := atoi(rev)
 	a.res.Outcome, a.res.RunRevision = archArchived, &r
-	if err := tick(ctx, lock); err != nil {
+	if err := tick(ctx, lock); err != nil && !defect.ArchiveAuditWithoutFence { // planted defect: the audit is appended without the fencing check after the ARCHIVED write
 		a.pending("LEASE_INTERRUPTED_AFTER_ARCHIVE", "Run %s is archived but the lease was lost before its audit: %v", a.runID, err)
 		return
 	}
@@ -282,6 +283,9 @@ func (a *archiver) putArchived(ctx context.Context, lock *networkLock, run kinto
 			return "", false
 		}
 		again, rerr := findRunByID(ctx, a.st, a.runID)
+		if rerr != nil && lost && defect.ArchiveUnreadableRunTakenAsArchived { // planted defect: a Run that cannot be re-read after a lost response is taken as archived
+			return strconv.Itoa(atoi(run.Revision()) + 1), true
+		}
 		if rerr != nil || again == nil {
 			a.unconfirmed("the archive write of Run %s failed (%v) and the Run could not be re-read: %v", a.runID, err, rerr)
 			return "", false
