@@ -19,6 +19,7 @@ func (d closeRowDomain) register(reg stepdef.Registry) {
 	reg.Step(`^the run has (no|exactly one) RUN_ARCHIVED audit under the event id "([^"]+)" printed$`, d.auditOfPrintedEvent)
 	reg.Step(`^the run has (no|exactly one) RUN_ARCHIVED audit under the event id `+reqRef+` names$`, d.auditOfRequestEvent)
 	reg.Step(`^the network lock "([^"]+)" took is (released|held under its event id)$`, d.lockOfTheClose)
+	reg.Step(`^the network lock the CLOSE of `+reqRef+` took is (released|held under its event id)$`, d.lockOfTheRequestedClose)
 }
 
 // printedResult compares archive-run's JSON line with "k=v k=v …": outcome, audit, code and
@@ -111,12 +112,26 @@ func archiveAuditsUnder(ctx context.Context, which, eventID, whose string) error
 // (§1.9: "always … release the lock (tombstone SUCCESS/NORMAL)") or still "RUNNING" under the
 // CLOSE's own event id (owner = event_id), as a failed release leaves it.
 func (closeRowDomain) lockOfTheClose(ctx context.Context, name, state string) error {
-	sc := sceneOf(ctx)
 	calls, err := finishedCalls(ctx, name)
 	if err != nil {
 		return err
 	}
 	ev, _ := calls[0].json["event_id"].(string)
+	return lockOfEvent(ctx, name, ev, state)
+}
+
+// lockOfTheRequestedClose is lockOfTheClose for the archive-run a poller ran for a CLOSE
+// request, whose event id the request's result message names.
+func (closeRowDomain) lockOfTheRequestedClose(ctx context.Context, ref, state string) error {
+	m, req, err := readNamedRequest(ctx, ref)
+	if err != nil {
+		return err
+	}
+	return lockOfEvent(ctx, "the CLOSE of request "+m.name, eventIDIn(req.ResultMessage), state)
+}
+
+func lockOfEvent(ctx context.Context, name, ev, state string) error {
+	sc := sceneOf(ctx)
 	added, last, err := locksAddedSinceNoted(ctx)
 	if err != nil {
 		return err

@@ -116,7 +116,7 @@ func TestShippedBuildHasEveryDefectOff(t *testing.T) {
 		ArchiveAuditFailureRecorded, ArchiveLostResponseNotReread, ArchiveAuditResponseNotCompared, GaiaDa02NotFolded,
 		RecordJobUnlockAcceptsForeignJobKey, RunInsertLoserRetries, RunInsertLostResponseNotAdjudicated, GaiaCo02Resent, CloseClearsLateHold, ReleaseRefusesArchivedRun, CloseArchivesUnknownRun,
 		ArchiveRetryUnbounded, ArchiveConflictTakenAsArchived, ArchiveReleaseFailureIgnored, ArchiveLostAuditNotReread,
-		ArchiveUnreadableRunTakenAsArchived, ArchiveAuditWithoutFence}
+		ArchiveUnreadableRunTakenAsArchived, ArchiveAuditWithoutFence, CloseLockUnreleasedSettledArchived}
 	for _, on := range switches {
 		assert.False(t, on)
 	}
