@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ksqlflow/flowtest/harness/apicount"
 	"github.com/ksqlflow/flowtest/harness/config"
 	"github.com/ksqlflow/flowtest/harness/faultproxy"
 	"github.com/ksqlflow/flowtest/harness/ksqlprofile"
@@ -88,7 +89,7 @@ const probeReadWait = 30 * time.Second
 //   - the profile's httpTimeoutMs leaves room for a hold (every hold is bounded below it).
 //
 // The job runs standalone with `--lock local-only`: it reads, and writes no JOB log row.
-func ksqlFlowProxyCheck(cfg *config.Config, describe profileDescriber) safety.Check {
+func ksqlFlowProxyCheck(cfg *config.Config, describe profileDescriber, api *apicount.Counter) safety.Check {
 	c := safety.Check{Name: "ksql-flow-proxy", Subject: config.VarFlowConfig, OK: true}
 	fail := func(format string, a ...any) safety.Check {
 		c.OK, c.Reason = false, fmt.Sprintf(format, a...)
@@ -118,7 +119,7 @@ func ksqlFlowProxyCheck(cfg *config.Config, describe profileDescriber) safety.Ch
 
 	baseURL := cfg.Get(safety.VarBaseURL)
 	p, err := faultproxy.New(faultproxy.Options{Name: "preflight-ksql-flow", Upstream: baseURL, UpstreamCA: cfg.Get(config.VarCAFile),
-		TLS: strings.HasPrefix(baseURL, "https:"), LogDir: tmp, BarrierTimeout: bound})
+		TLS: strings.HasPrefix(baseURL, "https:"), LogDir: tmp, BarrierTimeout: bound, Counter: api.From(apicount.KsqlFlow)})
 	if err != nil {
 		return fail("not probed: the proxy: %v", err)
 	}
