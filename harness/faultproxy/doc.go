@@ -61,8 +61,9 @@
 // request addresses (the JSON body's "app", else the "app" query parameter, as for
 // barriers); a record id (the body's "id", one of the bulk records[].id, one of a
 // delete's "ids", or the "id" query parameter; 12 and "12" are equal); a field present
-// under "record" or under one of records[].record; and Nth, the first matching request
-// it takes (1-based). It then takes Times matching requests (once by default, n, or
+// under "record" or under one of records[].record; Write, only writes as kintone runs
+// them (not GET; a POST with X-HTTP-Method-Override: GET is a read); and Nth, the first
+// matching request it takes (1-based). It then takes Times matching requests (once by default, n, or
 // Always) and stops. Actions:
 //
 //   - respond: answer with Status and a kintone error body {"code", "id", "message"
@@ -97,7 +98,7 @@
 // steer a proxy by hand: plain text pass | block | block-writes, or JSON
 // {"mode": "...", "barriers": [{"id", "phase", "release", "match": {"path", "method",
 // "body": {"app", "id", "field"}}}], "faults": [{"id", "action", "times", "match":
-// {"method", "path", "app", "record_id", "field", "nth"}, "status", "code", "message",
+// {"method", "path", "app", "record_id", "field", "write", "nth"}, "status", "code", "message",
 // "errors": {"<key>": ["<message>"]}, "body", "delay"}]}, where times is a number,
 // "once" or "always", delay a Go duration ("1.5s"), and app and ids strings or numbers.
 // It is re-read on every request. A change of its
