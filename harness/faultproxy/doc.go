@@ -7,9 +7,10 @@
 //
 // The harness starts one Proxy for each FlowNet process it launches (a CLI run, a
 // poller, archive-run …) and gives that process Proxy.URL() as its kintone base URL
-// (KSQL_FLOWNET_BASE_URL). kSQL-Flow is configured separately with the direct URL,
-// so only FlowNet's traffic passes the proxy, as with the original hook (which only
-// wrapped the FlowNet CLI). Children that FlowNet itself starts and that inherit its
+// (KSQL_FLOWNET_BASE_URL). kSQL-Flow is configured separately (through its config
+// file's base URL; the harness gives the scenario's kSQL-Flow processes a Proxy of their
+// own), so only FlowNet's traffic passes a FlowNet process's proxy, as with the original
+// hook (which only wrapped the FlowNet CLI). Children that FlowNet itself starts and that inherit its
 // base URL (the poller's run-network children) go through the same proxy. The
 // original's "each barrier fires at most once per process" therefore becomes "at most
 // once per proxy": a poller and the runs it spawns share their barriers.

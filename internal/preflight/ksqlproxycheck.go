@@ -81,7 +81,7 @@ const probeReadWait = 30 * time.Second
 // ksqlFlowProxyCheck proves with the operator's kSQL-Flow, before any scenario relies on it:
 //   - a copy of its config whose profile's base URL is a proxy's, and nothing else changed
 //     (the files differ in that key only), is described exactly as the original but for that
-//     URL — the copy every held window and the CSV write fault give FlowNet;
+//     URL — the copy every scenario gives FlowNet for its kSQL-Flow children;
 //   - a probe job (the n1_extract SQL of the validate fixture, reading 顧客管理) run with that
 //     copy, trusting the proxy through NODE_EXTRA_CA_CERTS only, sends its first business
 //     read as a records or cursor request naming the customers app, which a barrier holds
