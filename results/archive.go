@@ -470,7 +470,14 @@ func redactAPIRequests(r *redact.Redactor, a APIRequests) APIRequests {
 		for method, n := range c.ByMethod {
 			m[r.String(method)] += n
 		}
-		out[r.String(app)] = AppRequests{Requests: c.Requests, ByMethod: m, Throttled: c.Throttled}
+		var origins map[string]int64
+		for origin, n := range c.ByOrigin {
+			if origins == nil {
+				origins = map[string]int64{}
+			}
+			origins[r.String(origin)] += n
+		}
+		out[r.String(app)] = AppRequests{Requests: c.Requests, ByMethod: m, ByOrigin: origins, Throttled: c.Throttled}
 	}
 	return out
 }

@@ -157,9 +157,9 @@ func renderIndex(v *runView) []byte {
 	}
 	if api := v.apiRequests(); len(api.rows) > 0 {
 		p("<h2 id=\"api-requests\">API requests</h2>\n<p>kintone REST requests per app, the runner's own and its proxies' (kintone counts them per app and day).</p>\n")
-		p("<table>\n<tr><th>App</th><th>Requests</th><th>By method</th><th>Throttled (429)</th><th>Estimated</th></tr>\n")
+		p("<table>\n<tr><th>App</th><th>Requests</th><th>By method</th><th>By origin</th><th>Throttled (429)</th><th>Estimated</th></tr>\n")
 		for _, r := range api.rows {
-			p("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", e(r.app), r.requests, e(r.methods), r.throttled, r.estimate)
+			p("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", e(r.app), r.requests, e(r.methods), e(r.origins), r.throttled, r.estimate)
 		}
 		p("</table>\n")
 		for _, line := range []string{api.budget, api.heavies} {

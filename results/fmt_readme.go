@@ -115,9 +115,9 @@ func renderReadme(v *runView) []byte {
 
 	if api := v.apiRequests(); len(api.rows) > 0 {
 		p("\n## API requests\n\nkintone REST requests per app, the runner's own and its proxies' (kintone counts them per app and day).\n\n")
-		p("| App | Requests | By method | Throttled (429) | Estimated |\n| --- | --- | --- | --- | --- |\n")
+		p("| App | Requests | By method | By origin | Throttled (429) | Estimated |\n| --- | --- | --- | --- | --- | --- |\n")
 		for _, r := range api.rows {
-			p("| %s | %s | %s | %s | %s |\n", mdtext.Cell(r.app), r.requests, mdtext.Cell(r.methods), r.throttled, r.estimate)
+			p("| %s | %s | %s | %s | %s | %s |\n", mdtext.Cell(r.app), r.requests, mdtext.Cell(r.methods), mdtext.Cell(r.origins), r.throttled, r.estimate)
 		}
 		for _, line := range []string{api.budget, api.heavies} {
 			if line != "" {

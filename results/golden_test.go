@@ -29,7 +29,7 @@ func goldenArchive(t *testing.T, gate bool) string {
 	passed := timedScenario("p2-16-01", StatusPassed)
 	setup := int64(120)
 	passed.SetupMS = &setup
-	passed.APIRequests = APIRequests{"state": {Requests: 12, ByMethod: map[string]int64{"GET": 9, "PUT": 3}}, "log": {Requests: 2, ByMethod: map[string]int64{"GET": 2}}}
+	passed.APIRequests = APIRequests{"state": {Requests: 12, ByMethod: map[string]int64{"GET": 9, "PUT": 3}, ByOrigin: map[string]int64{"harness": 5, "flownet": 7}}, "log": {Requests: 2, ByMethod: map[string]int64{"GET": 2}}}
 	failed := timedScenario("p2-16-02", StatusFailed)
 	failed.Reason = "step failed"
 	failed.Cleanup = Cleanup{OK: false, Error: "delete app=4257 records: 502 | retry"}
@@ -73,7 +73,7 @@ func goldenArchive(t *testing.T, gate bool) string {
 		RunOrder:    []string{"p2-11-01", "p2-16-01", "p2-16-02", "p2-16-03", "p2-16-04"},
 		Scenarios:   sums, End: start.Add(42 * time.Second), ExitCode: &exit,
 		Command: []string{"flowtest", "run", "--tags", "@p2-16 or @p2-11", "--api-token", testToken},
-		APIRequests: APIRequests{"state": {Requests: 45, ByMethod: map[string]int64{"GET": 32, "POST": 6, "PUT": 3, "DELETE": 4}, Throttled: 2},
+		APIRequests: APIRequests{"state": {Requests: 45, ByMethod: map[string]int64{"GET": 32, "POST": 6, "PUT": 3, "DELETE": 4}, ByOrigin: map[string]int64{"ksql-flow": 1, "flownet": 20, "harness": 24}, Throttled: 2},
 			"log": {Requests: 2, ByMethod: map[string]int64{"GET": 2}}, "other": {Requests: 1, ByMethod: map[string]int64{"GET": 1}}},
 		APIBudget: &APIBudget{PerApp: 5000, Basis: "2026-11-28/101010-p2-16", Estimate: map[string]int64{"state": 44, "log": 2}},
 		Evidence: []EvidenceRow{

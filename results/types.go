@@ -106,6 +106,9 @@ type APIRequests map[string]AppRequests
 type AppRequests struct {
 	Requests int64            `json:"requests"`
 	ByMethod map[string]int64 `json:"by_method"`
+	// ByOrigin says who sent them: "harness" (flowtest's own clients), "flownet" (through
+	// FlowNet's proxies), "ksql-flow" (through the scenario's kSQL-Flow proxy).
+	ByOrigin map[string]int64 `json:"by_origin,omitempty"`
 	// Throttled were answered 429 (and sent again after a backoff; each send counts).
 	Throttled int64 `json:"throttled,omitempty"`
 }
@@ -126,6 +129,12 @@ func (a APIRequests) Plus(b APIRequests) APIRequests {
 			acc.Throttled += c.Throttled
 			for m, n := range c.ByMethod {
 				acc.ByMethod[m] += n
+			}
+			for o, n := range c.ByOrigin {
+				if acc.ByOrigin == nil {
+					acc.ByOrigin = map[string]int64{}
+				}
+				acc.ByOrigin[o] += n
 			}
 			out[app] = acc
 		}

@@ -10,7 +10,7 @@ import (
 
 // apiRow is one app's line of the "API requests" section.
 type apiRow struct {
-	app, requests, methods, throttled, estimate string
+	app, requests, methods, origins, throttled, estimate string
 }
 
 // apiSection is the "API requests" section: per app what the run sent (run.json's counts),
@@ -22,6 +22,33 @@ type apiSection struct {
 	heavies string // the (at most 3) scenarios with the most requests
 }
 
+// originOrder lists the senders as a run meets them: the harness, then FlowNet, then the
+// kSQL-Flow FlowNet starts; an origin an older flowtest did not know comes after them.
+var originOrder = []string{"harness", "flownet", "ksql-flow"}
+
+// originsText is "harness 12, flownet 30, ksql-flow 4", or "-" for counts without the split
+// (archives of a flowtest before it).
+func originsText(byOrigin map[string]int64) string {
+	if len(byOrigin) == 0 {
+		return "-"
+	}
+	names := slices.SortedFunc(maps.Keys(byOrigin), func(a, b string) int {
+		ia, ib := slices.Index(originOrder, a), slices.Index(originOrder, b)
+		if ia < 0 {
+			ia = len(originOrder)
+		}
+		if ib < 0 {
+			ib = len(originOrder)
+		}
+		return cmp.Or(cmp.Compare(ia, ib), cmp.Compare(a, b))
+	})
+	parts := make([]string, len(names))
+	for i, o := range names {
+		parts[i] = fmt.Sprintf("%s %d", o, byOrigin[o])
+	}
+	return strings.Join(parts, ", ")
+}
+
 func (v *runView) apiRequests() apiSection {
 	var out apiSection
 	run := v.run
@@ -31,7 +58,7 @@ func (v *runView) apiRequests() apiSection {
 		for _, m := range slices.Sorted(maps.Keys(c.ByMethod)) {
 			ms = append(ms, fmt.Sprintf("%s %d", m, c.ByMethod[m]))
 		}
-		r := apiRow{app: app, requests: fmt.Sprint(c.Requests), methods: strings.Join(ms, ", "), throttled: fmt.Sprint(c.Throttled), estimate: "-"}
+		r := apiRow{app: app, requests: fmt.Sprint(c.Requests), methods: strings.Join(ms, ", "), origins: originsText(c.ByOrigin), throttled: fmt.Sprint(c.Throttled), estimate: "-"}
 		if run.APIBudget != nil {
 			if n, ok := run.APIBudget.Estimate[app]; ok {
 				r.estimate = fmt.Sprint(n)

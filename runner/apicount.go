@@ -18,7 +18,7 @@ func apiRequests(c *apicount.Counter, roles map[string]string) results.APIReques
 	}
 	out := results.APIRequests{}
 	for role, a := range snap {
-		out[role] = results.AppRequests{Requests: a.Requests, ByMethod: a.ByMethod, Throttled: a.Throttled}
+		out[role] = results.AppRequests{Requests: a.Requests, ByMethod: a.ByMethod, ByOrigin: a.ByOrigin, Throttled: a.Throttled}
 	}
 	return out
 }

@@ -29,7 +29,7 @@ func TestRecordsCountTheScenariosRequestsByRole(t *testing.T) {
 		AppRoles: map[string]string{"17": "state", "18": "log"},
 		BeforeScenario: func(ctx context.Context, st *scenario.State) error {
 			st.Defer("delete", func(ctx context.Context) error {
-				apicount.FromContext(ctx).Add("17", "DELETE", 200)
+				apicount.FromContext(ctx).From(apicount.KsqlFlow).Add("17", "DELETE", 200)
 				return nil
 			})
 			return nil
@@ -50,9 +50,9 @@ func TestRecordsCountTheScenariosRequestsByRole(t *testing.T) {
 		recs[s.ID] = s
 	}
 	assert.Equal(t, results.APIRequests{
-		"state": {Requests: 2, ByMethod: map[string]int64{"GET": 1, "DELETE": 1}, Throttled: 1},
-		"log":   {Requests: 1, ByMethod: map[string]int64{"GET": 1}},
-	}, recs["alpha"].APIRequests)
+		"state": {Requests: 2, ByMethod: map[string]int64{"GET": 1, "DELETE": 1}, ByOrigin: map[string]int64{"harness": 1, "ksql-flow": 1}, Throttled: 1},
+		"log":   {Requests: 1, ByMethod: map[string]int64{"GET": 1}, ByOrigin: map[string]int64{"harness": 1}},
+	}, recs["alpha"].APIRequests, "who sent each request is kept")
 	assert.Equal(t, int64(2), recs["delta"].APIRequests.Total())
 
 	data, err := os.ReadFile(filepath.Join(r.archive.Dir(), "run.json"))
@@ -60,8 +60,8 @@ func TestRecordsCountTheScenariosRequestsByRole(t *testing.T) {
 	var got results.Run
 	require.NoError(t, json.Unmarshal(data, &got))
 	assert.Equal(t, results.APIRequests{
-		"state": {Requests: 4, ByMethod: map[string]int64{"GET": 2, "DELETE": 2}, Throttled: 2},
-		"log":   {Requests: 1, ByMethod: map[string]int64{"GET": 1}},
-		"other": {Requests: 1, ByMethod: map[string]int64{"GET": 1}},
+		"state": {Requests: 4, ByMethod: map[string]int64{"GET": 2, "DELETE": 2}, ByOrigin: map[string]int64{"harness": 2, "ksql-flow": 2}, Throttled: 2},
+		"log":   {Requests: 1, ByMethod: map[string]int64{"GET": 1}, ByOrigin: map[string]int64{"harness": 1}},
+		"other": {Requests: 1, ByMethod: map[string]int64{"GET": 1}, ByOrigin: map[string]int64{"harness": 1}},
 	}, got.APIRequests, "no raw app id in run.json")
 }

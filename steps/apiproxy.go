@@ -7,16 +7,20 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/ksqlflow/flowtest/harness/apicount"
 	"github.com/ksqlflow/flowtest/harness/faultproxy"
 	"github.com/ksqlflow/flowtest/harness/scenario"
 	"github.com/ksqlflow/flowtest/harness/target"
 )
 
-// A FlowNet process without a fault proxy of its own still reaches kintone through one: a
-// proxy of the scenario that only passes and counts, so that FlowNet's requests count on the
-// scenario's API counter like the harness's own (kintone budgets requests per app and day).
-// It changes only the base URL FlowNet is given, as a fault proxy does (product-contract:
-// KSQL_FLOWNET_BASE_URL), and trusts it through the scenario's CA bundle.
+// The scenario's proxies share one CA and one set of options (scenarioProxyOptions): the
+// fault proxies of named FlowNet processes (faults.go), the kSQL-Flow proxy (ksqlproxy.go),
+// and the counting proxy here. A FlowNet process without a fault proxy of its own still
+// reaches kintone through one: a proxy of the scenario that only passes and counts, so that
+// FlowNet's requests count on the scenario's API counter like the harness's own (kintone
+// budgets requests per app and day). It changes only the base URL FlowNet is given, as a
+// fault proxy does (product-contract: KSQL_FLOWNET_BASE_URL), and trusts it through the
+// scenario's CA bundle.
 
 type apiProxyState struct {
 	proxy *faultproxy.Proxy
@@ -64,7 +68,7 @@ func countingProxyEnv(sc *scene) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	opts, bundle, err := scenarioProxyOptions(sc, "flownet-count", dir)
+	opts, bundle, err := scenarioProxyOptions(sc, "flownet-count", dir, apicount.FlowNet)
 	if err != nil {
 		return nil, err
 	}
@@ -76,4 +80,63 @@ func countingProxyEnv(sc *scene) ([]string, error) {
 	s.proxy = p
 	s.env = flownetProxyEnv(p, bundle)
 	return s.env, nil
+}
+
+// scenarioCAState is the one CA that signs every proxy of the scenario, so each child needs a
+// single bundle (tenant CA + this CA) whichever proxies it talks to.
+type scenarioCAState struct {
+	ca     *faultproxy.CA
+	bundle string
+}
+
+var scenarioCAKey = scenario.NewKey[scenarioCAState]("proxy-ca")
+
+// scenarioProxyOptions are the options every faultproxy of the scenario shares: the target
+// upstream, the scenario's one CA (its bundle is returned for the children's environment), and
+// the request counter of the scenario for the origin whose process the proxy stands in front
+// of, with the tokens that tell a request's app.
+func scenarioProxyOptions(sc *scene, name, dir, origin string) (faultproxy.Options, string, error) {
+	ca, bundle, err := scenarioCA(sc)
+	if err != nil {
+		return faultproxy.Options{}, "", err
+	}
+	t := sc.suite.Target
+	return faultproxy.Options{Name: name, Upstream: t.BaseURL, UpstreamCA: t.CAFile, TLS: strings.HasPrefix(t.BaseURL, "https:"),
+		CA: ca, LogDir: dir, Counter: sc.st.API.From(origin), AppsByToken: appsByToken(t)}, bundle, nil
+}
+
+// flownetProxyEnv points a FlowNet process at proxy p: its base URL, and the scenario's one
+// CA bundle for it and the kSQL-Flow children that inherit its environment (the kSQL-Flow
+// proxy is signed by the same CA).
+func flownetProxyEnv(p *faultproxy.Proxy, bundle string) []string {
+	env := []string{"KSQL_FLOWNET_BASE_URL=" + p.URL()}
+	if p.CAFile() != "" {
+		env = append(env, "SSL_CERT_FILE="+bundle, "NODE_EXTRA_CA_CERTS="+bundle)
+	}
+	return env
+}
+
+func scenarioCA(sc *scene) (*faultproxy.CA, string, error) {
+	s := scenarioCAKey.Of(sc.st)
+	if s.ca != nil {
+		return s.ca, s.bundle, nil
+	}
+	ca, err := faultproxy.NewCA()
+	if err != nil {
+		return nil, "", fmt.Errorf("proxy CA: %w", err)
+	}
+	caFile := filepath.Join(sc.st.WorkDir, "proxy-ca.pem")
+	if err := ca.WriteCertFile(caFile); err != nil {
+		return nil, "", err
+	}
+	files := []string{caFile}
+	if t := sc.suite.Target; t.CAFile != "" {
+		files = append([]string{t.CAFile}, files...)
+	}
+	bundle := filepath.Join(sc.st.WorkDir, "proxy-ca-bundle.pem")
+	if err := faultproxy.WriteCABundle(bundle, files...); err != nil {
+		return nil, "", err
+	}
+	s.ca, s.bundle = ca, bundle
+	return ca, bundle, nil
 }

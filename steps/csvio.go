@@ -75,15 +75,12 @@ func (s *csvIOState) adopt(path string, data []byte) {
 	s.input, s.sha256, s.bytes = path, digest(data), len(data)
 }
 
-// csvIOEnv is KSQL_FLOWNET_IO_DIR for the scope, once the scenario made its IO root, and the
-// kSQL-Flow config copy and CA bundle of the scope's write-fault proxy, if it has one.
+// csvIOEnv is KSQL_FLOWNET_IO_DIR for the scope, once the scenario made its IO root.
 func csvIOEnv(sc *scene, fx *fixtureState) []string {
-	s := csvIOKey.Of(sc.st)
-	var env []string
-	if root := s.roots[fx.scope().ID()]; root != "" {
-		env = append(env, "KSQL_FLOWNET_IO_DIR="+root)
+	if root := csvIOKey.Of(sc.st).roots[fx.scope().ID()]; root != "" {
+		return []string{"KSQL_FLOWNET_IO_DIR=" + root}
 	}
-	return append(env, csvFaultKey.Of(sc.st).env(fx.scope().ID())...)
+	return nil
 }
 
 // ioRoot makes (once per scope) <base>/<scope>_XXXX/{in,out}; base is the target's IO dir

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cucumber/godog"
 
+	"github.com/ksqlflow/flowtest/harness/apicount"
 	"github.com/ksqlflow/flowtest/harness/faultproxy"
 	"github.com/ksqlflow/flowtest/harness/scenario"
 	"github.com/ksqlflow/flowtest/harness/stepdef"
@@ -105,7 +106,7 @@ func proxyEnvFor(ctx context.Context, name string) ([]string, error) {
 	// fault-control.txt in the proxy's directory (kept with --keep-workdirs), re-read on every
 	// request; as long as nobody creates it, the steps' modes and barriers rule alone.
 	control := filepath.Join(dir, "fault-control.txt")
-	opts, bundle, err := scenarioProxyOptions(sc, procFileName(name), dir)
+	opts, bundle, err := scenarioProxyOptions(sc, procFileName(name), dir, apicount.FlowNet)
 	if err != nil {
 		return nil, err
 	}

@@ -84,6 +84,13 @@ func startFlowNet(ctx context.Context, spec flownetSpec) (*flownetCall, error) {
 	if err := os.MkdirAll(sc.ksqlWorkDir, 0o755); err != nil {
 		return nil, err
 	}
+	if startsKsqlFlow[spec.Sub] {
+		// Before the first run of the scenario exists, so every run's profile snapshot has the
+		// kSQL-Flow proxy's base URL and every kSQL-Flow child is counted (ksqlproxy.go).
+		if err := ksqlProxyKey.Of(sc.st).ensure(ctx, sc); err != nil {
+			return nil, err
+		}
+	}
 	env := append(flownetEnv(sc, fx), spec.Env...)
 	proxied, err := proxyEnvFor(ctx, name)
 	if err != nil {
@@ -107,7 +114,7 @@ func startFlowNet(ctx context.Context, spec flownetSpec) (*flownetCall, error) {
 // flownetEnv is the environment of every FlowNet command of the scope.
 func flownetEnv(sc *scene, fx *fixtureState) []string {
 	env := append(sc.suite.Target.FlowNetEnv("", sc.ksqlWorkDir), csvIOEnv(sc, fx)...)
-	env = append(env, windowEnv(sc)...)
+	env = append(env, ksqlProxyEnv(sc)...)
 	return append(env,
 		"KSQL_FLOWNET_REQUESTED_BY="+fx.scope().Principal("requester"),
 		"KSQL_FLOWNET_SERVICE_PRINCIPAL="+fx.scope().Principal("service"),

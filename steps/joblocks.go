@@ -68,7 +68,7 @@ func (jobLockDomain) heldByTheKilledAttempt(ctx context.Context, name string) er
 		return err
 	}
 	out, err := ksqlFlowJSON(ctx, sc, "ksql-flow-inspect-lock", "LOCK_INSPECTION_RESULT",
-		ksqlFlowArgs(sc, "inspect-lock", "--job-key", key, "--json")...)
+		"inspect-lock", "--job-key", key, "--json")
 	if err != nil {
 		return err
 	}
@@ -140,10 +140,10 @@ func recoverJobLock(ctx context.Context, sc *scene, fx *fixtureState, name strin
 		return nil, err
 	}
 	out, err := ksqlFlowJSON(ctx, sc, "ksql-flow-force-unlock-job", "LOCK_RECOVERY_RESULT",
-		ksqlFlowArgs(sc, "force-unlock-job", "--job-key", key,
-			"--reason", fx.scope().Reason("kill-cleanup"),
-			"--confirmed-by", confirmer(sc, fx),
-			"--evidence-ref", evidenceRef(sc), "--json")...)
+		"force-unlock-job", "--job-key", key,
+		"--reason", fx.scope().Reason("kill-cleanup"),
+		"--confirmed-by", confirmer(sc, fx),
+		"--evidence-ref", evidenceRef(sc), "--json")
 	if err != nil {
 		return nil, err
 	}
@@ -171,18 +171,20 @@ func evidenceRef(sc *scene) string {
 	return (&url.URL{Scheme: "file", Path: p}).String()
 }
 
-func ksqlFlowArgs(sc *scene, extra ...string) []string {
-	t := sc.suite.Target
-	return append(extra, "--profile", t.Profile, "--config", t.KsqlFlowConfig)
-}
-
-// startKsqlFlow starts one kSQL-Flow command with the target's kSQL-Flow environment in dir.
+// startKsqlFlow starts one kSQL-Flow operator command in dir with the target's kSQL-Flow
+// environment and profile, reaching kintone through the scenario's kSQL-Flow proxy (its config
+// copy and CA bundle), so what it sends counts with the children's (ksqlproxy.go).
 func startKsqlFlow(ctx context.Context, sc *scene, name, dir string, args ...string) (*proc.Process, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	path, argv := sc.suite.Target.KsqlFlow.With(args...)
-	env := append(append([]string(nil), sc.suite.Target.BaseEnv...), sc.suite.Target.KsqlFlowEnv()...)
+	kp := ksqlProxyKey.Of(sc.st)
+	if err := kp.ensure(ctx, sc); err != nil {
+		return nil, err
+	}
+	t := sc.suite.Target
+	path, argv := t.KsqlFlow.With(append(args, "--profile", t.Profile, "--config", kp.kintoneConfig())...)
+	env := append(append(append([]string(nil), t.BaseEnv...), t.KsqlFlowEnv()...), kp.childEnv()...)
 	return proc.Start(ctx, proc.Spec{Name: name, Path: path, Args: argv, Env: env, Dir: dir, LogDir: sc.st.WorkDir})
 }
 

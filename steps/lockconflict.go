@@ -160,22 +160,18 @@ func lockConflictTrial(ctx context.Context, names trialNames, name, sql string, 
 	}
 	attemptID := fx.scope().ID() + "_holder"
 	// The holder keeps its lock while its first read of 顧客管理 is held by a barrier of the
-	// scenario's kSQL-Flow proxy (windows.go); the barrier is released only once FlowNet's
+	// scenario's kSQL-Flow proxy (ksqlproxy.go); the barrier is released only once FlowNet's
 	// run has met the lock and ended. The window is forced, not hoped for from a slow tenant.
-	ws := windowKey.Of(sc.st)
-	if err := ws.ensure(ctx, sc); err != nil {
-		return out, err
-	}
 	hold, err := holdReadBarrier(ctx, names.barrier, target.RoleCustomers)
 	if err != nil {
 		return out, err
 	}
-	t := sc.suite.Target
+	t, kp := sc.suite.Target, ksqlProxyKey.Of(sc.st)
 	path, argv := t.KsqlFlow.With("run", "-f", sqlPath,
 		"--result-json", filepath.Join(dir, "holder-result.json"),
 		"--correlation-id", fx.scope().ID()+"_holder", "--attempt-id", attemptID, "--expected-job-id", jobID,
-		"--profile", t.Profile, "--config", ws.kintoneConfig())
-	env := append(append(append([]string(nil), t.BaseEnv...), t.KsqlFlowEnv()...), ws.childEnv()...)
+		"--profile", t.Profile, "--config", kp.kintoneConfig())
+	env := append(append(append([]string(nil), t.BaseEnv...), t.KsqlFlowEnv()...), kp.childEnv()...)
 	holder := &namedProc{name: names.holder, kind: kindKsqlFlow, role: "holder"}
 	if err := startChild(ctx, holder, proc.Spec{Path: path, Args: argv, Env: env, Dir: dir}); err != nil {
 		return out, err
@@ -190,7 +186,7 @@ func lockConflictTrial(ctx context.Context, names trialNames, name, sql string, 
 	// FlowNet starts only once the holder's JOB log row is RUNNING (the job lock is taken) and
 	// its read is held (it cannot let go of the lock before the barrier is released).
 	err = wait.For(ctx, wait.JobLogRunning, "the holder's JOB log row to be RUNNING and its first read of 顧客管理 held", func(ctx context.Context) (bool, string, error) {
-		held := ws.held(hold.id)
+		held := kp.held(hold.id)
 		if res, done := p.Exited(); done {
 			if res.ExitCode == 0 {
 				// Exit 0 means it took the lock and released it: its reads never met the barrier.
@@ -229,7 +225,7 @@ func lockConflictTrial(ctx context.Context, names trialNames, name, sql string, 
 	// job met the held lock, whatever FlowNet then made of it.
 	_, holderDone := p.Exited()
 	out.holdCovered = !holderDone
-	if err := ws.release(hold); err != nil {
+	if err := kp.release(hold); err != nil {
 		return out, err
 	}
 	holderRes, err := waitExit(ctx, holder.name, p)

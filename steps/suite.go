@@ -29,11 +29,12 @@
 //	lifecycle.go     the request lifecycle: requester's cancel, CLOSE, archive-run, arrivals
 //	explore.go       an explored run: the scheduler's gate on the named processes' proxies, final records
 //	faults.go        a fault proxy per named FlowNet process: modes and barriers
-//	apiproxy.go      a counting proxy for the FlowNet processes without a fault proxy
+//	apiproxy.go      the options and CA every proxy shares; a counting proxy for the FlowNet processes without a fault proxy
+//	ksqlproxy.go     the scenario's kSQL-Flow proxy: every kSQL-Flow process reaches kintone through it, counted
 //	selectivefaults.go  selective faults in those proxies: respond, lose-response, reset, delay
 //	closerows.go     what one CLOSE left, by §1.9's rows: its JSON union, audit and lock
 //	losers.go        one Node State two writers race for: noted, then exactly one write
-//	windows.go       windows held by a barrier in the scope's kSQL-Flow proxy
+//	windows.go       windows held by a barrier in the scenario's kSQL-Flow proxy
 //	stops.go         the platform's stop signal to a FlowNet run, drained or terminated
 //	csvio.go         the CSV IO root, CSV fixtures, the CSV input written and rewritten
 //	csvapp.go        the CSV fixture app: rows read exactly, marker row, guarded sweep
@@ -42,7 +43,7 @@
 //	csvwrapper.go    kSQL-Flow behind flowtest's wrapper: no importCsv, Shift_JIS exports
 //	csvmemory.go     the kSQL-Flow child's peak memory sampled during a CSV import
 //	csvleak.go       no IO root path or CSV cell in the run's state and audit records
-//	csvfault.go      a one-shot write fault in front of the kSQL-Flow child (csv1-02)
+//	csvfault.go      a one-shot write fault of the kSQL-Flow proxy on the CSV app (csv1-02)
 //	clikintone.go    the real cli-kintone importing an export; its output holds no token
 //	orders.go        orders only barriers build: background STOP and CLOSE, the hold record, the three-way order
 //	jobunlocks.go    FlowNet's record-job-unlock: its RECORDED line, its audit, the JOB log left alone

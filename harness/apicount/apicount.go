@@ -3,9 +3,11 @@
 // kintone budgets requests per app and day (10,000 on the standard plan, kintone-api.md §8),
 // so a run must know what it spends: the harness's own reads and writes (harness/kintone
 // feeds a Counter through Transport), and FlowNet's and kSQL-Flow's requests seen by the
-// fault proxies (which call Add). A Counter is safe for concurrent use; a nil *Counter
-// counts nothing, so code that may run without counting need not check. Child gives a
-// scenario a counter of its own whose requests also count in the run's.
+// proxies in front of them (which count through From(FlowNet) and From(KsqlFlow)). Every
+// count also says who sent the request (its origin), so a budget can be spent where it is
+// needed. A Counter is safe for concurrent use; a nil *Counter counts nothing, so code that
+// may run without counting need not check. Child gives a scenario a counter of its own
+// whose requests also count in the run's.
 //
 // Every request sent counts, whatever its answer: a refused or failed request may still
 // have reached the tenant (429s are also counted apart, as Throttled).
@@ -26,6 +28,16 @@ import (
 // NoApp is the app of a request that names none (and whose token is of no known app).
 const NoApp = "-"
 
+// The origins of requests: who sent them.
+const (
+	// Harness: flowtest's own clients (Add, Transport).
+	Harness = "harness"
+	// FlowNet: the FlowNet processes, seen by their fault or counting proxies.
+	FlowNet = "flownet"
+	// KsqlFlow: the kSQL-Flow processes, seen by the scenario's kSQL-Flow proxy.
+	KsqlFlow = "ksql-flow"
+)
+
 // Counter counts requests per app and method.
 type Counter struct {
 	parent *Counter
@@ -35,6 +47,7 @@ type Counter struct {
 
 type appCounts struct {
 	methods   map[string]int64
+	origins   map[string]int64
 	throttled int64
 }
 
@@ -49,40 +62,62 @@ func (c *Counter) Child() *Counter {
 	return ch
 }
 
-// Add counts one request on app with method (GET, POST, PUT, DELETE) that was answered
-// with status (0: no answer, a transport failure). An empty app counts as NoApp.
+// Add counts one request of the harness (origin Harness) on app with method (GET, POST,
+// PUT, DELETE) that was answered with status (0: no answer, a transport failure). An empty
+// app counts as NoApp.
 func (c *Counter) Add(app, method string, status int) {
+	c.AddFrom(Harness, app, method, status)
+}
+
+// AddFrom is Add for a request another origin sent (FlowNet, KsqlFlow).
+func (c *Counter) AddFrom(origin, app, method string, status int) {
 	if app == "" {
 		app = NoApp
 	}
 	method = strings.ToUpper(method)
 	for k := c; k != nil; k = k.parent {
-		k.add(app, method, status)
+		k.add(origin, app, method, status)
 	}
 }
 
-func (c *Counter) add(app, method string, status int) {
+// From is c seen as the counter of one origin: its Add counts on c under that origin (a
+// proxy is given the counter of the process it stands in front of).
+func (c *Counter) From(origin string) *Origin { return &Origin{c: c, name: origin} }
+
+// Origin counts on a Counter under one origin (Counter.From).
+type Origin struct {
+	c    *Counter
+	name string
+}
+
+// Add counts one request of the origin, as Counter.Add does.
+func (o *Origin) Add(app, method string, status int) { o.c.AddFrom(o.name, app, method, status) }
+
+func (c *Counter) add(origin, app, method string, status int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	a := c.apps[app]
 	if a == nil {
-		a = &appCounts{methods: map[string]int64{}}
+		a = &appCounts{methods: map[string]int64{}, origins: map[string]int64{}}
 		c.apps[app] = a
 	}
 	a.methods[method]++
+	a.origins[origin]++
 	if status == http.StatusTooManyRequests {
 		a.throttled++
 	}
 }
 
 // Snapshot is the counts at one moment: app id → its counts. It is plain data (JSON as
-// {"<app>": {"requests": n, "by_method": {"GET": n}, "throttled": n}}).
+// {"<app>": {"requests": n, "by_method": {"GET": n}, "by_origin": {"harness": n},
+// "throttled": n}}).
 type Snapshot map[string]AppCounts
 
-// AppCounts are one app's counts.
+// AppCounts are one app's counts. ByMethod and ByOrigin each sum to Requests.
 type AppCounts struct {
 	Requests  int64            `json:"requests"`
 	ByMethod  map[string]int64 `json:"by_method"`
+	ByOrigin  map[string]int64 `json:"by_origin,omitempty"`
 	Throttled int64            `json:"throttled,omitempty"` // answered 429 (sent again by the client's backoff)
 }
 
@@ -95,7 +130,7 @@ func (c *Counter) Snapshot() Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for app, a := range c.apps {
-		ac := AppCounts{ByMethod: maps.Clone(a.methods), Throttled: a.throttled}
+		ac := AppCounts{ByMethod: maps.Clone(a.methods), ByOrigin: maps.Clone(a.origins), Throttled: a.throttled}
 		for _, n := range a.methods {
 			ac.Requests += n
 		}
@@ -138,11 +173,12 @@ func combine(a, b Snapshot, sign int64) Snapshot {
 			if acc.ByMethod == nil {
 				acc.ByMethod = map[string]int64{}
 			}
-			for m, n := range c.ByMethod {
-				acc.ByMethod[m] += src.sign * n
-				if acc.ByMethod[m] == 0 {
-					delete(acc.ByMethod, m)
+			addInto(acc.ByMethod, c.ByMethod, src.sign)
+			if len(c.ByOrigin) > 0 {
+				if acc.ByOrigin == nil {
+					acc.ByOrigin = map[string]int64{}
 				}
+				addInto(acc.ByOrigin, c.ByOrigin, src.sign)
 			}
 			acc.Requests += src.sign * c.Requests
 			acc.Throttled += src.sign * c.Throttled
@@ -150,11 +186,25 @@ func combine(a, b Snapshot, sign int64) Snapshot {
 		}
 	}
 	for app, c := range out {
+		if len(c.ByOrigin) == 0 {
+			c.ByOrigin = nil
+			out[app] = c
+		}
 		if c.Requests == 0 && c.Throttled == 0 {
 			delete(out, app)
 		}
 	}
 	return out
+}
+
+// addInto adds sign times every count of from into into, dropping counts that become 0.
+func addInto(into, from map[string]int64, sign int64) {
+	for k, n := range from {
+		into[k] += sign * n
+		if into[k] == 0 {
+			delete(into, k)
+		}
+	}
 }
 
 // Renamed keys the counts by names[app] instead of app ids (archives name apps by role,

@@ -32,9 +32,9 @@ func TestCounterCountsPerAppAndMethodConcurrently(t *testing.T) {
 	wg.Wait()
 	run.Add("", "GET", 0)
 
-	want := Snapshot{"7": {Requests: 55, ByMethod: map[string]int64{"GET": 50, "PUT": 5}, Throttled: 5}}
+	want := Snapshot{"7": {Requests: 55, ByMethod: map[string]int64{"GET": 50, "PUT": 5}, ByOrigin: harness(55), Throttled: 5}}
 	assert.Equal(t, want, sc.Snapshot())
-	runWant := Snapshot{"7": want["7"], NoApp: {Requests: 1, ByMethod: map[string]int64{"GET": 1}}}
+	runWant := Snapshot{"7": want["7"], NoApp: {Requests: 1, ByMethod: map[string]int64{"GET": 1}, ByOrigin: harness(1)}}
 	assert.Equal(t, runWant, run.Snapshot(), "the child's requests count in the run too")
 	assert.Equal(t, int64(56), run.Snapshot().Total())
 	assert.Equal(t, []string{NoApp, "7"}, run.Snapshot().Apps())
@@ -43,6 +43,46 @@ func TestCounterCountsPerAppAndMethodConcurrently(t *testing.T) {
 	none.Add("7", "GET", 200)
 	assert.Equal(t, Snapshot{}, none.Snapshot(), "a nil counter counts nothing")
 	none.Child().Add("7", "GET", 200) // a child of nil counts on its own, without panicking
+}
+
+func harness(n int64) map[string]int64 { return map[string]int64{Harness: n} }
+
+// Each request counts under its origin: the harness's own through Add, a proxy's through
+// From; the origins of an app sum to its requests, in the scenario's counter and the run's.
+func TestCounterSplitsRequestsByOrigin(t *testing.T) {
+	run := New()
+	sc := run.Child()
+	flownet, ksql := sc.From(FlowNet), sc.From(KsqlFlow)
+	sc.Add("7", "GET", 200)
+	flownet.Add("7", "PUT", 200)
+	flownet.Add("7", "GET", 0)
+	ksql.Add("7", "GET", 200)
+	ksql.Add("9", "POST", 429)
+
+	want := Snapshot{
+		"7": {Requests: 4, ByMethod: map[string]int64{"GET": 3, "PUT": 1}, ByOrigin: map[string]int64{Harness: 1, FlowNet: 2, KsqlFlow: 1}},
+		"9": {Requests: 1, ByMethod: map[string]int64{"POST": 1}, ByOrigin: map[string]int64{KsqlFlow: 1}, Throttled: 1},
+	}
+	assert.Equal(t, want, sc.Snapshot())
+	assert.Equal(t, want, run.Snapshot())
+
+	// Arithmetic keeps the split; an origin with nothing left is dropped.
+	before := Snapshot{"7": {Requests: 2, ByMethod: map[string]int64{"GET": 1, "PUT": 1}, ByOrigin: map[string]int64{Harness: 1, FlowNet: 1}}}
+	assert.Equal(t, Snapshot{
+		"7": {Requests: 2, ByMethod: map[string]int64{"GET": 2}, ByOrigin: map[string]int64{FlowNet: 1, KsqlFlow: 1}},
+		"9": want["9"],
+	}, want.Minus(before))
+	assert.Equal(t, want, want.Minus(before).Plus(before))
+	renamed := want.Renamed(map[string]string{"7": "state"}, "other")
+	assert.Equal(t, want["7"].ByOrigin, renamed["state"].ByOrigin)
+
+	data, err := json.Marshal(Snapshot{"state": want["7"]})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"state":{"requests":4,"by_method":{"GET":3,"PUT":1},"by_origin":{"harness":1,"flownet":2,"ksql-flow":1}}}`, string(data))
+
+	var none *Counter
+	none.From(KsqlFlow).Add("7", "GET", 200) // the origin of a nil counter counts nothing
+	assert.Equal(t, Snapshot{}, none.Snapshot())
 }
 
 func TestSnapshotArithmeticAndRenaming(t *testing.T) {
@@ -103,12 +143,12 @@ func TestTransportCountsTheAppOfEveryRequest(t *testing.T) {
 	send("GET", "/k/v1/nothing.json", "")
 
 	assert.Equal(t, Snapshot{
-		"3":   {Requests: 2, ByMethod: map[string]int64{"GET": 2}, Throttled: 1},
-		"4":   {Requests: 2, ByMethod: map[string]int64{"PUT": 1, "GET": 1}},
-		"5":   {Requests: 1, ByMethod: map[string]int64{"POST": 1}},
-		"6":   {Requests: 1, ByMethod: map[string]int64{"GET": 1}},
-		"12":  {Requests: 1, ByMethod: map[string]int64{"POST": 1}},
-		NoApp: {Requests: 1, ByMethod: map[string]int64{"GET": 1}},
+		"3":   {Requests: 2, ByMethod: map[string]int64{"GET": 2}, ByOrigin: harness(2), Throttled: 1},
+		"4":   {Requests: 2, ByMethod: map[string]int64{"PUT": 1, "GET": 1}, ByOrigin: harness(2)},
+		"5":   {Requests: 1, ByMethod: map[string]int64{"POST": 1}, ByOrigin: harness(1)},
+		"6":   {Requests: 1, ByMethod: map[string]int64{"GET": 1}, ByOrigin: harness(1)},
+		"12":  {Requests: 1, ByMethod: map[string]int64{"POST": 1}, ByOrigin: harness(1)},
+		NoApp: {Requests: 1, ByMethod: map[string]int64{"GET": 1}, ByOrigin: harness(1)},
 	}, c.Snapshot())
 	assert.Equal(t, `{"app":"4","id":"1","record":{}}`, bodies[2], "the body still reaches the server whole")
 

@@ -162,6 +162,7 @@ func parseFileFault(raw json.RawMessage) (*compiledFault, error) {
 			App      json.RawMessage `json:"app"`
 			RecordID json.RawMessage `json:"record_id"`
 			Field    string          `json:"field"`
+			Write    bool            `json:"write"`
 			Nth      int             `json:"nth"`
 		} `json:"match"`
 		Status  int                 `json:"status"`
@@ -186,7 +187,7 @@ func parseFileFault(raw json.RawMessage) (*compiledFault, error) {
 	fail := func(err error) (*compiledFault, error) { return nil, fmt.Errorf("fault %s: %w", ff.ID, err) }
 	if ff.Match != nil {
 		m := ff.Match
-		f.Match = FaultMatch{Method: m.Method, Path: m.Path, Field: m.Field, Nth: m.Nth}
+		f.Match = FaultMatch{Method: m.Method, Path: m.Path, Field: m.Field, Write: m.Write, Nth: m.Nth}
 		var err error
 		if f.Match.App, err = jsonScalar(m.App, "match.app"); err != nil {
 			return fail(err)

@@ -7,9 +7,10 @@
 //
 // The harness starts one Proxy for each FlowNet process it launches (a CLI run, a
 // poller, archive-run …) and gives that process Proxy.URL() as its kintone base URL
-// (KSQL_FLOWNET_BASE_URL). kSQL-Flow is configured separately with the direct URL,
-// so only FlowNet's traffic passes the proxy, as with the original hook (which only
-// wrapped the FlowNet CLI). Children that FlowNet itself starts and that inherit its
+// (KSQL_FLOWNET_BASE_URL). kSQL-Flow is configured separately (through its config
+// file's base URL; the harness gives the scenario's kSQL-Flow processes a Proxy of their
+// own), so only FlowNet's traffic passes a FlowNet process's proxy, as with the original
+// hook (which only wrapped the FlowNet CLI). Children that FlowNet itself starts and that inherit its
 // base URL (the poller's run-network children) go through the same proxy. The
 // original's "each barrier fires at most once per process" therefore becomes "at most
 // once per proxy": a poller and the runs it spawns share their barriers.
@@ -61,8 +62,9 @@
 // request addresses (the JSON body's "app", else the "app" query parameter, as for
 // barriers); a record id (the body's "id", one of the bulk records[].id, one of a
 // delete's "ids", or the "id" query parameter; 12 and "12" are equal); a field present
-// under "record" or under one of records[].record; and Nth, the first matching request
-// it takes (1-based). It then takes Times matching requests (once by default, n, or
+// under "record" or under one of records[].record; Write, only writes as kintone runs
+// them (not GET; a POST with X-HTTP-Method-Override: GET is a read); and Nth, the first
+// matching request it takes (1-based). It then takes Times matching requests (once by default, n, or
 // Always) and stops. Actions:
 //
 //   - respond: answer with Status and a kintone error body {"code", "id", "message"
@@ -99,7 +101,7 @@
 // steer a proxy by hand: plain text pass | block | block-writes, or JSON
 // {"mode": "...", "barriers": [{"id", "phase", "release", "match": {"path", "method",
 // "body": {"app", "id", "field"}}}], "faults": [{"id", "action", "times", "match":
-// {"method", "path", "app", "record_id", "field", "nth"}, "status", "code", "message",
+// {"method", "path", "app", "record_id", "field", "write", "nth"}, "status", "code", "message",
 // "errors": {"<key>": ["<message>"]}, "body", "delay"}]}, where times is a number,
 // "once" or "always", delay a Go duration ("1.5s"), and app and ids strings or numbers.
 // It is re-read on every request. A change of its

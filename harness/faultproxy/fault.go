@@ -47,6 +47,10 @@ type FaultMatch struct {
 	RecordID string
 	// Field must be a key of the body's "record", or of one of the bulk records[].record.
 	Field string
+	// Write takes only writes as kintone runs them: any method but GET, where a POST
+	// carrying X-HTTP-Method-Override: GET is the read it stands for (Method is the method
+	// as sent). It selects "the n-th write" of a client whichever verb each write uses.
+	Write bool
 	// Nth is the first matching request the fault takes (1-based; 0 means 1). Every
 	// matching request counts, including those another fault took.
 	Nth int
@@ -312,6 +316,9 @@ func (c *compiledFault) matches(v *requestView) bool {
 		return false
 	}
 	if m.Field != "" && !v.hasField(m.Field) {
+		return false
+	}
+	if m.Write && !v.isWrite() {
 		return false
 	}
 	return true

@@ -373,6 +373,48 @@ func TestFaultMatchRules(t *testing.T) {
 	}
 }
 
+// "The n-th write" of a client, whichever verb each write uses: POST and PUT count, a read
+// does not — neither a GET nor a POST that kintone runs as GET (X-HTTP-Method-Override) —
+// and neither does a write to another app. The synthetic answer is not counted as sent.
+func TestNthWriteTakesWritesAsKintoneRunsThem(t *testing.T) {
+	u := newKVUpstream(t)
+	counted := &recordingCounter{}
+	p, c := newKVProxy(t, u, func(o *Options) { o.Counter = counted })
+	require.NoError(t, p.AddFault(Fault{ID: "second-write", Action: ActionRespond, Status: 400, Code: "CSV1_FAULT", Message: "synthetic write fault",
+		Match: FaultMatch{Path: `^/k/v1/records?\.json$`, App: "7", Write: true, Nth: 2}}))
+	override := map[string]string{"X-HTTP-Method-Override": "GET"}
+	steps := []struct {
+		method, path, body string
+		hdr                map[string]string
+		want               int
+	}{
+		{"POST", "/k/v1/records.json", `{"app":7,"records":[{"k":{"value":"1"}}]}`, nil, 200},   // write 1
+		{"POST", "/k/v1/records.json", `{"app":7,"query":"limit 1"}`, override, 200},            // a read
+		{"GET", "/k/v1/records.json?app=7", "", nil, 404},                                       // a read (the upstream has no record 0)
+		{"PUT", "/k/v1/records.json", `{"app":8,"records":[{"id":1,"record":{}}]}`, nil, 200},   // another app
+		{"PUT", "/k/v1/records.json", `{"app":"7","records":[{"id":1,"record":{}}]}`, nil, 400}, // write 2
+		{"PUT", "/k/v1/record.json", `{"app":7,"id":"1","record":{}}`, nil, 200},                // write 3: once
+	}
+	for i, st := range steps {
+		r := send(c, st.method, p.URL()+st.path, st.body, st.hdr)
+		require.NoError(t, r.err, "request %d", i+1)
+		assert.Equal(t, st.want, r.status, "request %d: %s %s", i+1, st.method, st.path)
+		if st.want == 400 {
+			var b kintoneBody
+			require.NoError(t, json.Unmarshal([]byte(r.body), &b))
+			assert.Equal(t, []string{"CSV1_FAULT", "synthetic write fault"}, []string{b.Code, b.Message})
+		}
+	}
+	fs := p.FaultFirings("second-write")
+	require.Len(t, fs, 1)
+	assert.Equal(t, []any{2, "PUT", "7", 400}, []any{fs[0].Match, fs[0].Method, fs[0].App, fs[0].Status})
+	assert.Len(t, counted.list(), 5, "the synthetic 400 never reached the tenant")
+
+	c2, err := parseFileFault([]byte(`{"id":"w","action":"reset","match":{"write":true,"nth":3}}`))
+	require.NoError(t, err)
+	assert.Equal(t, FaultMatch{Write: true, Nth: 3}, c2.f.Match, "the control file names it match.write")
+}
+
 func TestAddFaultRefusesBadInputNamingTheProblem(t *testing.T) {
 	u := newKVUpstream(t)
 	p, _ := newKVProxy(t, u, nil)

@@ -53,7 +53,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer p.inflight.Done()
 	p.refreshControl()
 
-	view := &requestView{method: r.Method, path: r.URL.Path, query: r.URL.Query()}
+	view := &requestView{method: r.Method, override: r.Header.Get("X-HTTP-Method-Override"), path: r.URL.Path, query: r.URL.Query()}
 	bodyErr := p.bufferBody(r, view)
 	entry := &trafficEntry{At: start.UTC(), Method: r.Method, Path: r.URL.Path, Targeted: true, Heartbeat: view.isHeartbeat()}
 	entry.App, entry.RecordID, entry.Fields = view.touched()

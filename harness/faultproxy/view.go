@@ -5,17 +5,19 @@ import (
 	"encoding/json"
 	"net/url"
 	"sort"
+	"strings"
 )
 
 // requestView is what matching sees of a request.
 type requestView struct {
-	method string
-	path   string
-	query  url.Values
-	body   []byte // nil when not buffered (too large, multipart, GET)
-	parsed bool
-	obj    map[string]json.RawMessage
-	record map[string]json.RawMessage
+	method   string
+	override string // X-HTTP-Method-Override (kintone runs a POST as this method)
+	path     string
+	query    url.Values
+	body     []byte // nil when not buffered (too large, multipart, GET)
+	parsed   bool
+	obj      map[string]json.RawMessage
+	record   map[string]json.RawMessage
 
 	bulkParsed bool
 	bulkRecs   []bulkRecord // records[] of a bulk write, parsed on first use
@@ -127,6 +129,15 @@ func (v *requestView) app() string {
 		}
 	}
 	return v.query.Get("app")
+}
+
+// isWrite: kintone runs the request as a write, i.e. not as a GET (a method-override POST
+// runs as its override).
+func (v *requestView) isWrite() bool {
+	if v.method == "POST" && v.override != "" {
+		return !strings.EqualFold(v.override, "GET")
+	}
+	return v.method != "GET"
 }
 
 // isHeartbeat: a PUT whose JSON record has heartbeat_at (the original's definition).

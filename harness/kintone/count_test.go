@@ -33,8 +33,8 @@ func TestGuardedClientCountsItsRequests(t *testing.T) {
 	require.True(t, IsRefused(err))
 
 	want := apicount.Snapshot{
-		appLog: {Requests: 1, ByMethod: map[string]int64{"GET": 1}},
-		appReq: {Requests: 2, ByMethod: map[string]int64{"GET": 1, "PUT": 1}},
+		appLog: {Requests: 1, ByMethod: map[string]int64{"GET": 1}, ByOrigin: map[string]int64{apicount.Harness: 1}},
+		appReq: {Requests: 2, ByMethod: map[string]int64{"GET": 1, "PUT": 1}, ByOrigin: map[string]int64{apicount.Harness: 2}},
 	}
 	assert.Equal(t, want, sc.Snapshot())
 	assert.Equal(t, want, run.Snapshot())

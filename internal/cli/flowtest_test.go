@@ -152,6 +152,21 @@ func TestAcceptanceSuiteOnSandbox(t *testing.T) {
 	assert.Len(t, run.Scenarios, manifestSize(t))
 	assert.Contains(t, r.stdout, "archive verify: no secret or raw app id")
 
+	// Every sender is counted, and said to be, in a scenario without a held window too: the
+	// harness's reads, FlowNet's through its counting proxy, its kSQL-Flow children's through the
+	// scenario's kSQL-Flow proxy (n1_extract reads 顧客管理).
+	var serial struct {
+		APIRequests map[string]struct {
+			ByOrigin map[string]int64 `json:"by_origin"`
+		} `json:"api_requests"`
+	}
+	data, err = os.ReadFile(filepath.Join(dir, "scenarios", "m5-serial-success.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &serial))
+	assert.Positive(t, serial.APIRequests["state"].ByOrigin["harness"], "the harness's reads of the state app")
+	assert.Positive(t, serial.APIRequests["state"].ByOrigin["flownet"], "FlowNet's writes of the state app")
+	assert.Positive(t, serial.APIRequests["customers"].ByOrigin["ksql-flow"], "kSQL-Flow's reads of the customers app")
+
 	v := flowtest(t, nil, "archive", "verify", dir)
 	assert.Equal(t, 0, v.code, v.stdout+v.stderr)
 	assert.Contains(t, v.stdout, "matches its schema")

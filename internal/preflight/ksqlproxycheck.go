@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ksqlflow/flowtest/harness/apicount"
 	"github.com/ksqlflow/flowtest/harness/config"
 	"github.com/ksqlflow/flowtest/harness/faultproxy"
 	"github.com/ksqlflow/flowtest/harness/ksqlprofile"
@@ -80,7 +81,7 @@ const probeReadWait = 30 * time.Second
 // ksqlFlowProxyCheck proves with the operator's kSQL-Flow, before any scenario relies on it:
 //   - a copy of its config whose profile's base URL is a proxy's, and nothing else changed
 //     (the files differ in that key only), is described exactly as the original but for that
-//     URL — the copy every held window and the CSV write fault give FlowNet;
+//     URL — the copy every scenario gives FlowNet for its kSQL-Flow children;
 //   - a probe job (the n1_extract SQL of the validate fixture, reading 顧客管理) run with that
 //     copy, trusting the proxy through NODE_EXTRA_CA_CERTS only, sends its first business
 //     read as a records or cursor request naming the customers app, which a barrier holds
@@ -88,7 +89,7 @@ const probeReadWait = 30 * time.Second
 //   - the profile's httpTimeoutMs leaves room for a hold (every hold is bounded below it).
 //
 // The job runs standalone with `--lock local-only`: it reads, and writes no JOB log row.
-func ksqlFlowProxyCheck(cfg *config.Config, describe profileDescriber) safety.Check {
+func ksqlFlowProxyCheck(cfg *config.Config, describe profileDescriber, api *apicount.Counter) safety.Check {
 	c := safety.Check{Name: "ksql-flow-proxy", Subject: config.VarFlowConfig, OK: true}
 	fail := func(format string, a ...any) safety.Check {
 		c.OK, c.Reason = false, fmt.Sprintf(format, a...)
@@ -118,7 +119,7 @@ func ksqlFlowProxyCheck(cfg *config.Config, describe profileDescriber) safety.Ch
 
 	baseURL := cfg.Get(safety.VarBaseURL)
 	p, err := faultproxy.New(faultproxy.Options{Name: "preflight-ksql-flow", Upstream: baseURL, UpstreamCA: cfg.Get(config.VarCAFile),
-		TLS: strings.HasPrefix(baseURL, "https:"), LogDir: tmp, BarrierTimeout: bound})
+		TLS: strings.HasPrefix(baseURL, "https:"), LogDir: tmp, BarrierTimeout: bound, Counter: api.From(apicount.KsqlFlow)})
 	if err != nil {
 		return fail("not probed: the proxy: %v", err)
 	}

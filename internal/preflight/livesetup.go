@@ -71,7 +71,7 @@ func LiveSetupChecks(cfg *config.Config, api *apicount.Counter) []safety.Check {
 	case !conf.OK:
 		proxy.Reason = "not probed: the kSQL-Flow config is refused (ksql-flow-config)"
 	default:
-		proxy = ksqlFlowProxyCheck(cfg, describe)
+		proxy = ksqlFlowProxyCheck(cfg, describe, api)
 	}
 	return append(checks, conf, proxy)
 }
