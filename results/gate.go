@@ -57,7 +57,10 @@ type GateRecord struct {
 	// series that carry-over rules cover.
 	Scenarios []GateScenario `json:"scenarios"`
 	Counts    GateCounts     `json:"counts"`
-	Decided   time.Time      `json:"decided,omitzero"`
+	// APIRequests are the kintone REST requests of the run the gate decided on, by app role
+	// (run.json's api_requests): what the gate cost the tenant's daily budget per app.
+	APIRequests APIRequests `json:"api_requests,omitempty"`
+	Decided     time.Time   `json:"decided,omitzero"`
 	// Archive is the archive folder this record was written into (absolute path).
 	Archive string `json:"archive,omitempty"`
 }
@@ -198,6 +201,9 @@ func CompleteGate(g *GateRecord, run *Run) {
 	interrupted := run != nil && run.State == RunInterrupted
 	g.Verdict, g.VerdictWhy = decideGate(g.Scenarios, interrupted)
 	g.Counts = countGate(g.Scenarios)
+	if run != nil {
+		g.APIRequests = run.APIRequests
+	}
 	g.Decided = time.Now().UTC()
 }
 
