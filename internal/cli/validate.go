@@ -50,12 +50,11 @@ var (
 )
 
 // parseFlags parses args into fset and refuses a repeated flag. Errors of the flag package are
-// printed as one line plus a pointer to -h (not the whole flag list); -h prints the flags
-// and is not a refusal.
+// printed as one line plus a pointer to -h (not the whole flag list); -h prints the command's
+// help (fset's Usage, newFlagSet) and is not a refusal.
 func parseFlags(fset *flag.FlagSet, name string, args []string, stderr io.Writer, repeatable ...string) (map[string]flagUse, int, bool) {
 	var buf strings.Builder
 	fset.SetOutput(&buf)
-	fset.Usage = helpFor(fset, name)
 	err := fset.Parse(args)
 	fset.SetOutput(stderr)
 	switch {
