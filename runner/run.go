@@ -414,7 +414,7 @@ func finish(o Options, rec *results.Scenario) {
 	rec.DurationMS = rec.End.Sub(rec.Start).Milliseconds()
 	line := fmt.Sprintf("END   %s %s %s", rec.ID, rec.Status, rec.End.Sub(rec.Start).Round(time.Millisecond))
 	if rec.Reason != "" && rec.Status != results.StatusPassed {
-		line += " — " + firstLine(rec.Reason)
+		line += " — " + rec.ReasonLine()
 	}
 	fmt.Fprintln(o.Progress, line)
 }
@@ -593,11 +593,6 @@ func firstFailure(steps []results.Step, hookErrs []error) string {
 		return errors.Join(hookErrs...).Error()
 	}
 	return "scenario failed (see godog.log)"
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
 }
 
 func safeName(id string) string {

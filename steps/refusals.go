@@ -40,7 +40,7 @@ func refused(ctx context.Context, ref, code, text string) error {
 			break
 		}
 	}
-	if err := sc.st.Assert(fmt.Sprintf("stderr of %s has a line starting with %q", c.name, prefix), "such a line", orNone(firstLine(c.stderr)), line != ""); err != nil {
+	if err := sc.st.Assert(fmt.Sprintf("stderr of %s has a line starting with %q", c.name, prefix), "such a line", firstLineOrNone(c.stderr), line != ""); err != nil {
 		return err
 	}
 	if text == "" {

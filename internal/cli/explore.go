@@ -423,7 +423,7 @@ func (x *exploreRunner) Run(ctx context.Context, n int, c explore.Chooser) (expl
 	rec := res.Scenarios[0]
 	out.Passed = rec.Status == results.StatusPassed
 	if !out.Passed {
-		out.Reason = string(rec.Status) + ": " + firstLineOf(rec.Reason)
+		out.Reason = string(rec.Status) + ": " + rec.ReasonLine()
 	}
 	for _, note := range rec.Notes {
 		if note.What == explore.BranchNote {

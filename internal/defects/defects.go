@@ -180,7 +180,7 @@ func (r *Run) runScenarios(dir, bin string, ids []string) (map[string]*results.S
 		return nil, 0, fmt.Errorf("flowtest run: %w", err)
 	}
 	if code == runner.ExitRefused {
-		return nil, code, fmt.Errorf("flowtest run refused (exit 2): %s", lastLines(logPath, 3))
+		return nil, code, fmt.Errorf("flowtest run refused (exit 2): %s", lastLinesOfFile(logPath, 3))
 	}
 	recs := map[string]*results.Scenario{}
 	for _, id := range ids {
@@ -429,7 +429,8 @@ func (r *Run) unitTests(d Defect, u defectUnit) (failed []string, why string) {
 	return failed, ""
 }
 
-func lastLines(path string, n int) string {
+// lastLinesOfFile is excerpt.LastLines of a file, or why it cannot be read.
+func lastLinesOfFile(path string, n int) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err.Error()

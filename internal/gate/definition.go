@@ -9,6 +9,7 @@ package gate
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -85,18 +86,11 @@ func Load(featuresDir, gate string, items []runner.Item) (*Def, error) {
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			known := knownGates(featuresDir)
-			return nil, refusal.New("gate %q: no definition at %s (gates in %s: %s)", gate, file, filepath.Join(featuresDir, gatesDir), orNone(strings.Join(known, ", ")))
+			return nil, refusal.New("gate %q: no definition at %s (gates in %s: %s)", gate, file, filepath.Join(featuresDir, gatesDir), cmp.Or(strings.Join(known, ", "), "none"))
 		}
 		return nil, refusal.New("gate %q: %v", gate, err)
 	}
 	return Parse(file, data, items)
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
 }
 
 // Parse parses and validates a gate definition. It refuses YAML errors, more than one

@@ -575,5 +575,3 @@ func sanitizeName(s, fallback string) string {
 	}
 	return b.String()
 }
-
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
