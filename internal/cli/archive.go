@@ -82,8 +82,7 @@ func cmdVerify(inv invocation, f *verifyFlags, fset *flag.FlagSet, args []string
 		return code
 	}
 	if fset.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: flowtest archive verify [--env-file F] [--sha256 HEX] <archive dir | pack.tar.gz>")
-		return runner.ExitRefused
+		return refuseUsage(stderr, "archive verify")
 	}
 	env, appIDs, err := f.scanInputs(uses)
 	if err != nil {
@@ -145,8 +144,7 @@ func cmdPack(inv invocation, f *packFlags, fset *flag.FlagSet, args []string) in
 		return code
 	}
 	if fset.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: flowtest archive pack [--out FILE.tar.gz] [--force] <archive dir>")
-		return runner.ExitRefused
+		return refuseUsage(stderr, "archive pack")
 	}
 	dir := filepath.Clean(fset.Arg(0))
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -34,14 +33,10 @@ func (f *defectsFlags) bind(fs *flag.FlagSet) {
 
 func cmdDefects(inv invocation, f *defectsFlags, fset *flag.FlagSet, args []string) int {
 	stdout, stderr, sigs := inv.stdout, inv.stderr, inv.sigs
-	if err := fset.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) { // -h is not a refusal, as for every other command
-			return 0
-		}
-		return runner.ExitRefused
+	if code, ok := parseKeepingRepeats(fset, args); !ok {
+		return code
 	}
-	if fset.NArg() > 0 {
-		fmt.Fprintf(stderr, "flowtest defects: unexpected arguments %q\n", fset.Args())
+	if unexpectedArgs(fset, stderr, "") {
 		return runner.ExitRefused
 	}
 	if f.jobs < 1 {

@@ -39,8 +39,7 @@ func cmdEvidence(inv invocation, f *evidenceFlags, fset *flag.FlagSet, args []st
 		return code
 	}
 	if fset.NArg() > 0 || f.before == "" || f.after == "" {
-		fmt.Fprintln(stderr, "usage: flowtest evidence --before <archive> --after <archive> [--json] [--out test-evidence.md]")
-		return runner.ExitRefused
+		return refuseUsage(stderr, "evidence")
 	}
 	limits := map[string]string{}
 	if m, err := runner.LoadManifest(os.DirFS(f.features), "manifest.yaml"); err == nil {

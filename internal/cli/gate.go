@@ -63,17 +63,27 @@ func (f *gateShowFlags) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&f.all, "all", false, "also list the scenarios of the carry-over series (the scope when no rule holds)")
 }
 
+// gateNamed is the gate a gate command names: before its flags (lead, splitGateName) or as
+// the one argument after them; false when it names none, or more than one.
+func gateNamed(lead string, fset *flag.FlagSet) (string, bool) {
+	switch {
+	case lead == "" && fset.NArg() == 1:
+		return fset.Arg(0), true
+	case lead == "" || fset.NArg() > 0:
+		return "", false
+	}
+	return lead, true
+}
+
 func cmdGateShow(inv invocation, f *gateShowFlags, fset *flag.FlagSet, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	name, rest := splitGateName(args)
 	if _, code, ok := parseFlags(fset, "gate show", rest, stderr); !ok {
 		return code
 	}
-	if name == "" && fset.NArg() == 1 {
-		name = fset.Arg(0)
-	} else if fset.NArg() > 0 || name == "" {
-		fmt.Fprintln(stderr, "usage: flowtest gate show [--all] <gate>")
-		return runner.ExitRefused
+	name, ok := gateNamed(name, fset)
+	if !ok {
+		return refuseUsage(stderr, "gate show")
 	}
 	c := common{target: "sandbox", features: f.features}
 	items, _, _, err := c.plan()
@@ -139,11 +149,9 @@ func cmdGateRun(inv invocation, f *gateRunFlags, fset *flag.FlagSet, args []stri
 	if !ok {
 		return code
 	}
-	if name == "" && fset.NArg() == 1 {
-		name = fset.Arg(0)
-	} else if fset.NArg() > 0 || name == "" {
-		fmt.Fprintln(stderr, "usage: flowtest gate run <gate> --sut-commit C --sut-repo DIR [--since-archive A] [run flags]")
-		return runner.ExitRefused
+	name, ok = gateNamed(name, fset)
+	if !ok {
+		return refuseUsage(stderr, "gate run")
 	}
 	// --durations-from stays: without --shard it only gives the progress line its ETA.
 	for _, bad := range []string{"tags", "rerun", "allow-empty", "repeat", "shard"} {

@@ -36,8 +36,7 @@ func cmdMerge(inv invocation, f *mergeFlags, fset *flag.FlagSet, args []string) 
 		return code
 	}
 	if fset.NArg() < 2 {
-		fmt.Fprintln(stderr, "usage: flowtest archive merge [--out DIR] <shard archive> <shard archive> …")
-		return runner.ExitRefused
+		return refuseUsage(stderr, "archive merge")
 	}
 	if err := creatableDir("--out", f.out); err != nil {
 		return exitFor(stderr, "archive merge", err)

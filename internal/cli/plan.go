@@ -93,8 +93,7 @@ func cmdList(inv invocation, f *listFlags, fs *flag.FlagSet, args []string) int 
 	if !ok {
 		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "flowtest list: unexpected arguments %q\n", fs.Args())
+	if unexpectedArgs(fs, stderr, "") {
 		return runner.ExitRefused
 	}
 	if err := c.validate(uses); err != nil {

@@ -44,8 +44,7 @@ func cmdRehearse(inv invocation, f *rehearseFlags, fset *flag.FlagSet, args []st
 	if !ok {
 		return code
 	}
-	if fset.NArg() > 0 {
-		fmt.Fprintf(stderr, "flowtest rehearse: unexpected arguments %q (select scenarios with --tags)\n", fset.Args())
+	if unexpectedArgs(fset, stderr, selectWithTags) {
 		return runner.ExitRefused
 	}
 	if err := f.validate(uses); err != nil {

@@ -157,8 +157,7 @@ func startCommand(name string, f *runFlags, fset *flag.FlagSet, args []string, w
 		return nil, code
 	}
 	f.uses = uses
-	if fset.NArg() > 0 {
-		fmt.Fprintf(stderr, "flowtest %s: unexpected arguments %q (select scenarios with --tags)\n", name, fset.Args())
+	if unexpectedArgs(fset, stderr, selectWithTags) {
 		return nil, runner.ExitRefused
 	}
 	// Every flag value before anything else: nothing is read or started on a bad one.

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -30,14 +29,10 @@ func (f *stepsFlags) bind(fs *flag.FlagSet) {
 // is used by no scenario), 2 on usage or feature errors.
 func cmdSteps(inv invocation, f *stepsFlags, fs *flag.FlagSet, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) { // -h is not a refusal, as for every other command
-			return 0
-		}
-		return runner.ExitRefused
+	if code, ok := parseKeepingRepeats(fs, args); !ok {
+		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "flowtest steps: unexpected arguments %q\n", fs.Args())
+	if unexpectedArgs(fs, stderr, "") {
 		return runner.ExitRefused
 	}
 	// The same discovery as run and list, so the index covers exactly what they would run.

@@ -38,8 +38,7 @@ func cmdSweep(inv invocation, sf *sweepFlags, fset *flag.FlagSet, args []string)
 		return code
 	}
 	f.uses = uses
-	if fset.NArg() > 0 {
-		fmt.Fprintf(stderr, "flowtest sweep: unexpected arguments %q\n", fset.Args())
+	if unexpectedArgs(fset, stderr, "") {
 		return runner.ExitRefused
 	}
 	if sf.olderThan <= 0 {
