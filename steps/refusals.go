@@ -22,11 +22,8 @@ func (d refusalDomain) register(reg stepdef.Registry) {
 // refused: the call exited 1 with an `Error [<code>]:` line on stderr (saying text, if given).
 func refused(ctx context.Context, ref, code, text string) error {
 	sc := sceneOf(ctx)
-	c, err := processesOf(ctx).flownetRun(ref)
+	c, err := processesOf(ctx).finishedFlownetRun(ctx, ref)
 	if err != nil {
-		return err
-	}
-	if err := c.finish(ctx); err != nil {
 		return err
 	}
 	if err := sc.st.Equal("exit code of "+c.name, 1, c.result.ExitCode); err != nil {
@@ -58,11 +55,8 @@ func (refusalDomain) isRefusedSaying(ctx context.Context, ref, code, text string
 }
 
 func (refusalDomain) stderrDoesNotMention(ctx context.Context, ref, text string) error {
-	c, err := processesOf(ctx).flownetRun(ref)
+	c, err := processesOf(ctx).finishedFlownetRun(ctx, ref)
 	if err != nil {
-		return err
-	}
-	if err := c.finish(ctx); err != nil {
 		return err
 	}
 	return sceneOf(ctx).st.Assert(fmt.Sprintf("stderr of %s mentions %q", c.name, text), "no", orNone(c.stderr), !strings.Contains(c.stderr, text))
