@@ -122,7 +122,7 @@ func Execute(ctx context.Context, o Options) Result {
 	if o.Concurrency < 1 {
 		o.Concurrency = 1
 	}
-	o.Progress = &lockedWriter{w: o.Progress}
+	o.Progress = &LockedWriter{W: o.Progress}
 	var st *status
 	if o.Status != nil {
 		st = newStatus(o.Progress, *o.Status, o.Items, o.Concurrency)

@@ -89,7 +89,7 @@ func cmdDefects(inv invocation, f *defectsFlags, fset *flag.FlagSet, args []stri
 		case <-ctx.Done():
 		}
 	}()
-	r := &defects.Run{Root: root, GoBin: f.goBin, Self: self, Work: work, Log: &defects.SyncWriter{W: stdout}, Ctx: ctx}
+	r := &defects.Run{Root: root, GoBin: f.goBin, Self: self, Work: work, Log: &runner.LockedWriter{W: stdout}, Ctx: ctx}
 	start := time.Now()
 	fmt.Fprintf(stdout, "flowtest defects: %d of %d planted defects (%s), work dir %s\n", len(selected), len(cat.Defects), defects.CatalogueFile, work)
 

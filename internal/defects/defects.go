@@ -90,18 +90,6 @@ func (r *Run) All(selected []Defect, control bool, jobs int, est []time.Duration
 	return rows
 }
 
-// SyncWriter serialises progress lines of concurrent runs.
-type SyncWriter struct {
-	mu sync.Mutex
-	W  io.Writer
-}
-
-func (s *SyncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.W.Write(p)
-}
-
 // ModuleRoot is the directory of this module's go.mod, found by the go command from the
 // working directory: the broken sandboxes are built from source.
 func ModuleRoot(goBin string) (string, error) {
