@@ -75,6 +75,17 @@ func gateNamed(lead string, fset *flag.FlagSet) (string, bool) {
 	return lead, true
 }
 
+// loadGate plans every scenario of c's manifest and target and loads the named gate's
+// definition against them.
+func loadGate(c common, name string) ([]runner.Item, *gate.Def, error) {
+	items, _, _, err := c.plan()
+	if err != nil {
+		return nil, nil, err
+	}
+	g, err := gate.Load(c.features, name, items)
+	return items, g, err
+}
+
 func cmdGateShow(inv invocation, f *gateShowFlags, fset *flag.FlagSet, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	name, rest := splitGateName(args)
@@ -85,12 +96,7 @@ func cmdGateShow(inv invocation, f *gateShowFlags, fset *flag.FlagSet, args []st
 	if !ok {
 		return refuseUsage(stderr, "gate show")
 	}
-	c := common{target: "sandbox", features: f.features}
-	items, _, _, err := c.plan()
-	if err != nil {
-		return exitFor(stderr, "gate show", err)
-	}
-	g, err := gate.Load(f.features, name, items)
+	items, g, err := loadGate(common{target: "sandbox", features: f.features}, name)
 	if err != nil {
 		return exitFor(stderr, "gate show", err)
 	}
@@ -170,11 +176,7 @@ func cmdGateRun(inv invocation, f *gateRunFlags, fset *flag.FlagSet, args []stri
 	}
 	c := f.common
 	c.tags, c.rerun = "", ""
-	items, _, _, err := c.plan()
-	if err != nil {
-		return exitFor(stderr, "gate run", err)
-	}
-	g, err := gate.Load(f.features, name, items)
+	items, g, err := loadGate(c, name)
 	if err != nil {
 		return exitFor(stderr, "gate run", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -189,21 +188,13 @@ func TestPackRefusals(t *testing.T) {
 
 func extractManifest(t *testing.T, pack string) []byte {
 	t.Helper()
-	f, err := os.Open(pack)
-	require.NoError(t, err)
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	require.NoError(t, err)
-	tr := tar.NewReader(gz)
-	for {
-		hdr, err := tr.Next()
-		require.NoError(t, err)
-		if strings.HasSuffix(hdr.Name, "/"+SumsFile) {
-			data, err := io.ReadAll(tr)
-			require.NoError(t, err)
-			return data
+	for _, e := range packtest.Entries(t, pack) {
+		if strings.HasSuffix(e.Header.Name, "/"+SumsFile) {
+			return e.Data
 		}
 	}
+	require.FailNow(t, "the pack holds no "+SumsFile)
+	return nil
 }
 
 func TestPackNeverReplacesAPackUnlessAsked(t *testing.T) {

@@ -15,29 +15,45 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Rewrite rewrites a pack entry by entry, letting edit change (or drop, returning nil)
-// each file's bytes, and appending extra files; the gzip is made afresh, so only the tar
-// content differs.
-func Rewrite(t testing.TB, src, dst string, edit func(name string, data []byte) []byte, extra map[string]string) {
+// Entry is one file of a pack.
+type Entry struct {
+	Header *tar.Header
+	Data   []byte
+}
+
+// Entries are the files of a pack, in their order in the tar.
+func Entries(t testing.TB, pack string) []Entry {
 	t.Helper()
-	f, err := os.Open(src)
+	f, err := os.Open(pack)
 	require.NoError(t, err)
 	defer f.Close()
 	gz, err := gzip.NewReader(f)
 	require.NoError(t, err)
 	tr := tar.NewReader(gz)
-	var out bytes.Buffer
-	gw := gzip.NewWriter(&out)
-	tw := tar.NewWriter(gw)
-	folder := ""
+	var entries []Entry
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
-			break
+			return entries
 		}
 		require.NoError(t, err)
 		data, err := io.ReadAll(tr)
 		require.NoError(t, err)
+		entries = append(entries, Entry{hdr, data})
+	}
+}
+
+// Rewrite rewrites a pack entry by entry, letting edit change (or drop, returning nil)
+// each file's bytes, and appending extra files; the gzip is made afresh, so only the tar
+// content differs.
+func Rewrite(t testing.TB, src, dst string, edit func(name string, data []byte) []byte, extra map[string]string) {
+	t.Helper()
+	var out bytes.Buffer
+	gw := gzip.NewWriter(&out)
+	tw := tar.NewWriter(gw)
+	folder := ""
+	for _, e := range Entries(t, src) {
+		hdr, data := e.Header, e.Data
 		folder = strings.SplitN(hdr.Name, "/", 2)[0]
 		if edit != nil {
 			data = edit(hdr.Name, data)
@@ -47,7 +63,7 @@ func Rewrite(t testing.TB, src, dst string, edit func(name string, data []byte) 
 		}
 		hdr.Size = int64(len(data))
 		require.NoError(t, tw.WriteHeader(hdr))
-		_, err = tw.Write(data)
+		_, err := tw.Write(data)
 		require.NoError(t, err)
 	}
 	for name, body := range extra {
