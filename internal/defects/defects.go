@@ -4,7 +4,8 @@
 // executable (`flowtest run --sandbox-bin …`), and reads their records: a defect is caught
 // only when each declared scenario failed on the declared assertion while every process it
 // started reached a normal end. A crash (see crashOf), a timeout or any other failure
-// elsewhere is reported as ESCAPED, with what failed instead.
+// elsewhere is reported as ESCAPED, with what failed instead. It runs `go build` from the
+// source tree, which a package of its own keeps out of the command's glue.
 package defects
 
 import (

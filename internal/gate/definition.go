@@ -4,7 +4,8 @@
 // rule's paths. Plan computes the scope (required ∪ every series whose rule does not hold)
 // and the gate record; `flowtest gate run` (internal/cli) runs the scope through the normal
 // run path, whose archive writes the record (gate.json, README.md, index.html). The SUT's
-// git history is reached through Repo.
+// git history is reached through Repo. It is policy that needs the manifest, tag expressions
+// and git, so it is a package tested without the binary (gatetest makes the repositories).
 package gate
 
 import (
