@@ -79,11 +79,12 @@ func renderJUnit(run *Run, scen []*Scenario) ([]byte, error) {
 		}
 		switch s.Status {
 		case StatusFailed:
-			c.Failure = &junitMessage{Message: mdtext.OrDash(firstLine(failureMessage(s))), Type: "failed", Text: failureMessage(s)}
+			msg, _, _ := strings.Cut(failureMessage(s), "\n")
+			c.Failure = &junitMessage{Message: mdtext.OrDash(msg), Type: "failed", Text: failureMessage(s)}
 			su.Failures++
 		case StatusBlocked, StatusInterrupted:
 			// Not a failure of the SUT, not a pass either: a JUnit error of its own type.
-			msg := firstLine(s.Reason)
+			msg := s.ReasonLine()
 			if !strings.HasPrefix(msg, s.Status+":") {
 				msg = strings.TrimSpace(s.Status + ": " + msg)
 			}
@@ -147,13 +148,6 @@ func failureMessage(s *Scenario) string {
 		lines = append(lines, "cleanup failed: "+s.Cleanup.Error)
 	}
 	return strings.Join(lines, "\n")
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }

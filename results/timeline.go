@@ -125,14 +125,7 @@ func timelineSVG(s *Scenario) string {
 	// Node attempts, one lane per attempt (a node's attempts often share the same minutes),
 	// nodes in order of first appearance; each within the process that ran it (attempts.go).
 	ran := attemptProcesses(s)
-	var nodes []string
-	byNode := map[string][]int{}
-	for i, a := range s.Attempts {
-		if _, ok := byNode[a.Node]; !ok {
-			nodes = append(nodes, a.Node)
-		}
-		byNode[a.Node] = append(byNode[a.Node], i)
-	}
+	nodes, byNode := groupInOrder(s.Attempts, func(a Attempt) string { return a.Node })
 	for _, node := range nodes {
 		idx := byNode[node]
 		sort.SliceStable(idx, func(i, j int) bool { return s.Attempts[idx[i]].AttemptNo < s.Attempts[idx[j]].AttemptNo })
@@ -201,18 +194,11 @@ func timelineSVG(s *Scenario) string {
 	}
 	lanes = append(lanes, waitLanes...)
 	// Barriers: one lane per barrier id; a hold runs from arrival to release.
-	var barrierIDs []string
-	byBarrier := map[string][]BarrierArrival{}
-	for _, ba := range s.Barriers {
-		if _, ok := byBarrier[ba.ID]; !ok {
-			barrierIDs = append(barrierIDs, ba.ID)
-		}
-		byBarrier[ba.ID] = append(byBarrier[ba.ID], ba)
-	}
+	barrierIDs, byBarrier := groupInOrder(s.Barriers, func(ba BarrierArrival) string { return ba.ID })
 	for _, id := range barrierIDs {
 		// Labelled as the feature names it, with the process whose proxy holds it; the
 		// scope-prefixed id (older records) differs only at its end.
-		first := byBarrier[id][0]
+		first := s.Barriers[byBarrier[id][0]]
 		l := lane{label: "barrier " + clipLeft(id, 30)}
 		if first.Name != "" {
 			l.label = "barrier " + first.Name
@@ -220,7 +206,8 @@ func timelineSVG(s *Scenario) string {
 				l.label += " — " + first.Process
 			}
 		}
-		for _, ba := range byBarrier[id] {
+		for _, i := range byBarrier[id] {
+			ba := s.Barriers[i]
 			grow(ba.At)
 			m := mark{from: ba.At, to: ba.At, colour: colBarrier, diamond: true, kind: "tl-barrier",
 				title: fmt.Sprintf("barrier %s (%s) held %s %s, status %d", mdtext.OrDash(ba.Name), ba.Phase, ba.Method, ba.Path, ba.Status)}
@@ -362,4 +349,17 @@ func tickLabel(t, step time.Duration) string {
 	default:
 		return fmt.Sprintf("%gm", t.Minutes())
 	}
+}
+
+// groupInOrder groups the indices of items by key, the keys in the order they first appear.
+func groupInOrder[T any](items []T, key func(T) string) (keys []string, groups map[string][]int) {
+	groups = map[string][]int{}
+	for i, it := range items {
+		k := key(it)
+		if _, seen := groups[k]; !seen {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], i)
+	}
+	return keys, groups
 }

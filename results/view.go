@@ -29,6 +29,13 @@ func (s *Scenario) FirstObservation() string {
 	return mdtext.OrDash(s.Reason)
 }
 
+// ReasonLine is the first line of the record's reason: what the console's END line, the
+// JUnit message and the repeat and explore summaries show of it.
+func (s *Scenario) ReasonLine() string {
+	line, _, _ := strings.Cut(s.Reason, "\n")
+	return line
+}
+
 // Acceptance lists the acceptance numbers from @acc-N tags.
 func Acceptance(tags []string) string {
 	var acc []string

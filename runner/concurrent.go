@@ -11,17 +11,17 @@ import (
 	"github.com/ksqlflow/flowtest/results"
 )
 
-// lockedWriter serialises writes of concurrent scenarios to one console, so that every line
-// is whole.
-type lockedWriter struct {
+// LockedWriter serialises the writes of concurrent runs (scenarios, the defects' runs) to one
+// console, so that every line is whole.
+type LockedWriter struct {
 	mu sync.Mutex
-	w  io.Writer
+	W  io.Writer
 }
 
-func (l *lockedWriter) Write(p []byte) (int, error) {
+func (l *LockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(p)
+	return l.W.Write(p)
 }
 
 // scenarioLog is a scenario's log when several scenarios run at once: every line goes to a

@@ -87,9 +87,8 @@ func TestConcurrentScenariosRunAtOnceAndArchiveInRunOrder(t *testing.T) {
 // Under concurrency a scenario's step chatter goes to its own log; only wait progress,
 // prefixed with its id, reaches the console.
 func TestScenarioLogKeepsConsoleReadable(t *testing.T) {
-	var console lockedWriter
 	var buf safeBuffer
-	console.w = &buf
+	console := LockedWriter{W: &buf}
 	dir := t.TempDir()
 	l := &scenarioLog{id: "m5-x", console: &console}
 	l.open(dir, "m5-x")

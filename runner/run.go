@@ -122,7 +122,7 @@ func Execute(ctx context.Context, o Options) Result {
 	if o.Concurrency < 1 {
 		o.Concurrency = 1
 	}
-	o.Progress = &lockedWriter{w: o.Progress}
+	o.Progress = &LockedWriter{W: o.Progress}
 	var st *status
 	if o.Status != nil {
 		st = newStatus(o.Progress, *o.Status, o.Items, o.Concurrency)
@@ -414,7 +414,7 @@ func finish(o Options, rec *results.Scenario) {
 	rec.DurationMS = rec.End.Sub(rec.Start).Milliseconds()
 	line := fmt.Sprintf("END   %s %s %s", rec.ID, rec.Status, rec.End.Sub(rec.Start).Round(time.Millisecond))
 	if rec.Reason != "" && rec.Status != results.StatusPassed {
-		line += " — " + firstLine(rec.Reason)
+		line += " — " + rec.ReasonLine()
 	}
 	fmt.Fprintln(o.Progress, line)
 }
@@ -593,11 +593,6 @@ func firstFailure(steps []results.Step, hookErrs []error) string {
 		return errors.Join(hookErrs...).Error()
 	}
 	return "scenario failed (see godog.log)"
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
 }
 
 func safeName(id string) string {

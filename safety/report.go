@@ -77,7 +77,7 @@ func format(w io.Writer, checks []Check) error {
 		if subj == "" {
 			subj = "-"
 		}
-		line := fmt.Sprintf("%s  %-*s  %-*s  %s", status, nameW, c.Name, subjW, subj, oneLine(c.Reason))
+		line := fmt.Sprintf("%s  %-*s  %-*s  %s", status, nameW, c.Name, subjW, subj, lineBreaksToSpaces(c.Reason))
 		if _, err := fmt.Fprintln(w, strings.TrimRight(line, " ")); err != nil {
 			return fmt.Errorf("write safety report: %w", err)
 		}
@@ -85,8 +85,8 @@ func format(w io.Writer, checks []Check) error {
 	return nil
 }
 
-// oneLine keeps "one line per check" true even for reasons built from
+// lineBreaksToSpaces keeps "one line per check" true even for reasons built from
 // multi-line values.
-func oneLine(s string) string {
+func lineBreaksToSpaces(s string) string {
 	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
 }

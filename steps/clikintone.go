@@ -83,7 +83,7 @@ func (cliKintoneDomain) cliKintoneImports(ctx context.Context, sink, name string
 	}
 	if res.ExitCode != 0 {
 		stderr, _ := np.proc.Stderr()
-		return sc.st.Equal("exit code of "+name, 0, fmt.Sprintf("%d: %s", res.ExitCode, firstLine(stderr)))
+		return sc.st.Equal("exit code of "+name, 0, fmt.Sprintf("%d: %s", res.ExitCode, firstLineOrNone(stderr)))
 	}
 	return sc.st.Equal("exit code of "+name, 0, res.ExitCode)
 }

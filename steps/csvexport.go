@@ -251,7 +251,7 @@ func (csvExportDomain) exportedFileIs(ctx context.Context, sink, encoding string
 	}
 	seen := "identical"
 	if text != want {
-		seen = fmt.Sprintf("differs: %d bytes decoded, %d expected; first line %q", len(text), len(want), firstLine(text))
+		seen = fmt.Sprintf("differs: %d bytes decoded, %d expected; first line %q", len(text), len(want), firstLineOrNone(text))
 	}
 	return sc.st.Equal("the exported "+sink+" file against the expected CRLF CSV", "identical", seen)
 }

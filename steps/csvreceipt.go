@@ -212,5 +212,5 @@ func latestAttemptSummary(ctx context.Context, name string, sum any) error {
 	}
 	msg := a.ErrorMessage
 	jerr := json.Unmarshal([]byte(msg), sum)
-	return sceneOf(ctx).st.Assert("error_message of the latest attempt of "+name+" is a JSON summary", "JSON", firstLine(msg), jerr == nil)
+	return sceneOf(ctx).st.Assert("error_message of the latest attempt of "+name+" is a JSON summary", "JSON", firstLineOrNone(msg), jerr == nil)
 }

@@ -131,6 +131,19 @@ func (ps *processState) flownetRun(ref string) (*flownetCall, error) {
 	return p.flownet, nil
 }
 
+// finishedFlownetRun is the FlowNet call ref names, once it has ended: what a step reads of its
+// exit code and output.
+func (ps *processState) finishedFlownetRun(ctx context.Context, ref string) (*flownetCall, error) {
+	c, err := ps.flownetRun(ref)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.finish(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 // flownetCalls are the FlowNet calls in play, in start order.
 func (ps *processState) flownetCalls() []*flownetCall {
 	var out []*flownetCall

@@ -22,11 +22,8 @@ func (d refusalDomain) register(reg stepdef.Registry) {
 // refused: the call exited 1 with an `Error [<code>]:` line on stderr (saying text, if given).
 func refused(ctx context.Context, ref, code, text string) error {
 	sc := sceneOf(ctx)
-	c, err := processesOf(ctx).flownetRun(ref)
+	c, err := processesOf(ctx).finishedFlownetRun(ctx, ref)
 	if err != nil {
-		return err
-	}
-	if err := c.finish(ctx); err != nil {
 		return err
 	}
 	if err := sc.st.Equal("exit code of "+c.name, 1, c.result.ExitCode); err != nil {
@@ -40,7 +37,7 @@ func refused(ctx context.Context, ref, code, text string) error {
 			break
 		}
 	}
-	if err := sc.st.Assert(fmt.Sprintf("stderr of %s has a line starting with %q", c.name, prefix), "such a line", orNone(firstLine(c.stderr)), line != ""); err != nil {
+	if err := sc.st.Assert(fmt.Sprintf("stderr of %s has a line starting with %q", c.name, prefix), "such a line", firstLineOrNone(c.stderr), line != ""); err != nil {
 		return err
 	}
 	if text == "" {
@@ -58,11 +55,8 @@ func (refusalDomain) isRefusedSaying(ctx context.Context, ref, code, text string
 }
 
 func (refusalDomain) stderrDoesNotMention(ctx context.Context, ref, text string) error {
-	c, err := processesOf(ctx).flownetRun(ref)
+	c, err := processesOf(ctx).finishedFlownetRun(ctx, ref)
 	if err != nil {
-		return err
-	}
-	if err := c.finish(ctx); err != nil {
 		return err
 	}
 	return sceneOf(ctx).st.Assert(fmt.Sprintf("stderr of %s mentions %q", c.name, text), "no", orNone(c.stderr), !strings.Contains(c.stderr, text))

@@ -164,11 +164,8 @@ func (runDomain) stdoutHasLine(ctx context.Context, ref, prefix string) error {
 // hasLineStarting asserts that a FlowNet call's stdout or stderr has a line starting with
 // prefix.
 func hasLineStarting(ctx context.Context, ref, stream, prefix string) error {
-	c, err := processesOf(ctx).flownetRun(ref)
+	c, err := processesOf(ctx).finishedFlownetRun(ctx, ref)
 	if err != nil {
-		return err
-	}
-	if err := c.finish(ctx); err != nil {
 		return err
 	}
 	text := c.stdout
@@ -217,11 +214,8 @@ func identityOf(c *flownetCall) (identity, error) {
 func finishedCalls(ctx context.Context, names ...string) ([]*flownetCall, error) {
 	var out []*flownetCall
 	for _, name := range names {
-		c, err := processesOf(ctx).flownetRun(`"` + name + `"`)
+		c, err := processesOf(ctx).finishedFlownetRun(ctx, `"`+name+`"`)
 		if err != nil {
-			return nil, err
-		}
-		if err := c.finish(ctx); err != nil {
 			return nil, err
 		}
 		out = append(out, c)
@@ -306,11 +300,8 @@ func (runDomain) sameReportedRunID(ctx context.Context, later, earlier string) e
 // read that finds no record.
 func (runDomain) reportedRunIsPersisted(ctx context.Context, ref string) error {
 	sc := sceneOf(ctx)
-	c, err := processesOf(ctx).flownetRun(ref)
+	c, err := processesOf(ctx).finishedFlownetRun(ctx, ref)
 	if err != nil {
-		return err
-	}
-	if err := c.finish(ctx); err != nil {
 		return err
 	}
 	if err := sc.st.Assert("run id reported by "+c.name, "non-empty (NEW:/RESUME: line or --json)", orNone(c.runID), c.runID != ""); err != nil {

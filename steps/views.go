@@ -343,7 +343,9 @@ func str(v any) string {
 	return s
 }
 
-func firstLine(s string) string {
+// firstLineOrNone is the first line of s, trimmed, "(none)" when it is empty: an observed
+// value of an assertion.
+func firstLineOrNone(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return orNone(strings.TrimSpace(line))
 }

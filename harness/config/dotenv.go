@@ -112,7 +112,7 @@ func ParseDotEnv(name string, data []byte) (map[string]string, error) {
 	}
 	out, err := godotenv.UnmarshalBytes(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %s", name, oneLine(err.Error()))
+		return nil, fmt.Errorf("%s: %s", name, collapseWhitespace(err.Error()))
 	}
 	var got []string
 	for k := range out {
@@ -169,11 +169,12 @@ func isDotEnvSpace(r rune) bool {
 
 // clip keeps an excerpt short and on one line.
 func clip(s string) string {
-	s = oneLine(s)
+	s = collapseWhitespace(s)
 	if len(s) > 60 {
 		return s[:57] + "..."
 	}
 	return s
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// collapseWhitespace puts s on one line with single spaces (godotenv errors span lines).
+func collapseWhitespace(s string) string { return strings.Join(strings.Fields(s), " ") }

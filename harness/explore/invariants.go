@@ -1,8 +1,11 @@
 package explore
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
+	"strings"
 )
 
 // The operational invariants of the product contract (§8) as checks over one schedule's
@@ -66,7 +69,10 @@ func OneRunPerKey(h History) []Violation {
 		}
 	}
 	var out []Violation
-	for _, k := range sortedKeys(runs) {
+	// In the order of the network, then of the business key.
+	for _, k := range slices.SortedFunc(maps.Keys(runs), func(a, b [2]string) int {
+		return cmp.Or(strings.Compare(a[0], b[0]), strings.Compare(a[1], b[1]))
+	}) {
 		if ids := runs[k]; len(ids) > 1 {
 			out = append(out, violation("one-run-per-key", "network %s, business key %s: %d runs %v", k[0], k[1], len(ids), ids))
 		}
@@ -89,7 +95,7 @@ func LockIntervalsDisjoint(h History) []Violation {
 		case w.Sig.Method == "POST" && w.Sig.Kind == "LOCK":
 			if prev, held := holder[w.RecordKey]; held {
 				out = append(out, violation("lock-intervals-disjoint", "%s acquired lock %s (write %d) while %s held it since write %d",
-					w.Sig.Process, short(w.RecordKey), w.Seq, prev.Sig.Process, prev.Seq))
+					w.Sig.Process, shortKey(w.RecordKey), w.Seq, prev.Sig.Process, prev.Seq))
 			}
 			holder[w.RecordKey] = w
 		case w.Sig.Method == "PUT" && w.Sig.Kind == "LOCKDONE":
@@ -238,18 +244,10 @@ func StaleNeverReexecuted(h History) []Violation {
 	return out
 }
 
-func short(key string) string {
+// shortKey is a record key cut to 16 bytes and an ellipsis, for a violation's message.
+func shortKey(key string) string {
 	if len(key) > 16 {
 		return key[:16] + "…"
 	}
 	return key
-}
-
-func sortedKeys[V any](m map[[2]string]V) [][2]string {
-	keys := make([][2]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i][0]+"\x00"+keys[i][1] < keys[j][0]+"\x00"+keys[j][1] })
-	return keys
 }

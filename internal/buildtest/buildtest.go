@@ -60,3 +60,18 @@ func Binaries(names ...string) (string, error) {
 	}
 	return dir, nil
 }
+
+// RunWith is a TestMain's body for tests that run the binaries: it builds ./cmd/<name> for
+// each name, sets *dir to their directory, calls run (m.Run, or m.Run and the package's own
+// cleanup) and removes the directory. It returns the exit code for os.Exit: run's, or 1 when
+// a binary does not build (said on stderr).
+func RunWith(run func() int, dir *string, names ...string) int {
+	d, err := Binaries(names...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(d)
+	*dir = d
+	return run()
+}

@@ -23,9 +23,19 @@ import (
 	"github.com/ksqlflow/flowtest/safety"
 )
 
-// verifyInputs are the secrets (OS environment, then the dotenv file) and app ids a leak
-// scan looks for.
-func verifyInputs(envFile string, named bool) (map[string]string, []string, error) {
+// archiveFlags are what the archive commands (verify, pack, merge) share: where the secrets of
+// their leak scan come from.
+type archiveFlags struct{ envFile string }
+
+func (f *archiveFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.envFile, "env-file", ".env", "dotenv file whose secrets the leak scan looks for too (OS environment wins)")
+}
+
+// scanInputs are the secrets (OS environment, then the dotenv file) and app ids a leak scan
+// looks for; a dotenv file the user named must exist.
+func (f *archiveFlags) scanInputs(uses map[string]flagUse) (map[string]string, []string, error) {
+	envFile := f.envFile
+	_, named := uses["env-file"]
 	if named {
 		if err := existingFile("--env-file", envFile); err != nil {
 			return nil, nil, err
@@ -50,28 +60,35 @@ func verifyInputs(envFile string, named bool) (map[string]string, []string, erro
 	return env, appIDs, nil
 }
 
+// verifyFlags are the flags of `flowtest archive verify`.
+type verifyFlags struct {
+	archiveFlags
+	sha string
+}
+
+func (f *verifyFlags) bind(fs *flag.FlagSet) {
+	f.archiveFlags.bind(fs)
+	fs.StringVar(&f.sha, "sha256", "", "expected sha256 of a pack (default: the <pack>.sha256 file beside it, if any)")
+}
+
 // cmdVerify scans an archive folder or pack for the current environment's secrets (in every
 // encoding) and raw app ids; a pack (or a folder holding SHA256SUMS) is also checked against
 // its manifest and, for a pack, against its detached digest; the JSON files of either are
 // checked against the schemas (results.ValidateArchive, ValidatePack).
-func cmdVerify(args []string, stdout, stderr io.Writer) int {
-	fset := flag.NewFlagSet("archive verify", flag.ContinueOnError)
-	envFile := fset.String("env-file", ".env", "dotenv file whose secrets are searched too (OS environment wins)")
-	sha := fset.String("sha256", "", "expected sha256 of a pack (default: the <pack>.sha256 file beside it, if any)")
+func cmdVerify(inv invocation, f *verifyFlags, fset *flag.FlagSet, args []string) int {
+	stdout, stderr := inv.stdout, inv.stderr
 	uses, code, ok := parseFlags(fset, "archive verify", args, stderr)
 	if !ok {
 		return code
 	}
 	if fset.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: flowtest archive verify [--env-file F] [--sha256 HEX] <archive dir | pack.tar.gz>")
-		return runner.ExitRefused
+		return refuseUsage(stderr, "archive verify")
 	}
-	_, named := uses["env-file"]
-	env, appIDs, err := verifyInputs(*envFile, named)
+	env, appIDs, err := f.scanInputs(uses)
 	if err != nil {
 		return exitFor(stderr, "archive verify", err)
 	}
-	code = pack.VerifyMainWith(fset.Arg(0), pack.VerifyOptions{Env: env, AppIDs: appIDs, SHA256: *sha}, stdout, stderr)
+	code = pack.VerifyMainWith(fset.Arg(0), pack.VerifyOptions{Env: env, AppIDs: appIDs, SHA256: f.sha}, stdout, stderr)
 	if code == runner.ExitRefused {
 		return code
 	}
@@ -105,35 +122,43 @@ func schemaProblems(dir string, stdout, stderr io.Writer) bool {
 	return false
 }
 
+// packFlags are the flags of `flowtest archive pack`.
+type packFlags struct {
+	archiveFlags
+	out   string
+	force bool
+}
+
+func (f *packFlags) bind(fs *flag.FlagSet) {
+	f.archiveFlags.bind(fs)
+	fs.StringVar(&f.out, "out", "", "the pack to write (default: <dir>.tar.gz beside the folder)")
+	fs.BoolVar(&f.force, "force", false, "replace an existing pack of that name (default: refuse, exit 2)")
+}
+
 // cmdPack seals an archive: leak scan first (a pack with a secret in it is refused), then
 // <dir>.tar.gz (or --out) with SHA256SUMS inside; prints the detached sha256.
-func cmdPack(args []string, stdout, stderr io.Writer) int {
-	fset := flag.NewFlagSet("archive pack", flag.ContinueOnError)
-	envFile := fset.String("env-file", ".env", "dotenv file whose secrets are searched too before packing (OS environment wins)")
-	out := fset.String("out", "", "the pack to write (default: <dir>.tar.gz beside the folder)")
-	force := fset.Bool("force", false, "replace an existing pack of that name (default: refuse, exit 2)")
+func cmdPack(inv invocation, f *packFlags, fset *flag.FlagSet, args []string) int {
+	stdout, stderr := inv.stdout, inv.stderr
 	uses, code, ok := parseFlags(fset, "archive pack", args, stderr)
 	if !ok {
 		return code
 	}
 	if fset.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: flowtest archive pack [--out FILE.tar.gz] [--force] <archive dir>")
-		return runner.ExitRefused
+		return refuseUsage(stderr, "archive pack")
 	}
 	dir := filepath.Clean(fset.Arg(0))
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		fmt.Fprintf(stderr, "flowtest archive pack: %q is not an archive folder\n", fset.Arg(0))
 		return runner.ExitRefused
 	}
-	dst := *out
+	dst := f.out
 	if dst == "" {
 		dst = dir + pack.PackExt
 	} else if !pack.IsPack(dst) {
 		fmt.Fprintf(stderr, "flowtest archive pack: --out %q: the pack's name must end in %s\n", dst, pack.PackExt)
 		return runner.ExitRefused
 	}
-	_, named := uses["env-file"]
-	env, appIDs, err := verifyInputs(*envFile, named)
+	env, appIDs, err := f.scanInputs(uses)
 	if err != nil {
 		return exitFor(stderr, "archive pack", err)
 	}
@@ -158,7 +183,7 @@ func cmdPack(args []string, stdout, stderr io.Writer) int {
 		return runner.ExitFailed
 	}
 	write := pack.Pack
-	if *force {
+	if f.force {
 		write = pack.PackReplace
 	}
 	sum, err := write(dir, dst)

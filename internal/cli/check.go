@@ -3,8 +3,8 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
-	"io"
 
 	"github.com/ksqlflow/flowtest/runner"
 	"github.com/ksqlflow/flowtest/safety"
@@ -16,8 +16,9 @@ import (
 // read of the state and audit apps for another runner, the launchers' version, capabilities
 // and validate of a rendered fixture, the kSQL-Flow config) run first, and the
 // pending-request read (rule 9) only when every static check passed. Nothing is written.
-func cmdCheck(args []string, stdout, stderr io.Writer) int {
-	s, code := startCommand("check", args, false, stderr)
+func cmdCheck(inv invocation, f *checkFlags, fs *flag.FlagSet, args []string) int {
+	stdout, stderr := inv.stdout, inv.stderr
+	s, code := startCommand("check", &f.runFlags, fs, args, false, stderr)
 	if s == nil {
 		return code
 	}

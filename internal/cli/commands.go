@@ -1,5 +1,5 @@
-// Package cli is flowtest's command line: the command table (name, usage line, help, run
-// function) from which `flowtest help`, `flowtest <command> -h` and the README's command list
+// Package cli is flowtest's command line: the command table (name, usage line, help, flags,
+// run function) from which `flowtest help`, `flowtest <command> -h` and the README's command list
 // come, flag parsing, and the mapping of domain errors to exit codes. The work of each command
 // is in the packages it calls.
 //
@@ -35,13 +35,34 @@ type invocation struct {
 	sigs           <-chan os.Signal
 }
 
+// runFunc runs a command with the arguments after its name and returns its exit code.
+type runFunc func(inv invocation, args []string) int
+
 // command is one row of the command table. name is one word or two (`archive verify`); usage
 // is what follows `flowtest` in the usage line; short is the line of `flowtest help`; long,
 // when set, is printed by `flowtest <command> -h` above the flags.
+//
+// flags declares the command's flags on the set Main makes for it and returns the command
+// bound to their values, which parses its arguments into that set; `flowtest <command> -h`
+// and `flowtest help <command>` print the set. A command without flags has run instead.
 type command struct {
 	name, usage, short, long string
 	hidden                   bool // internal: neither in `flowtest help` nor in the README
-	run                      func(inv invocation, args []string) int
+	flags                    func(fs *flag.FlagSet) runFunc
+	run                      runFunc
+}
+
+// flagsOf is the flags of a row whose command takes its flag values as an O: a fresh O bound
+// to the row's set, and cmd over it.
+func flagsOf[O any, P interface {
+	*O
+	bind(fs *flag.FlagSet)
+}](cmd func(inv invocation, f P, fs *flag.FlagSet, args []string) int) func(fs *flag.FlagSet) runFunc {
+	return func(fs *flag.FlagSet) runFunc {
+		f := P(new(O))
+		f.bind(fs)
+		return func(inv invocation, args []string) int { return cmd(inv, f, fs, args) }
+	}
 }
 
 // commands is the table, in the order `flowtest help` lists it.
@@ -51,53 +72,55 @@ func init() {
 	commands = []command{
 		{name: "run", usage: "run [--target sandbox|live] [--tags EXPR] [--dry-run] [flags]",
 			short: "run the selected acceptance scenarios (default: all, on the sandbox)",
-			run:   func(inv invocation, a []string) int { return cmdRun(a, inv.stdout, inv.stderr, inv.sigs) }},
+			flags: flagsOf(cmdRun)},
 		{name: "list", usage: "list [--tags EXPR]",
 			short: "list the 43 acceptance scenarios in run order",
-			run:   func(inv invocation, a []string) int { return cmdList(a, inv.stdout, inv.stderr) }},
+			flags: flagsOf(cmdList)},
 		{name: "check", usage: "check [--target sandbox|live] [--tags EXPR]",
 			short: "preflight only: every safety check with PASS/FAIL",
-			run:   func(inv invocation, a []string) int { return cmdCheck(a, inv.stdout, inv.stderr) }},
+			flags: flagsOf(cmdCheck)},
 		{name: "steps", usage: "steps [--features DIR] [--unused]",
 			short: "step definitions (regexp, handler, file:line) and the scenarios using them",
-			run:   func(inv invocation, a []string) int { return cmdSteps(a, inv.stdout, inv.stderr) }},
-		{name: "archive verify", usage: "archive verify DIR|PACK",
+			flags: flagsOf(cmdSteps)},
+		{name: "archive verify", usage: "archive verify [--env-file F] [--sha256 HEX] <archive dir | pack.tar.gz>",
 			short: "check a results archive (folder or pack) is whole and holds no secrets or raw app ids; a pack also against its SHA256SUMS",
-			run:   func(inv invocation, a []string) int { return cmdVerify(a, inv.stdout, inv.stderr) }},
-		{name: "archive pack", usage: "archive pack [--force] DIR",
+			flags: flagsOf(cmdVerify)},
+		{name: "archive pack", usage: "archive pack [--out FILE.tar.gz] [--force] <archive dir>",
 			short: "seal a results archive into one .tar.gz with a SHA256SUMS manifest; prints its sha256 (never replaces a pack without --force)",
-			run:   func(inv invocation, a []string) int { return cmdPack(a, inv.stdout, inv.stderr) }},
-		{name: "archive merge", usage: "archive merge [--out DIR] ARCHIVE ARCHIVE…",
+			flags: flagsOf(cmdPack)},
+		{name: "archive merge", usage: "archive merge [--out DIR] <shard archive> <shard archive> …",
 			short: "merge the archives of the shards of one run (--shard K/N) into one archive",
-			run:   func(inv invocation, a []string) int { return cmdMerge(a, inv.stdout, inv.stderr) }},
+			flags: flagsOf(cmdMerge)},
 		{name: "sweep", usage: "sweep [--target sandbox|live] [--older-than 1h] [--delete]",
 			short: "list (--delete: remove) what dead runs left on the target: scopes of no live runner, older than --older-than",
-			run:   func(inv invocation, a []string) int { return cmdSweep(a, inv.stdout, inv.stderr) }},
-		{name: "gate show", usage: "gate show <gate> [--all]",
+			flags: flagsOf(cmdSweep)},
+		{name: "gate show", usage: "gate show [--all] <gate>",
 			short: "the scenarios a release gate requires, in run order (features/gates/<gate>.yaml)",
-			run:   func(inv invocation, a []string) int { return cmdGateShow(a, inv.stdout, inv.stderr) }},
+			flags: flagsOf(cmdGateShow)},
 		{name: "gate run", usage: "gate run <gate> --sut-commit C --sut-repo DIR [--since-archive A] [run flags]",
 			short: "run a release gate: scope by carry-over rules and the SUT diff, then a gate record",
-			run:   func(inv invocation, a []string) int { return cmdGateRun(a, inv.stdout, inv.stderr, inv.sigs) }},
-		{name: "evidence", usage: "evidence --before A --after B",
+			flags: flagsOf(cmdGateRun)},
+		{name: "evidence", usage: "evidence --before <archive> --after <archive> [--json] [--out test-evidence.md]",
 			short: "before/after evidence rows of a fix from two archives",
-			run:   func(inv invocation, a []string) int { return cmdEvidence(a, inv.stdout, inv.stderr) }},
+			flags: flagsOf(cmdEvidence)},
 		{name: "rehearse", usage: "rehearse [--latency D] [--shards N]",
 			short: "the live path without a tenant: run --target live against stand-alone emulators",
-			run:   func(inv invocation, a []string) int { return cmdRehearse(a, inv.stdout, inv.stderr, inv.sigs) }},
+			long:  "The run flags among its flags are forwarded to each tenant's live run.",
+			flags: flagsOf(cmdRehearse)},
 		{name: "explore", usage: "explore <scenario id> [--schedules N | --time D] [--strategy random|pct|dfs] [--depth d] [--bound b] [--seed S] [--replay FILE] [run flags]",
 			short: "run a race scenario under many controlled orders of its writes and check the product's invariants in each",
-			long:  "Holds every kintone write of the scenario's explore processes (features/manifest.yaml) and releases one at a time at quiescence, in an order the strategy chooses; a violating schedule is shrunk and written as schedules/<n>.json for --replay. Its own flags: --schedules N (default 50) or --time D, --strategy (random), --depth (pct, 3), --bound (dfs preemptions, 2), --seed (1), --replay FILE, --shrink-runs (12); the run flags below follow.",
-			run:   func(inv invocation, a []string) int { return cmdExplore(a, inv.stdout, inv.stderr, inv.sigs) }},
+			long:  "Holds every kintone write of the scenario's explore processes (features/manifest.yaml) and releases one at a time at quiescence, in an order the strategy chooses; a violating schedule is shrunk and written as schedules/<n>.json for --replay. Its own flags are --schedules, --time, --strategy, --depth, --bound, --seed, --replay and --shrink-runs; the others are run flags.",
+			flags: flagsOf(exploreCommand)},
 		{name: "defects", usage: "defects [--only a,b] [--fast]",
 			short: "prove each scenario can fail: run it against planted-defect sandboxes",
 			long:  "Builds each planted defect of sandbox/defect/defects.yaml into a broken flowsandbox and shows that its scenarios catch it.",
-			run:   func(inv invocation, a []string) int { return cmdDefects(a, inv.stdout, inv.stderr, inv.sigs) }},
+			flags: flagsOf(cmdDefects)},
 		{name: "version", usage: "version", short: "print the runner version",
 			run: func(inv invocation, _ []string) int { fmt.Fprintf(inv.stdout, "flowtest %s\n", Version); return 0 }},
-		{name: "help", usage: "help", short: "this list",
-			run: func(inv invocation, _ []string) int { writeUsage(inv.stdout); return 0 }},
-		// The CSV steps' kSQL-Flow launcher (internal/ksqlwrap): started by FlowNet, not by people.
+		{name: "help", usage: "help [command]", short: "this list, or the usage and flags of one command",
+			run: cmdHelp},
+		// The CSV steps' kSQL-Flow launcher (internal/ksqlwrap): started by FlowNet, not by
+		// people; its flags are the wrapper's own contract with the CSV steps.
 		{name: steps.KsqlFlowWrapperCommand, usage: steps.KsqlFlowWrapperCommand + " --mode MODE -- LAUNCHER ARGS…", hidden: true,
 			short: "the CSV steps' kSQL-Flow wrapper",
 			run: func(inv invocation, a []string) int {
@@ -128,7 +151,7 @@ func lookup(args []string) (*command, []string) {
 	return nil, nil
 }
 
-// commandNamed is the row of a command name as parseFlags knows it.
+// commandNamed is the row of a command's full name.
 func commandNamed(name string) *command {
 	for i := range commands {
 		if commands[i].name == name {
@@ -174,31 +197,76 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan 
 	}
 	c, rest := lookup(args)
 	if c == nil {
-		if subs := group(args[0]); subs != nil {
-			fmt.Fprintf(stderr, "flowtest %s: unknown subcommand (want one of: %s)\n", args[0], strings.Join(subs, ", "))
-			return runner.ExitRefused
-		}
-		fmt.Fprintf(stderr, "flowtest: unknown command %q\n", args[0])
-		writeUsage(stderr)
-		return runner.ExitRefused
+		return unknownCommand(stderr, "flowtest", args)
 	}
-	return c.run(invocation{stdin: stdin, stdout: stdout, stderr: stderr, sigs: sigs}, rest)
+	inv := invocation{stdin: stdin, stdout: stdout, stderr: stderr, sigs: sigs}
+	if c.flags == nil {
+		return c.run(inv, rest)
+	}
+	fs, run := c.flagSet()
+	fs.SetOutput(stderr)
+	return run(inv, rest)
 }
 
-// helpFor makes fset's -h output `flowtest <command> -h`: the usage line and help of the
-// command's row, then the flags.
-func helpFor(fset *flag.FlagSet, name string) func() {
-	return func() {
-		w := fset.Output()
-		if c := commandNamed(name); c != nil {
-			fmt.Fprintf(w, "usage: flowtest %s\n\n%s\n", c.usage, c.short)
-			if c.long != "" {
-				fmt.Fprintf(w, "\n%s\n", c.long)
-			}
-		}
-		fmt.Fprint(w, "\nflags:\n")
-		fset.PrintDefaults()
+// unknownCommand refuses args that name no command: the sub-commands of a group word, else
+// the usage.
+func unknownCommand(stderr io.Writer, who string, args []string) int {
+	if subs := group(args[0]); subs != nil {
+		fmt.Fprintf(stderr, "%s %s: unknown subcommand (want one of: %s)\n", who, args[0], strings.Join(subs, ", "))
+		return runner.ExitRefused
 	}
+	fmt.Fprintf(stderr, "%s: unknown command %q\n", who, args[0])
+	writeUsage(stderr)
+	return runner.ExitRefused
+}
+
+// cmdHelp is `flowtest help [command]`: the list, or one command's help as its -h prints it.
+func cmdHelp(inv invocation, args []string) int {
+	if len(args) == 0 {
+		writeUsage(inv.stdout)
+		return 0
+	}
+	c, rest := lookup(args)
+	if c == nil || len(rest) > 0 {
+		return unknownCommand(inv.stderr, "flowtest help", args)
+	}
+	writeHelp(inv.stdout, c)
+	return 0
+}
+
+// flagSet is a fresh set of the command's flags, with the command bound to it; its -h is the
+// command's help.
+func (c *command) flagSet() (*flag.FlagSet, runFunc) {
+	fs := newFlagSet(c.name)
+	return fs, c.flags(fs)
+}
+
+// newFlagSet is an empty set for the flags of the command named name, whose -h prints that
+// command's help.
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		if c := commandNamed(name); c != nil {
+			writeHelp(fs.Output(), c)
+		}
+	}
+	return fs
+}
+
+// writeHelp is `flowtest <command> -h`: the usage line and help of the command's row, then
+// the flags its row declares.
+func writeHelp(w io.Writer, c *command) {
+	fmt.Fprintf(w, "usage: flowtest %s\n\n%s\n", c.usage, c.short)
+	if c.long != "" {
+		fmt.Fprintf(w, "\n%s\n", c.long)
+	}
+	if c.flags == nil {
+		return
+	}
+	fs, _ := c.flagSet()
+	fs.SetOutput(w)
+	fmt.Fprint(w, "\nflags:\n")
+	fs.PrintDefaults()
 }
 
 // writeReadmeCommands is the README's command list (section "Commands"), checked against the

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -58,4 +60,89 @@ func TestKsqlWrapIsNotInTheUsage(t *testing.T) {
 	var out, errb bytes.Buffer
 	require.Equal(t, 0, Main([]string{"help"}, nil, &out, &errb, nil))
 	assert.NotContains(t, out.String(), steps.KsqlFlowWrapperCommand)
+}
+
+// flagsIn are the flag names a help text lists (PrintDefaults' "  -name" lines), sorted.
+func flagsIn(help string) []string {
+	var names []string
+	for _, m := range regexp.MustCompile(`(?m)^  -(\S+)`).FindAllStringSubmatch(help, -1) {
+		names = append(names, m[1])
+	}
+	return names
+}
+
+// declaredFlags are the flags a row declares, sorted as PrintDefaults lists them.
+func declaredFlags(c *command) []string {
+	var names []string
+	if c.flags == nil {
+		return nil
+	}
+	fs, _ := c.flagSet()
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	return names
+}
+
+// commandWords are the words that start c on a command line, with the argument gate show,
+// gate run and explore take before their flags.
+func commandWords(c *command) []string {
+	words := strings.Fields(c.name)
+	switch c.name {
+	case "gate show", "gate run":
+		words = append(words, "r2")
+	case "explore":
+		words = append(words, "m5-serial-success")
+	}
+	return words
+}
+
+// Every command's -h and `flowtest help <command>` print the same help, whose flags are the
+// ones its row declares; the command parses exactly those: each one it lists is known to its
+// parser (with a value and -h after it, the parser never answers "not defined"), and one it
+// does not list is refused as undefined. The usage line and long help name only declared
+// flags, so the README's list (made of the usage lines) cannot name a flag that is not there.
+func TestEveryCommandParsesTheFlagsItsHelpLists(t *testing.T) {
+	for i := range commands {
+		c := &commands[i]
+		if c.hidden || c.flags == nil {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			declared := declaredFlags(c)
+			require.NotEmpty(t, declared)
+			var dashH, dashHErr, help, helpErr bytes.Buffer
+			require.Equal(t, 0, Main(append(commandWords(c), "-h"), nil, &dashH, &dashHErr, nil))
+			require.Equal(t, 0, Main(append([]string{"help"}, strings.Fields(c.name)...), nil, &help, &helpErr, nil))
+			assert.Equal(t, dashHErr.String(), help.String(), "-h (stderr) and help <command> (stdout) print the same")
+			assert.Equal(t, declared, flagsIn(help.String()), "the help lists the declared flags")
+
+			for _, name := range declared {
+				var o, e bytes.Buffer
+				code := Main(append(commandWords(c), "--"+name+"=x", "-h"), nil, &o, &e, nil)
+				assert.NotContains(t, e.String(), "not defined", "--%s is parsed by %s", name, c.name)
+				assert.Contains(t, []int{0, 2}, code, "--%s=x -h: help, or a refused value; nothing runs", name)
+			}
+			var o, e bytes.Buffer
+			assert.Equal(t, 2, Main(append(commandWords(c), "--no-such-flag", "-h"), nil, &o, &e, nil))
+			assert.Contains(t, e.String(), "flag provided but not defined: -no-such-flag")
+
+			for _, m := range regexp.MustCompile(`--([a-z][a-z0-9-]*)`).FindAllStringSubmatch(c.usage+" "+c.long, -1) {
+				if m[1] == "shard" && c.name == "archive merge" {
+					continue // merge names the run flag its inputs were made with
+				}
+				assert.Contains(t, declared, m[1], "the usage line or help of %s names --%s", c.name, m[1])
+			}
+		})
+	}
+}
+
+// help of a name that is not a command is refused like the command would be.
+func TestHelpOfAnUnknownCommandIsRefused(t *testing.T) {
+	var o, e bytes.Buffer
+	assert.Equal(t, 2, Main([]string{"help", "frobnicate"}, nil, &o, &e, nil))
+	assert.Contains(t, e.String(), `flowtest help: unknown command "frobnicate"`)
+	o.Reset()
+	e.Reset()
+	assert.Equal(t, 2, Main([]string{"help", "archive"}, nil, &o, &e, nil))
+	assert.Contains(t, e.String(), "verify, pack, merge")
+	assert.Empty(t, o.String())
 }

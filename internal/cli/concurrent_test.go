@@ -10,10 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// runRecord is what the command-line tests read of a run.json.
 type runRecord struct {
 	State     string `json:"state"`
 	Scenarios []struct {
-		ID, Status string
+		ID             string `json:"id"`
+		Status         string `json:"status"`
+		NotRunCategory string `json:"not_run_category"`
 	} `json:"scenarios"`
 	Totals struct {
 		Total, Passed, Failed, NotRun int

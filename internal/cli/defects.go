@@ -2,10 +2,8 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -15,33 +13,37 @@ import (
 	"github.com/ksqlflow/flowtest/runner"
 )
 
-func cmdDefects(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
-	fset := flag.NewFlagSet("defects", flag.ContinueOnError)
-	fset.SetOutput(stderr)
-	var only multiFlag
-	fset.Var(&only, "only", "run only these defects (comma-separated or repeated names)")
-	fast := fset.Bool("fast", false, "run only the defects marked fast (the CI subset)")
-	goBin := fset.String("go", "go", "the go command that builds the broken sandboxes")
-	keep := fset.Bool("keep", false, "keep the work dir (broken binaries, run logs, archives) even when every defect is caught")
-	noControl := fset.Bool("no-control", false, "skip the control run of the declared scenarios on the correct sandbox")
-	controlFrom := fset.String("control-from", "", "take the control from this archive of a `flowtest run` on the correct sandbox of this checkout instead of running it again")
-	jobs := fset.Int("jobs", defects.DefaultJobs, "defects checked at once (each builds its own sandbox and runs its own emulator)")
-	fset.Usage = helpFor(fset, "defects")
-	if err := fset.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) { // -h is not a refusal, as for every other command
-			return 0
-		}
+// defectsFlags are the flags of `flowtest defects`.
+type defectsFlags struct {
+	only                  multiFlag
+	fast, keep, noControl bool
+	goBin, controlFrom    string
+	jobs                  int
+}
+
+func (f *defectsFlags) bind(fs *flag.FlagSet) {
+	fs.Var(&f.only, "only", "run only these defects (comma-separated or repeated names)")
+	fs.BoolVar(&f.fast, "fast", false, "run only the defects marked fast (the CI subset)")
+	fs.StringVar(&f.goBin, "go", "go", "the go command that builds the broken sandboxes")
+	fs.BoolVar(&f.keep, "keep", false, "keep the work dir (broken binaries, run logs, archives) even when every defect is caught")
+	fs.BoolVar(&f.noControl, "no-control", false, "skip the control run of the declared scenarios on the correct sandbox")
+	fs.StringVar(&f.controlFrom, "control-from", "", "take the control from this `archive` of a flowtest run on the correct sandbox of this checkout instead of running it again")
+	fs.IntVar(&f.jobs, "jobs", defects.DefaultJobs, "defects checked at once (each builds its own sandbox and runs its own emulator)")
+}
+
+func cmdDefects(inv invocation, f *defectsFlags, fset *flag.FlagSet, args []string) int {
+	stdout, stderr, sigs := inv.stdout, inv.stderr, inv.sigs
+	if code, ok := parseKeepingRepeats(fset, args); !ok {
+		return code
+	}
+	if unexpectedArgs(fset, stderr, "") {
 		return runner.ExitRefused
 	}
-	if fset.NArg() > 0 {
-		fmt.Fprintf(stderr, "flowtest defects: unexpected arguments %q\n", fset.Args())
+	if f.jobs < 1 {
+		fmt.Fprintf(stderr, "flowtest defects: --jobs %d: at least 1\n", f.jobs)
 		return runner.ExitRefused
 	}
-	if *jobs < 1 {
-		fmt.Fprintf(stderr, "flowtest defects: --jobs %d: at least 1\n", *jobs)
-		return runner.ExitRefused
-	}
-	root, err := defects.ModuleRoot(*goBin)
+	root, err := defects.ModuleRoot(f.goBin)
 	if err != nil {
 		fmt.Fprintf(stderr, "flowtest defects: %v\n", err)
 		return runner.ExitRefused
@@ -60,7 +62,7 @@ func cmdDefects(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) 
 		fmt.Fprintf(stderr, "flowtest defects: %v\n", err)
 		return runner.ExitRefused
 	}
-	selected, err := defects.Select(cat.Defects, only, *fast)
+	selected, err := defects.Select(cat.Defects, f.only, f.fast)
 	if err != nil {
 		fmt.Fprintf(stderr, "flowtest defects: %v\n", err)
 		return runner.ExitRefused
@@ -87,19 +89,19 @@ func cmdDefects(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) 
 		case <-ctx.Done():
 		}
 	}()
-	r := &defects.Run{Root: root, GoBin: *goBin, Self: self, Work: work, Log: &defects.SyncWriter{W: stdout}, Ctx: ctx}
+	r := &defects.Run{Root: root, GoBin: f.goBin, Self: self, Work: work, Log: &runner.LockedWriter{W: stdout}, Ctx: ctx}
 	start := time.Now()
 	fmt.Fprintf(stdout, "flowtest defects: %d of %d planted defects (%s), work dir %s\n", len(selected), len(cat.Defects), defects.CatalogueFile, work)
 
-	if *controlFrom != "" && *noControl {
+	if f.controlFrom != "" && f.noControl {
 		fmt.Fprintln(stderr, "flowtest defects: --control-from and --no-control exclude each other")
 		return runner.ExitRefused
 	}
 	var control []defects.Row
-	if *controlFrom != "" {
-		rows, err := r.ControlFromArchive(*controlFrom, selected)
+	if f.controlFrom != "" {
+		rows, err := r.ControlFromArchive(f.controlFrom, selected)
 		if err != nil {
-			fmt.Fprintf(stderr, "flowtest defects: --control-from %s: %v\n", *controlFrom, err)
+			fmt.Fprintf(stderr, "flowtest defects: --control-from %s: %v\n", f.controlFrom, err)
 			return runner.ExitRefused
 		}
 		control = rows
@@ -108,7 +110,7 @@ func cmdDefects(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) 
 	for _, e := range m.Scenarios {
 		needs[e.ID] = e.Needs
 	}
-	rows := append(control, r.All(selected, !*noControl && *controlFrom == "", *jobs, defects.LongestFirst(selected, control, needs))...)
+	rows := append(control, r.All(selected, !f.noControl && f.controlFrom == "", f.jobs, defects.LongestFirst(selected, control, needs))...)
 	fmt.Fprintln(stdout)
 	defects.WriteTable(stdout, rows)
 
@@ -140,7 +142,7 @@ func cmdDefects(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) 
 	case escaped > 0:
 		code = runner.ExitFailed
 	}
-	if code != runner.ExitPassed || *keep {
+	if code != runner.ExitPassed || f.keep {
 		fmt.Fprintf(stdout, "work dir kept (run logs, archives, broken binaries): %s\n", work)
 	} else {
 		os.RemoveAll(work)

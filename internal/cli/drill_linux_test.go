@@ -31,23 +31,37 @@ func killRunAt(t *testing.T, st *standaloneTenant, dir, tags, at string) []strin
 	cmd := exec.Command(filepath.Join(binDir, "flowtest"), st.liveArgs(dir, tags)...)
 	cmd.Dir = repoRoot()
 	cmd.Env = st.env
+	lines, kill := startUntilLine(t, cmd, at, "the kill point never came")
+	kill()
+	return lines
+}
+
+// startUntilLine starts cmd and reads its stdout until a line contains at (failing the test,
+// saying never, when none does); it returns the lines read and kill, which SIGKILLs cmd,
+// drains its stdout and waits for it.
+func startUntilLine(t *testing.T, cmd *exec.Cmd, at, never string) (lines []string, kill func()) {
+	t.Helper()
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	var lines []string
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		lines = append(lines, sc.Text())
 		if strings.Contains(sc.Text(), at) {
-			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 			break
 		}
 	}
-	go func() { _, _ = bufio.NewReader(out).WriteTo(discardWriter{}) }()
-	_ = cmd.Wait()
-	require.Contains(t, strings.Join(lines, "\n"), at, "the kill point never came")
-	return lines
+	kill = func() {
+		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+		go func() { _, _ = bufio.NewReader(out).WriteTo(discardWriter{}) }()
+		_ = cmd.Wait()
+	}
+	if !strings.Contains(strings.Join(lines, "\n"), at) { // its stdout ended first
+		_ = cmd.Wait()
+		require.FailNow(t, never, "stdout:\n%s", strings.Join(lines, "\n"))
+	}
+	return lines, kill
 }
 
 // noProcessLeft waits (bounded) until nothing started from the test's binaries is alive but

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -18,33 +17,43 @@ import (
 	"github.com/ksqlflow/flowtest/runner"
 )
 
-func cmdEvidence(args []string, stdout, stderr io.Writer) int {
-	fset := flag.NewFlagSet("evidence", flag.ContinueOnError)
-	before := fset.String("before", "", "archive of the run on the code before the fix (required)")
-	after := fset.String("after", "", "archive of the run on the code after the fix (required)")
-	features := fset.String("features", "features", "directory of the run-order manifest (for each scenario's known limits)")
-	asJSON := fset.Bool("json", false, "print the rows as JSON instead of Markdown")
-	out := fset.String("out", "", "also write the Markdown table to this file (e.g. test-evidence.md)")
+// evidenceFlags are the flags of `flowtest evidence`; the manifest (--features) gives each
+// scenario's known limits.
+type evidenceFlags struct {
+	runFlags
+	before, after, out string
+	asJSON             bool
+}
+
+func (f *evidenceFlags) bind(fs *flag.FlagSet) {
+	f.bindNamed(fs, "features")
+	fs.StringVar(&f.before, "before", "", "archive of the run on the code before the fix (required)")
+	fs.StringVar(&f.after, "after", "", "archive of the run on the code after the fix (required)")
+	fs.BoolVar(&f.asJSON, "json", false, "print the rows as JSON instead of Markdown")
+	fs.StringVar(&f.out, "out", "", "also write the Markdown table to this file (e.g. test-evidence.md)")
+}
+
+func cmdEvidence(inv invocation, f *evidenceFlags, fset *flag.FlagSet, args []string) int {
+	stdout, stderr := inv.stdout, inv.stderr
 	if _, code, ok := parseFlags(fset, "evidence", args, stderr); !ok {
 		return code
 	}
-	if fset.NArg() > 0 || *before == "" || *after == "" {
-		fmt.Fprintln(stderr, "usage: flowtest evidence --before <archive> --after <archive> [--json] [--out test-evidence.md]")
-		return runner.ExitRefused
+	if fset.NArg() > 0 || f.before == "" || f.after == "" {
+		return refuseUsage(stderr, "evidence")
 	}
 	limits := map[string]string{}
-	if m, err := runner.LoadManifest(os.DirFS(*features), "manifest.yaml"); err == nil {
+	if m, err := runner.LoadManifest(os.DirFS(f.features), "manifest.yaml"); err == nil {
 		for _, e := range m.Scenarios {
 			limits[e.ID] = e.Limits
 		}
 	}
-	ba, err := evidence.CompareArchives(*before, *after, limits)
+	ba, err := evidence.CompareArchives(f.before, f.after, limits)
 	if err != nil {
 		fmt.Fprintf(stderr, "flowtest evidence: %v\n", err)
 		return runner.ExitRefused
 	}
 	md := ba.Markdown()
-	if *asJSON {
+	if f.asJSON {
 		data, err := json.MarshalIndent(ba, "", "  ")
 		if err != nil {
 			fmt.Fprintf(stderr, "flowtest evidence: %v\n", err)
@@ -54,9 +63,9 @@ func cmdEvidence(args []string, stdout, stderr io.Writer) int {
 	} else {
 		stdout.Write(md)
 	}
-	if *out != "" {
-		if err := os.MkdirAll(filepath.Dir(*out), 0o755); err == nil {
-			err = os.WriteFile(*out, md, 0o644)
+	if f.out != "" {
+		if err := os.MkdirAll(filepath.Dir(f.out), 0o755); err == nil {
+			err = os.WriteFile(f.out, md, 0o644)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "flowtest evidence: --out: %v\n", err)

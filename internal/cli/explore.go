@@ -3,11 +3,13 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,13 +43,45 @@ type exploreSpec struct {
 	processes  []string
 }
 
-// exploreFlagNames are explore's own flags; every other flag is a run flag.
-var exploreFlagNames = []string{"schedules", "time", "strategy", "depth", "bound", "seed", "replay", "shrink-runs"}
+// bind declares explore's own flags on fs, bound to sp, with their defaults. Their values are
+// checked as they are set, with the messages parseExploreArgs gives.
+func (sp *exploreSpec) bind(fs *flag.FlagSet) {
+	sp.strategy, sp.depth, sp.bound, sp.seed, sp.shrinkRuns = "random", 3, 2, 1, 12
+	fs.Var((*positiveIntFlag)(&sp.schedules), "schedules", "run `N` schedules, each one run of the scenario (default 50; or --time)")
+	fs.Var((*positiveDurationFlag)(&sp.budget), "time", "run schedules for `D`, a duration (e.g. 10m), instead of a number of them")
+	fs.StringVar(&sp.strategy, "strategy", sp.strategy, "which held write is released next: random (seeded), pct (bugs of depth --depth) or dfs (orders with at most --bound preemptions)")
+	fs.Var((*positiveIntFlag)(&sp.depth), "depth", "pct: the depth `d` of the orderings it aims at")
+	fs.Var((*intFlag)(&sp.bound), "bound", "dfs: the preemption bound `b`")
+	fs.Var((*uint64Flag)(&sp.seed), "seed", "seed `S` of the strategy's choices")
+	fs.StringVar(&sp.replay, "replay", "", "run once the schedule of `FILE` (schedules/<n>.json of an earlier exploration)")
+	fs.Var((*intFlag)(&sp.shrinkRuns), "shrink-runs", "`n` runs at most spent shrinking a violating schedule")
+}
+
+// exploreFlags are what `flowtest explore` declares: its own flags and the run flags, which
+// go on to the run path.
+type exploreFlags struct {
+	exploreSpec
+	run runFlags
+}
+
+func (f *exploreFlags) bind(fs *flag.FlagSet) {
+	f.exploreSpec.bind(fs)
+	f.run.bind(fs)
+}
+
+// exploreCommand is the table's explore: explore's own flags may stand anywhere among the
+// run flags, so cmdExplore splits them (parseExploreArgs) and the run path parses the rest;
+// the set the table declares is only printed.
+func exploreCommand(inv invocation, _ *exploreFlags, _ *flag.FlagSet, args []string) int {
+	return cmdExplore(args, inv.stdout, inv.stderr, inv.sigs)
+}
 
 // parseExploreArgs takes `<id>` (first), explore's flags and their values out of args, and
 // returns the run flags that remain.
 func parseExploreArgs(args []string) (exploreSpec, []string, error) {
-	sp := exploreSpec{schedules: 0, strategy: "random", depth: 3, bound: 2, seed: 1, shrinkRuns: 12}
+	var sp exploreSpec
+	own := flag.NewFlagSet("explore", flag.ContinueOnError)
+	sp.bind(own)
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return sp, nil, errors.New("explore: name the scenario first: flowtest explore <scenario id> [flags]")
 	}
@@ -56,7 +90,8 @@ func parseExploreArgs(args []string) (exploreSpec, []string, error) {
 	for i := 1; i < len(args); i++ {
 		a := args[i]
 		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !strings.HasPrefix(a, "-") || !contains(exploreFlagNames, name) {
+		fl := own.Lookup(name)
+		if !strings.HasPrefix(a, "-") || fl == nil {
 			rest = append(rest, a)
 			continue
 		}
@@ -67,29 +102,7 @@ func parseExploreArgs(args []string) (exploreSpec, []string, error) {
 			i++
 			value = args[i]
 		}
-		var err error
-		switch name {
-		case "schedules":
-			sp.schedules, err = positive(value)
-		case "time":
-			sp.budget, err = time.ParseDuration(value)
-			if err == nil && sp.budget <= 0 {
-				err = errors.New("not positive")
-			}
-		case "strategy":
-			sp.strategy = value
-		case "depth":
-			sp.depth, err = positive(value)
-		case "bound":
-			sp.bound, err = strconv.Atoi(value)
-		case "seed":
-			sp.seed, err = strconv.ParseUint(value, 10, 64)
-		case "replay":
-			sp.replay = value
-		case "shrink-runs":
-			sp.shrinkRuns, err = strconv.Atoi(value)
-		}
-		if err != nil {
+		if err := fl.Value.Set(value); err != nil {
 			return sp, nil, fmt.Errorf("explore: --%s %q: %v", name, value, err)
 		}
 	}
@@ -105,27 +118,57 @@ func parseExploreArgs(args []string) (exploreSpec, []string, error) {
 	return sp, rest, nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
+// The values of explore's own flags; Set fails with the parse error itself, which
+// parseExploreArgs names the flag and value around.
+type (
+	positiveIntFlag      int
+	positiveDurationFlag time.Duration
+	intFlag              int
+	uint64Flag           uint64
+)
 
-func positive(s string) (int, error) {
+func (p *positiveIntFlag) String() string { return strconv.Itoa(int(*p)) }
+
+func (p *positiveIntFlag) Set(s string) error {
 	n, err := strconv.Atoi(s)
 	if err == nil && n < 1 {
 		err = errors.New("want a positive integer")
 	}
-	return n, err
+	*p = positiveIntFlag(n)
+	return err
+}
+
+func (p *positiveDurationFlag) String() string { return time.Duration(*p).String() }
+
+func (p *positiveDurationFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err == nil && d <= 0 {
+		err = errors.New("not positive")
+	}
+	*p = positiveDurationFlag(d)
+	return err
+}
+
+func (p *intFlag) String() string { return strconv.Itoa(int(*p)) }
+
+func (p *intFlag) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	*p = intFlag(n)
+	return err
+}
+
+func (p *uint64Flag) String() string { return strconv.FormatUint(uint64(*p), 10) }
+
+func (p *uint64Flag) Set(s string) error {
+	n, err := strconv.ParseUint(s, 10, 64)
+	*p = uint64Flag(n)
+	return err
 }
 
 // cmdExplore is `flowtest explore <id> …`: the run path with the scenario selected by its tag
 // and the session executing an exploration instead of one run.
 func cmdExplore(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
-	if len(args) > 0 && contains([]string{"-h", "-help", "--help"}, args[0]) {
+	if len(args) > 0 && slices.Contains([]string{"-h", "-help", "--help"}, args[0]) {
 		// The run flags' help, under explore's usage line from the table.
 		return runCommand("explore", args[:1], stdout, stderr, sigs, runExtras{})
 	}
@@ -380,7 +423,7 @@ func (x *exploreRunner) Run(ctx context.Context, n int, c explore.Chooser) (expl
 	rec := res.Scenarios[0]
 	out.Passed = rec.Status == results.StatusPassed
 	if !out.Passed {
-		out.Reason = string(rec.Status) + ": " + firstLineOf(rec.Reason)
+		out.Reason = string(rec.Status) + ": " + rec.ReasonLine()
 	}
 	for _, note := range rec.Notes {
 		if note.What == explore.BranchNote {

@@ -1,7 +1,14 @@
 package cli
 
+// The run path's flags, each declared once. run, check, sweep, gate run and explore take a
+// group of them, list, steps, gate show and evidence the ones that choose scenarios, and
+// rehearse the ones it forwards to its live runs; every command binds its group on the flag
+// set of its row in the command table (commands.go), so `-h` and `flowtest help <command>`
+// print what the command parses.
+
 import (
 	"flag"
+	"slices"
 	"strings"
 	"time"
 )
@@ -13,7 +20,7 @@ func (m *multiFlag) String() string { return strings.Join(*m, ",") }
 
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
-// runFlags are the flags of `flowtest run` and `flowtest check`.
+// runFlags are the values of the run path's flags.
 type runFlags struct {
 	common
 	out          string
@@ -31,6 +38,19 @@ type runFlags struct {
 	uses         map[string]flagUse // the flags the user gave, with their raw values
 }
 
+// common are the flags that choose the scenarios and their target.
+type common struct {
+	target      string
+	tags        string
+	envFile     string
+	features    string
+	rerun       string
+	sandboxBin  string
+	confirmedBy string
+}
+
+// configFlags are handed to harness/config as they are (flags > environment > .env), so their
+// values stay text; validate checks the ones a user can get wrong.
 var configFlags = []struct{ name, usage string }{
 	{"profile", "FlowNet / kSQL-Flow profile (default e2e; prod is refused)"},
 	{"base-url", "kintone base URL of a live tenant (https only)"},
@@ -43,27 +63,111 @@ var configFlags = []struct{ name, usage string }{
 	{"api-budget", "kintone requests a live run may send per app (default 5000); a run estimated above it is refused before it starts"},
 }
 
-func (f *runFlags) bind(fs *flag.FlagSet, withRun bool) {
-	f.common.bind(fs)
-	f.config = map[string]*string{}
-	for _, cf := range configFlags {
-		f.config[cf.name] = fs.String(cf.name, "", cf.usage)
-	}
-	fs.BoolVar(&f.allowEmpty, "allow-empty", false, "accept a selection that selects no scenario (refused otherwise)")
-	if withRun {
+// runFlagDecls declares each flag of the run path on a set, bound to its field of runFlags.
+var runFlagDecls = withConfigFlags(map[string]func(f *runFlags, fs *flag.FlagSet){
+	"target": func(f *runFlags, fs *flag.FlagSet) {
+		fs.StringVar(&f.target, "target", "sandbox", "sandbox | live (live is never implied by the environment)")
+	},
+	"tags": func(f *runFlags, fs *flag.FlagSet) {
+		fs.StringVar(&f.tags, "tags", "", "Cucumber tag expression selecting scenarios, e.g. '@m5 and not @m5-kill-unknown' (a tag no scenario carries is refused)")
+	},
+	"env-file": func(f *runFlags, fs *flag.FlagSet) {
+		fs.StringVar(&f.envFile, "env-file", ".env", "dotenv file with non-secret settings and read-only tokens (OS environment wins)")
+	},
+	"features": func(f *runFlags, fs *flag.FlagSet) {
+		fs.StringVar(&f.features, "features", "features", "directory of feature files, the run-order manifest and gates/")
+	},
+	"rerun": func(f *runFlags, fs *flag.FlagSet) {
+		fs.StringVar(&f.rerun, "rerun", "", "archive dir of an earlier run: run only the scenarios that failed there (with --tags: those of them the expression matches)")
+	},
+	"sandbox-bin": func(f *runFlags, fs *flag.FlagSet) {
+		fs.StringVar(&f.sandboxBin, "sandbox-bin", "", "path of the flowsandbox binary (default: beside flowtest, else on PATH)")
+	},
+	"confirmed-by": func(f *runFlags, fs *flag.FlagSet) {
+		fs.StringVar(&f.confirmedBy, "confirmed-by", "", "operator named as confirmer of force-unlock cleanups (live mode requires it for scenarios that need confirmer)")
+	},
+	"allow-empty": func(f *runFlags, fs *flag.FlagSet) {
+		fs.BoolVar(&f.allowEmpty, "allow-empty", false, "accept a selection that selects no scenario (refused otherwise)")
+	},
+	"out": func(f *runFlags, fs *flag.FlagSet) {
 		fs.StringVar(&f.out, "out", "test-results", "results archive root: <out>/<YYYY-MM-DD>/<HHMMSS>-<label>/")
+	},
+	"dry-run": func(f *runFlags, fs *flag.FlagSet) {
 		fs.BoolVar(&f.dryRun, "dry-run", false, "preflight and the ordered list of what would run, with reasons; nothing starts")
+	},
+	"step-timeout": func(f *runFlags, fs *flag.FlagSet) {
 		fs.DurationVar(&f.stepTimeout, "step-timeout", 0, "deadline of every step, a positive duration (default 5m, times FLOWTEST_TIMEOUT_SCALE)")
+	},
+	"format": func(f *runFlags, fs *flag.FlagSet) {
 		fs.Var(&f.formats, "format", "extra godog formatter (repeatable), e.g. pretty or junit:out.xml (one file per scenario)")
+	},
+	"sut-commit": func(f *runFlags, fs *flag.FlagSet) {
 		fs.StringVar(&f.sutCommit, "sut-commit", "", "commit of the system under test, for the acceptance record")
+	},
+	"keep-workdirs": func(f *runFlags, fs *flag.FlagSet) {
 		fs.BoolVar(&f.keepWorkDirs, "keep-workdirs", false, "keep scenario work dirs (unredacted logs) after the run")
-		fs.StringVar(&f.shard, "shard", "", "K/N: run only shard K of a deterministic split of the selection into N shards (merge the shards' archives with `flowtest archive merge`)")
+	},
+	"shard": func(f *runFlags, fs *flag.FlagSet) {
+		fs.StringVar(&f.shard, "shard", "", "run only shard K of a deterministic split of the selection into N shards, given as `K/N` (merge the shards' archives with flowtest archive merge)")
+	},
+	"durations-from": func(f *runFlags, fs *flag.FlagSet) {
 		fs.StringVar(&f.durationsDir, "durations-from", "", "archive of an earlier run whose scenario durations balance --shard and give the progress line its ETA")
+	},
+	"sandbox-read-latency": func(f *runFlags, fs *flag.FlagSet) {
 		fs.DurationVar(&f.readLatency, "sandbox-read-latency", 500*time.Millisecond, "sandbox: delay of every request to the business apps (0 = a fast tenant; held windows make every scenario independent of it)")
+	},
+	"repeat": func(f *runFlags, fs *flag.FlagSet) {
 		fs.IntVar(&f.repeat, "repeat", 1, "run the selection this many times (new scopes, a new archive each time) and report per scenario how many runs passed; exit 1 if one flaked")
+	},
+})
+
+// withConfigFlags adds the declarations of the configuration flags, whose values go to
+// f.config by name.
+func withConfigFlags(decls map[string]func(f *runFlags, fs *flag.FlagSet)) map[string]func(f *runFlags, fs *flag.FlagSet) {
+	for _, cf := range configFlags {
+		decls[cf.name] = func(f *runFlags, fs *flag.FlagSet) {
+			if f.config == nil {
+				f.config = map[string]*string{}
+			}
+			f.config[cf.name] = fs.String(cf.name, "", cf.usage)
+		}
+	}
+	return decls
+}
+
+// The groups of run flags, by the commands that take them.
+var (
+	// commonFlagNames: list, and the start of every group below.
+	commonFlagNames = []string{"target", "tags", "env-file", "features", "rerun", "sandbox-bin", "confirmed-by"}
+	// sessionFlagNames open a session (check, sweep): the configuration and the empty selection too.
+	sessionFlagNames = slices.Concat(commonFlagNames, configFlagNames(), []string{"allow-empty"})
+	// runFlagNames: run, gate run, explore.
+	runFlagNames = slices.Concat(sessionFlagNames, []string{"out", "dry-run", "step-timeout", "format", "sut-commit", "keep-workdirs", "shard", "durations-from", "sandbox-read-latency", "repeat"})
+)
+
+func configFlagNames() []string {
+	names := make([]string, len(configFlags))
+	for i, cf := range configFlags {
+		names[i] = cf.name
+	}
+	return names
+}
+
+// bindNamed declares the named run flags on fs, bound to f.
+func (f *runFlags) bindNamed(fs *flag.FlagSet, names ...string) {
+	for _, n := range names {
+		decl, ok := runFlagDecls[n]
+		if !ok {
+			panic("cli: no run flag named " + n)
+		}
+		decl(f, fs)
 	}
 }
 
+// bind declares every flag of `flowtest run`.
+func (f *runFlags) bind(fs *flag.FlagSet) { f.bindNamed(fs, runFlagNames...) }
+
+// configFlags are the configuration flags the user gave a value.
 func (f *runFlags) configFlags() map[string]string {
 	out := map[string]string{}
 	for k, v := range f.config {
@@ -73,3 +177,26 @@ func (f *runFlags) configFlags() map[string]string {
 	}
 	return out
 }
+
+// given is the text the user gave for the flag name, "" when it was not given.
+func (f *runFlags) given(name string) string { return f.uses[name].last() }
+
+// setDefault gives a flag of fs another default than its declaration's (rehearse names
+// itself as the confirmer).
+func setDefault(fs *flag.FlagSet, name, value string) {
+	fl := fs.Lookup(name)
+	if err := fl.Value.Set(value); err != nil {
+		panic("cli: default of --" + name + ": " + err.Error())
+	}
+	fl.DefValue = value
+}
+
+// checkFlags are check's: a session's, without the run's own.
+type checkFlags struct{ runFlags }
+
+func (f *checkFlags) bind(fs *flag.FlagSet) { f.bindNamed(fs, sessionFlagNames...) }
+
+// listFlags are list's: the scenarios and their target.
+type listFlags struct{ runFlags }
+
+func (f *listFlags) bind(fs *flag.FlagSet) { f.bindNamed(fs, commonFlagNames...) }

@@ -28,18 +28,13 @@ func TestMain(m *testing.M) {
 	if fakeChildMain() { // started as a fake child by a refusal test: leave a mark, exit
 		os.Exit(1)
 	}
-	dir, err := buildtest.Binaries("flowtest", "flowsandbox")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	code := m.Run()
-	for _, c := range cleanups {
-		c()
-	}
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(buildtest.RunWith(func() int {
+		code := m.Run()
+		for _, c := range cleanups {
+			c()
+		}
+		return code
+	}, &binDir, "flowtest", "flowsandbox"))
 }
 
 func exe() string { return buildtest.Exe() }

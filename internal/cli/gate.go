@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -53,26 +52,51 @@ func splitGateName(args []string) (string, []string) {
 	return "", args
 }
 
-func cmdGateShow(args []string, stdout, stderr io.Writer) int {
+// gateShowFlags are the flags of `flowtest gate show`.
+type gateShowFlags struct {
+	runFlags
+	all bool
+}
+
+func (f *gateShowFlags) bind(fs *flag.FlagSet) {
+	f.bindNamed(fs, "features")
+	fs.BoolVar(&f.all, "all", false, "also list the scenarios of the carry-over series (the scope when no rule holds)")
+}
+
+// gateNamed is the gate a gate command names: before its flags (lead, splitGateName) or as
+// the one argument after them; false when it names none, or more than one.
+func gateNamed(lead string, fset *flag.FlagSet) (string, bool) {
+	switch {
+	case lead == "" && fset.NArg() == 1:
+		return fset.Arg(0), true
+	case lead == "" || fset.NArg() > 0:
+		return "", false
+	}
+	return lead, true
+}
+
+// loadGate plans every scenario of c's manifest and target and loads the named gate's
+// definition against them.
+func loadGate(c common, name string) ([]runner.Item, *gate.Def, error) {
+	items, _, _, err := c.plan()
+	if err != nil {
+		return nil, nil, err
+	}
+	g, err := gate.Load(c.features, name, items)
+	return items, g, err
+}
+
+func cmdGateShow(inv invocation, f *gateShowFlags, fset *flag.FlagSet, args []string) int {
+	stdout, stderr := inv.stdout, inv.stderr
 	name, rest := splitGateName(args)
-	fset := flag.NewFlagSet("gate show", flag.ContinueOnError)
-	features := fset.String("features", "features", "directory of feature files, the run-order manifest and gates/")
-	all := fset.Bool("all", false, "also list the scenarios of the carry-over series (the scope when no rule holds)")
 	if _, code, ok := parseFlags(fset, "gate show", rest, stderr); !ok {
 		return code
 	}
-	if name == "" && fset.NArg() == 1 {
-		name = fset.Arg(0)
-	} else if fset.NArg() > 0 || name == "" {
-		fmt.Fprintln(stderr, "usage: flowtest gate show [--all] <gate>")
-		return runner.ExitRefused
+	name, ok := gateNamed(name, fset)
+	if !ok {
+		return refuseUsage(stderr, "gate show")
 	}
-	c := common{target: "sandbox", features: *features}
-	items, _, _, err := c.plan()
-	if err != nil {
-		return exitFor(stderr, "gate show", err)
-	}
-	g, err := gate.Load(*features, name, items)
+	items, g, err := loadGate(common{target: "sandbox", features: f.features}, name)
 	if err != nil {
 		return exitFor(stderr, "gate show", err)
 	}
@@ -81,7 +105,7 @@ func cmdGateShow(args []string, stdout, stderr io.Writer) int {
 	for _, id := range req {
 		inScope[id] = true
 	}
-	if *all {
+	if f.all {
 		for _, r := range g.Rules {
 			for _, id := range g.RuleScenarios(r, items) {
 				inScope[id] = true
@@ -108,25 +132,32 @@ func cmdGateShow(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// gateRunFlags are the flags of `flowtest gate run`: the run flags, which go on to the run
+// path, and the gate's own (gateOnlyFlags).
+type gateRunFlags struct {
+	runFlags
+	sutRepo, since string
+}
+
 // gateOnlyFlags are gate run's own flags; the others go to the run path.
 var gateOnlyFlags = []string{"sut-repo", "since-archive"}
 
-func cmdGateRun(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
+func (f *gateRunFlags) bind(fs *flag.FlagSet) {
+	f.runFlags.bind(fs)
+	fs.StringVar(&f.sutRepo, "sut-repo", "", "the SUT's git repository `DIR`: the carry-over rules read git diff --stat there (required)")
+	fs.StringVar(&f.since, "since-archive", "", "archive of the last accepting run: carried-over scenarios point to their passing records there")
+}
+
+func cmdGateRun(inv invocation, f *gateRunFlags, fset *flag.FlagSet, args []string) int {
+	stdout, stderr, sigs := inv.stdout, inv.stderr, inv.sigs
 	name, rest := splitGateName(args)
-	fset := flag.NewFlagSet("gate run", flag.ContinueOnError)
-	var f runFlags
-	f.bind(fset, true)
-	sutRepo := fset.String("sut-repo", "", "the SUT's git repository: the carry-over rules read `git diff --stat` there (required)")
-	since := fset.String("since-archive", "", "archive of the last accepting run: carried-over scenarios point to their passing records there")
 	uses, code, ok := parseFlags(fset, "gate run", rest, stderr, "format")
 	if !ok {
 		return code
 	}
-	if name == "" && fset.NArg() == 1 {
-		name = fset.Arg(0)
-	} else if fset.NArg() > 0 || name == "" {
-		fmt.Fprintln(stderr, "usage: flowtest gate run <gate> --sut-commit C --sut-repo DIR [--since-archive A] [run flags]")
-		return runner.ExitRefused
+	name, ok = gateNamed(name, fset)
+	if !ok {
+		return refuseUsage(stderr, "gate run")
 	}
 	// --durations-from stays: without --shard it only gives the progress line its ETA.
 	for _, bad := range []string{"tags", "rerun", "allow-empty", "repeat", "shard"} {
@@ -139,27 +170,23 @@ func cmdGateRun(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) 
 	case strings.TrimSpace(f.sutCommit) == "":
 		fmt.Fprintln(stderr, "flowtest gate run: --sut-commit is required: the gate record is for one commit of the SUT")
 		return runner.ExitRefused
-	case strings.TrimSpace(*sutRepo) == "":
+	case strings.TrimSpace(f.sutRepo) == "":
 		fmt.Fprintln(stderr, "flowtest gate run: --sut-repo is required: the SUT's git repository, where the carry-over rules read the diff")
 		return runner.ExitRefused
 	}
 	c := f.common
 	c.tags, c.rerun = "", ""
-	items, _, _, err := c.plan()
-	if err != nil {
-		return exitFor(stderr, "gate run", err)
-	}
-	g, err := gate.Load(f.features, name, items)
+	items, g, err := loadGate(c, name)
 	if err != nil {
 		return exitFor(stderr, "gate run", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	repo, err := gate.OpenGit(*sutRepo)
+	repo, err := gate.OpenGit(f.sutRepo)
 	if err != nil {
 		return exitFor(stderr, "gate run", err)
 	}
-	rec, runIDs, err := gate.Plan(ctx, g, items, f.target, f.sutCommit, repo, *since)
+	rec, runIDs, err := gate.Plan(ctx, g, items, f.target, f.sutCommit, repo, f.since)
 	if err != nil {
 		return exitFor(stderr, "gate run", err)
 	}

@@ -3,14 +3,11 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,20 +33,7 @@ func TestKilledRunnerLeavesNoProcess(t *testing.T) {
 		"--sandbox-read-latency", "0", "--tags", "@m6-04-force-unlock-drill")
 	cmd.Dir = repoRoot()
 	cmd.Env = env
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-
-	var lines []string
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-		if strings.Contains(sc.Text(), "started FlowNet ") {
-			break
-		}
-	}
-	require.Contains(t, strings.Join(lines, "\n"), "started FlowNet ", "never saw the scenario start FlowNet")
+	_, kill := startUntilLine(t, cmd, "started FlowNet ", "never saw the scenario start FlowNet")
 	ctx := context.Background()
 	before, err := proc.FindByArgv(ctx, proc.ArgvContains(binDir))
 	require.NoError(t, err)
@@ -57,9 +41,7 @@ func TestKilledRunnerLeavesNoProcess(t *testing.T) {
 	require.GreaterOrEqual(t, len(before), 3, "processes of the running scenario: %v", before)
 	t.Logf("before the kill: %d processes: %v", len(before), before)
 
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	go func() { _, _ = bufio.NewReader(stdout).WriteTo(discardWriter{}) }()
-	_ = cmd.Wait()
+	kill()
 
 	err = binariesGone("every process of the killed runner to be gone", 5*time.Second, 100*time.Millisecond)
 	assert.NoError(t, err, "processes were %v before the kill", before)

@@ -9,7 +9,6 @@ package cli
 import (
 	"flag"
 	"fmt"
-	"io"
 	"path/filepath"
 	"time"
 
@@ -19,23 +18,30 @@ import (
 	"github.com/ksqlflow/flowtest/runner"
 )
 
-func cmdMerge(args []string, stdout, stderr io.Writer) int {
-	fset := flag.NewFlagSet("archive merge", flag.ContinueOnError)
-	out := fset.String("out", "test-results", "archive root of the merged archive: <out>/<YYYY-MM-DD>/<HHMMSS>-merged-<label>/")
-	envFile := fset.String("env-file", ".env", "dotenv file whose secrets the leak scan looks for too (OS environment wins)")
+// mergeFlags are the flags of `flowtest archive merge`.
+type mergeFlags struct {
+	archiveFlags
+	out string
+}
+
+func (f *mergeFlags) bind(fs *flag.FlagSet) {
+	f.archiveFlags.bind(fs)
+	fs.StringVar(&f.out, "out", "test-results", "archive root of the merged archive: <out>/<YYYY-MM-DD>/<HHMMSS>-merged-<label>/")
+}
+
+func cmdMerge(inv invocation, f *mergeFlags, fset *flag.FlagSet, args []string) int {
+	stdout, stderr := inv.stdout, inv.stderr
 	uses, code, ok := parseFlags(fset, "archive merge", args, stderr)
 	if !ok {
 		return code
 	}
 	if fset.NArg() < 2 {
-		fmt.Fprintln(stderr, "usage: flowtest archive merge [--out DIR] <shard archive> <shard archive> …")
-		return runner.ExitRefused
+		return refuseUsage(stderr, "archive merge")
 	}
-	if err := creatableDir("--out", *out); err != nil {
+	if err := creatableDir("--out", f.out); err != nil {
 		return exitFor(stderr, "archive merge", err)
 	}
-	_, named := uses["env-file"]
-	env, appIDs, err := verifyInputs(*envFile, named)
+	env, appIDs, err := f.scanInputs(uses)
 	if err != nil {
 		return exitFor(stderr, "archive merge", err)
 	}
@@ -54,9 +60,9 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 		return runner.ExitRefused
 	}
 	secrets := redact.SecretsFromEnv(env)
-	arch, err := results.Create(*out, "merged-"+label(merged.Run.TagExpression), time.Now(), redact.New(secrets, nil))
+	arch, err := results.Create(f.out, "merged-"+label(merged.Run.TagExpression), time.Now(), redact.New(secrets, nil))
 	if err != nil {
-		fmt.Fprintf(stderr, "flowtest archive merge: --out %q: %v\n", *out, err)
+		fmt.Fprintf(stderr, "flowtest archive merge: --out %q: %v\n", f.out, err)
 		return runner.ExitRefused
 	}
 	arch.SetOrder(merged.Run.RunOrder)

@@ -16,27 +16,6 @@ import (
 	"github.com/ksqlflow/flowtest/runner/tagexpr"
 )
 
-// common are the flags run and check share.
-type common struct {
-	target      string
-	tags        string
-	envFile     string
-	features    string
-	rerun       string
-	sandboxBin  string
-	confirmedBy string
-}
-
-func (c *common) bind(fs *flag.FlagSet) {
-	fs.StringVar(&c.target, "target", "sandbox", "sandbox | live (live is never implied by the environment)")
-	fs.StringVar(&c.tags, "tags", "", "Cucumber tag expression selecting scenarios, e.g. '@m5 and not @m5-kill-unknown' (a tag no scenario carries is refused)")
-	fs.StringVar(&c.envFile, "env-file", ".env", "dotenv file with non-secret settings and read-only tokens (OS environment wins)")
-	fs.StringVar(&c.features, "features", "features", "directory of feature files and the run-order manifest")
-	fs.StringVar(&c.rerun, "rerun", "", "archive dir of an earlier run: run only the scenarios that failed there (with --tags: those of them the expression matches)")
-	fs.StringVar(&c.sandboxBin, "sandbox-bin", "", "path of the flowsandbox binary (default: beside flowtest, else on PATH)")
-	fs.StringVar(&c.confirmedBy, "confirmed-by", "", "operator named as confirmer of force-unlock cleanups (live mode requires it for scenarios that need confirmer)")
-}
-
 // refuse is a refusal (exit 2): nothing has started.
 func refuse(format string, args ...any) error { return refusal.New(format, args...) }
 
@@ -108,16 +87,13 @@ func label(tags string) string {
 	return tags
 }
 
-func cmdList(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("list", flag.ContinueOnError)
-	var c common
-	c.bind(fs)
+func cmdList(inv invocation, f *listFlags, fs *flag.FlagSet, args []string) int {
+	stdout, stderr, c := inv.stdout, inv.stderr, &f.common
 	uses, code, ok := parseFlags(fs, "list", args, stderr)
 	if !ok {
 		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "flowtest list: unexpected arguments %q\n", fs.Args())
+	if unexpectedArgs(fs, stderr, "") {
 		return runner.ExitRefused
 	}
 	if err := c.validate(uses); err != nil {

@@ -8,9 +8,7 @@ package cli
 // connections).
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -283,7 +281,7 @@ func TestNothingRanIsNotGreen(t *testing.T) {
 	require.Equal(t, 3, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	assert.Contains(t, r.stdout, "0 passed, 0 failed, 2 not run")
 	assert.Contains(t, r.stdout, "nothing ran: every selected scenario was not run")
-	run := readRunJSON(t, archiveDir(t, r.stdout))
+	run := readRun(t, archiveDir(t, r.stdout))
 	assert.Equal(t, "complete", run.State)
 	for _, s := range run.Scenarios {
 		assert.Equal(t, "not-run", s.Status)
@@ -302,30 +300,6 @@ func TestNothingRanIsNotGreen(t *testing.T) {
 	e := flowtest(t, nil, "run", "--features", features, "--tags", "@a and @b", "--allow-empty", "--out", t.TempDir(), "--lock-dir", t.TempDir())
 	assert.Equal(t, 0, e.code, "the user accepted an empty selection: stdout:\n%s\nstderr:\n%s", e.stdout, e.stderr)
 	assert.Contains(t, e.stdout, "0 passed, 0 failed, 2 not run")
-}
-
-type runJSON struct {
-	State     string `json:"state"`
-	Scenarios []struct {
-		ID             string `json:"id"`
-		Status         string `json:"status"`
-		NotRunCategory string `json:"not_run_category"`
-	} `json:"scenarios"`
-}
-
-func readRunJSON(t *testing.T, dir string) runJSON {
-	t.Helper()
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(repoRoot(), dir)
-	}
-	f, err := os.Open(filepath.Join(dir, "run.json"))
-	require.NoError(t, err)
-	defer f.Close()
-	data, err := io.ReadAll(f)
-	require.NoError(t, err)
-	var run runJSON
-	require.NoError(t, json.Unmarshal(data, &run))
-	return run
 }
 
 // The detectors of the refusal table can see what they look for: a run that does start the

@@ -3,7 +3,6 @@ package cli
 import (
 	"flag"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,50 +15,42 @@ import (
 	"github.com/ksqlflow/flowtest/runner"
 )
 
-// rehearseFlags are the flags of `flowtest rehearse`.
+// rehearseFlags are the flags of `flowtest rehearse`: the tenants' own, and the run flags it
+// forwards to each tenant's live run (declared with the run path's, so they mean the same).
 type rehearseFlags struct {
-	latency       time.Duration
-	shards        int
-	tags          string
-	features      string
-	out           string
-	sandboxBin    string
-	confirmedBy   string
-	durationsFrom string
-	stepTimeout   string
-	timeoutScale  string
-	allowEmpty    bool
-	keepWorkDirs  bool
+	runFlags
+	latency time.Duration
+	shards  int
+}
+
+// rehearseRunFlags are the run flags rehearse forwards; --out and --keep-workdirs are its
+// own, since they name more than one run's.
+var rehearseRunFlags = []string{"tags", "features", "sandbox-bin", "confirmed-by", "durations-from", "step-timeout", "timeout-scale", "allow-empty"}
+
+func (f *rehearseFlags) bind(fs *flag.FlagSet) {
+	f.bindNamed(fs, rehearseRunFlags...)
+	setDefault(fs, "confirmed-by", "rehearsal") // stand-alone tenants: the rehearsal confirms its own cleanups
+	fs.DurationVar(&f.latency, "latency", 0, "business-read latency of the stand-alone tenants (customers and deals apps): 0 = a fast tenant, e.g. 500ms = a slow one")
+	fs.IntVar(&f.shards, "shards", 1, "stand-alone tenants, one serial live run each over --shard i/N, all at once")
+	fs.StringVar(&f.out, "out", "test-results", "archive root: <out>/<YYYY-MM-DD>/<HHMMSS>-rehearsal-<speed>-<label>/tenant-<i>/ holds each tenant's archive")
+	fs.BoolVar(&f.keepWorkDirs, "keep-workdirs", false, "keep the operator envs (tokens included), emulator logs and the runs' work dirs")
 }
 
 // cmdRehearse is `flowtest rehearse` (internal/rehearse): its flags and selection are checked
 // here, once, so that a typo is refused before any tenant starts.
-func cmdRehearse(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
-	fset := flag.NewFlagSet("rehearse", flag.ContinueOnError)
-	var f rehearseFlags
-	fset.DurationVar(&f.latency, "latency", 0, "business-read latency of the stand-alone tenants (customers and deals apps): 0 = a fast tenant, e.g. 500ms = a slow one")
-	fset.IntVar(&f.shards, "shards", 1, "stand-alone tenants, one serial live run each over --shard i/N, all at once")
-	fset.StringVar(&f.tags, "tags", "", "Cucumber tag expression selecting scenarios (forwarded to each live run)")
-	fset.StringVar(&f.features, "features", "features", "directory of feature files and the run-order manifest")
-	fset.StringVar(&f.out, "out", "test-results", "archive root: <out>/<YYYY-MM-DD>/<HHMMSS>-rehearsal-<speed>-<label>/tenant-<i>/ holds each tenant's archive")
-	fset.StringVar(&f.sandboxBin, "sandbox-bin", "", "path of the flowsandbox binary (default: beside flowtest, else on PATH)")
-	fset.StringVar(&f.confirmedBy, "confirmed-by", "rehearsal", "confirmer of force-unlock cleanups, forwarded to each live run")
-	fset.StringVar(&f.durationsFrom, "durations-from", "", "archive of an earlier run whose scenario durations balance the shards")
-	fset.StringVar(&f.stepTimeout, "step-timeout", "", "forwarded to each live run")
-	fset.StringVar(&f.timeoutScale, "timeout-scale", "", "forwarded to each live run")
-	fset.BoolVar(&f.allowEmpty, "allow-empty", false, "accept a selection that selects no scenario")
-	fset.BoolVar(&f.keepWorkDirs, "keep-workdirs", false, "keep the operator envs (tokens included), emulator logs and the runs' work dirs")
+func cmdRehearse(inv invocation, f *rehearseFlags, fset *flag.FlagSet, args []string) int {
+	stdout, stderr, sigs := inv.stdout, inv.stderr, inv.sigs
 	uses, code, ok := parseFlags(fset, "rehearse", args, stderr)
 	if !ok {
 		return code
 	}
-	if fset.NArg() > 0 {
-		fmt.Fprintf(stderr, "flowtest rehearse: unexpected arguments %q (select scenarios with --tags)\n", fset.Args())
+	if unexpectedArgs(fset, stderr, selectWithTags) {
 		return runner.ExitRefused
 	}
 	if err := f.validate(uses); err != nil {
 		return exitFor(stderr, "rehearse", err)
 	}
+	f.uses = uses
 	// The selection is checked here, once, so a typo is refused before any tenant starts;
 	// there are never more tenants than scenarios (a shard without one would be refused).
 	c := common{target: "live", tags: f.tags, features: f.features}
@@ -90,8 +81,8 @@ func cmdRehearse(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal)
 	}
 	rep, err := rehearse.Run(rehearse.Options{
 		Latency: f.latency, Shards: f.shards, Tags: f.tags, Label: label(f.tags), Features: f.features, Out: f.out,
-		SandboxBin: sb, Self: self, ConfirmedBy: f.confirmedBy, DurationsFrom: f.durationsFrom,
-		StepTimeout: f.stepTimeout, TimeoutScale: f.timeoutScale, AllowEmpty: f.allowEmpty, KeepWorkDirs: f.keepWorkDirs,
+		SandboxBin: sb, Self: self, ConfirmedBy: f.confirmedBy, DurationsFrom: f.durationsDir,
+		StepTimeout: f.given("step-timeout"), TimeoutScale: f.given("timeout-scale"), AllowEmpty: f.allowEmpty, KeepWorkDirs: f.keepWorkDirs,
 	}, stdout, stderr, sigs)
 	if err != nil {
 		return exitFor(stderr, "rehearse", err)
@@ -138,18 +129,17 @@ func (f *rehearseFlags) validate(uses map[string]flagUse) error {
 		return err
 	}
 	if _, given := uses["durations-from"]; given {
-		if err := existingDir("--durations-from", f.durationsFrom, "an archive of an earlier run"); err != nil {
+		if err := existingDir("--durations-from", f.durationsDir, "an archive of an earlier run"); err != nil {
 			return err
 		}
 	}
-	if _, given := uses["step-timeout"]; given {
-		if d, err := time.ParseDuration(f.stepTimeout); err != nil || d <= 0 {
-			return refuse("--step-timeout %q: want a positive duration, e.g. 10m", f.stepTimeout)
-		}
+	if _, given := uses["step-timeout"]; given && f.stepTimeout <= 0 {
+		return refuse("--step-timeout %q: want a positive duration, e.g. 10m", uses["step-timeout"].last())
 	}
 	if _, given := uses["timeout-scale"]; given {
-		if x, err := strconv.ParseFloat(f.timeoutScale, 64); err != nil || !(x > 0) || math.IsInf(x, 0) {
-			return refuse("--timeout-scale %q: want a positive decimal, e.g. 3", f.timeoutScale)
+		scale := *f.config["timeout-scale"]
+		if x, err := strconv.ParseFloat(scale, 64); err != nil || !(x > 0) || math.IsInf(x, 0) {
+			return refuse("--timeout-scale %q: want a positive decimal, e.g. 3", scale)
 		}
 	}
 	if _, given := uses["confirmed-by"]; given && strings.TrimSpace(f.confirmedBy) == "" {
@@ -157,7 +147,7 @@ func (f *rehearseFlags) validate(uses map[string]flagUse) error {
 	}
 	// The live runs are started in the operator env directory: every path they get is
 	// absolute.
-	for _, p := range []*string{&f.features, &f.out, &f.durationsFrom} {
+	for _, p := range []*string{&f.features, &f.out, &f.durationsDir} {
 		if *p == "" {
 			continue
 		}

@@ -6,11 +6,8 @@ package cli
 // over by a diff rule. Then the before/after evidence of the "fix" and a sealed pack.
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +19,7 @@ import (
 
 	"github.com/ksqlflow/flowtest/internal/gate/gatetest"
 	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/pack/packtest"
 )
 
 func TestReleaseGateOnSandbox(t *testing.T) {
@@ -173,36 +171,15 @@ func (fileSum) of(p string) (string, error) { return results.FileSHA256(p) }
 // ends in suffix to b; the manifest is left as it was.
 func flipByteInPack(t *testing.T, src, dst, suffix string, what []byte, b byte) {
 	t.Helper()
-	f, err := os.Open(src)
-	require.NoError(t, err)
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	require.NoError(t, err)
-	tr := tar.NewReader(gz)
-	var buf bytes.Buffer
-	gw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gw)
 	changed := false
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		require.NoError(t, err)
-		data, err := io.ReadAll(tr)
-		require.NoError(t, err)
-		if strings.HasSuffix(hdr.Name, suffix) {
+	packtest.Rewrite(t, src, dst, func(name string, data []byte) []byte {
+		if strings.HasSuffix(name, suffix) {
 			i := bytes.Index(data, what)
 			require.GreaterOrEqual(t, i, 0)
 			data[i+1] = b
 			changed = true
 		}
-		require.NoError(t, tw.WriteHeader(hdr))
-		_, err = tw.Write(data)
-		require.NoError(t, err)
-	}
+		return data
+	}, nil)
 	require.True(t, changed, "no entry ends in %s", suffix)
-	require.NoError(t, tw.Close())
-	require.NoError(t, gw.Close())
-	require.NoError(t, os.WriteFile(dst, buf.Bytes(), 0o644))
 }

@@ -53,7 +53,7 @@ func (s *session) repeatRuns(ctx context.Context, tgt *target.Target, stdout io.
 			if rec.Status == results.StatusPassed {
 				t.passed++
 			} else {
-				t.failures = append(t.failures, fmt.Sprintf("run %d: %s — %s", r, rec.Status, firstLineOf(rec.Reason)))
+				t.failures = append(t.failures, fmt.Sprintf("run %d: %s — %s", r, rec.Status, rec.ReasonLine()))
 			}
 		}
 		archives = append(archives, fmt.Sprint(r))
@@ -119,13 +119,4 @@ func (s *session) freshScopes(r int) error {
 	}
 	s.prep = p
 	return nil
-}
-
-func firstLineOf(s string) string {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\n' {
-			return s[:i]
-		}
-	}
-	return s
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -25,14 +26,24 @@ import (
 	"github.com/ksqlflow/flowtest/steps"
 )
 
-func cmdRun(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
-	return runCommand("run", args, stdout, stderr, sigs, runExtras{command: append([]string{"flowtest", "run"}, args...)})
+func cmdRun(inv invocation, f *runFlags, fs *flag.FlagSet, args []string) int {
+	return runWith("run", f, fs, args, inv.stdout, inv.stderr, inv.sigs, runExtras{command: append([]string{"flowtest", "run"}, args...)})
 }
 
-// runCommand is the run path of `flowtest run` and of `flowtest gate run`, which passes the
-// gate record to complete in extras.
+// runCommand is the run path for the run flags `flowtest gate run` and `flowtest explore`
+// hand on, under their command's name; extras is what they add (the gate record, the
+// exploration).
 func runCommand(name string, args []string, stdout, stderr io.Writer, sigs <-chan os.Signal, extras runExtras) int {
-	s, code := startCommand(name, args, true, stderr)
+	fs := newFlagSet(name)
+	var f runFlags
+	f.bind(fs)
+	fs.SetOutput(stderr)
+	return runWith(name, &f, fs, args, stdout, stderr, sigs, extras)
+}
+
+// runWith is the run path over args parsed into fs, on which the flags of flags are bound.
+func runWith(name string, flags *runFlags, fs *flag.FlagSet, args []string, stdout, stderr io.Writer, sigs <-chan os.Signal, extras runExtras) int {
+	s, code := startCommand(name, flags, fs, args, true, stderr)
 	if s == nil {
 		return code
 	}

@@ -149,26 +149,22 @@ func (s *session) setupChecks() []safety.Check {
 	return s.setup
 }
 
-// startCommand parses the flags of run or check and opens the session; a non-zero code
-// means the command is refused (and the message printed).
-func startCommand(name string, args []string, withRun bool, stderr io.Writer) (*session, int) {
-	fset := flag.NewFlagSet(name, flag.ContinueOnError)
-	var f runFlags
-	f.bind(fset, withRun)
+// startCommand parses the flags of run or check (bound to f on fset) and opens the session;
+// a non-zero code means the command is refused (and the message printed).
+func startCommand(name string, f *runFlags, fset *flag.FlagSet, args []string, withRun bool, stderr io.Writer) (*session, int) {
 	uses, code, ok := parseFlags(fset, name, args, stderr, "format")
 	if !ok {
 		return nil, code
 	}
 	f.uses = uses
-	if fset.NArg() > 0 {
-		fmt.Fprintf(stderr, "flowtest %s: unexpected arguments %q (select scenarios with --tags)\n", name, fset.Args())
+	if unexpectedArgs(fset, stderr, selectWithTags) {
 		return nil, runner.ExitRefused
 	}
 	// Every flag value before anything else: nothing is read or started on a bad one.
 	if err := f.validate(uses, withRun); err != nil {
 		return nil, exitFor(stderr, name, err)
 	}
-	s, err := openSession(f)
+	s, err := openSession(*f)
 	if err != nil {
 		return nil, exitFor(stderr, name, err)
 	}

@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/ksqlflow/flowtest/harness/stepdef"
@@ -13,29 +11,33 @@ import (
 	"github.com/ksqlflow/flowtest/steps"
 )
 
+// stepsFlags are the flags of `flowtest steps`.
+type stepsFlags struct {
+	runFlags
+	unused bool
+}
+
+func (f *stepsFlags) bind(fs *flag.FlagSet) {
+	f.bindNamed(fs, "features")
+	fs.BoolVar(&f.unused, "unused", false, "list only the definitions no scenario uses (exit 1 if there are any)")
+}
+
 // cmdSteps is `flowtest steps [--features DIR] [--unused]`: every step definition with its
 // expression, handler and file:line, and the scenarios whose steps it matches (what `godog -d`
 // shows, plus the use). Undefined and ambiguous feature steps are listed after it. Exit 1
 // when a feature step matches no definition or several (with --unused, also when a definition
 // is used by no scenario), 2 on usage or feature errors.
-func cmdSteps(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("steps", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = helpFor(fs, "steps")
-	c := common{target: "sandbox"}
-	fs.StringVar(&c.features, "features", "features", "directory of feature files and the run-order manifest")
-	unusedOnly := fs.Bool("unused", false, "list only the definitions no scenario uses (exit 1 if there are any)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) { // -h is not a refusal, as for every other command
-			return 0
-		}
-		return runner.ExitRefused
+func cmdSteps(inv invocation, f *stepsFlags, fs *flag.FlagSet, args []string) int {
+	stdout, stderr := inv.stdout, inv.stderr
+	if code, ok := parseKeepingRepeats(fs, args); !ok {
+		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "flowtest steps: unexpected arguments %q\n", fs.Args())
+	if unexpectedArgs(fs, stderr, "") {
 		return runner.ExitRefused
 	}
 	// The same discovery as run and list, so the index covers exactly what they would run.
+	c := f.common
+	c.target = "sandbox"
 	items, _, _, err := c.plan()
 	if err != nil {
 		return exitFor(stderr, "steps", err)
@@ -58,12 +60,12 @@ func cmdSteps(args []string, stdout, stderr io.Writer) int {
 	unused, undefined, ambiguous := stepindex.Check(defs, featureSteps)
 
 	for _, e := range stepindex.Build(defs, featureSteps) {
-		if *unusedOnly && e.Uses > 0 {
+		if f.unused && e.Uses > 0 {
 			continue
 		}
 		fmt.Fprintf(stdout, "%s\n    -> %s\n", e.Def.Expr, where(e.Def))
 		switch {
-		case *unusedOnly:
+		case f.unused:
 		case e.Uses == 0:
 			fmt.Fprintln(stdout, "    used by no scenario")
 		default:
@@ -81,7 +83,7 @@ func cmdSteps(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%d step definitions, %d used by no scenario; %d scenarios, %d steps, %d undefined, %d ambiguous\n",
 		len(defs), len(unused), scenarios, len(featureSteps), len(undefined), len(ambiguous))
-	if len(undefined) > 0 || len(ambiguous) > 0 || (*unusedOnly && len(unused) > 0) {
+	if len(undefined) > 0 || len(ambiguous) > 0 || (f.unused && len(unused) > 0) {
 		return runner.ExitFailed
 	}
 	return 0

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"path/filepath"
 	"time"
 
@@ -14,33 +13,42 @@ import (
 	"github.com/ksqlflow/flowtest/safety"
 )
 
+// sweepFlags are the flags of `flowtest sweep`: a session's (the same preflight as run), how
+// old a leftover must be, and whether to delete it.
+type sweepFlags struct {
+	runFlags
+	olderThan time.Duration
+	delete    bool
+}
+
+func (f *sweepFlags) bind(fs *flag.FlagSet) {
+	f.bindNamed(fs, sessionFlagNames...)
+	fs.DurationVar(&f.olderThan, "older-than", time.Hour, "only scopes made longer ago than this (a positive duration); keep it above the longest run of a runner on another machine")
+	fs.BoolVar(&f.delete, "delete", false, "delete what is listed (default: list only)")
+	fs.StringVar(&f.out, "out", "test-results", "results root: the sweep record goes to <out>/<YYYY-MM-DD>/<HHMMSS>-sweep/sweep.json")
+}
+
 // cmdSweep is `flowtest sweep`: its flags, the session and the same safety preflight as run,
 // the target, the identifier rules over what would be deleted, and the exit code; finding and
 // deleting the leftovers is internal/sweep.
-func cmdSweep(args []string, stdout, stderr io.Writer) int {
-	fset := flag.NewFlagSet("sweep", flag.ContinueOnError)
-	var f runFlags
-	f.bind(fset, false)
-	olderThan := fset.Duration("older-than", time.Hour, "only scopes made longer ago than this (a positive duration); keep it above the longest run of a runner on another machine")
-	del := fset.Bool("delete", false, "delete what is listed (default: list only)")
-	fset.StringVar(&f.out, "out", "test-results", "results root: the sweep record goes to <out>/<YYYY-MM-DD>/<HHMMSS>-sweep/sweep.json")
+func cmdSweep(inv invocation, sf *sweepFlags, fset *flag.FlagSet, args []string) int {
+	stdout, stderr, f := inv.stdout, inv.stderr, &sf.runFlags
 	uses, code, ok := parseFlags(fset, "sweep", args, stderr)
 	if !ok {
 		return code
 	}
 	f.uses = uses
-	if fset.NArg() > 0 {
-		fmt.Fprintf(stderr, "flowtest sweep: unexpected arguments %q\n", fset.Args())
+	if unexpectedArgs(fset, stderr, "") {
 		return runner.ExitRefused
 	}
-	if *olderThan <= 0 {
-		fmt.Fprintf(stderr, "flowtest sweep: --older-than %s: want a positive duration, e.g. 1h or 30m\n", *olderThan)
+	if sf.olderThan <= 0 {
+		fmt.Fprintf(stderr, "flowtest sweep: --older-than %s: want a positive duration, e.g. 1h or 30m\n", sf.olderThan)
 		return runner.ExitRefused
 	}
 	if err := f.validate(uses, false); err != nil {
 		return exitFor(stderr, "sweep", err)
 	}
-	s, err := openSession(f)
+	s, err := openSession(*f)
 	if err != nil {
 		return exitFor(stderr, "sweep", err)
 	}
@@ -85,7 +93,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	}
 
 	now := time.Now().UTC()
-	rec := &sweep.Record{SchemaVersion: 1, Target: tgt.Name, BaseURL: tgt.BaseURL, At: now, OlderThan: olderThan.String(), Delete: *del}
+	rec := &sweep.Record{SchemaVersion: 1, Target: tgt.Name, BaseURL: tgt.BaseURL, At: now, OlderThan: sf.olderThan.String(), Delete: sf.delete}
 	sw, err := sweep.New(tgt, guardApps(tgt))
 	if err != nil {
 		fmt.Fprintf(stderr, "flowtest sweep: %v\n", err)
@@ -97,7 +105,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 		return runner.ExitRefused
 	}
 	rec.LiveRunners = live.Runners
-	found, skipped, err := sw.Find(ctx, sweep.FindOptions{Now: now, OlderThan: *olderThan, Live: live})
+	found, skipped, err := sw.Find(ctx, sweep.FindOptions{Now: now, OlderThan: sf.olderThan, Live: live})
 	if err != nil {
 		fmt.Fprintf(stderr, "flowtest sweep: %v\n", err)
 		return runner.ExitFailed
@@ -118,7 +126,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	failed := false
 	for i := range found {
 		sc := &found[i]
-		if sc.Action == "left" || !*del {
+		if sc.Action == "left" || !sf.delete {
 			continue
 		}
 		if err := sw.Delete(ctx, sc); err != nil {

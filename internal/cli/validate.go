@@ -50,12 +50,11 @@ var (
 )
 
 // parseFlags parses args into fset and refuses a repeated flag. Errors of the flag package are
-// printed as one line plus a pointer to -h (not the whole flag list); -h prints the flags
-// and is not a refusal.
+// printed as one line plus a pointer to -h (not the whole flag list); -h prints the command's
+// help (fset's Usage, newFlagSet) and is not a refusal.
 func parseFlags(fset *flag.FlagSet, name string, args []string, stderr io.Writer, repeatable ...string) (map[string]flagUse, int, bool) {
 	var buf strings.Builder
 	fset.SetOutput(&buf)
-	fset.Usage = helpFor(fset, name)
 	err := fset.Parse(args)
 	fset.SetOutput(stderr)
 	switch {
@@ -81,6 +80,40 @@ func parseFlags(fset *flag.FlagSet, name string, args []string, stderr io.Writer
 		uses[n] = flagUse{u}
 	}
 	return uses, 0, true
+}
+
+// parseKeepingRepeats parses args into fset as the flag package does, for steps and defects: a
+// flag given twice keeps its last value, and an error prints the whole help; -h is not a
+// refusal.
+func parseKeepingRepeats(fset *flag.FlagSet, args []string) (int, bool) {
+	err := fset.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0, false
+	case err != nil:
+		return runner.ExitRefused, false
+	}
+	return 0, true
+}
+
+// selectWithTags is the hint of a scenario command given arguments: scenarios are chosen with
+// --tags, not named.
+const selectWithTags = " (select scenarios with --tags)"
+
+// unexpectedArgs refuses the arguments left after the flags of a command that takes none,
+// naming them and adding hint; it reports whether there were any.
+func unexpectedArgs(fset *flag.FlagSet, stderr io.Writer, hint string) bool {
+	if fset.NArg() == 0 {
+		return false
+	}
+	fmt.Fprintf(stderr, "flowtest %s: unexpected arguments %q%s\n", fset.Name(), fset.Args(), hint)
+	return true
+}
+
+// refuseUsage refuses a command's positional arguments with its usage line from the table.
+func refuseUsage(stderr io.Writer, name string) int {
+	fmt.Fprintf(stderr, "usage: flowtest %s\n", commandNamed(name).usage)
+	return runner.ExitRefused
 }
 
 // validateCommon checks the flags every scenario command shares.

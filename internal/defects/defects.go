@@ -4,7 +4,8 @@
 // executable (`flowtest run --sandbox-bin …`), and reads their records: a defect is caught
 // only when each declared scenario failed on the declared assertion while every process it
 // started reached a normal end. A crash (see crashOf), a timeout or any other failure
-// elsewhere is reported as ESCAPED, with what failed instead.
+// elsewhere is reported as ESCAPED, with what failed instead. It runs `go build` from the
+// source tree, which a package of its own keeps out of the command's glue.
 package defects
 
 import (
@@ -90,18 +91,6 @@ func (r *Run) All(selected []Defect, control bool, jobs int, est []time.Duration
 	return rows
 }
 
-// SyncWriter serialises progress lines of concurrent runs.
-type SyncWriter struct {
-	mu sync.Mutex
-	W  io.Writer
-}
-
-func (s *SyncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.W.Write(p)
-}
-
 // ModuleRoot is the directory of this module's go.mod, found by the go command from the
 // working directory: the broken sandboxes are built from source.
 func ModuleRoot(goBin string) (string, error) {
@@ -180,7 +169,7 @@ func (r *Run) runScenarios(dir, bin string, ids []string) (map[string]*results.S
 		return nil, 0, fmt.Errorf("flowtest run: %w", err)
 	}
 	if code == runner.ExitRefused {
-		return nil, code, fmt.Errorf("flowtest run refused (exit 2): %s", lastLines(logPath, 3))
+		return nil, code, fmt.Errorf("flowtest run refused (exit 2): %s", lastLinesOfFile(logPath, 3))
 	}
 	recs := map[string]*results.Scenario{}
 	for _, id := range ids {
@@ -429,7 +418,8 @@ func (r *Run) unitTests(d Defect, u defectUnit) (failed []string, why string) {
 	return failed, ""
 }
 
-func lastLines(path string, n int) string {
+// lastLinesOfFile is excerpt.LastLines of a file, or why it cannot be read.
+func lastLinesOfFile(path string, n int) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err.Error()

@@ -1,5 +1,6 @@
 // Package excerpt cuts process output down to what fits a table cell or a one-line reason
-// (the defect table, the rehearsal's outcome lines).
+// (the defect table, the rehearsal's outcome lines): both need it, and neither may import
+// the other.
 package excerpt
 
 import "strings"

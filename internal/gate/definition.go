@@ -4,11 +4,13 @@
 // rule's paths. Plan computes the scope (required ∪ every series whose rule does not hold)
 // and the gate record; `flowtest gate run` (internal/cli) runs the scope through the normal
 // run path, whose archive writes the record (gate.json, README.md, index.html). The SUT's
-// git history is reached through Repo.
+// git history is reached through Repo. It is policy that needs the manifest, tag expressions
+// and git, so it is a package tested without the binary (gatetest makes the repositories).
 package gate
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -85,18 +87,11 @@ func Load(featuresDir, gate string, items []runner.Item) (*Def, error) {
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			known := knownGates(featuresDir)
-			return nil, refusal.New("gate %q: no definition at %s (gates in %s: %s)", gate, file, filepath.Join(featuresDir, gatesDir), orNone(strings.Join(known, ", ")))
+			return nil, refusal.New("gate %q: no definition at %s (gates in %s: %s)", gate, file, filepath.Join(featuresDir, gatesDir), cmp.Or(strings.Join(known, ", "), "none"))
 		}
 		return nil, refusal.New("gate %q: %v", gate, err)
 	}
 	return Parse(file, data, items)
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
 }
 
 // Parse parses and validates a gate definition. It refuses YAML errors, more than one

@@ -117,7 +117,7 @@ func Plan(ctx context.Context, g *Def, items []runner.Item, target, commit strin
 			why = "the SUT diff touches " + strings.Join(shown, ", ")
 		}
 		if holds {
-			why = fmt.Sprintf("none of %s changed between %s and %s; every scenario of %s has a passing record to point to", strings.Join(r.Paths, ", "), strings.Join(shortAll(baseOrder), ", "), short(head), r.Series)
+			why = fmt.Sprintf("none of %s changed between %s and %s; every scenario of %s has a passing record to point to", strings.Join(r.Paths, ", "), strings.Join(shortCommits(baseOrder), ", "), shortCommit(head), r.Series)
 			for i, id := range ids { // found[i] is the evidence of ids[i]
 				co := found[i]
 				co.Series, co.Justification = r.Series, r.Justification
@@ -146,7 +146,7 @@ func Plan(ctx context.Context, g *Def, items []runner.Item, target, commit strin
 		gs := results.GateScenario{ID: it.ID, Series: it.Series, Required: required[it.ID]}
 		if co := carried[it.ID]; co != nil {
 			gs.Status, gs.CarriedOver = results.StatusCarriedOver, co
-			gs.Why = "carried over: last passed in " + co.Archive + " at commit " + short(co.Commit)
+			gs.Why = "carried over: last passed in " + co.Archive + " at commit " + shortCommit(co.Commit)
 		} else {
 			runIDs = append(runIDs, it.ID)
 		}
@@ -155,17 +155,17 @@ func Plan(ctx context.Context, g *Def, items []runner.Item, target, commit strin
 	return rec, runIDs, nil
 }
 
-func short(c string) string {
+func shortCommit(c string) string {
 	if len(c) > 12 {
 		return c[:12]
 	}
 	return c
 }
 
-func shortAll(cs []string) []string {
+func shortCommits(cs []string) []string {
 	out := make([]string, len(cs))
 	for i, c := range cs {
-		out[i] = short(c)
+		out[i] = shortCommit(c)
 	}
 	return out
 }

@@ -1,5 +1,7 @@
 // Package isolation gives each concurrently running scenario a kintone emulator of its own
 // (sandbox only): the runner's BeforeScenario starts it, the scenario's last cleanup stops it.
+// What a scenario reads app-wide (the pending-request gate, whole-app snapshots) then cannot
+// see another scenario's records; it is the run path's concern, apart from the CLI's session.
 package isolation
 
 import (

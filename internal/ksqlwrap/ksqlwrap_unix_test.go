@@ -75,29 +75,29 @@ func wrapperProcess(t *testing.T, mode string, call ...string) (*exec.Cmd, *bufi
 	return cmd, bufio.NewReader(stderr), &out
 }
 
-// The pass-through path replaces the wrapper by the real kSQL-Flow: the pid FlowNet holds is
-// kSQL-Flow's own, so its SIGTERM is a graceful stop and its exit code comes straight back.
-func TestKsqlWrapExecKeepsThePidAndTheGracefulStop(t *testing.T) {
-	cmd, stderr, out := wrapperProcess(t, steps.WrapExportSJIS, "wait-stop")
-	assert.Equal(t, cmd.Process.Pid, readyPid(t, stderr), "the wrapper was replaced by kSQL-Flow (same pid)")
-	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-	err := cmd.Wait()
-	var ee *exec.ExitError
-	require.ErrorAs(t, err, &ee)
-	assert.Equal(t, 3, ee.ExitCode())
-	assert.Equal(t, "stopped by terminated\n", out.String())
-}
-
-// The relay path as a process: SIGTERM to the wrapper is forwarded to its child.
-func TestKsqlWrapRelayProcessForwardsSIGTERM(t *testing.T) {
-	cmd, stderr, out := wrapperProcess(t, steps.WrapLegacyCapabilities, "capabilities", "--json", "--wait-stop")
-	assert.NotEqual(t, cmd.Process.Pid, readyPid(t, stderr), "the capabilities rewrite needs a child")
-	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-	err := cmd.Wait()
-	var ee *exec.ExitError
-	require.ErrorAs(t, err, &ee)
-	assert.Equal(t, 3, ee.ExitCode())
-	assert.Equal(t, "stopped by terminated\n", out.String())
+// SIGTERM to the wrapper FlowNet started is kSQL-Flow's graceful stop on both paths, its exit
+// code coming straight back: the pass-through path replaces the wrapper by the real kSQL-Flow
+// (the pid FlowNet holds is kSQL-Flow's own), the relay path forwards it to its child.
+func TestKsqlWrapProcessStopsGracefullyOnSIGTERM(t *testing.T) {
+	for _, c := range []struct {
+		name, mode string
+		call       []string
+		samePid    bool
+	}{
+		{"exec keeps the pid", steps.WrapExportSJIS, []string{"wait-stop"}, true},
+		{"relay forwards to its child", steps.WrapLegacyCapabilities, []string{"capabilities", "--json", "--wait-stop"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd, stderr, out := wrapperProcess(t, c.mode, c.call...)
+			assert.Equal(t, c.samePid, cmd.Process.Pid == readyPid(t, stderr), "kSQL-Flow runs as the wrapper's own process")
+			require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee)
+			assert.Equal(t, 3, ee.ExitCode())
+			assert.Equal(t, "stopped by terminated\n", out.String())
+		})
+	}
 }
 
 // The relay path as a process: a child killed by a signal kills the wrapper by the same one.

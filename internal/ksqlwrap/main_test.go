@@ -1,7 +1,6 @@
 package ksqlwrap
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -13,14 +12,4 @@ import (
 // wrapper's): only a real process can show that, not a call in this test binary.
 var binDir string
 
-func TestMain(m *testing.M) {
-	dir, err := buildtest.Binaries("flowtest")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(buildtest.RunWith(m.Run, &binDir, "flowtest")) }

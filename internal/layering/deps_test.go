@@ -27,6 +27,7 @@ var rules = map[string][]string{
 	"results/internal/mdtext":      {},
 	"results/internal/archivetest": {"results", "results/redact"},
 	"results/pack":                 {"results", "results/redact"},
+	"results/pack/packtest":        {},
 	"results/merge":                {"results"},
 	"results/evidence":             {"results", "results/internal/mdtext"},
 	"internal/yamlerr":             {},

@@ -192,10 +192,10 @@ func ksqlFlowProxyCheck(cfg *config.Config, describe profileDescriber, api *apic
 	stopWait()
 	arrival, arrErr := got.a, got.err
 	if arrErr != nil {
-		return fail("the probe job's first read of %s did not reach the proxy's barrier (a records or cursor request naming the app): %v; the job: %v %s", target.LogicalCustomers, arrErr, runErr, firstLine(out.String()))
+		return fail("the probe job's first read of %s did not reach the proxy's barrier (a records or cursor request naming the app): %v; the job: %v %s", target.LogicalCustomers, arrErr, runErr, shortFirstLine(out.String()))
 	}
 	if runErr != nil {
-		return fail("the probe job through the proxy did not succeed after its held read was released: %v: %s", runErr, firstLine(out.String()))
+		return fail("the probe job through the proxy did not succeed after its held read was released: %v: %s", runErr, shortFirstLine(out.String()))
 	}
 	c.Reason = fmt.Sprintf("a copy changing only %s is described alike; a probe job's first read (%s %s) was held and released, the job ended 0; holds bounded to %s (httpTimeoutMs %d)",
 		ksqlprofile.DocumentedChange(profile), arrival.Method, arrival.Path, bound, orig.HTTPTimeoutMs)

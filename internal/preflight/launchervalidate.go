@@ -83,7 +83,7 @@ func flowNetValidateCheck(cfg *config.Config, c safety.Check, network string) sa
 		c.OK, c.Reason = false, "the FlowNet CLI refused a rendered fixture: "+err.Error()
 		return c
 	}
-	if line := firstLine(string(out)); !strings.HasPrefix(line, "Valid network definition") {
+	if line := shortFirstLine(string(out)); !strings.HasPrefix(line, "Valid network definition") {
 		c.OK, c.Reason = false, fmt.Sprintf("`validate <network>` exited 0 without \"Valid network definition: <path>\" (printed %q)", line)
 		return c
 	}

@@ -280,7 +280,7 @@ func flowNetLauncherCheck(cfg *config.Config) safety.Check {
 		c.OK, c.Reason = false, "the FlowNet CLI does not answer: "+err.Error()
 		return c
 	}
-	c.Reason = "answers --version: " + firstLine(string(out))
+	c.Reason = "answers --version: " + shortFirstLine(string(out))
 	return c
 }
 
@@ -309,7 +309,7 @@ func ksqlFlowLauncherCheck(cfg *config.Config) safety.Check {
 		Version   string   `json:"ksqlFlowVersion"`
 	}
 	if err := json.Unmarshal(bytes.TrimSpace(out), &caps); err != nil || caps.Kind != "CAPABILITIES" {
-		c.OK, c.Reason = false, fmt.Sprintf("`capabilities --json` did not print a CAPABILITIES document: %q", firstLine(string(out)))
+		c.OK, c.Reason = false, fmt.Sprintf("`capabilities --json` did not print a CAPABILITIES document: %q", shortFirstLine(string(out)))
 		return c
 	}
 	if !slices.Contains(caps.Contracts, "ksql-flow.execution/v1") {
@@ -320,7 +320,9 @@ func ksqlFlowLauncherCheck(cfg *config.Config) safety.Check {
 	return c
 }
 
-func firstLine(s string) string {
+// shortFirstLine is the first line of trimmed s, cut to 120 bytes: a launcher's output as
+// one short reason.
+func shortFirstLine(s string) string {
 	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
 	if len(l) > 120 {
 		l = l[:120]

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,17 +25,7 @@ import (
 // operator env they write), built once.
 var binDir string
 
-func TestMain(m *testing.M) {
-	dir, err := buildtest.Binaries("flowtest", "flowsandbox")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(buildtest.RunWith(m.Run, &binDir, "flowtest", "flowsandbox")) }
 
 func writeFile(t *testing.T, name, content string) string {
 	t.Helper()

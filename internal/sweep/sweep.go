@@ -1,6 +1,6 @@
 // Package sweep finds and deletes what runs that died before their cleanup left on the
-// target (`flowtest sweep`). A scope's that died before their cleanup left on the target. A scope's
-// records are leftovers when its scope belongs to no live runner and is older than
+// target (`flowtest sweep`): a dead run's scope would otherwise stay on the tenant for good.
+// A scope's records are leftovers when its scope belongs to no live runner and is older than
 // --older-than; they are listed per scope and app and, with --delete, removed by the
 // per-scenario cleanup itself (harness/kintone SweepScope for the state and audit apps,
 // SweepRequests for the request app: the reason-prefix rule), through the guarded client

@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,54 +11,10 @@ import (
 
 	"github.com/ksqlflow/flowtest/results"
 	"github.com/ksqlflow/flowtest/results/internal/archivetest"
+	"github.com/ksqlflow/flowtest/results/pack/packtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// rewritePack rewrites a pack entry by entry, letting edit change (or drop, returning nil)
-// each file's bytes, and appending extra files; the gzip is made afresh, so only the tar
-// content differs.
-func rewritePack(t *testing.T, src, dst string, edit func(name string, data []byte) []byte, extra map[string]string) {
-	t.Helper()
-	f, err := os.Open(src)
-	require.NoError(t, err)
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	require.NoError(t, err)
-	tr := tar.NewReader(gz)
-	var out bytes.Buffer
-	gw := gzip.NewWriter(&out)
-	tw := tar.NewWriter(gw)
-	folder := ""
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		require.NoError(t, err)
-		data, err := io.ReadAll(tr)
-		require.NoError(t, err)
-		folder = strings.SplitN(hdr.Name, "/", 2)[0]
-		if edit != nil {
-			data = edit(hdr.Name, data)
-		}
-		if data == nil {
-			continue
-		}
-		hdr.Size = int64(len(data))
-		require.NoError(t, tw.WriteHeader(hdr))
-		_, err = tw.Write(data)
-		require.NoError(t, err)
-	}
-	for name, body := range extra {
-		require.NoError(t, tw.WriteHeader(&tar.Header{Name: folder + "/" + name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}))
-		_, err := tw.Write([]byte(body))
-		require.NoError(t, err)
-	}
-	require.NoError(t, tw.Close())
-	require.NoError(t, gw.Close())
-	require.NoError(t, os.WriteFile(dst, out.Bytes(), 0o644))
-}
 
 func TestPackAndVerifyRoundTrip(t *testing.T) {
 	dir := archivetest.Finished(t)
@@ -108,7 +63,7 @@ func TestVerifyPackNamesTheChangedFile(t *testing.T) {
 	require.NoError(t, err)
 
 	tampered := filepath.Join(t.TempDir(), "t.tar.gz")
-	rewritePack(t, pack, tampered, func(name string, data []byte) []byte {
+	packtest.Rewrite(t, pack, tampered, func(name string, data []byte) []byte {
 		if strings.HasSuffix(name, "scenarios/p2-16-02.json") {
 			i := bytes.Index(data, []byte(`"failed"`))
 			require.Positive(t, i)
@@ -130,7 +85,7 @@ func TestVerifyPackNamesTheChangedFile(t *testing.T) {
 	assert.Contains(t, out.String(), "the detached digest says "+sum)
 
 	dropped := filepath.Join(t.TempDir(), "d.tar.gz")
-	rewritePack(t, pack, dropped, func(name string, data []byte) []byte {
+	packtest.Rewrite(t, pack, dropped, func(name string, data []byte) []byte {
 		if strings.HasSuffix(name, "/junit.xml") {
 			return nil
 		}
@@ -155,7 +110,7 @@ func TestVerifyPackNamesTheChangedFile(t *testing.T) {
 
 	// No manifest at all.
 	bare := filepath.Join(t.TempDir(), "b.tar.gz")
-	rewritePack(t, pack, bare, func(name string, data []byte) []byte {
+	packtest.Rewrite(t, pack, bare, func(name string, data []byte) []byte {
 		if strings.HasSuffix(name, "/"+SumsFile) {
 			return nil
 		}
@@ -233,21 +188,13 @@ func TestPackRefusals(t *testing.T) {
 
 func extractManifest(t *testing.T, pack string) []byte {
 	t.Helper()
-	f, err := os.Open(pack)
-	require.NoError(t, err)
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	require.NoError(t, err)
-	tr := tar.NewReader(gz)
-	for {
-		hdr, err := tr.Next()
-		require.NoError(t, err)
-		if strings.HasSuffix(hdr.Name, "/"+SumsFile) {
-			data, err := io.ReadAll(tr)
-			require.NoError(t, err)
-			return data
+	for _, e := range packtest.Entries(t, pack) {
+		if strings.HasSuffix(e.Header.Name, "/"+SumsFile) {
+			return e.Data
 		}
 	}
+	require.FailNow(t, "the pack holds no "+SumsFile)
+	return nil
 }
 
 func TestPackNeverReplacesAPackUnlessAsked(t *testing.T) {

@@ -316,12 +316,8 @@ func forEachEscapedLiteral(b []byte, fn func(start, end int, decoded string)) {
 // after a flag naming a token, secret or password is replaced outright (it may be a token
 // captured at run time that is not in the environment).
 func (r *Redactor) Argv(argv []string) []string {
-	if argv == nil {
-		return nil
-	}
-	out := make([]string, len(argv))
+	out := r.Strings(argv)
 	for i, a := range argv {
-		out[i] = r.String(a)
 		if i == 0 {
 			continue
 		}
@@ -575,5 +571,3 @@ func sanitizeName(s, fallback string) string {
 	}
 	return b.String()
 }
-
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

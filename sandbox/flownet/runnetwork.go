@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -128,7 +129,7 @@ func parseRunArgs(args []string) (runOptions, []string) {
 func (c *cli) runNetwork(args []string) int {
 	o, problems := parseRunArgs(args)
 	if len(problems) > 0 {
-		if o.json || containsStr(args, "--json") {
+		if o.json || slices.Contains(args, "--json") {
 			c.printJSON(runOutput{Outcome: "REJECTED", RunID: strp(o.resumeRun), InvocationResultCode: CodeInvalidArguments}.normalized())
 		}
 		fmt.Fprintln(c.stderr, "Invalid run-network arguments:")
@@ -181,15 +182,6 @@ func (c *cli) runNetwork(args []string) int {
 		return 0
 	}
 	return 1
-}
-
-func containsStr(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (c *cli) printJSON(v any) {
