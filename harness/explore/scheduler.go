@@ -110,7 +110,7 @@ type Scheduler struct {
 }
 
 type procState struct {
-	inflight int       // requests admitted and not answered, held ones excluded
+	inflight int       // requests admitted or released and not answered; held ones excluded
 	held     int       // writes held now
 	last     time.Time // last arrival or answer
 	exited   bool
@@ -269,6 +269,13 @@ func (s *Scheduler) answerFunc(process string, seq int, answer chan int) func(in
 	}
 }
 
+// releaseLocked takes h off the held list as a request in flight: from now until its
+// answer the process is busy.
+func (s *Scheduler) releaseLocked(h *heldWrite) {
+	s.dropHeldLocked(h)
+	s.procs[h.process].inflight++
+}
+
 func (s *Scheduler) dropHeldLocked(h *heldWrite) {
 	if i := slices.Index(s.held, h); i >= 0 {
 		s.held = slices.Delete(s.held, i, i+1)
@@ -378,7 +385,7 @@ func (s *Scheduler) next(ctx context.Context, step int, prev string) (*heldWrite
 			i := s.cfg.Chooser.Choose(step, cs, prev, late)
 			if i >= 0 && i < len(cands) {
 				h := cands[i]
-				s.dropHeldLocked(h)
+				s.releaseLocked(h)
 				st := Step{Sig: h.sig, Chosen: i, Forced: late && !quiet, Diverged: late && !chooserWaits.IsZero()}
 				for _, c := range cs {
 					st.Enabled = append(st.Enabled, c.Sig)
@@ -451,6 +458,7 @@ func (s *Scheduler) Stop() Result {
 		for _, h := range s.held {
 			h.write = s.recordLocked(h.process, h.sig.Role, h.req)
 			s.procs[h.process].held--
+			s.procs[h.process].inflight++
 			h.go_ <- true
 		}
 		s.held = nil

@@ -231,3 +231,41 @@ func TestPCTLowersTheRunningProcessAtItsChangePoint(t *testing.T) {
 	_, err = NewStrategy("pct", 5, 0, 0)
 	assert.Error(t, err)
 }
+
+// A released write is in flight until its answer, like any request: once answered, a
+// process's count of requests in flight is back to what it was, so a read of it in flight
+// afterwards keeps it busy (a released write once left the count one short for good, and
+// a node's long business read then looked like an idle process).
+func TestReleasedWritesAreInFlightUntilAnswered(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := New(Config{Roles: testRoles, Chooser: Replay(nil), Window: 20 * time.Millisecond, Limit: 20 * time.Second})
+	g := s.Gate("A")
+	s.Start(ctx)
+	inflight := func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.procs["A"].inflight
+	}
+	for _, k := range []string{"LOCK", "RUN"} {
+		done, err := g.Begin(ctx, faultproxy.GateRequest{Method: "POST", Path: "/k/v1/record.json", App: "1", RecordKey: k + ":x"})
+		require.NoError(t, err)
+		assert.Equal(t, 1, inflight(), "%s released, not answered yet", k)
+		done(200)
+		assert.Equal(t, 0, inflight(), "%s answered", k)
+	}
+	readDone, err := g.Begin(ctx, faultproxy.GateRequest{Method: "GET", Path: "/k/v1/records.json", App: "1"})
+	require.NoError(t, err)
+	assert.Equal(t, 1, inflight(), "a read in flight after two answered writes")
+	s.mu.Lock()
+	s.held = append(s.held, &heldWrite{process: "B"})
+	s.procs["B"] = &procState{held: 1}
+	quiet, _ := s.quiescentLocked(time.Now().Add(time.Hour))
+	s.held, s.procs["B"] = nil, &procState{exited: true}
+	s.mu.Unlock()
+	assert.False(t, quiet, "A's read in flight holds B's write back however long it takes")
+	readDone(200)
+	r := s.Stop()
+	s.Wait()
+	assert.Len(t, r.Steps, 2)
+}
