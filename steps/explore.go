@@ -47,6 +47,31 @@ func explored(st *scenario.State, name string) bool {
 	return es.sched != nil && slices.Contains(es.processes, name)
 }
 
+// exploredKsqlFlowEnv points the kSQL-Flow children of an explored process at the process's
+// own proxy (a config copy whose base URL is p): while one of its nodes runs, the process
+// sends nothing itself, and without its children's reads in its proxy the scheduler would
+// take it for idle and release another process's write in the middle of the node — every
+// schedule would then switch process there, and no order in which one process's whole START
+// precedes the other's lock write could be explored. Its children's requests are never held
+// (they write no state, audit or request record); they only show that it is busy.
+//
+// Where the scenario has its kSQL-Flow proxy (a held window), that one stays: the run's
+// profile snapshot records the base URL every run of the scope must share.
+func exploredKsqlFlowEnv(ctx context.Context, sc *scene, p *faultproxy.Proxy, dir string) ([]string, error) {
+	if windowKey.Of(sc.st).proxy != nil {
+		return nil, nil
+	}
+	orig, err := describeProfile(ctx, sc, sc.suite.Target.KsqlFlowConfig)
+	if err != nil {
+		return nil, err
+	}
+	path, err := proxiedConfig(ctx, sc, orig, dir, p.URL())
+	if err != nil {
+		return nil, err
+	}
+	return []string{"KSQL_FLOW_CONFIG=" + path}, nil
+}
+
 // ExploreRecords reads the scope's final records for the invariant checkers: the NETWORK_RUN
 // of every network the scenario rendered, the state and audit records of those runs, the
 // networks' held locks, and every request the scenario created. Call it before the cleanup
