@@ -141,12 +141,68 @@ func TestSameSeedSameSchedules(t *testing.T) {
 		return orderOf(runFake(t, c, procs))
 	}
 	seen := map[string]bool{}
-	for n := range 4 {
+	for n := range 8 {
 		first := plan(1, n)
 		assert.Equal(t, first, plan(1, n), "schedule %d of seed 1 again", n)
 		seen[first] = true
 	}
-	assert.Greater(t, len(seen), 1, "four schedules of one seed are not all the same order")
+	assert.Greater(t, len(seen), 1, "eight schedules of one seed are not all the same order")
+}
+
+// The random chooser's pick between two writes depends on their signatures and the
+// schedule's history only: a third write held beside them can win, but it cannot turn the
+// choice from one of them to the other, and the order of arrival plays no part.
+func TestRandomChoiceDependsOnSignaturesNotOnWhatElseIsHeld(t *testing.T) {
+	x := Candidate{Sig: Signature{Process: "A", Method: "POST", Role: "state", Kind: "LOCK"}}
+	y := Candidate{Sig: Signature{Process: "B", Method: "POST", Role: "state", Kind: "LOCK"}}
+	z := Candidate{Sig: Signature{Process: "B", Method: "PUT", Role: "request", By: "id", Fields: []string{"claim_heartbeat_at"}}}
+	st, err := NewStrategy("random", 11, 0, 0)
+	require.NoError(t, err)
+	picks := map[string]int{}
+	for n := range 64 {
+		two, _ := st.Plan(n)
+		three, _ := st.Plan(n)
+		got := []Candidate{x, y}[two.Choose(0, []Candidate{x, y}, "", false)]
+		with := []Candidate{x, y, z}[three.Choose(0, []Candidate{x, y, z}, "", false)]
+		if with.Sig.String() != z.Sig.String() {
+			assert.Equal(t, got.Sig.String(), with.Sig.String(), "schedule %d: a third held write flipped the choice", n)
+		}
+		picks[got.Sig.Process]++
+	}
+	assert.Len(t, picks, 2, "both writes are chosen in some schedules: %v", picks)
+}
+
+// A random schedule keeps a process going for a stretch with the probability it drew:
+// some schedules run one process's whole sequence before the other's first write (what
+// took p2-11-03's second poller past the first one's release), others interleave.
+func TestRandomSchedulesIncludeLongStretchesAndInterleavings(t *testing.T) {
+	var a, b []string
+	for range 12 {
+		a = append(a, "W")
+		b = append(b, "W")
+	}
+	procs := [][]string{append([]string{"A"}, a...), append([]string{"B"}, b...)}
+	st, err := NewStrategy("random", 1, 0, 0)
+	require.NoError(t, err)
+	serial, interleaved := 0, 0
+	for n := range 24 {
+		c, _ := st.Plan(n)
+		r := runFake(t, c, procs)
+		switches := 0
+		for i := 1; i < len(r.Steps); i++ {
+			if r.Steps[i].Sig.Process != r.Steps[i-1].Sig.Process {
+				switches++
+			}
+		}
+		switch {
+		case switches == 1:
+			serial++
+		case switches > 4:
+			interleaved++
+		}
+	}
+	assert.Positive(t, serial, "a schedule that ran one process's 12 writes before the other's")
+	assert.Positive(t, interleaved, "a schedule that switched more than four times")
 }
 
 func TestReplayRunsTheScheduleBySignature(t *testing.T) {

@@ -111,23 +111,23 @@ func TestSameSeedGivesTheSameSchedulesAndBranchesAreCounted(t *testing.T) {
 	run := func() *Report {
 		st, err := explore.NewStrategy("random", 1, 0, 0)
 		require.NoError(t, err)
-		rep, err := Explore(context.Background(), &duplicateStarts{}, Options{Scenario: "fake", Strategy: st, Schedules: 8, Workers: 2})
+		rep, err := Explore(context.Background(), &duplicateStarts{}, Options{Scenario: "fake", Strategy: st, Schedules: 32, Workers: 4})
 		require.NoError(t, err)
 		return rep
 	}
 	first, second := run(), run()
 	assert.Equal(t, orders(first), orders(second), "seed 1 twice")
-	assert.Equal(t, 8, first.SchedulesRun)
-	assert.Equal(t, 8, first.DistinctOrder+first.Duplicates)
+	assert.Equal(t, 32, first.SchedulesRun)
+	assert.Equal(t, 32, first.DistinctOrder+first.Duplicates)
 	assert.Greater(t, first.DistinctOrder, 1)
 	assert.GreaterOrEqual(t, len(first.Branches), 2, "both outcomes of the race: %v", first.Branches)
 	total := 0
 	for _, n := range first.Branches {
 		total += n
 	}
-	assert.Equal(t, 8, total)
+	assert.Equal(t, 32, total)
 	assert.Empty(t, first.Violations)
-	assert.Equal(t, 8, first.Passed)
+	assert.Equal(t, 32, first.Passed)
 }
 
 func TestDFSRunsUntilExhaustedWithSeveralWorkers(t *testing.T) {
