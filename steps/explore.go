@@ -58,7 +58,7 @@ func explored(st *scenario.State, name string) bool {
 // Where the scenario has its kSQL-Flow proxy (a held window), that one stays: the run's
 // profile snapshot records the base URL every run of the scope must share.
 func exploredKsqlFlowEnv(ctx context.Context, sc *scene, p *faultproxy.Proxy, dir string) ([]string, error) {
-	if windowKey.Of(sc.st).proxy != nil {
+	if windowKey.Of(sc.st).kintoneConfig() != "" {
 		return nil, nil
 	}
 	orig, err := describeProfile(ctx, sc, sc.suite.Target.KsqlFlowConfig)
