@@ -382,6 +382,15 @@ func (x *exploreRunner) Run(ctx context.Context, n int, c explore.Chooser) (expl
 	if !out.Passed {
 		out.Reason = string(rec.Status) + ": " + firstLineOf(rec.Reason)
 	}
+	for _, a := range rec.Assertions {
+		if !a.OK {
+			out.Assertion = a.What
+			break
+		}
+	}
+	if rel, err := filepath.Rel(x.dir, arch.Dir()); err == nil {
+		out.Archive = filepath.ToSlash(rel)
+	}
 	for _, note := range rec.Notes {
 		if note.What == explore.BranchNote {
 			out.Branch = note.Detail

@@ -25,8 +25,13 @@ type Outcome struct {
 	Passed bool
 	// Reason is the scenario's failure (first line), when it did not pass.
 	Reason string
+	// Assertion is the `what` of the scenario's first failing assertion ("" when none
+	// failed): what a shrunk or replayed schedule must fail on again.
+	Assertion string
 	// Branch is which alternative of an assertion with alternatives held ("" when none).
 	Branch string
+	// Archive is the run's archive, relative to the exploration's directory.
+	Archive string
 	// Result is what the scheduler released; History adds the scope's final records.
 	Result  explore.Result
 	History explore.History
@@ -63,17 +68,21 @@ type ScheduleRun struct {
 	Duplicate  bool                `json:"duplicate"` // its write order had been seen
 	Passed     bool                `json:"passed"`
 	Reason     string              `json:"reason,omitempty"`
+	Assertion  string              `json:"assertion,omitempty"`
 	Branch     string              `json:"branch,omitempty"`
 	Violations []explore.Violation `json:"violations,omitempty"`
 	Forced     int                 `json:"forced"`
 	Seconds    float64             `json:"seconds"`
+	Archive    string              `json:"archive,omitempty"` // the run's archive, relative
 }
 
 // failed: the schedule broke the scenario or an invariant.
 func (s ScheduleRun) failed() bool { return !s.Passed || len(s.Violations) > 0 }
 
-// failure is what a shrunk schedule must keep showing: the invariants it broke, else the
-// scenario's failure.
+// Failure is what a shrunk or replayed schedule must keep showing: the invariants it broke,
+// else the scenario's first failing assertion, else that the scenario failed.
+func (s ScheduleRun) Failure() string { return s.failure() }
+
 func (s ScheduleRun) failure() string {
 	if len(s.Violations) > 0 {
 		names := map[string]bool{}
@@ -87,6 +96,9 @@ func (s ScheduleRun) failure() string {
 		sort.Strings(out)
 		return "invariant " + strings.Join(out, ",")
 	}
+	if s.Assertion != "" {
+		return "assertion " + s.Assertion
+	}
 	return "scenario failed"
 }
 
@@ -97,8 +109,11 @@ type Violating struct {
 	// ShrunkFrom is its length before shrinking.
 	Replay     []explore.Signature `json:"replay"`
 	ShrunkFrom int                 `json:"shrunk_from"`
-	File       string              `json:"file,omitempty"` // schedules/<n>.json
-	Command    string              `json:"command,omitempty"`
+	// Shrunk: this schedule was shrunk (the first of its way of failing); the others keep
+	// their whole order.
+	Shrunk  bool   `json:"shrunk"`
+	File    string `json:"file,omitempty"` // schedules/<n>.json
+	Command string `json:"command,omitempty"`
 }
 
 // Report is explore.json.
@@ -123,8 +138,8 @@ type Report struct {
 func judge(n int, o Outcome, took time.Duration) ScheduleRun {
 	h := o.History
 	h.Writes = o.Result.Writes
-	return ScheduleRun{N: n, Order: o.Result.Schedule(), Passed: o.Passed, Reason: o.Reason, Branch: o.Branch,
-		Violations: explore.CheckAll(h), Forced: o.Result.Forced, Seconds: took.Seconds()}
+	return ScheduleRun{N: n, Order: o.Result.Schedule(), Passed: o.Passed, Reason: o.Reason, Assertion: o.Assertion, Branch: o.Branch,
+		Violations: explore.CheckAll(h), Forced: o.Result.Forced, Seconds: took.Seconds(), Archive: o.Archive}
 }
 
 // Explore runs the exploration.
@@ -219,11 +234,16 @@ func Explore(ctx context.Context, r Runner, o Options) (*Report, error) {
 		}
 	}
 	if runErr == nil {
+		// One shrink per way of failing, the first schedule that showed it: the others are
+		// listed with their own order (a shrink costs up to ShrinkRuns runs of the scenario).
+		shrunk := map[string]bool{}
 		for _, s := range rep.Schedules {
 			if s.failed() && ctx.Err() == nil {
 				v := Violating{Schedule: s, Replay: s.Order, ShrunkFrom: len(s.Order)}
-				if o.ShrinkRuns > 0 {
+				if o.ShrinkRuns > 0 && !shrunk[s.failure()] {
+					shrunk[s.failure()] = true
 					v.Replay = Shrink(ctx, r, s, o.ShrinkRuns, o.Progress)
+					v.Shrunk = true
 				}
 				rep.Violations = append(rep.Violations, v)
 			}
@@ -258,10 +278,12 @@ func progress(w io.Writer, s ScheduleRun) {
 	fmt.Fprintf(w, "schedule %d: %d writes released%s, %s%s, %.1fs\n", s.N, len(s.Order), dup, verdict, branch, s.Seconds)
 }
 
-// Shrink makes a violating schedule shorter while it keeps failing the same way: it tries
-// dropping each release (the scheduler then releases by its default order there) and
-// moving each release one place earlier, keeping a change when the replay still fails,
-// within runs replays. It returns the shortest failing replay order it found.
+// Shrink makes a violating schedule shorter while it keeps failing the same way, within
+// runs replays. A replay forces its releases in order and then lets the scheduler's default
+// order (the process released last goes on) finish, so the releases that matter are most
+// often a short prefix: it first looks for the shortest failing prefix (doubling, then
+// halving the gap), then tries dropping each remaining release and moving each one place
+// earlier. It returns the shortest failing replay order it found.
 func Shrink(ctx context.Context, r Runner, s ScheduleRun, runs int, w io.Writer) []explore.Signature {
 	want := s.failure()
 	best := s.Order
@@ -281,6 +303,25 @@ func Shrink(ctx context.Context, r Runner, s ScheduleRun, runs int, w io.Writer)
 		}
 		return ok
 	}
+	// Shortest failing prefix: probe 1, 2, 4, … releases, then bisect between the longest
+	// probe that passed and the shortest that failed.
+	lo, hi := 0, len(best) // a prefix of lo releases passed (or is untried), hi fails
+	for n := 1; n < hi && runs > 0; n *= 2 {
+		if try(best[:n]) {
+			hi = n
+			break
+		}
+		lo = n
+	}
+	for hi-lo > 1 && runs > 0 {
+		mid := (lo + hi) / 2
+		if try(best[:mid]) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	best = best[:hi]
 	for changed := true; changed && runs > 0; {
 		changed = false
 		for i := len(best) - 1; i >= 0 && runs > 0; i-- {

@@ -150,7 +150,8 @@ func TestAViolationIsFoundShrunkWrittenAndReplaysToTheSameFailure(t *testing.T) 
 	require.NotEmpty(t, rep.Violations, "the defect needs an order: %s", progress.String())
 	v := rep.Violations[0]
 	assert.Equal(t, "lock-intervals-disjoint", v.Schedule.Violations[0].Invariant)
-	assert.LessOrEqual(t, len(v.Replay), v.ShrunkFrom)
+	assert.Less(t, len(v.Replay), v.ShrunkFrom, "shrunk: %s", progress.String())
+	assert.True(t, v.Shrunk)
 	assert.Contains(t, progress.String(), "VIOLATION invariant lock-intervals-disjoint")
 
 	dir := t.TempDir()
