@@ -111,9 +111,16 @@ type Violating struct {
 	ShrunkFrom int                 `json:"shrunk_from"`
 	// Shrunk: this schedule was shrunk (the first of its way of failing); the others keep
 	// their whole order.
-	Shrunk  bool   `json:"shrunk"`
-	File    string `json:"file,omitempty"` // schedules/<n>.json
-	Command string `json:"command,omitempty"`
+	Shrunk bool `json:"shrunk"`
+	// Released is every write the replay of Replay released (its forced prefix, then the
+	// scheduler's default order): what the generated scenario forces.
+	Released []explore.Signature `json:"released"`
+	// Gherkin is schedules/<n>.feature, the scenario whose barriers force Released; when
+	// none could be generated, GherkinWhy says why.
+	Gherkin    string `json:"gherkin,omitempty"`
+	GherkinWhy string `json:"gherkin_why,omitempty"`
+	File       string `json:"file,omitempty"` // schedules/<n>.json
+	Command    string `json:"command,omitempty"`
 }
 
 // Report is explore.json.
@@ -239,10 +246,10 @@ func Explore(ctx context.Context, r Runner, o Options) (*Report, error) {
 		shrunk := map[string]bool{}
 		for _, s := range rep.Schedules {
 			if s.failed() && ctx.Err() == nil {
-				v := Violating{Schedule: s, Replay: s.Order, ShrunkFrom: len(s.Order)}
+				v := Violating{Schedule: s, Replay: s.Order, ShrunkFrom: len(s.Order), Released: s.Order}
 				if o.ShrinkRuns > 0 && !shrunk[s.failure()] {
 					shrunk[s.failure()] = true
-					v.Replay = Shrink(ctx, r, s, o.ShrinkRuns, o.Progress)
+					v.Replay, v.Released = Shrink(ctx, r, s, o.ShrinkRuns, o.Progress)
 					v.Shrunk = true
 				}
 				rep.Violations = append(rep.Violations, v)
@@ -283,10 +290,13 @@ func progress(w io.Writer, s ScheduleRun) {
 // order (the process released last goes on) finish, so the releases that matter are most
 // often a short prefix: it first looks for the shortest failing prefix (doubling, then
 // halving the gap), then tries dropping each remaining release and moving each one place
-// earlier. It returns the shortest failing replay order it found.
-func Shrink(ctx context.Context, r Runner, s ScheduleRun, runs int, w io.Writer) []explore.Signature {
+// earlier. It returns the shortest failing replay order it found and every write its run
+// released.
+func Shrink(ctx context.Context, r Runner, s ScheduleRun, runs int, w io.Writer) (replay, released []explore.Signature) {
 	want := s.failure()
 	best := s.Order
+	released = s.Order
+	var last []explore.Signature // what the last replay released
 	try := func(cand []explore.Signature) bool {
 		if runs <= 0 || ctx.Err() != nil {
 			return false
@@ -298,6 +308,7 @@ func Shrink(ctx context.Context, r Runner, s ScheduleRun, runs int, w io.Writer)
 		}
 		got := judge(0, out, 0)
 		ok := got.failed() && got.failure() == want
+		last = got.Order
 		if w != nil {
 			fmt.Fprintf(w, "shrink: %d releases forced: %s\n", len(cand), map[bool]string{true: "still fails", false: "passes or fails otherwise"}[ok])
 		}
@@ -308,7 +319,7 @@ func Shrink(ctx context.Context, r Runner, s ScheduleRun, runs int, w io.Writer)
 	lo, hi := 0, len(best) // a prefix of lo releases passed (or is untried), hi fails
 	for n := 1; n < hi && runs > 0; n *= 2 {
 		if try(best[:n]) {
-			hi = n
+			hi, released = n, last
 			break
 		}
 		lo = n
@@ -316,7 +327,7 @@ func Shrink(ctx context.Context, r Runner, s ScheduleRun, runs int, w io.Writer)
 	for hi-lo > 1 && runs > 0 {
 		mid := (lo + hi) / 2
 		if try(best[:mid]) {
-			hi = mid
+			hi, released = mid, last
 		} else {
 			lo = mid
 		}
@@ -327,7 +338,7 @@ func Shrink(ctx context.Context, r Runner, s ScheduleRun, runs int, w io.Writer)
 		for i := len(best) - 1; i >= 0 && runs > 0; i-- {
 			cand := append(append([]explore.Signature{}, best[:i]...), best[i+1:]...)
 			if try(cand) {
-				best, changed = cand, true
+				best, released, changed = cand, last, true
 			}
 		}
 		for i := 1; i < len(best) && runs > 0; i++ {
@@ -338,9 +349,9 @@ func Shrink(ctx context.Context, r Runner, s ScheduleRun, runs int, w io.Writer)
 			cand[i-1], cand[i] = cand[i], cand[i-1]
 			// Only towards a smaller order, so moving ends.
 			if explore.Order(cand) < explore.Order(best) && try(cand) {
-				best, changed = cand, true
+				best, released, changed = cand, last, true
 			}
 		}
 	}
-	return best
+	return best, released
 }
