@@ -335,7 +335,9 @@ func Shrink(ctx context.Context, r Runner, s ScheduleRun, runs int, w io.Writer)
 	best = best[:hi]
 	for changed := true; changed && runs > 0; {
 		changed = false
-		for i := len(best) - 1; i >= 0 && runs > 0; i-- {
+		// A replay forces at least one release (an empty one is the default order, which
+		// no replay file names).
+		for i := len(best) - 1; i >= 0 && runs > 0 && len(best) > 1; i-- {
 			cand := append(append([]explore.Signature{}, best[:i]...), best[i+1:]...)
 			if try(cand) {
 				best, released, changed = cand, last, true
