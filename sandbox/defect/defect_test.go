@@ -115,7 +115,8 @@ func TestShippedBuildHasEveryDefectOff(t *testing.T) {
 		HoldPolledDuringNode, ExportSjisIbmCodes,
 		ArchiveAuditFailureRecorded, ArchiveLostResponseNotReread, ArchiveAuditResponseNotCompared, GaiaDa02NotFolded,
 		RecordJobUnlockAcceptsForeignJobKey, RunInsertLoserRetries, RunInsertLostResponseNotAdjudicated, GaiaCo02Resent, CloseClearsLateHold, ReleaseRefusesArchivedRun, CloseArchivesUnknownRun,
-		ArchiveRetryUnbounded, ArchiveConflictTakenAsArchived, ArchiveReleaseFailureIgnored, ArchiveLostAuditNotReread}
+		ArchiveRetryUnbounded, ArchiveConflictTakenAsArchived, ArchiveReleaseFailureIgnored, ArchiveLostAuditNotReread,
+		StartTrustsLookupBeforeLock, StartCoalescedInCycle}
 	for _, on := range switches {
 		assert.False(t, on)
 	}
