@@ -158,6 +158,9 @@ func (ws *windowState) ensure(ctx context.Context, sc *scene) error {
 		return fmt.Errorf("kSQL-Flow proxy: %w", err)
 	}
 	st := sc.st
+	if g := exploredJobsGate(st); g != nil { // explore.go
+		p.SetGate(g)
+	}
 	st.Defer("close the kSQL-Flow proxy", func(context.Context) error { return closeAndRecord(st, "ksql-flow", p) })
 	path, err := proxiedConfig(ctx, sc, orig, dir, p.URL())
 	if err != nil {
