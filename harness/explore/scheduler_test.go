@@ -325,3 +325,36 @@ func TestReleasedWritesAreInFlightUntilAnswered(t *testing.T) {
 	s.Wait()
 	assert.Len(t, r.Steps, 2)
 }
+
+// Heartbeats are never held (their moment is the process's clock), but the checkers still
+// see them; and an expected process that has not sent its first request is still starting.
+func TestHeartbeatsPassAndAStartingProcessIsNotQuiet(t *testing.T) {
+	ctx := context.Background()
+	s := New(Config{Roles: testRoles, Chooser: Replay(nil), Expect: []string{"A", "B"}, Window: time.Millisecond, Limit: 20 * time.Second})
+	g := s.Gate("A")
+	for _, r := range []faultproxy.GateRequest{
+		{Method: "PUT", Path: "/k/v1/record.json", App: "3", RecordID: "7", Revision: "4", Fields: []string{"claim_heartbeat_at"}},
+		{Method: "PUT", Path: "/k/v1/record.json", App: "1", UpdateKey: "record_key", RecordKey: "LOCK:n", Revision: "2", Heartbeat: true, Fields: []string{"heartbeat_at", "lease_expires_at"}},
+	} {
+		done, err := g.Begin(ctx, r) // no loop runs: a held write would block here for good
+		require.NoError(t, err, "a heartbeat passes")
+		done(200)
+	}
+	s.mu.Lock()
+	require.Len(t, s.writes, 2, "both heartbeats are in the history")
+	assert.Equal(t, "4", s.writes[0].Revision)
+	assert.Equal(t, 200, s.writes[1].Status)
+	assert.Empty(t, s.held)
+	s.mu.Unlock()
+
+	s.Gate("B")
+	s.mu.Lock()
+	s.held = append(s.held, &heldWrite{process: "A"})
+	s.procs["A"].held = 1
+	quiet, _ := s.quiescentLocked(time.Now().Add(time.Hour))
+	assert.False(t, quiet, "B has its gate but sent nothing yet")
+	s.procs["B"].sent = true
+	quiet, _ = s.quiescentLocked(time.Now().Add(time.Hour))
+	assert.True(t, quiet, "B sent its first request and has been quiet since")
+	s.mu.Unlock()
+}
