@@ -22,6 +22,7 @@ import (
 type exploreState struct {
 	sched     *explore.Scheduler
 	processes []string
+	lifted    map[string]string // barrier name → the explored process it would have held
 }
 
 var exploreKey = scenario.NewKey[exploreState]("explore")
@@ -45,6 +46,78 @@ func exploredGate(st *scenario.State, name string) faultproxy.Gate {
 func explored(st *scenario.State, name string) bool {
 	es := exploreKey.Of(st)
 	return es.sched != nil && slices.Contains(es.processes, name)
+}
+
+// exploredKsqlFlowEnv points the kSQL-Flow children of an explored process at the process's
+// own proxy (a config copy whose base URL is p): while one of its nodes runs, the process
+// sends nothing itself, and without its children's reads in its proxy the scheduler would
+// take it for idle and release another process's write in the middle of the node — every
+// schedule would then switch process there, and no order in which one process's whole START
+// precedes the other's lock write could be explored. Its children's requests are never held
+// (they write no state, audit or request record); they only show that it is busy.
+//
+// Where the scenario has its kSQL-Flow proxy (ksqlproxy.go: every scenario once its first
+// FlowNet command that can start kSQL-Flow is under way), that one stays, with the
+// scheduler's gate on it: the run's profile snapshot records the base URL every run of the
+// scope must share.
+func exploredKsqlFlowEnv(ctx context.Context, sc *scene, p *faultproxy.Proxy, dir string) ([]string, error) {
+	if ksqlProxyKey.Of(sc.st).kintoneConfig() != "" {
+		return nil, nil
+	}
+	orig, err := describeProfile(ctx, sc, sc.suite.Target.KsqlFlowConfig)
+	if err != nil {
+		return nil, err
+	}
+	path, err := proxiedConfig(ctx, sc, orig, dir, p.URL())
+	if err != nil {
+		return nil, err
+	}
+	return []string{"KSQL_FLOW_CONFIG=" + path}, nil
+}
+
+// Barriers in the fault proxy of an explored process are lifted: such a barrier forces one
+// order of the process's writes, which is what the scheduler decides instead (and a write
+// held at a barrier is one the scheduler released and waits on, so nothing else would be
+// released while the scenario waits for the barrier). A lifted barrier installs nothing;
+// its "is reached" and "is released" steps pass at once, every other step about it fails
+// (what it held is not there to judge). A scenario whose assertions hold only in the order
+// its barriers force is therefore not explorable: it fails under another order.
+func liftBarrier(st *scenario.State, name, process string) bool {
+	if !explored(st, process) {
+		return false
+	}
+	es := exploreKey.Of(st)
+	if es.lifted == nil {
+		es.lifted = map[string]string{}
+	}
+	es.lifted[name] = process
+	st.Note("explore: barrier "+name+" lifted", "the scheduler orders the writes of "+process+"; the barrier holds nothing")
+	return true
+}
+
+func lifted(st *scenario.State, name string) bool {
+	_, ok := exploreKey.Of(st).lifted[name]
+	return ok
+}
+
+func liftedError(st *scenario.State, name string) error {
+	if p, ok := exploreKey.Of(st).lifted[name]; ok {
+		return fmt.Errorf("barrier %q was lifted: flowtest explore orders the writes of %q itself, so nothing was held there", name, p)
+	}
+	return nil
+}
+
+// exploredJobsGate is the scheduler's gate for the scope's kSQL-Flow proxy in an explored
+// run: the children of every FlowNet process read through that one proxy, so their reads
+// cannot be told apart by process, but while one is in flight some process is busy and
+// nothing is released (the gate holds none of them: they write no state, audit or request
+// record). Nil outside explore.
+func exploredJobsGate(st *scenario.State) faultproxy.Gate {
+	es := exploreKey.Of(st)
+	if es.sched == nil {
+		return nil
+	}
+	return es.sched.Gate(windowProxyName)
 }
 
 // ExploreRecords reads the scope's final records for the invariant checkers: the NETWORK_RUN

@@ -144,6 +144,13 @@ func proxyEnvFor(ctx context.Context, name string) ([]string, error) {
 		return err
 	})
 	env := flownetProxyEnv(p, bundle)
+	if explored(sc.st, name) {
+		ksql, err := exploredKsqlFlowEnv(ctx, sc, p, dir)
+		if err != nil {
+			return nil, fmt.Errorf("explored process %q: %w", name, err)
+		}
+		env = append(env, ksql...)
+	}
 	fmt.Fprintf(st.Log, "  fault proxy for %q at %s (control file %s)\n", name, p.URL(), control)
 	return env, nil
 }
@@ -267,6 +274,9 @@ func (faultDomain) addRequestBarrier(ctx context.Context, name, process, ref, ph
 // when given, must equal the body's top-level "id".
 func installBarrier(ctx context.Context, name, process, method, endpoint, app, phase, field, recordID string) error {
 	sc := sceneOf(ctx)
+	if liftBarrier(sc.st, name, process) { // explore.go
+		return nil
+	}
 	fs := faultKey.Of(sc.st)
 	p, err := proxyOf(ctx, process)
 	if err != nil && !fs.planned[process] {
@@ -325,6 +335,9 @@ func (fs *faultState) addBarrier(e *barrierEntry) error {
 
 func barrierOf(ctx context.Context, name string) (*barrierEntry, *faultproxy.Proxy, error) {
 	b, ok := faultKey.Of(scenario.From(ctx)).barriers[name]
+	if err := liftedError(scenario.From(ctx), name); err != nil {
+		return nil, nil, err
+	}
 	if !ok {
 		return nil, nil, fmt.Errorf("no barrier %q was installed", name)
 	}
@@ -339,6 +352,9 @@ func barrierOf(ctx context.Context, name string) (*barrierEntry, *faultproxy.Pro
 // process behind the proxy has exited: nothing can arrive any more.
 func (faultDomain) barrierIsReached(ctx context.Context, name string) error {
 	sc := sceneOf(ctx)
+	if lifted(sc.st, name) {
+		return nil
+	}
 	b, p, err := barrierOf(ctx, name)
 	if err != nil {
 		return err
@@ -377,6 +393,9 @@ func (faultDomain) barrierIsReached(ctx context.Context, name string) error {
 }
 
 func (faultDomain) releaseBarrier(ctx context.Context, name string) error {
+	if lifted(scenario.From(ctx), name) {
+		return nil
+	}
 	b, p, err := reachedBarrier(ctx, name)
 	if err != nil {
 		return err

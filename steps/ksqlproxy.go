@@ -83,6 +83,9 @@ func (s *ksqlProxyState) ensure(ctx context.Context, sc *scene) error {
 		return fmt.Errorf("kSQL-Flow proxy: %w", err)
 	}
 	st := sc.st
+	if g := exploredJobsGate(st); g != nil { // explore.go
+		p.SetGate(g)
+	}
 	st.Defer("close the kSQL-Flow proxy", func(context.Context) error {
 		if s.steered {
 			err := closeAndRecord(st, "ksql-flow", p)

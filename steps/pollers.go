@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"fmt"
+	"github.com/ksqlflow/flowtest/harness/explore"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -292,6 +293,8 @@ func (pollerDomain) claimedCounts(ctx context.Context, a, b string, x, y int) er
 		}
 		got = append(got, n["claimed"])
 	}
+	// Which poller won: `flowtest explore` counts the branches.
+	sceneOf(ctx).st.Note(explore.BranchNote, fmt.Sprintf("%s claimed %d, %s claimed %d", a, got[0], b, got[1]))
 	want := []int{x, y}
 	sort.Ints(got)
 	sort.Ints(want)

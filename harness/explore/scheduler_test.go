@@ -141,12 +141,68 @@ func TestSameSeedSameSchedules(t *testing.T) {
 		return orderOf(runFake(t, c, procs))
 	}
 	seen := map[string]bool{}
-	for n := range 4 {
+	for n := range 8 {
 		first := plan(1, n)
 		assert.Equal(t, first, plan(1, n), "schedule %d of seed 1 again", n)
 		seen[first] = true
 	}
-	assert.Greater(t, len(seen), 1, "four schedules of one seed are not all the same order")
+	assert.Greater(t, len(seen), 1, "eight schedules of one seed are not all the same order")
+}
+
+// The random chooser's pick between two writes depends on their signatures and the
+// schedule's history only: a third write held beside them can win, but it cannot turn the
+// choice from one of them to the other, and the order of arrival plays no part.
+func TestRandomChoiceDependsOnSignaturesNotOnWhatElseIsHeld(t *testing.T) {
+	x := Candidate{Sig: Signature{Process: "A", Method: "POST", Role: "state", Kind: "LOCK"}}
+	y := Candidate{Sig: Signature{Process: "B", Method: "POST", Role: "state", Kind: "LOCK"}}
+	z := Candidate{Sig: Signature{Process: "B", Method: "PUT", Role: "request", By: "id", Fields: []string{"claim_heartbeat_at"}}}
+	st, err := NewStrategy("random", 11, 0, 0)
+	require.NoError(t, err)
+	picks := map[string]int{}
+	for n := range 64 {
+		two, _ := st.Plan(n)
+		three, _ := st.Plan(n)
+		got := []Candidate{x, y}[two.Choose(0, []Candidate{x, y}, "", false)]
+		with := []Candidate{x, y, z}[three.Choose(0, []Candidate{x, y, z}, "", false)]
+		if with.Sig.String() != z.Sig.String() {
+			assert.Equal(t, got.Sig.String(), with.Sig.String(), "schedule %d: a third held write flipped the choice", n)
+		}
+		picks[got.Sig.Process]++
+	}
+	assert.Len(t, picks, 2, "both writes are chosen in some schedules: %v", picks)
+}
+
+// A random schedule keeps a process going for a stretch with the probability it drew:
+// some schedules run one process's whole sequence before the other's first write (what
+// took p2-11-03's second poller past the first one's release), others interleave.
+func TestRandomSchedulesIncludeLongStretchesAndInterleavings(t *testing.T) {
+	var a, b []string
+	for range 12 {
+		a = append(a, "W")
+		b = append(b, "W")
+	}
+	procs := [][]string{append([]string{"A"}, a...), append([]string{"B"}, b...)}
+	st, err := NewStrategy("random", 1, 0, 0)
+	require.NoError(t, err)
+	serial, interleaved := 0, 0
+	for n := range 24 {
+		c, _ := st.Plan(n)
+		r := runFake(t, c, procs)
+		switches := 0
+		for i := 1; i < len(r.Steps); i++ {
+			if r.Steps[i].Sig.Process != r.Steps[i-1].Sig.Process {
+				switches++
+			}
+		}
+		switch {
+		case switches == 1:
+			serial++
+		case switches > 4:
+			interleaved++
+		}
+	}
+	assert.Positive(t, serial, "a schedule that ran one process's 12 writes before the other's")
+	assert.Positive(t, interleaved, "a schedule that switched more than four times")
 }
 
 func TestReplayRunsTheScheduleBySignature(t *testing.T) {
@@ -230,4 +286,75 @@ func TestPCTLowersTheRunningProcessAtItsChangePoint(t *testing.T) {
 	assert.Len(t, pc.(*pctChooser).change, 2, "depth 3: two change points")
 	_, err = NewStrategy("pct", 5, 0, 0)
 	assert.Error(t, err)
+}
+
+// A released write is in flight until its answer, like any request: once answered, a
+// process's count of requests in flight is back to what it was, so a read of it in flight
+// afterwards keeps it busy (a released write once left the count one short for good, and
+// a node's long business read then looked like an idle process).
+func TestReleasedWritesAreInFlightUntilAnswered(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := New(Config{Roles: testRoles, Chooser: Replay(nil), Window: 20 * time.Millisecond, Limit: 20 * time.Second})
+	g := s.Gate("A")
+	s.Start(ctx)
+	inflight := func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.procs["A"].inflight
+	}
+	for _, k := range []string{"LOCK", "RUN"} {
+		done, err := g.Begin(ctx, faultproxy.GateRequest{Method: "POST", Path: "/k/v1/record.json", App: "1", RecordKey: k + ":x"})
+		require.NoError(t, err)
+		assert.Equal(t, 1, inflight(), "%s released, not answered yet", k)
+		done(200)
+		assert.Equal(t, 0, inflight(), "%s answered", k)
+	}
+	readDone, err := g.Begin(ctx, faultproxy.GateRequest{Method: "GET", Path: "/k/v1/records.json", App: "1"})
+	require.NoError(t, err)
+	assert.Equal(t, 1, inflight(), "a read in flight after two answered writes")
+	s.mu.Lock()
+	s.held = append(s.held, &heldWrite{process: "B"})
+	s.procs["B"] = &procState{held: 1}
+	quiet, _ := s.quiescentLocked(time.Now().Add(time.Hour))
+	s.held, s.procs["B"] = nil, &procState{exited: true}
+	s.mu.Unlock()
+	assert.False(t, quiet, "A's read in flight holds B's write back however long it takes")
+	readDone(200)
+	r := s.Stop()
+	s.Wait()
+	assert.Len(t, r.Steps, 2)
+}
+
+// Heartbeats are never held (their moment is the process's clock), but the checkers still
+// see them; and an expected process that has not sent its first request is still starting.
+func TestHeartbeatsPassAndAStartingProcessIsNotQuiet(t *testing.T) {
+	ctx := context.Background()
+	s := New(Config{Roles: testRoles, Chooser: Replay(nil), Expect: []string{"A", "B"}, Window: time.Millisecond, Limit: 20 * time.Second})
+	g := s.Gate("A")
+	for _, r := range []faultproxy.GateRequest{
+		{Method: "PUT", Path: "/k/v1/record.json", App: "3", RecordID: "7", Revision: "4", Fields: []string{"claim_heartbeat_at"}},
+		{Method: "PUT", Path: "/k/v1/record.json", App: "1", UpdateKey: "record_key", RecordKey: "LOCK:n", Revision: "2", Heartbeat: true, Fields: []string{"heartbeat_at", "lease_expires_at"}},
+	} {
+		done, err := g.Begin(ctx, r) // no loop runs: a held write would block here for good
+		require.NoError(t, err, "a heartbeat passes")
+		done(200)
+	}
+	s.mu.Lock()
+	require.Len(t, s.writes, 2, "both heartbeats are in the history")
+	assert.Equal(t, "4", s.writes[0].Revision)
+	assert.Equal(t, 200, s.writes[1].Status)
+	assert.Empty(t, s.held)
+	s.mu.Unlock()
+
+	s.Gate("B")
+	s.mu.Lock()
+	s.held = append(s.held, &heldWrite{process: "A"})
+	s.procs["A"].held = 1
+	quiet, _ := s.quiescentLocked(time.Now().Add(time.Hour))
+	assert.False(t, quiet, "B has its gate but sent nothing yet")
+	s.procs["B"].sent = true
+	quiet, _ = s.quiescentLocked(time.Now().Add(time.Hour))
+	assert.True(t, quiet, "B sent its first request and has been quiet since")
+	s.mu.Unlock()
 }

@@ -1,9 +1,12 @@
 package explore
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
 )
 
@@ -40,17 +43,96 @@ func NewStrategy(name string, seed uint64, depth, bound int) (Strategy, error) {
 // choices, whichever worker runs it and in whatever order.
 func rngFor(seed uint64, n int) *rand.Rand { return rand.New(rand.NewPCG(seed, uint64(n))) }
 
-// randomStrategy picks uniformly among the held writes.
+// randomStrategy is a seeded random walk that keeps a process going for a while: each
+// schedule draws a switch probability p from 1, 1/2, …, 1/32, and at each step the process
+// released last goes on with probability 1-p if it has a write held, else a write is drawn
+// uniformly among all held. A uniform draw at every step (p = 1) alone almost never lets one
+// process run a long stretch ahead of another: on p2-11-03 a poller's START is ~20 writes,
+// so a second poller's lock write after the first one's release had a chance of about 2^-20
+// per schedule, and 49 schedules of 50 saw one outcome branch.
+//
+// Every draw is a hash of (seed, schedule, what is drawn for), never a position in a
+// stream or an index into the held list: the choice between two writes depends on their
+// signatures and on how many writes of that signature the schedule released before, not on
+// what else happened to be held or in which order the writes arrived.
 type randomStrategy struct{ seed uint64 }
 
-func (r *randomStrategy) Name() string               { return "random" }
-func (r *randomStrategy) Executed(int, Result)       {}
-func (r *randomStrategy) Plan(n int) (Chooser, bool) { return &randomChooser{rngFor(r.seed, n)}, false }
+func (r *randomStrategy) Name() string         { return "random" }
+func (r *randomStrategy) Executed(int, Result) {}
+func (r *randomStrategy) Plan(n int) (Chooser, bool) {
+	return &randomChooser{seed: r.seed, n: uint64(n), switchP: switchProbability(r.seed, n), released: map[string]int{}, ran: map[string]int{}}, false
+}
 
-type randomChooser struct{ rng *rand.Rand }
+// switchLadder are the switch probabilities a random schedule may draw: 2^-k for k = 0…5.
+const switchLadder = 6
 
-func (c *randomChooser) Choose(_ int, cands []Candidate, _ string, _ bool) int {
-	return c.rng.IntN(len(cands))
+func switchProbability(seed uint64, n int) float64 {
+	k := rngFor(seed, n).IntN(switchLadder)
+	return 1 / float64(uint64(1)<<k)
+}
+
+type randomChooser struct {
+	seed, n  uint64
+	switchP  float64
+	released map[string]int // signature → writes of it released so far
+	ran      map[string]int // process → writes of it released so far
+	steps    int            // writes released so far
+}
+
+// draw is a uniform number in [0, 1) for the named thing of this schedule.
+func (c *randomChooser) draw(parts ...string) float64 {
+	h := fnv.New64a()
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], c.seed)
+	binary.LittleEndian.PutUint64(b[8:], c.n)
+	h.Write(b[:])
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return float64(mix64(h.Sum64())>>11) / (1 << 53)
+}
+
+// mix64 is SplitMix64's finalizer: FNV's low bits alone are not uniform enough.
+func mix64(z uint64) uint64 {
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// score of a candidate at this step: its signature and which of its kind it is. The step
+// is part of it so that a write that lost once is drawn afresh at the next step.
+func (c *randomChooser) score(sig Signature) float64 {
+	s := sig.String()
+	return c.draw("write", s, strconv.Itoa(c.released[s]), strconv.Itoa(c.steps))
+}
+
+func (c *randomChooser) Choose(_ int, cands []Candidate, prev string, _ bool) int {
+	pick := func(ok func(Candidate) bool) int {
+		best, bestScore := -1, -1.0
+		for i, cd := range cands {
+			if !ok(cd) {
+				continue
+			}
+			if sc := c.score(cd.Sig); sc > bestScore {
+				best, bestScore = i, sc
+			}
+		}
+		return best
+	}
+	i := -1
+	// The coin is drawn per release of the previous process, so where a stretch ends does
+	// not depend on what the other processes had held meanwhile.
+	if prev != "" && c.draw("stay", prev, strconv.Itoa(c.ran[prev])) >= c.switchP {
+		i = pick(func(cd Candidate) bool { return cd.Sig.Process == prev })
+	}
+	if i < 0 {
+		i = pick(func(Candidate) bool { return true })
+	}
+	c.released[cands[i].Sig.String()]++
+	c.ran[cands[i].Sig.Process]++
+	c.steps++
+	return i
 }
 
 // pctStrategy is probabilistic concurrency testing (Burckhardt et al., ASPLOS 2010): every

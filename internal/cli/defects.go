@@ -53,11 +53,15 @@ func cmdDefects(inv invocation, f *defectsFlags, fset *flag.FlagSet, args []stri
 		fmt.Fprintf(stderr, "flowtest defects: %v\n", err)
 		return runner.ExitRefused
 	}
-	known := map[string]bool{}
+	known, explorable := map[string]bool{}, map[string]bool{}
 	for _, e := range m.Scenarios {
 		known[e.ID] = true
+		explorable[e.ID] = e.Explore != nil
 	}
 	cat, err := defects.LoadCatalogue(filepath.Join(root, defects.CatalogueFile), known)
+	if err == nil {
+		err = defects.CheckExplorable(cat.Defects, explorable)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "flowtest defects: %v\n", err)
 		return runner.ExitRefused

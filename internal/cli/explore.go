@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -258,13 +259,20 @@ func (s *session) exploreRuns(ctx context.Context, tgt *target.Target, stdout io
 	}
 	rep.Seed = sp.seed
 	replayCmd := func(file string) string { return fmt.Sprintf("flowtest explore %s --replay %s", sp.id, file) }
-	if werr := explorer.Write(dir, rep, replayCmd); werr != nil {
+	if werr := explorer.Write(dir, rep, replayCmd, s.gherkinSource(it, sp.processes)); werr != nil {
 		fmt.Fprintf(stdout, "flowtest explore: write the report: %v\n", werr)
 		return runner.ExitFailed
 	}
-	readme := fmt.Sprintf("# flowtest explore %s\n\nRunner %s, target %s, %s/%s. Each schedule's run archive is under runs/.\n\n%s",
+	readme := fmt.Sprintf("# flowtest explore %s\n\nRunner %s, target %s, %s/%s. Each schedule's run archive is under runs/; every schedule is listed in index.html.\n\n%s",
 		sp.id, Version, tgt.Name, runtime.GOOS, runtime.GOARCH, explorer.Markdown(rep))
-	if werr := os.WriteFile(filepath.Join(dir, "README.md"), []byte(red.String(readme)), 0o644); werr != nil {
+	page, werr := explorer.HTML(rep)
+	if werr == nil {
+		werr = os.WriteFile(filepath.Join(dir, "README.md"), []byte(red.String(readme)), 0o644)
+	}
+	if werr == nil {
+		werr = os.WriteFile(filepath.Join(dir, "index.html"), []byte(red.String(page)), 0o644)
+	}
+	if werr != nil {
 		fmt.Fprintf(stdout, "flowtest explore: %v\n", werr)
 		return runner.ExitFailed
 	}
@@ -288,6 +296,25 @@ func (s *session) exploreRuns(ctx context.Context, tgt *target.Target, stdout io
 		return runner.ExitFailed
 	}
 	return runner.ExitPassed
+}
+
+// gherkinSource is what the generated scenario of a violating schedule is made from: the
+// explored scenario's feature text (nil for a row of a Scenario Outline, which has no
+// steps of its own to copy, or when the file cannot be read).
+func (s *session) gherkinSource(it runner.Item, processes []string) *explorer.GherkinSource {
+	if it.Feature == nil || it.Feature.Row != 0 {
+		return nil
+	}
+	text, err := fs.ReadFile(s.fsys, it.Feature.Path)
+	if err != nil {
+		return nil
+	}
+	needs := make([]string, len(it.Needs))
+	for i, n := range it.Needs {
+		needs[i] = string(n)
+	}
+	return &explorer.GherkinSource{ID: it.ID, Series: it.Series, Needs: needs, Processes: processes,
+		FeatureText: string(text), ScenarioLine: int(it.Feature.Line)}
 }
 
 // replayStrategy plans exactly one schedule: the replay file's order.
@@ -424,6 +451,15 @@ func (x *exploreRunner) Run(ctx context.Context, n int, c explore.Chooser) (expl
 	out.Passed = rec.Status == results.StatusPassed
 	if !out.Passed {
 		out.Reason = string(rec.Status) + ": " + rec.ReasonLine()
+	}
+	for _, a := range rec.Assertions {
+		if !a.OK {
+			out.Assertion = a.What
+			break
+		}
+	}
+	if rel, err := filepath.Rel(x.dir, arch.Dir()); err == nil {
+		out.Archive = filepath.ToSlash(rel)
 	}
 	for _, note := range rec.Notes {
 		if note.What == explore.BranchNote {

@@ -38,6 +38,9 @@ type Defect struct {
 	// with no catches yet is reported as "not yet covered", never as caught.
 	Awaiting  []string     `yaml:"awaiting"`
 	UnitTests []defectUnit `yaml:"unit_tests"`
+	// Explore declares a race defect: `flowtest run` of the scenario passes it (the fixed
+	// suite misses it) and `flowtest explore` finds it within the budget (explorecatch.go).
+	Explore *ExploreCatch `yaml:"explore"`
 }
 
 // Catch is one scenario that must catch a defect, and how.
@@ -102,10 +105,15 @@ func LoadCatalogue(path string, known map[string]bool) (*defectCatalogue, error)
 			return nil, fmt.Errorf("%s: duplicate name", where)
 		case d.Description == "":
 			return nil, fmt.Errorf("%s: no description", where)
-		case len(d.Catches) == 0 && len(d.Awaiting) == 0 && len(d.UnitTests) == 0:
+		case len(d.Catches) == 0 && len(d.Awaiting) == 0 && len(d.UnitTests) == 0 && d.Explore == nil:
 			// A defect below what any scenario can reach (a race window of the emulator)
 			// is proven by its unit tests alone.
-			return nil, fmt.Errorf("%s: names neither the scenarios that catch it, nor those it awaits, nor unit tests", where)
+			return nil, fmt.Errorf("%s: names neither the scenarios that catch it, nor those it awaits, nor unit tests, nor an exploration", where)
+		}
+		if d.Explore != nil {
+			if err := d.Explore.check(known); err != nil {
+				return nil, fmt.Errorf("%s: explore: %w", where, err)
+			}
 		}
 		seen[d.Name] = true
 		scen := map[string]bool{}

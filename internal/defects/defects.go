@@ -213,8 +213,9 @@ func (r *Run) control(selected []Defect) []Row {
 	if err != nil {
 		return fail(err.Error())
 	}
-	fmt.Fprintf(r.Log, "  control: %s in %s\n", strings.Join(ids, ", "), time.Since(start).Round(100*time.Millisecond))
 	rows := controlRows(ids, recs, "no scenario record was written")
+	rows = append(rows, r.exploreControls(dir, bin, selected)...)
+	fmt.Fprintf(r.Log, "  control: %s in %s\n", strings.Join(ids, ", "), time.Since(start).Round(100*time.Millisecond))
 	rows[0].wall = time.Since(start).Round(100 * time.Millisecond).String()
 	return rows
 }
@@ -227,7 +228,11 @@ func controlIDs(selected []Defect) []string {
 	var ids []string
 	have := map[string]bool{}
 	for _, d := range selected {
-		for _, id := range d.scenarios() {
+		scen := d.scenarios()
+		if d.Explore != nil {
+			scen = append(scen, d.Explore.Scenario)
+		}
+		for _, id := range scen {
 			if !have[id] {
 				have[id] = true
 				ids = append(ids, id)
@@ -315,6 +320,9 @@ func LongestFirst(selected []Defect, control []Row, needs map[string]runner.Need
 		for _, id := range d.scenarios() {
 			est[i] += runner.EstimatedDuration(needs[id], dur[id])
 		}
+		if x := d.Explore; x != nil {
+			est[i] += exploreEstimate(x, runner.EstimatedDuration(needs[x.Scenario], dur[x.Scenario]))
+		}
 	}
 	return est
 }
@@ -336,7 +344,11 @@ func (r *Run) defect(d Defect) []Row {
 func (r *Run) defectRows(d Defect, dir string) []Row {
 	escapedAll := func(why string) []Row {
 		var rows []Row
-		for _, id := range append(d.scenarios(), d.Awaiting...) {
+		ids := append(d.scenarios(), d.Awaiting...)
+		if d.Explore != nil {
+			ids = append(ids, "explore "+d.Explore.Scenario)
+		}
+		for _, id := range ids {
 			rows = append(rows, Row{defect: d.Name, Scenario: id, Verdict: VerdictEscaped, Why: why})
 		}
 		if len(rows) == 0 {
@@ -348,11 +360,14 @@ func (r *Run) defectRows(d Defect, dir string) []Row {
 		return escapedAll(err.Error())
 	}
 	var rows []Row
-	if len(d.Catches) > 0 {
-		bin, err := r.build(dir, d.tag())
-		if err != nil {
+	var bin string
+	if len(d.Catches) > 0 || d.Explore != nil {
+		var err error
+		if bin, err = r.build(dir, d.tag()); err != nil {
 			return escapedAll("build: " + err.Error())
 		}
+	}
+	if len(d.Catches) > 0 {
 		recs, _, err := r.runScenarios(dir, bin, d.scenarios())
 		if err != nil {
 			return escapedAll(err.Error())
@@ -365,6 +380,9 @@ func (r *Run) defectRows(d Defect, dir string) []Row {
 			}
 			rows = append(rows, row)
 		}
+	}
+	if d.Explore != nil && r.Ctx.Err() == nil {
+		rows = append(rows, r.exploreRows(d, dir, bin)...)
 	}
 	if len(d.Awaiting) > 0 && len(d.Catches) == 0 {
 		rows = append(rows, Row{defect: d.Name, Scenario: "(none implemented)", Verdict: VerdictNotCovered,

@@ -155,6 +155,9 @@ const (
 	VerdictNotCovered = "not yet covered"
 	VerdictControlOK  = "passes"
 	VerdictControlBad = "FAILS"
+	// VerdictMissed: `flowtest run` of a race defect's scenario passed, as declared (the
+	// fixed suite misses it); the exploration's rows give the defect's verdict.
+	VerdictMissed = "missed by run"
 )
 
 // The crash rule (also in defects.yaml's header and sandbox/defect/doc.go). A scenario run

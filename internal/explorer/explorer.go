@@ -25,8 +25,13 @@ type Outcome struct {
 	Passed bool
 	// Reason is the scenario's failure (first line), when it did not pass.
 	Reason string
+	// Assertion is the `what` of the scenario's first failing assertion ("" when none
+	// failed): what a shrunk or replayed schedule must fail on again.
+	Assertion string
 	// Branch is which alternative of an assertion with alternatives held ("" when none).
 	Branch string
+	// Archive is the run's archive, relative to the exploration's directory.
+	Archive string
 	// Result is what the scheduler released; History adds the scope's final records.
 	Result  explore.Result
 	History explore.History
@@ -63,17 +68,21 @@ type ScheduleRun struct {
 	Duplicate  bool                `json:"duplicate"` // its write order had been seen
 	Passed     bool                `json:"passed"`
 	Reason     string              `json:"reason,omitempty"`
+	Assertion  string              `json:"assertion,omitempty"`
 	Branch     string              `json:"branch,omitempty"`
 	Violations []explore.Violation `json:"violations,omitempty"`
 	Forced     int                 `json:"forced"`
 	Seconds    float64             `json:"seconds"`
+	Archive    string              `json:"archive,omitempty"` // the run's archive, relative
 }
 
 // failed: the schedule broke the scenario or an invariant.
 func (s ScheduleRun) failed() bool { return !s.Passed || len(s.Violations) > 0 }
 
-// failure is what a shrunk schedule must keep showing: the invariants it broke, else the
-// scenario's failure.
+// Failure is what a shrunk or replayed schedule must keep showing: the invariants it broke,
+// else the scenario's first failing assertion, else that the scenario failed.
+func (s ScheduleRun) Failure() string { return s.failure() }
+
 func (s ScheduleRun) failure() string {
 	if len(s.Violations) > 0 {
 		names := map[string]bool{}
@@ -87,6 +96,9 @@ func (s ScheduleRun) failure() string {
 		sort.Strings(out)
 		return "invariant " + strings.Join(out, ",")
 	}
+	if s.Assertion != "" {
+		return "assertion " + s.Assertion
+	}
 	return "scenario failed"
 }
 
@@ -97,8 +109,18 @@ type Violating struct {
 	// ShrunkFrom is its length before shrinking.
 	Replay     []explore.Signature `json:"replay"`
 	ShrunkFrom int                 `json:"shrunk_from"`
-	File       string              `json:"file,omitempty"` // schedules/<n>.json
-	Command    string              `json:"command,omitempty"`
+	// Shrunk: this schedule was shrunk (the first of its way of failing); the others keep
+	// their whole order.
+	Shrunk bool `json:"shrunk"`
+	// Released is every write the replay of Replay released (its forced prefix, then the
+	// scheduler's default order): what the generated scenario forces.
+	Released []explore.Signature `json:"released"`
+	// Gherkin is schedules/<n>.feature, the scenario whose barriers force Released; when
+	// none could be generated, GherkinWhy says why.
+	Gherkin    string `json:"gherkin,omitempty"`
+	GherkinWhy string `json:"gherkin_why,omitempty"`
+	File       string `json:"file,omitempty"` // schedules/<n>.json
+	Command    string `json:"command,omitempty"`
 }
 
 // Report is explore.json.
@@ -123,8 +145,8 @@ type Report struct {
 func judge(n int, o Outcome, took time.Duration) ScheduleRun {
 	h := o.History
 	h.Writes = o.Result.Writes
-	return ScheduleRun{N: n, Order: o.Result.Schedule(), Passed: o.Passed, Reason: o.Reason, Branch: o.Branch,
-		Violations: explore.CheckAll(h), Forced: o.Result.Forced, Seconds: took.Seconds()}
+	return ScheduleRun{N: n, Order: o.Result.Schedule(), Passed: o.Passed, Reason: o.Reason, Assertion: o.Assertion, Branch: o.Branch,
+		Violations: explore.CheckAll(h), Forced: o.Result.Forced, Seconds: took.Seconds(), Archive: o.Archive}
 }
 
 // Explore runs the exploration.
@@ -219,11 +241,16 @@ func Explore(ctx context.Context, r Runner, o Options) (*Report, error) {
 		}
 	}
 	if runErr == nil {
+		// One shrink per way of failing, the first schedule that showed it: the others are
+		// listed with their own order (a shrink costs up to ShrinkRuns runs of the scenario).
+		shrunk := map[string]bool{}
 		for _, s := range rep.Schedules {
 			if s.failed() && ctx.Err() == nil {
-				v := Violating{Schedule: s, Replay: s.Order, ShrunkFrom: len(s.Order)}
-				if o.ShrinkRuns > 0 {
-					v.Replay = Shrink(ctx, r, s, o.ShrinkRuns, o.Progress)
+				v := Violating{Schedule: s, Replay: s.Order, ShrunkFrom: len(s.Order), Released: s.Order}
+				if o.ShrinkRuns > 0 && !shrunk[s.failure()] {
+					shrunk[s.failure()] = true
+					v.Replay, v.Released = Shrink(ctx, r, s, o.ShrinkRuns, o.Progress)
+					v.Shrunk = true
 				}
 				rep.Violations = append(rep.Violations, v)
 			}
@@ -258,13 +285,18 @@ func progress(w io.Writer, s ScheduleRun) {
 	fmt.Fprintf(w, "schedule %d: %d writes released%s, %s%s, %.1fs\n", s.N, len(s.Order), dup, verdict, branch, s.Seconds)
 }
 
-// Shrink makes a violating schedule shorter while it keeps failing the same way: it tries
-// dropping each release (the scheduler then releases by its default order there) and
-// moving each release one place earlier, keeping a change when the replay still fails,
-// within runs replays. It returns the shortest failing replay order it found.
-func Shrink(ctx context.Context, r Runner, s ScheduleRun, runs int, w io.Writer) []explore.Signature {
+// Shrink makes a violating schedule shorter while it keeps failing the same way, within
+// runs replays. A replay forces its releases in order and then lets the scheduler's default
+// order (the process released last goes on) finish, so the releases that matter are most
+// often a short prefix: it first looks for the shortest failing prefix (doubling, then
+// halving the gap), then tries dropping each remaining release and moving each one place
+// earlier. It returns the shortest failing replay order it found and every write its run
+// released.
+func Shrink(ctx context.Context, r Runner, s ScheduleRun, runs int, w io.Writer) (replay, released []explore.Signature) {
 	want := s.failure()
 	best := s.Order
+	released = s.Order
+	var last []explore.Signature // what the last replay released
 	try := func(cand []explore.Signature) bool {
 		if runs <= 0 || ctx.Err() != nil {
 			return false
@@ -276,17 +308,39 @@ func Shrink(ctx context.Context, r Runner, s ScheduleRun, runs int, w io.Writer)
 		}
 		got := judge(0, out, 0)
 		ok := got.failed() && got.failure() == want
+		last = got.Order
 		if w != nil {
 			fmt.Fprintf(w, "shrink: %d releases forced: %s\n", len(cand), map[bool]string{true: "still fails", false: "passes or fails otherwise"}[ok])
 		}
 		return ok
 	}
+	// Shortest failing prefix: probe 1, 2, 4, … releases, then bisect between the longest
+	// probe that passed and the shortest that failed.
+	lo, hi := 0, len(best) // a prefix of lo releases passed (or is untried), hi fails
+	for n := 1; n < hi && runs > 0; n *= 2 {
+		if try(best[:n]) {
+			hi, released = n, last
+			break
+		}
+		lo = n
+	}
+	for hi-lo > 1 && runs > 0 {
+		mid := (lo + hi) / 2
+		if try(best[:mid]) {
+			hi, released = mid, last
+		} else {
+			lo = mid
+		}
+	}
+	best = best[:hi]
 	for changed := true; changed && runs > 0; {
 		changed = false
-		for i := len(best) - 1; i >= 0 && runs > 0; i-- {
+		// A replay forces at least one release (an empty one is the default order, which
+		// no replay file names).
+		for i := len(best) - 1; i >= 0 && runs > 0 && len(best) > 1; i-- {
 			cand := append(append([]explore.Signature{}, best[:i]...), best[i+1:]...)
 			if try(cand) {
-				best, changed = cand, true
+				best, released, changed = cand, last, true
 			}
 		}
 		for i := 1; i < len(best) && runs > 0; i++ {
@@ -297,9 +351,9 @@ func Shrink(ctx context.Context, r Runner, s ScheduleRun, runs int, w io.Writer)
 			cand[i-1], cand[i] = cand[i], cand[i-1]
 			// Only towards a smaller order, so moving ends.
 			if explore.Order(cand) < explore.Order(best) && try(cand) {
-				best, changed = cand, true
+				best, released, changed = cand, last, true
 			}
 		}
 	}
-	return best
+	return best, released
 }

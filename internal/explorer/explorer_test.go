@@ -111,23 +111,23 @@ func TestSameSeedGivesTheSameSchedulesAndBranchesAreCounted(t *testing.T) {
 	run := func() *Report {
 		st, err := explore.NewStrategy("random", 1, 0, 0)
 		require.NoError(t, err)
-		rep, err := Explore(context.Background(), &duplicateStarts{}, Options{Scenario: "fake", Strategy: st, Schedules: 8, Workers: 2})
+		rep, err := Explore(context.Background(), &duplicateStarts{}, Options{Scenario: "fake", Strategy: st, Schedules: 32, Workers: 4})
 		require.NoError(t, err)
 		return rep
 	}
 	first, second := run(), run()
 	assert.Equal(t, orders(first), orders(second), "seed 1 twice")
-	assert.Equal(t, 8, first.SchedulesRun)
-	assert.Equal(t, 8, first.DistinctOrder+first.Duplicates)
+	assert.Equal(t, 32, first.SchedulesRun)
+	assert.Equal(t, 32, first.DistinctOrder+first.Duplicates)
 	assert.Greater(t, first.DistinctOrder, 1)
 	assert.GreaterOrEqual(t, len(first.Branches), 2, "both outcomes of the race: %v", first.Branches)
 	total := 0
 	for _, n := range first.Branches {
 		total += n
 	}
-	assert.Equal(t, 8, total)
+	assert.Equal(t, 32, total)
 	assert.Empty(t, first.Violations)
-	assert.Equal(t, 8, first.Passed)
+	assert.Equal(t, 32, first.Passed)
 }
 
 func TestDFSRunsUntilExhaustedWithSeveralWorkers(t *testing.T) {
@@ -150,11 +150,12 @@ func TestAViolationIsFoundShrunkWrittenAndReplaysToTheSameFailure(t *testing.T) 
 	require.NotEmpty(t, rep.Violations, "the defect needs an order: %s", progress.String())
 	v := rep.Violations[0]
 	assert.Equal(t, "lock-intervals-disjoint", v.Schedule.Violations[0].Invariant)
-	assert.LessOrEqual(t, len(v.Replay), v.ShrunkFrom)
+	assert.Less(t, len(v.Replay), v.ShrunkFrom, "shrunk: %s", progress.String())
+	assert.True(t, v.Shrunk)
 	assert.Contains(t, progress.String(), "VIOLATION invariant lock-intervals-disjoint")
 
 	dir := t.TempDir()
-	require.NoError(t, Write(dir, rep, func(f string) string { return "flowtest explore fake --replay " + f }))
+	require.NoError(t, Write(dir, rep, func(f string) string { return "flowtest explore fake --replay " + f }, nil))
 	f, err := LoadReplay(filepath.Join(dir, rep.Violations[0].File))
 	require.NoError(t, err)
 	assert.Equal(t, "invariant lock-intervals-disjoint", f.Failure)
@@ -170,4 +171,25 @@ func TestExploreNeedsABudget(t *testing.T) {
 	st, _ := explore.NewStrategy("random", 1, 0, 0)
 	_, err := Explore(context.Background(), &duplicateStarts{}, Options{Strategy: st})
 	assert.Error(t, err)
+}
+
+func TestTheReportPageShowsBranchesViolationsAndEverySchedule(t *testing.T) {
+	rep := &Report{Scenario: "p2-11-03-duplicates", Strategy: "random", Seed: 1, SchedulesRun: 2, DistinctOrder: 2,
+		Branches: map[string]int{"DONE/OK + REJECTED/LOCK_CONFLICT": 1, "DONE/OK + REJECTED/DUPLICATE_RECORD": 1},
+		Schedules: []ScheduleRun{
+			{N: 1, Passed: true, Branch: "DONE/OK + REJECTED/LOCK_CONFLICT", Archive: "runs/2026/1-run-1"},
+			{N: 2, Assertion: "outcomes of the two STARTs of one key", Reason: "failed: <saw> first: REJECTED/DUPLICATE_RECORD", Branch: "DONE/OK + REJECTED/DUPLICATE_RECORD"},
+		}}
+	rep.Violations = []Violating{{Schedule: rep.Schedules[1], Shrunk: true, ShrunkFrom: 30, Command: "flowtest explore p2-11-03-duplicates --replay x/2.json",
+		Replay: []explore.Signature{{Process: "poller A", Method: "PUT", Role: "request"}}, Gherkin: "schedules/2.feature"}}
+	page, err := HTML(rep)
+	require.NoError(t, err)
+	for _, want := range []string{"DONE/OK &#43; REJECTED/DUPLICATE_RECORD</td><td>1", "schedule 2: assertion outcomes of the two STARTs of one key",
+		"1 releases forced, shrunk from 30", `<a href="schedules/2.feature">`, "<code>1. poller A PUT request</code>", `<a href="runs/2026/1-run-1/index.html">record</a>`,
+		"&lt;saw&gt;"} {
+		assert.Contains(t, page, want)
+	}
+	md := Markdown(rep)
+	assert.Contains(t, md, "forced order: 1. poller A PUT request")
+	assert.Contains(t, md, "`schedules/2.feature`")
 }

@@ -37,9 +37,11 @@ func LoadReplay(path string) (ReplayFile, error) {
 	return f, nil
 }
 
-// Write puts explore.json and one schedules/<n>.json per violation into dir, and fills in
-// each violation's file and replay command.
-func Write(dir string, rep *Report, command func(file string) string) error {
+// Write puts explore.json and one schedules/<n>.json per violation into dir, fills in each
+// violation's file and replay command, and, given the scenario's source, writes beside the
+// replay file of each shrunk violation the scenario whose barriers force it
+// (schedules/<n>.feature), or notes why it cannot.
+func Write(dir string, rep *Report, command func(file string) string, src *GherkinSource) error {
 	for i := range rep.Violations {
 		v := &rep.Violations[i]
 		rel := filepath.ToSlash(filepath.Join("schedules", fmt.Sprintf("%d.json", v.Schedule.N)))
@@ -49,6 +51,18 @@ func Write(dir string, rep *Report, command func(file string) string) error {
 		}
 		f := ReplayFile{Scenario: rep.Scenario, Replay: v.Replay, Failure: v.Schedule.failure(), Reason: v.Schedule.Reason, Command: v.Command}
 		if err := writeJSON(filepath.Join(dir, rel), f); err != nil {
+			return err
+		}
+		if src == nil || !v.Shrunk {
+			continue
+		}
+		text, err := Gherkin(*src, v.Schedule.N, v.Schedule.failure(), v.Released)
+		if err != nil {
+			v.GherkinWhy = err.Error()
+			continue
+		}
+		v.Gherkin = strings.TrimSuffix(rel, ".json") + ".feature"
+		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(v.Gherkin)), []byte(text), 0o644); err != nil {
 			return err
 		}
 	}
@@ -92,11 +106,43 @@ func Markdown(rep *Report) string {
 	if len(rep.Violations) > 0 {
 		b.WriteString("\nViolating schedules:\n\n")
 		for _, v := range rep.Violations {
-			fmt.Fprintf(&b, "- schedule %d: %s (%d releases, shrunk from %d) — `%s`\n", v.Schedule.N, v.Schedule.failure(), len(v.Replay), v.ShrunkFrom, v.Command)
+			shrunk := "not shrunk: another schedule of this failure was"
+			if v.Shrunk {
+				shrunk = fmt.Sprintf("%d releases forced, shrunk from %d", len(v.Replay), v.ShrunkFrom)
+			}
+			fmt.Fprintf(&b, "- schedule %d: %s (%s) — `%s`\n", v.Schedule.N, v.Schedule.failure(), shrunk, v.Command)
 			for _, x := range v.Schedule.Violations {
 				fmt.Fprintf(&b, "  - %s: %s\n", x.Invariant, x.Detail)
+			}
+			if !v.Shrunk {
+				continue
+			}
+			if v.Schedule.Reason != "" {
+				fmt.Fprintf(&b, "  - the scenario: %s\n", mdtextLine(v.Schedule.Reason))
+			}
+			fmt.Fprintf(&b, "  - forced order: %s\n", orderLine(v.Replay))
+			switch {
+			case v.Gherkin != "":
+				fmt.Fprintf(&b, "  - as a scenario whose barriers force it: `%s`\n", v.Gherkin)
+			case v.GherkinWhy != "":
+				fmt.Fprintf(&b, "  - no generated scenario: %s\n", v.GherkinWhy)
 			}
 		}
 	}
 	return b.String()
+}
+
+// orderLine is a schedule's order on one line: "1. poller A PUT request [...]; 2. …".
+func orderLine(order []explore.Signature) string {
+	parts := make([]string, len(order))
+	for i, s := range order {
+		parts[i] = fmt.Sprintf("%d. %s", i+1, s)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// mdtextLine is a reason as one Markdown line: its first line, backticks and pipes escaped.
+func mdtextLine(s string) string {
+	first, _, _ := strings.Cut(s, "\n")
+	return strings.NewReplacer("`", "\\`", "|", "\\|").Replace(first)
 }

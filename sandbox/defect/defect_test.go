@@ -116,7 +116,8 @@ func TestShippedBuildHasEveryDefectOff(t *testing.T) {
 		ArchiveAuditFailureRecorded, ArchiveLostResponseNotReread, ArchiveAuditResponseNotCompared, GaiaDa02NotFolded,
 		RecordJobUnlockAcceptsForeignJobKey, RunInsertLoserRetries, RunInsertLostResponseNotAdjudicated, GaiaCo02Resent, CloseClearsLateHold, ReleaseRefusesArchivedRun, CloseArchivesUnknownRun,
 		ArchiveRetryUnbounded, ArchiveConflictTakenAsArchived, ArchiveReleaseFailureIgnored, ArchiveLostAuditNotReread,
-		ArchiveUnreadableRunTakenAsArchived, ArchiveAuditWithoutFence, CloseLockUnreleasedSettledArchived}
+		ArchiveUnreadableRunTakenAsArchived, ArchiveAuditWithoutFence, CloseLockUnreleasedSettledArchived,
+		StartTrustsLookupBeforeLock, StartCoalescedInCycle}
 	for _, on := range switches {
 		assert.False(t, on)
 	}

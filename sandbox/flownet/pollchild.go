@@ -363,7 +363,13 @@ func (p *poller) start(ctx context.Context, req opRequest, by string) (string, s
 	if defect.StartResumesUnfinished {
 		args = append(args, "--resume") // planted defect: START continues an unfinished Run of its key
 	}
-	return classifyRun(p.runChild(ctx, []string{"KSQL_FLOWNET_REQUESTED_BY=" + by}, append(args, "--json")...), true)
+	started := netID + "\x00" + key + "\x00" + sched
+	if a, ok := p.coalescedStart(started); ok {
+		return a.state, a.code, a.msg
+	}
+	state, code, msg := classifyRun(p.runChild(ctx, []string{"KSQL_FLOWNET_REQUESTED_BY=" + by}, append(args, "--json")...), true)
+	p.rememberStart(started, startAnswer{state, code, msg})
+	return state, code, msg
 }
 
 // classifyRun maps a run-network child (RERUN and START) to the request outcome (§1.10).

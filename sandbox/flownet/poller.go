@@ -53,6 +53,8 @@ type poller struct {
 	pc     *pollConfig
 	kc     *kintoneapi.Client
 	counts pollCounts
+	// startedThisCycle is the planted defect start-coalesced-in-cycle's memory (racedefects.go).
+	startedThisCycle map[string]startAnswer
 }
 
 // pollRequests is `poll-requests [--check]`.

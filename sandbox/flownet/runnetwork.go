@@ -264,6 +264,8 @@ func (c *cli) executeRunNetwork(ctx context.Context, o runOptions) (runOutput, e
 		return out, err
 	}
 
+	noRunBeforeLock := lookedUpNoRunBeforeLock(ctx, st, profile, n.NetworkID, o, key)
+
 	// 3. Network lock, owned by this Invocation.
 	invID := "invoke_" + uuid.NewString()
 	lock, err := acquireLock(ctx, st, profile, n.NetworkID, invID, c.ownerInstance(),
@@ -273,7 +275,7 @@ func (c *cli) executeRunNetwork(ctx context.Context, o runOptions) (runOutput, e
 	}
 	lock.startHeartbeat()
 	st.lease = lock
-	e := &execution{c: c, st: st, kf: kf, lock: lock, profile: profile, invID: invID, caps: caps}
+	e := &execution{c: c, st: st, kf: kf, lock: lock, profile: profile, invID: invID, caps: caps, noRunBeforeLock: noRunBeforeLock}
 
 	// 4. Run lookup and outcome, inside the lock.
 	adm, err := e.admit(ctx, n, o, key)
@@ -400,9 +402,12 @@ func (e *execution) admit(ctx context.Context, wc *Network, o runOptions, key De
 			return adm, &codedError{Code: "BUSINESS_KEY_INVALID", Msg: err.Error(), Err: err}
 		}
 	}
-	run, err := e.findRun(ctx, o.resumeRun, r1)
-	if err != nil {
-		return adm, err
+	var run kintoneapi.Record
+	if !e.noRunBeforeLock { // planted defect start-trusts-lookup-before-lock: the lookup before the lock stands
+		var err error
+		if run, err = e.findRun(ctx, o.resumeRun, r1); err != nil {
+			return adm, err
+		}
 	}
 	adm.run = run
 	if run == nil {

@@ -1,0 +1,123 @@
+package explorer
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ksqlflow/flowtest/harness/explore"
+)
+
+func sig(process, method, role, kind string, fields ...string) explore.Signature {
+	return explore.Signature{Process: process, Method: method, Role: role, Kind: kind, Fields: fields}
+}
+
+var (
+	claimFields = []string{"claim_heartbeat_at", "claimed_at", "claimed_host", "request_state"}
+	doneFields  = []string{"request_state", "result_code", "result_message"}
+)
+
+func duplicatesSource(t *testing.T) GherkinSource {
+	t.Helper()
+	text, err := os.ReadFile(filepath.Join("..", "..", "features", "p2-11", "p2-11-03-duplicates.feature"))
+	require.NoError(t, err)
+	line := 0
+	for i, l := range strings.Split(string(text), "\n") {
+		if strings.Contains(l, "Scenario:") {
+			line = i + 1
+		}
+	}
+	return GherkinSource{ID: "p2-11-03-duplicates", Series: "p2-11", Needs: []string{"request-app"},
+		Processes: []string{"poller A", "poller B"}, FeatureText: string(text), ScenarioLine: line}
+}
+
+// The order of a lookup-before-lock race: A claims, B claims (loses), claims the other
+// request and runs its whole START, and only then A's lock write goes.
+func TestGherkinForcesEachStretchBehindBarriers(t *testing.T) {
+	order := []explore.Signature{
+		sig("poller A", "PUT", "request", "", claimFields...),
+		sig("poller B", "PUT", "request", "", claimFields...),
+		sig("poller B", "PUT", "request", "", claimFields...),
+		sig("poller B", "POST", "state", "LOCK", "lock_key", "record_key"),
+		sig("poller B", "PUT", "request", "", doneFields...),
+		sig("poller A", "POST", "state", "LOCK", "lock_key", "record_key"),
+		sig("poller A", "PUT", "request", "", doneFields...),
+	}
+	text, err := Gherkin(duplicatesSource(t), 32, "assertion outcomes of the two STARTs of one key", order)
+	require.NoError(t, err)
+	var steps []string
+	for _, l := range strings.Split(text, "\n") {
+		if m := stepLine.FindStringSubmatch(l); m != nil {
+			steps = append(steps, m[1]+" "+m[2])
+		}
+	}
+	start := -1
+	for i, s := range steps {
+		if strings.HasPrefix(s, "And the kintone traffic of \"poller A\"") {
+			start = i
+			break
+		}
+	}
+	require.GreaterOrEqual(t, start, 0, text)
+	assert.Equal(t, []string{
+		`And the kintone traffic of "poller A" goes through a fault proxy`,
+		`And the kintone traffic of "poller B" goes through a fault proxy`,
+		`And barrier "poller A write 1" in the fault proxy of "poller A" holds the PUT of record in the request app before it is sent when it carries "claimed_at"`,
+		`And barrier "poller B write 2" in the fault proxy of "poller B" holds the PUT of record in the request app before it is sent when it carries "claimed_at"`,
+		`When the poller starts as "poller A"`,
+		`And the poller starts as "poller B"`,
+		`And barrier "poller A write 1" is reached`,
+		`And barrier "poller A write 6" in the fault proxy of "poller A" holds the POST of record in the state app before it is sent when it carries "lock_key"`,
+		`And barrier "poller A write 1" is released`,
+		`And barrier "poller A write 6" is reached`,
+		`And barrier "poller B write 2" is reached`,
+		`And barrier "poller B write 2" is released`,
+		`And "poller B" exits with code 0`,
+		`And barrier "poller A write 6" is released`,
+		`And "poller A" exits with code 0`,
+		`Then "poller A" exits with code 0`,
+	}, steps[start:start+16], text)
+	assert.NotContains(t, text, "run at the same time", "the waiting start step is replaced")
+	assert.Contains(t, text, "@p2-11-03-duplicates-schedule-32 @p2-11")
+	assert.Contains(t, text, "{id: p2-11-03-duplicates-schedule-32, series: p2-11, needs: [fault-proxy, request-app]}")
+	assert.Equal(t, `Given the request app holds no REQUESTED or ACCEPTED request`, steps[0], "the scenario's own steps come first")
+	assert.Equal(t, `And requests "first" and "second" settled as one START: one DONE, the other DONE "NOOP_ALREADY_SUCCESS" or REJECTED "LOCK_CONFLICT" or "RUN_ALREADY_EXISTS"`, steps[len(steps)-1])
+}
+
+// When no field of a stretch's first write tells it from a write of the same process sent
+// since its previous hold, each of those is held in turn (each is then the next write).
+func TestGherkinHoldsEveryWriteWhenNoFieldTellsThemApart(t *testing.T) {
+	order := []explore.Signature{
+		sig("poller A", "PUT", "request", "", claimFields...),
+		sig("poller A", "PUT", "request", "", claimFields...),
+		sig("poller B", "PUT", "request", "", claimFields...),
+		sig("poller A", "PUT", "request", "", claimFields...),
+	}
+	hs := holdPoints(order, "poller A")
+	var at []int
+	for _, h := range hs {
+		at = append(at, h.at)
+	}
+	assert.Equal(t, []int{0, 1, 3}, at, "A's second claim is held too: the barrier for its third would catch it")
+	text, err := Gherkin(duplicatesSource(t), 1, "x", order)
+	require.NoError(t, err)
+	assert.Less(t, strings.Index(text, `barrier "poller A write 2" is released`), strings.Index(text, `barrier "poller A write 4" is reached`))
+	assert.Less(t, strings.Index(text, `barrier "poller A write 4" is reached`), strings.Index(text, `barrier "poller B write 3" is released`))
+}
+
+func TestGherkinRefusesWhatItCannotForce(t *testing.T) {
+	src := duplicatesSource(t)
+	src.Processes = []string{"poller C", "poller D"}
+	_, err := Gherkin(src, 1, "x", []explore.Signature{sig("poller C", "PUT", "request", "", claimFields...)})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "run at the same time")
+
+	src = duplicatesSource(t)
+	_, err = Gherkin(src, 1, "x", []explore.Signature{sig("poller Z", "PUT", "request", "", claimFields...)})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "does not explore")
+}
