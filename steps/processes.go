@@ -266,6 +266,7 @@ func startChild(ctx context.Context, np *namedProc, spec proc.Spec) error {
 		return fmt.Errorf("start %s %q: %w", np.kind, np.name, err)
 	}
 	np.proc = p
+	watchExploredExit(sc.st, np.name, p) // explore.go
 	if np.scope == nil {
 		np.scope = fixturesOf(ctx).scope()
 	}
