@@ -64,33 +64,6 @@ func explored(st *scenario.State, name string) bool {
 	return es.sched != nil && slices.Contains(es.processes, name)
 }
 
-// exploredKsqlFlowEnv points the kSQL-Flow children of an explored process at the process's
-// own proxy (a config copy whose base URL is p): while one of its nodes runs, the process
-// sends nothing itself, and without its children's reads in its proxy the scheduler would
-// take it for idle and release another process's write in the middle of the node — every
-// schedule would then switch process there, and no order in which one process's whole START
-// precedes the other's lock write could be explored. Its children's requests are never held
-// (they write no state, audit or request record); they only show that it is busy.
-//
-// Where the scenario has its kSQL-Flow proxy (ksqlproxy.go: every scenario once its first
-// FlowNet command that can start kSQL-Flow is under way), that one stays, with the
-// scheduler's gate on it: the run's profile snapshot records the base URL every run of the
-// scope must share.
-func exploredKsqlFlowEnv(ctx context.Context, sc *scene, p *faultproxy.Proxy, dir string) ([]string, error) {
-	if ksqlProxyKey.Of(sc.st).kintoneConfig() != "" {
-		return nil, nil
-	}
-	orig, err := describeProfile(ctx, sc, sc.suite.Target.KsqlFlowConfig)
-	if err != nil {
-		return nil, err
-	}
-	path, err := proxiedConfig(ctx, sc, orig, dir, p.URL())
-	if err != nil {
-		return nil, err
-	}
-	return []string{"KSQL_FLOW_CONFIG=" + path}, nil
-}
-
 // Barriers in the fault proxy of an explored process are lifted: such a barrier forces one
 // order of the process's writes, which is what the scheduler decides instead (and a write
 // held at a barrier is one the scheduler released and waits on, so nothing else would be
@@ -124,10 +97,13 @@ func liftedError(st *scenario.State, name string) error {
 }
 
 // exploredJobsGate is the scheduler's gate for the scope's kSQL-Flow proxy in an explored
-// run: the children of every FlowNet process read through that one proxy, so their reads
-// cannot be told apart by process, but while one is in flight some process is busy and
-// nothing is released (the gate holds none of them: they write no state, audit or request
-// record). Nil outside explore.
+// run (ksqlproxy.go: in place before any FlowNet command that can start kSQL-Flow, so before
+// the explored processes). The children of every FlowNet process read through that one
+// proxy, so their reads cannot be told apart by process, but while one is in flight some
+// process is busy and nothing is released: without them a process whose node runs sends
+// nothing itself, and the scheduler would take it for idle and release another process's
+// write in the middle of the node. The gate holds none of them (they write no state, audit
+// or request record). Nil outside explore.
 func exploredJobsGate(st *scenario.State) faultproxy.Gate {
 	es := exploreKey.Of(st)
 	if es.sched == nil {

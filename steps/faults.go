@@ -144,13 +144,6 @@ func proxyEnvFor(ctx context.Context, name string) ([]string, error) {
 		return err
 	})
 	env := flownetProxyEnv(p, bundle)
-	if explored(sc.st, name) {
-		ksql, err := exploredKsqlFlowEnv(ctx, sc, p, dir)
-		if err != nil {
-			return nil, fmt.Errorf("explored process %q: %w", name, err)
-		}
-		env = append(env, ksql...)
-	}
 	fmt.Fprintf(st.Log, "  fault proxy for %q at %s (control file %s)\n", name, p.URL(), control)
 	return env, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/ksqlflow/flowtest/harness/faultproxy"
 	"github.com/ksqlflow/flowtest/harness/scenario"
 	"github.com/ksqlflow/flowtest/harness/stepdef"
+	"github.com/ksqlflow/flowtest/kintoneapi"
 	"github.com/ksqlflow/flowtest/results"
 )
 
@@ -127,14 +128,13 @@ func anotherEventsAudit(eventID, runID string, revisionBefore int, now time.Time
 	if err != nil {
 		return "", err
 	}
-	field := func(typ string, v any) map[string]any { return map[string]any{"type": typ, "value": v} }
-	rec := map[string]any{
-		"$id": field("__ID__", "900000001"), "$revision": field("__REVISION__", "1"),
-		"record_key": field("SINGLE_LINE_TEXT", "OP:"+eventID), "record_type": field("DROP_DOWN", "OPERATION_AUDIT"),
-		"run_id": field("SINGLE_LINE_TEXT", runID), "result_code": field("SINGLE_LINE_TEXT", "RUN_ARCHIVED"),
-		"reason": field("MULTI_LINE_TEXT", string(obj)), "resolved_at": field("DATETIME", at),
+	rec := kintoneapi.Record{
+		"$id": {Type: "__ID__", Value: "900000001"}, "$revision": {Type: "__REVISION__", Value: "1"},
+		"record_key": {Type: "SINGLE_LINE_TEXT", Value: "OP:" + eventID}, "record_type": {Type: "DROP_DOWN", Value: "OPERATION_AUDIT"},
+		"run_id": {Type: "SINGLE_LINE_TEXT", Value: runID}, "result_code": {Type: "SINGLE_LINE_TEXT", Value: "RUN_ARCHIVED"},
+		"reason": {Type: "MULTI_LINE_TEXT", Value: string(obj)}, "resolved_at": {Type: "DATETIME", Value: at},
 	}
-	b, err := json.Marshal(map[string]any{"records": []any{rec}, "totalCount": nil})
+	b, err := json.Marshal(map[string]any{"records": []kintoneapi.Record{rec}, "totalCount": nil})
 	return string(b), err
 }
 
