@@ -9,7 +9,6 @@ import (
 
 	"github.com/ksqlflow/flowtest/harness/explore"
 	"github.com/ksqlflow/flowtest/harness/faultproxy"
-	"github.com/ksqlflow/flowtest/harness/proc"
 	"github.com/ksqlflow/flowtest/harness/scenario"
 	"github.com/ksqlflow/flowtest/harness/target"
 	"github.com/ksqlflow/flowtest/kintoneapi"
@@ -43,17 +42,18 @@ func exploredGate(st *scenario.State, name string) faultproxy.Gate {
 	return es.sched.Gate(name)
 }
 
-// watchExploredExit tells the scheduler when explored process name has exited, so that it
-// counts as quiet at once instead of after the quiescence window (it will send nothing more).
-// The process always ends: the scenario's cleanup stops what is still running.
-func watchExploredExit(st *scenario.State, name string, p *proc.Process) {
+// watchExploredExit tells the scheduler when explored party name has ended (done closed: a
+// process exited, the requester's background cancel was answered), so that it counts as
+// quiet at once instead of after the quiescence window (it will send nothing more). Every
+// party ends: the scenario's cleanup stops what is still running.
+func watchExploredExit(st *scenario.State, name string, done <-chan struct{}) {
 	es := exploreKey.Of(st)
 	if es.sched == nil || !slices.Contains(es.processes, name) {
 		return
 	}
 	sched := es.sched
 	go func() {
-		<-p.Done()
+		<-done
 		sched.Exited(name)
 	}()
 }
