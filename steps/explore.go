@@ -15,9 +15,10 @@ import (
 )
 
 // An explored run (`flowtest explore`): the scenario runs as written, but the kintone writes
-// of the named FlowNet processes go through the scheduler, which decides their order. Each
-// such process gets a fault proxy whether or not the feature declares one, and the proxy's
-// gate is the scheduler's; every other process passes as in `run`.
+// of the named parties go through the scheduler, which decides their order. Each such FlowNet
+// process gets a fault proxy whether or not the feature declares one, and the proxy's gate is
+// the scheduler's; a requester's background cancel (requester.go) has a proxy of its own,
+// gated alike. Every other process passes as in `run`.
 
 type exploreState struct {
 	sched     *explore.Scheduler
