@@ -9,16 +9,16 @@ import (
 
 	"github.com/ksqlflow/flowtest/harness/explore"
 	"github.com/ksqlflow/flowtest/harness/faultproxy"
-	"github.com/ksqlflow/flowtest/harness/proc"
 	"github.com/ksqlflow/flowtest/harness/scenario"
 	"github.com/ksqlflow/flowtest/harness/target"
 	"github.com/ksqlflow/flowtest/kintoneapi"
 )
 
 // An explored run (`flowtest explore`): the scenario runs as written, but the kintone writes
-// of the named FlowNet processes go through the scheduler, which decides their order. Each
-// such process gets a fault proxy whether or not the feature declares one, and the proxy's
-// gate is the scheduler's; every other process passes as in `run`.
+// of the named parties go through the scheduler, which decides their order. Each such FlowNet
+// process gets a fault proxy whether or not the feature declares one, and the proxy's gate is
+// the scheduler's; a requester's background cancel (requester.go) has a proxy of its own,
+// gated alike. Every other process passes as in `run`.
 
 type exploreState struct {
 	sched     *explore.Scheduler
@@ -43,17 +43,18 @@ func exploredGate(st *scenario.State, name string) faultproxy.Gate {
 	return es.sched.Gate(name)
 }
 
-// watchExploredExit tells the scheduler when explored process name has exited, so that it
-// counts as quiet at once instead of after the quiescence window (it will send nothing more).
-// The process always ends: the scenario's cleanup stops what is still running.
-func watchExploredExit(st *scenario.State, name string, p *proc.Process) {
+// watchExploredExit tells the scheduler when explored party name has ended (done closed: a
+// process exited, the requester's background cancel was answered), so that it counts as
+// quiet at once instead of after the quiescence window (it will send nothing more). Every
+// party ends: the scenario's cleanup stops what is still running.
+func watchExploredExit(st *scenario.State, name string, done <-chan struct{}) {
 	es := exploreKey.Of(st)
 	if es.sched == nil || !slices.Contains(es.processes, name) {
 		return
 	}
 	sched := es.sched
 	go func() {
-		<-p.Done()
+		<-done
 		sched.Exited(name)
 	}()
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	hkintone "github.com/ksqlflow/flowtest/harness/kintone"
 	"github.com/ksqlflow/flowtest/harness/scenario"
 	"github.com/ksqlflow/flowtest/harness/stepdef"
 	"github.com/ksqlflow/flowtest/harness/target"
@@ -86,18 +87,27 @@ func (lifecycleDomain) boardCancel(ctx context.Context, ref, read string, want i
 	if err != nil {
 		return err
 	}
-	_, err = g.UpdateRecord(ctx, sc.app(target.RoleRequest), m.id,
-		kintoneapi.Values(map[string]any{"cancel_requested": []string{"取消"}}), rev)
-	seen := 200
-	var ae *kintoneapi.APIError
-	switch {
-	case errors.As(err, &ae):
-		seen = ae.Status
-	case err != nil:
-		return fmt.Errorf("cancel request %q: %w", m.name, err)
+	seen, err := sendBoardCancel(ctx, g, m, rev)
+	if err != nil {
+		return err
 	}
 	sc.st.Note("board cancel of request "+m.name, fmt.Sprintf("PUT cancel_requested at revision %s: HTTP %d", rev, seen))
 	return sc.st.Equal(fmt.Sprintf("HTTP status of the board's cancel PUT of request %s at revision %s", m.name, rev), want, seen)
+}
+
+// sendBoardCancel sends the board's cancel PUT of request m at revision rev through g and
+// returns kintone's HTTP status; an error is a failure that is no kintone answer.
+func sendBoardCancel(ctx context.Context, g *hkintone.Client, m *madeRequest, rev string) (int, error) {
+	_, err := g.UpdateRecord(ctx, sceneOf(ctx).app(target.RoleRequest), m.id,
+		kintoneapi.Values(map[string]any{"cancel_requested": []string{"取消"}}), rev)
+	var ae *kintoneapi.APIError
+	switch {
+	case errors.As(err, &ae):
+		return ae.Status, nil
+	case err != nil:
+		return 0, fmt.Errorf("cancel request %q: %w", m.name, err)
+	}
+	return 200, nil
 }
 
 // noInvocationByRequest: no RUN_INVOCATION of any run carries the request's correlation

@@ -30,10 +30,13 @@ func (d processDomain) register(reg stepdef.Registry) {
 // procRef is the pattern of a process reference in feature text.
 const procRef = `(the FlowNet run|the holder|"[^"]+")`
 
-// Process kinds.
+// Process kinds. A requester is no child process: the harness's background party sending
+// the request board's cancel (requester.go), named here so that its name is taken like a
+// process's and a step that needs a process refuses it.
 const (
-	kindFlowNet  = "FlowNet"
-	kindKsqlFlow = "kSQL-Flow"
+	kindFlowNet   = "FlowNet"
+	kindKsqlFlow  = "kSQL-Flow"
+	kindRequester = "requester"
 )
 
 // namedProc is one child process the scenario started and can address.
@@ -42,9 +45,9 @@ type namedProc struct {
 	kind    string
 	role    string // "holder" for the standalone kSQL-Flow of a lock conflict
 	scope   *scope.Scope
-	proc    *proc.Process
-	flownet *flownetCall // set for FlowNet processes
-	retired bool         // its scope was replaced by a trial's: no longer in play
+	proc    *proc.Process // nil for a requester
+	flownet *flownetCall  // set for FlowNet processes
+	retired bool          // its scope was replaced by a trial's: no longer in play
 }
 
 // processState is the scenario's process table.
@@ -63,6 +66,11 @@ func (ps *processState) add(p *namedProc) error {
 	}
 	ps.all = append(ps.all, p)
 	return nil
+}
+
+// addRequester names the requester's background cancel in the table: its name is taken.
+func (ps *processState) addRequester(ctx context.Context, name string) error {
+	return ps.add(&namedProc{name: name, kind: kindRequester, scope: fixturesOf(ctx).scope()})
 }
 
 // started says whether a process of that name was started in this scenario.
@@ -91,6 +99,9 @@ func (ps *processState) resolve(ref string) (*namedProc, error) {
 	}
 	name := strings.Trim(ref, `"`)
 	for _, p := range ps.all {
+		if p.name == name && p.kind == kindRequester {
+			return nil, fmt.Errorf("%q is the requester's background cancel, not a process: wait for it with \"the requester's cancel was answered 200 or 409\"", name)
+		}
 		if p.name == name {
 			return p, nil
 		}
@@ -266,7 +277,7 @@ func startChild(ctx context.Context, np *namedProc, spec proc.Spec) error {
 		return fmt.Errorf("start %s %q: %w", np.kind, np.name, err)
 	}
 	np.proc = p
-	watchExploredExit(sc.st, np.name, p) // explore.go
+	watchExploredExit(sc.st, np.name, p.Done()) // explore.go
 	if np.scope == nil {
 		np.scope = fixturesOf(ctx).scope()
 	}

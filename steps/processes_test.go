@@ -45,6 +45,25 @@ func TestTheFlowNetRunNeedsExactlyOneInPlay(t *testing.T) {
 	assert.ErrorContains(t, ps.add(&namedProc{name: "the first run", kind: kindFlowNet}), "already started")
 }
 
+// The requester's background cancel takes its name in the process table, but a step that
+// needs a process (its exit, its output, its proxy's end) refuses it instead of reaching for
+// a process it does not have.
+func TestARequesterIsNamedButIsNoProcess(t *testing.T) {
+	var ps processState
+	require.NoError(t, ps.add(&namedProc{name: "poller 1", kind: kindFlowNet, flownet: &flownetCall{name: "poller 1"}}))
+	require.NoError(t, ps.add(&namedProc{name: "requester", kind: kindRequester}))
+	assert.True(t, ps.started("requester"))
+	assert.ErrorContains(t, ps.add(&namedProc{name: "requester", kind: kindFlowNet}), "already started")
+	_, err := ps.resolve(`"requester"`)
+	assert.ErrorContains(t, err, "not a process")
+	_, err = ps.flownetRun(`"requester"`)
+	assert.ErrorContains(t, err, "not a process")
+	got, err := ps.resolve("the FlowNet run")
+	require.NoError(t, err, "the requester is no FlowNet process in play")
+	assert.Equal(t, "poller 1", got.name)
+	assert.Len(t, ps.flownetCalls(), 1)
+}
+
 func TestTheHolderIsTheKsqlFlowWithThatRole(t *testing.T) {
 	var ps processState
 	require.NoError(t, ps.add(&namedProc{name: "flownet-run-network-1", kind: kindFlowNet, flownet: &flownetCall{}}))

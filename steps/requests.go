@@ -85,25 +85,9 @@ func requestsOf(ctx context.Context) *requestState { return requestKey.Of(scenar
 // the scope's requests after the scenario: pushed before the first write, so it runs even
 // when that write half-failed.
 func (rs *requestState) writer(ctx context.Context) (*hkintone.Client, error) {
-	sc, fx := sceneOf(ctx), fixturesOf(ctx)
+	sc := sceneOf(ctx)
 	if rs.guard == nil {
-		t := sc.suite.Target
-		req, err := t.App(target.RoleRequest)
-		if err != nil {
-			return nil, err
-		}
-		hc, err := kintoneapi.HTTPClientWithCA(t.CAFile)
-		if err != nil {
-			return nil, err
-		}
-		apps := hkintone.Apps{State: t.Apps[target.RoleState].ID, Audit: t.Apps[target.RoleAudit].ID, Request: req.ID,
-			Log: t.Apps[target.RoleLog].ID, CSV: t.Apps[target.RoleCSV].ID}
-		for _, r := range []string{target.RoleCustomers, target.RoleDeals} {
-			if a, ok := t.Apps[r]; ok {
-				apps.Business = append(apps.Business, a.ID)
-			}
-		}
-		g, err := hkintone.New(kintoneapi.New(t.BaseURL, hc, map[string]string{req.ID: req.Token("full")}), apps, fx.scope().ID(), hkintone.Options{Profile: t.Profile, Counter: sc.st.API})
+		g, err := requestGuard(ctx, sc.suite.Target.BaseURL, sc.suite.Target.CAFile)
 		if err != nil {
 			return nil, err
 		}
@@ -126,6 +110,29 @@ func (rs *requestState) writer(ctx context.Context) (*hkintone.Client, error) {
 		})
 	}
 	return rs.guard, nil
+}
+
+// requestGuard is the scope's guarded client of the request app, sending to baseURL (the
+// target's, or a proxy's in front of it) and trusting the CAs of caFiles.
+func requestGuard(ctx context.Context, baseURL string, caFiles ...string) (*hkintone.Client, error) {
+	sc, fx := sceneOf(ctx), fixturesOf(ctx)
+	t := sc.suite.Target
+	req, err := t.App(target.RoleRequest)
+	if err != nil {
+		return nil, err
+	}
+	hc, err := kintoneapi.HTTPClientWithCAs(caFiles...)
+	if err != nil {
+		return nil, err
+	}
+	apps := hkintone.Apps{State: t.Apps[target.RoleState].ID, Audit: t.Apps[target.RoleAudit].ID, Request: req.ID,
+		Log: t.Apps[target.RoleLog].ID, CSV: t.Apps[target.RoleCSV].ID}
+	for _, r := range []string{target.RoleCustomers, target.RoleDeals} {
+		if a, ok := t.Apps[r]; ok {
+			apps.Business = append(apps.Business, a.ID)
+		}
+	}
+	return hkintone.New(kintoneapi.New(baseURL, hc, map[string]string{req.ID: req.Token("full")}), apps, fx.scope().ID(), hkintone.Options{Profile: t.Profile, Counter: sc.st.API})
 }
 
 // find resolves a request reference: "the request" is the latest one made.

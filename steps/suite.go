@@ -27,6 +27,7 @@
 //	pollers.go       poll-requests as named processes: allow-list, timing, counters
 //	starts.go        START expectations: 案件管理 read independently, as_of, JOB log as_of
 //	lifecycle.go     the request lifecycle: requester's cancel, CLOSE, archive-run, arrivals
+//	requester.go     the requester as a named background party: its cancel through its own proxy, the race it runs
 //	explore.go       an explored run: the scheduler's gate on the named processes' proxies, final records
 //	faults.go        a fault proxy per named FlowNet process: modes and barriers
 //	apiproxy.go      the options and CA every proxy shares; a counting proxy for the FlowNet processes without a fault proxy
@@ -144,6 +145,7 @@ var domains = []func(stepdef.Registry){
 	csvLeakDomain{}.register,
 	csvFaultDomain{}.register,
 	lifecycleDomain{}.register,
+	requesterDomain{}.register,
 	orderDomain{}.register,
 	jobUnlockDomain{}.register,
 	selectiveFaultDomain{}.register,
