@@ -314,7 +314,7 @@ func (s *session) gherkinSource(it runner.Item, processes []string) *explorer.Gh
 		needs[i] = string(n)
 	}
 	return &explorer.GherkinSource{ID: it.ID, Series: it.Series, Needs: needs, Processes: processes,
-		FeatureText: string(text), ScenarioLine: int(it.Feature.Line)}
+		FeatureText: string(text), Path: it.Feature.Path, ScenarioLine: int(it.Feature.Line)}
 }
 
 // replayStrategy plans exactly one schedule: the replay file's order.
