@@ -28,7 +28,9 @@
 //	starts.go        START expectations: 案件管理 read independently, as_of, JOB log as_of
 //	lifecycle.go     the request lifecycle: requester's cancel, CLOSE, archive-run, arrivals
 //	explore.go       an explored run: the scheduler's gate on the named processes' proxies, final records
-//	faults.go        a fault proxy per named FlowNet process: modes and barriers
+//	faults.go        a fault proxy per named FlowNet process: modes and outages
+//	barriers.go      barriers in those proxies: a request held, waited for, released by name
+//	faulttraffic.go  what a process sent through its fault proxy: call budgets, heartbeats, no write after its lease
 //	apiproxy.go      the options and CA every proxy shares; a counting proxy for the FlowNet processes without a fault proxy
 //	ksqlproxy.go     the scenario's kSQL-Flow proxy: every kSQL-Flow process reaches kintone through it, counted
 //	selectivefaults.go  selective faults in those proxies: respond, lose-response, reset, delay
@@ -132,6 +134,8 @@ var domains = []func(stepdef.Registry){
 	pollerDomain{}.register,
 	startDomain{}.register,
 	faultDomain{}.register,
+	barrierDomain{}.register,
+	faultTrafficDomain{}.register,
 	windowDomain{}.register,
 	stopDomain{}.register,
 	csvIODomain{}.register,
