@@ -122,7 +122,7 @@ func (x *ExploreCatch) check(known map[string]bool) error {
 func CheckExplorable(all []Defect, explorable map[string]bool) error {
 	for _, d := range all {
 		if d.Explore != nil && !explorable[d.Explore.Scenario] {
-			return fmt.Errorf("defect %s: explore: scenario %s is not explorable (its manifest entry declares no explore processes)", d.Name, d.Explore.Scenario)
+			return fmt.Errorf("defect %s: explore: scenario %s is not declared explorable (its manifest entry has no explore: {processes: [...]})", d.Name, d.Explore.Scenario)
 		}
 	}
 	return nil

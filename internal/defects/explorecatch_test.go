@@ -41,7 +41,7 @@ func TestExploreCatchRefusals(t *testing.T) {
 	assert.NoError(t, CheckExplorable(cat.Defects, map[string]bool{"p2-11-03-duplicates": true}))
 	err = CheckExplorable(cat.Defects, map[string]bool{"p2-11-03-duplicates": false})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "not explorable")
+	assert.Contains(t, err.Error(), "not declared explorable")
 }
 
 func TestExploreCatchFindsTheFirstScheduleFailingTheDeclaredWay(t *testing.T) {
