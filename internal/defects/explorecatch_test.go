@@ -77,4 +77,9 @@ func TestRaceDefectVerdict(t *testing.T) {
 	assert.Equal(t, VerdictEscaped, VerdictOf("d", []Row{{defect: "d", Verdict: VerdictEscaped}, found, found}))
 	assert.Equal(t, VerdictEscaped, VerdictOf("d", []Row{missed, {defect: "d", Verdict: VerdictEscaped}}))
 	assert.Equal(t, VerdictEscaped, VerdictOf("d", []Row{missed}), "a passing run alone proves nothing")
+	// The generated scenario passing on the correct sandbox is a proof too, never the verdict.
+	passes := Row{defect: "d", Verdict: VerdictControlOK}
+	assert.Equal(t, VerdictCaught, VerdictOf("d", []Row{missed, found, found, found, passes}))
+	assert.Equal(t, VerdictEscaped, VerdictOf("d", []Row{missed, found, found, {defect: "d", Verdict: VerdictEscaped}, passes}), "the generated scenario did not fail on the broken sandbox")
+	assert.Equal(t, VerdictEscaped, VerdictOf("d", []Row{missed, passes}))
 }
