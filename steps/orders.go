@@ -139,12 +139,12 @@ func (orderDomain) threeWayOrder(ctx context.Context, stop, runner, closer, stop
 	if err != nil {
 		return err
 	}
-	fs := faultKey.Of(sc.st)
-	holdLeft, err := fs.releasedAt(stopBarrier)
+	bs := barrierKey.Of(sc.st)
+	holdLeft, err := bs.releasedAt(stopBarrier)
 	if err != nil {
 		return err
 	}
-	archiveLeft, err := fs.releasedAt(closeBarrier)
+	archiveLeft, err := bs.releasedAt(closeBarrier)
 	if err != nil {
 		return err
 	}

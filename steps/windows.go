@@ -64,8 +64,8 @@ func holdReadBarrier(ctx context.Context, name, role string) (*barrierEntry, err
 	if err := kp.ensure(ctx, sc); err != nil {
 		return nil, err
 	}
-	fs := faultKey.Of(sc.st)
-	if err := fs.unused(name); err != nil {
+	bs := barrierKey.Of(sc.st)
+	if err := bs.unused(name); err != nil {
 		return nil, err
 	}
 	appID := sc.app(role)
@@ -82,7 +82,7 @@ func holdReadBarrier(ctx context.Context, name, role string) (*barrierEntry, err
 		return nil, fmt.Errorf("barrier %q: %w", name, err)
 	}
 	e := &barrierEntry{name: name, id: b.ID, process: windowProxyName, proxy: p}
-	return e, fs.addBarrier(e)
+	return e, bs.addBarrier(e)
 }
 
 // --- Held windows declared after earlier runs (P2-01, P2-16) ---------------------------------

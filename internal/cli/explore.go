@@ -210,7 +210,7 @@ func (s *session) exploreRuns(ctx context.Context, tgt *target.Target, stdout io
 	// Only the explored scenario: the others of the selection are not records of a schedule.
 	s.items = []runner.Item{it}
 	if it.Explore == nil {
-		fmt.Fprintf(stdout, "flowtest explore: %s is not explorable: its manifest entry declares no explore processes\n", sp.id)
+		fmt.Fprintf(stdout, "flowtest explore: %s is not declared explorable: its manifest entry has no explore: {processes: [...]} (a race scenario that cannot be explored says why beside its entry)\n", sp.id)
 		return runner.ExitRefused
 	}
 	sp.processes = it.Explore.Processes
@@ -314,7 +314,7 @@ func (s *session) gherkinSource(it runner.Item, processes []string) *explorer.Gh
 		needs[i] = string(n)
 	}
 	return &explorer.GherkinSource{ID: it.ID, Series: it.Series, Needs: needs, Processes: processes,
-		FeatureText: string(text), ScenarioLine: int(it.Feature.Line)}
+		FeatureText: string(text), Path: it.Feature.Path, ScenarioLine: int(it.Feature.Line)}
 }
 
 // replayStrategy plans exactly one schedule: the replay file's order.

@@ -37,6 +37,7 @@ type Run struct {
 	Root, GoBin, Self, Work string
 	Log                     io.Writer
 	Ctx                     context.Context
+	correct                 lazyBin // the correct sandbox (generated.go)
 }
 
 // DefaultJobs: the runs mostly wait (emulated kintone latency, long reads), so a few
@@ -135,6 +136,11 @@ func (r *Run) build(dir, tags string) (string, error) {
 // runScenarios runs `flowtest run` (this executable) on the given sandbox binary and returns
 // the records of the scenarios, by id, plus the run's exit code.
 func (r *Run) runScenarios(dir, bin string, ids []string) (map[string]*results.Scenario, int, error) {
+	return r.runScenariosIn(dir, bin, filepath.Join(r.Root, "features"), ids)
+}
+
+// runScenariosIn is runScenarios with the feature files, manifest and fixtures of features.
+func (r *Run) runScenariosIn(dir, bin, features string, ids []string) (map[string]*results.Scenario, int, error) {
 	tags := make([]string, len(ids))
 	for i, id := range ids {
 		tags[i] = "@" + id
@@ -147,7 +153,7 @@ func (r *Run) runScenarios(dir, bin string, ids []string) (map[string]*results.S
 	}
 	defer logf.Close()
 	cmd := exec.CommandContext(r.Ctx, r.Self, "run", "--sandbox-bin", bin, "--tags", strings.Join(tags, " or "), "--out", out,
-		"--features", filepath.Join(r.Root, "features"), "--lock-dir", filepath.Join(dir, "lock"))
+		"--features", features, "--lock-dir", filepath.Join(dir, "lock"))
 	cmd.Dir = r.Root
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// An interrupt is passed on so that the run cleans up and stops its emulator; a kill
@@ -205,9 +211,9 @@ func (r *Run) control(selected []Defect) []Row {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fail(err.Error())
 	}
-	bin, err := r.build(dir, "")
+	bin, err := r.correctSandbox()
 	if err != nil {
-		return fail("build: " + err.Error())
+		return fail(err.Error())
 	}
 	recs, _, err := r.runScenarios(dir, bin, ids)
 	if err != nil {

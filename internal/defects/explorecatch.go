@@ -29,7 +29,10 @@ import (
 //  2. `flowtest explore` of the scenario with the declared strategy, seed and budget finds a
 //     schedule failing the declared way — the scenario's first failing assertion (and its
 //     seen value), or an invariant — without a crash of any process (the crash rule);
-//  3. `flowtest explore --replay` of that failure's shrunk schedule fails the same way.
+//  3. `flowtest explore --replay` of that failure's shrunk schedule fails the same way;
+//  4. and 5. the scenario generated for that schedule, added to a copy of the suite, fails
+//     the same way under `flowtest run` on the broken sandbox and passes on the correct one
+//     (generated.go).
 
 // ExploreCatch is a defect's `explore:` entry.
 type ExploreCatch struct {
@@ -119,7 +122,7 @@ func (x *ExploreCatch) check(known map[string]bool) error {
 func CheckExplorable(all []Defect, explorable map[string]bool) error {
 	for _, d := range all {
 		if d.Explore != nil && !explorable[d.Explore.Scenario] {
-			return fmt.Errorf("defect %s: explore: scenario %s is not explorable (its manifest entry declares no explore processes)", d.Name, d.Explore.Scenario)
+			return fmt.Errorf("defect %s: explore: scenario %s is not declared explorable (its manifest entry has no explore: {processes: [...]})", d.Name, d.Explore.Scenario)
 		}
 	}
 	return nil
@@ -185,7 +188,11 @@ func (r *Run) exploreRows(d Defect, dir, bin string) []Row {
 		replay.Verdict = VerdictCaught
 		replay.failing = fmt.Sprintf("%s (%d releases) fails the same way: %s", v.File, len(v.Replay), again.Schedules[0].Failure())
 	}
-	return append(rows, replay)
+	rows = append(rows, replay)
+	if r.Ctx.Err() != nil {
+		return rows
+	}
+	return append(rows, r.generatedRows(d, dir, bin, exploreDir, v)...)
 }
 
 func (x *ExploreCatch) want() string {
@@ -376,9 +383,10 @@ func branches(m map[string]int) string {
 }
 
 // exploreEstimate is an explore catch's expected time: its schedules about six at once
-// (the sandbox's concurrency on two cores), a shrink and a replay, each a run of the scenario.
+// (the sandbox's concurrency on two cores), a shrink, a replay and the generated scenario's
+// two runs, each a run of the scenario, and the run that misses it.
 func exploreEstimate(x *ExploreCatch, scenario time.Duration) time.Duration {
-	return scenario * time.Duration(x.Schedules/6+shrinkRunsEstimate+2)
+	return scenario * time.Duration(x.Schedules/6+shrinkRunsEstimate+4)
 }
 
 // shrinkRunsEstimate is about what a shrink costs in runs (the command's --shrink-runs is 12).

@@ -41,7 +41,7 @@ func TestExploreCatchRefusals(t *testing.T) {
 	assert.NoError(t, CheckExplorable(cat.Defects, map[string]bool{"p2-11-03-duplicates": true}))
 	err = CheckExplorable(cat.Defects, map[string]bool{"p2-11-03-duplicates": false})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "not explorable")
+	assert.Contains(t, err.Error(), "not declared explorable")
 }
 
 func TestExploreCatchFindsTheFirstScheduleFailingTheDeclaredWay(t *testing.T) {
@@ -77,4 +77,9 @@ func TestRaceDefectVerdict(t *testing.T) {
 	assert.Equal(t, VerdictEscaped, VerdictOf("d", []Row{{defect: "d", Verdict: VerdictEscaped}, found, found}))
 	assert.Equal(t, VerdictEscaped, VerdictOf("d", []Row{missed, {defect: "d", Verdict: VerdictEscaped}}))
 	assert.Equal(t, VerdictEscaped, VerdictOf("d", []Row{missed}), "a passing run alone proves nothing")
+	// The generated scenario passing on the correct sandbox is a proof too, never the verdict.
+	passes := Row{defect: "d", Verdict: VerdictControlOK}
+	assert.Equal(t, VerdictCaught, VerdictOf("d", []Row{missed, found, found, found, passes}))
+	assert.Equal(t, VerdictEscaped, VerdictOf("d", []Row{missed, found, found, {defect: "d", Verdict: VerdictEscaped}, passes}), "the generated scenario did not fail on the broken sandbox")
+	assert.Equal(t, VerdictEscaped, VerdictOf("d", []Row{missed, passes}))
 }

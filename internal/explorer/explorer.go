@@ -119,8 +119,10 @@ type Violating struct {
 	// none could be generated, GherkinWhy says why.
 	Gherkin    string `json:"gherkin,omitempty"`
 	GherkinWhy string `json:"gherkin_why,omitempty"`
-	File       string `json:"file,omitempty"` // schedules/<n>.json
-	Command    string `json:"command,omitempty"`
+	// Joins says how the generated scenario joins the suite (AddToSuite).
+	Joins   *Joining `json:"joins,omitempty"`
+	File    string   `json:"file,omitempty"` // schedules/<n>.json
+	Command string   `json:"command,omitempty"`
 }
 
 // Report is explore.json.

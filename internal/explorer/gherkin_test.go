@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ksqlflow/flowtest/harness/explore"
+	"github.com/ksqlflow/flowtest/runner"
+	"github.com/ksqlflow/flowtest/runner/tagexpr"
 )
 
 func sig(process, method, role, kind string, fields ...string) explore.Signature {
@@ -32,7 +34,7 @@ func duplicatesSource(t *testing.T) GherkinSource {
 		}
 	}
 	return GherkinSource{ID: "p2-11-03-duplicates", Series: "p2-11", Needs: []string{"request-app"},
-		Processes: []string{"poller A", "poller B"}, FeatureText: string(text), ScenarioLine: line}
+		Processes: []string{"poller A", "poller B"}, FeatureText: string(text), Path: "p2-11/p2-11-03-duplicates.feature", ScenarioLine: line}
 }
 
 // The order of a lookup-before-lock race: A claims, B claims (loses), claims the other
@@ -120,4 +122,54 @@ func TestGherkinRefusesWhatItCannotForce(t *testing.T) {
 	_, err = Gherkin(src, 1, "x", []explore.Signature{sig("poller Z", "PUT", "request", "", claimFields...)})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "does not explore")
+}
+
+// The generated scenario, added to a copy of the suite the way its header says, is a
+// scenario `flowtest run --features <copy> --tags @<id>` selects and runs: the copy's
+// manifest and feature files load, its tags agree with its entry (the runner refuses any
+// disagreement), and it needs the fault proxy its barriers sit in. The explored scenario
+// is still there, unchanged.
+func TestGherkinJoinsACopyOfTheSuite(t *testing.T) {
+	order := []explore.Signature{
+		sig("poller A", "PUT", "request", "", claimFields...),
+		sig("poller B", "PUT", "request", "", claimFields...),
+		sig("poller A", "POST", "state", "LOCK", "lock_key", "record_key"),
+		sig("poller B", "PUT", "request", "", doneFields...),
+		sig("poller A", "PUT", "request", "", doneFields...),
+	}
+	src := duplicatesSource(t)
+	text, err := Gherkin(src, 7, "assertion outcomes of the two STARTs of one key", order)
+	require.NoError(t, err)
+	j := joiningOf(src, 7)
+	assert.Contains(t, text, "features/p2-11/p2-11-03-duplicates.feature", "the header names the file to append it to")
+	assert.Contains(t, text, j.Entry)
+	dst := filepath.Join(t.TempDir(), "features")
+	require.NoError(t, AddToSuite(filepath.Join("..", "..", "features"), dst, j, text))
+
+	data, err := os.ReadFile(filepath.Join(dst, "manifest.yaml"))
+	require.NoError(t, err)
+	m, err := runner.ParseManifest("manifest.yaml", data)
+	require.NoError(t, err)
+	feats, err := runner.Discover(os.DirFS(dst), ".", m)
+	require.NoError(t, err, "the copy's feature files load and their tags agree with the manifest")
+	expr, err := tagexpr.Parse("@" + j.ID)
+	require.NoError(t, err)
+	var ran []runner.Item
+	for i, it := range runner.Plan(m, feats, runner.Selection{Expr: expr, GOOS: "linux"}) {
+		if it.Run {
+			ran = append(ran, it)
+			assert.Equal(t, "p2-11-03-duplicates", m.Scenarios[i-1].ID, "its entry follows the explored one")
+		}
+	}
+	require.Len(t, ran, 1)
+	it := ran[0]
+	assert.Equal(t, j.ID, it.ID)
+	assert.Equal(t, "p2-11/p2-11-03-duplicates.feature", it.Feature.Path)
+	assert.Contains(t, it.Feature.StepText, `When the poller starts as "poller A"`)
+	assert.True(t, it.Needs.Has(runner.Need("fault-proxy")), "its barriers need the fault proxy: %v", it.Needs)
+	assert.NotNil(t, feats["p2-11-03-duplicates"], "the explored scenario stays")
+
+	require.Error(t, AddToSuite(filepath.Join("..", "..", "features"), dst, j, text), "an existing copy is not overwritten")
+	j.Explored = "no-such-scenario"
+	require.ErrorContains(t, AddToSuite(filepath.Join("..", "..", "features"), filepath.Join(t.TempDir(), "f"), j, text), "no one-line entry")
 }

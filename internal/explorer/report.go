@@ -62,6 +62,8 @@ func Write(dir string, rep *Report, command func(file string) string, src *Gherk
 			continue
 		}
 		v.Gherkin = strings.TrimSuffix(rel, ".json") + ".feature"
+		j := joiningOf(*src, v.Schedule.N)
+		v.Joins = &j
 		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(v.Gherkin)), []byte(text), 0o644); err != nil {
 			return err
 		}
