@@ -51,9 +51,9 @@ func (b closeRaceBranch) observed() string {
 //   - the resume's whole locked section ends before the CLOSE's lock write: the Run ends
 //     FAILED with two attempts, then it is archived.
 //
-// Which of the last and a resume that ran on an already ARCHIVED Run (a bug) happened
-// cannot be told from what is left: only the order of the writes shows it (the invariant
-// no-attempt-after-close of `flowtest explore`).
+// The last branch is named without an order: a resume that ran on an already ARCHIVED Run
+// (a bug) leaves the same records and output, and only the order of the writes tells them
+// apart (the invariant no-attempt-after-close of `flowtest explore`).
 func closeRaceBranches(node string) []closeRaceBranch {
 	archived := "outcome=ARCHIVED audit=RECORDED lock_released=true"
 	rejected := "outcome=REJECTED code=LOCK_CONFLICT lock_released=true"
@@ -62,7 +62,7 @@ func closeRaceBranches(node string) []closeRaceBranch {
 		{"archive first, the resume refused LOCK_CONFLICT", 0, archived, 1, "refused LOCK_CONFLICT", "FAILED/ARCHIVED", node + " 1 FAILED"},
 		{"archive first, the resume refused RUN_NOT_RESUMABLE", 0, archived, 1, "refused RUN_NOT_RESUMABLE", "FAILED/ARCHIVED", node + " 1 FAILED"},
 		{"resume first, the archive REJECTED LOCK_CONFLICT", 1, rejected, 1, ran, "FAILED/ACTIVE", node + " 1,2 FAILED"},
-		{"resume first, then ARCHIVED", 0, archived, 1, ran, "FAILED/ARCHIVED", node + " 1,2 FAILED"},
+		{"the resume ran, the archive ARCHIVED", 0, archived, 1, ran, "FAILED/ARCHIVED", node + " 1,2 FAILED"},
 	}
 }
 
