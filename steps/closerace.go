@@ -113,19 +113,23 @@ func (closeRaceDomain) settledByTheLock(ctx context.Context, archiveName, resume
 	seen := closeRaceBranch{archiveExit: ac.result.ExitCode, archive: archive, resumeExit: rc.result.ExitCode,
 		resume: resumeSaid(rc, run.RunID), run: run.Status + "/" + orNone(run.LifecycleStatus), attemptsSeen: attempts}
 
-	branches := closeRaceBranches(nodeName)
-	var want []string
-	held := ""
-	for _, b := range branches {
+	held, want := matchCloseRace(seen, nodeName)
+	// Which of the alternatives held: `flowtest explore` counts the branches.
+	sc.st.Note(explore.BranchNote, orNone(held))
+	return sc.st.Assert("the archive and the resume settled in an order the Network lock allows",
+		"one of: "+strings.Join(want, " | "), seen.observed(), held != "")
+}
+
+// matchCloseRace is the allowed order whose whole expectation equals seen ("" when none),
+// and every order's expectation, named, for the record.
+func matchCloseRace(seen closeRaceBranch, node string) (held string, want []string) {
+	for _, b := range closeRaceBranches(node) {
 		want = append(want, b.name+": "+b.observed())
 		if b.observed() == seen.observed() {
 			held = b.name
 		}
 	}
-	// Which of the alternatives held: `flowtest explore` counts the branches.
-	sc.st.Note(explore.BranchNote, orNone(held))
-	return sc.st.Assert("the archive and the resume settled in an order the Network lock allows",
-		"one of: "+strings.Join(want, " | "), seen.observed(), held != "")
+	return held, want
 }
 
 // resumeSaid is what a run-network --resume-run said: refused with the code of its
