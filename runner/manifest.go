@@ -39,10 +39,18 @@ type Entry struct {
 }
 
 // Explore names the FlowNet processes of a race scenario (as its feature names them, e.g.
-// "poller A") whose writes `flowtest explore` holds and orders.
+// "poller A") whose writes `flowtest explore` holds and orders — or, for a scenario that
+// cannot be explored as written (its barriers force one order and its assertions hold only
+// in that order), the explorable scenario `flowtest explore <id>` runs instead (Via, its
+// free-race sibling) and why (Reason). An entry has Processes or Via, never both.
 type Explore struct {
 	Processes []string `yaml:"processes"`
+	Via       string   `yaml:"via"`
+	Reason    string   `yaml:"reason"`
 }
+
+// Explorable: the entry's own processes can be explored (not a redirect).
+func (e Entry) Explorable() bool { return e.Explore != nil && len(e.Explore.Processes) > 0 }
 
 // Tags are the tags an entry implies: @<id>, @<series>, @acc-<n>. A feature file carries
 // them too; for an entry without a feature file they decide whether a tag expression would
@@ -87,7 +95,7 @@ var (
 var (
 	manifestKeys = []string{"schema_version", "extended", "scenarios"}
 	entryKeys    = []string{"id", "series", "acceptance", "needs", "limits", "explore"}
-	exploreKeys  = []string{"processes"}
+	exploreKeys  = []string{"processes", "via", "reason"}
 )
 
 // LoadManifest reads and validates the manifest at path in fsys; errors name path.
@@ -214,8 +222,15 @@ func ParseManifest(name string, data []byte) (*Manifest, error) {
 			accs[a] = true
 		}
 		if x := e.Explore; x != nil {
-			if len(x.Processes) == 0 {
-				return nil, at(line("explore"), "scenario %s: explore names no processes", e.ID)
+			switch {
+			case len(x.Processes) > 0 && x.Via != "":
+				return nil, at(line("explore"), "scenario %s: explore has processes and via: either its own processes are explored or another scenario is, not both", e.ID)
+			case x.Via != "" && strings.TrimSpace(x.Reason) == "":
+				return nil, at(line("explore"), "scenario %s: explore via %s needs a reason (why this scenario is not explored itself)", e.ID, x.Via)
+			case x.Via == "" && x.Reason != "":
+				return nil, at(line("explore"), "scenario %s: explore reason without via: a reason says why the exploration is redirected", e.ID)
+			case len(x.Processes) == 0 && x.Via == "":
+				return nil, at(line("explore"), "scenario %s: explore names no processes (and no via)", e.ID)
 			}
 			procs := map[string]bool{}
 			for _, p := range x.Processes {
@@ -224,6 +239,22 @@ func ParseManifest(name string, data []byte) (*Manifest, error) {
 				}
 				procs[p] = true
 			}
+		}
+	}
+	// A redirect names an entry that is explorable itself: no chains, no loops.
+	for i, e := range m.Scenarios {
+		if e.Explore == nil || e.Explore.Via == "" {
+			continue
+		}
+		l := keyLine(scen.Content[i], "explore")
+		to, ok := m.Entry(e.Explore.Via)
+		switch {
+		case e.Explore.Via == e.ID:
+			return nil, at(l, "scenario %s: explore via itself", e.ID)
+		case !ok:
+			return nil, at(l, "scenario %s: explore via %s: no such scenario in the manifest", e.ID, e.Explore.Via)
+		case !to.Explorable():
+			return nil, at(l, "scenario %s: explore via %s, which is not explorable itself (its entry declares no explore processes)", e.ID, to.ID)
 		}
 	}
 	extended := map[string]bool{}

@@ -151,9 +151,16 @@ func TestManifestRefusalsNameFileAndLine(t *testing.T) {
 		{"extended before acceptance", "schema_version: 1\nextended: [x]\nscenarios:\n  - {id: a, series: x}\n  - {id: b, series: s}\n", "m.yaml:4: scenario a of the extended series x comes before the acceptance scenario b"},
 		{"extended twice", "schema_version: 1\nextended: [x, x]\nscenarios:\n  - {id: a, series: x}\n", `m.yaml:2: extended series "x" listed twice`},
 		{"unknown entry key", head + "  - {id: a, series: s}\n  - {id: b, series: s, acceptence: [1]}\n", `m.yaml:4: unknown scenario key "acceptence" (known: id, series, acceptance, needs, limits, explore)`},
-		{"unknown explore key", head + "  - {id: a, series: s, explore: {process: [A]}}\n", `m.yaml:3: unknown explore key "process" (known: processes)`},
+		{"unknown explore key", head + "  - {id: a, series: s, explore: {process: [A]}}\n", `m.yaml:3: unknown explore key "process" (known: processes, via, reason)`},
 		{"explore not a mapping", head + "  - {id: a, series: s, explore: [A]}\n", "m.yaml:3: explore must be a mapping"},
-		{"explore without processes", head + "  - {id: a, series: s, explore: {processes: []}}\n", "m.yaml:3: scenario a: explore names no processes"},
+		{"explore without processes", head + "  - {id: a, series: s, explore: {processes: []}}\n", "m.yaml:3: scenario a: explore names no processes (and no via)"},
+		{"explore processes and via", head + "  - {id: a, series: s, explore: {processes: [A]}}\n  - {id: b, series: s, explore: {processes: [A], via: a, reason: r}}\n", "m.yaml:4: scenario b: explore has processes and via"},
+		{"explore via without reason", head + "  - {id: a, series: s, explore: {processes: [A]}}\n  - {id: b, series: s, explore: {via: a}}\n", "m.yaml:4: scenario b: explore via a needs a reason"},
+		{"explore reason without via", head + "  - {id: a, series: s, explore: {processes: [A], reason: r}}\n", "m.yaml:3: scenario a: explore reason without via"},
+		{"explore via unknown", head + "  - {id: b, series: s, explore: {via: z, reason: r}}\n", "m.yaml:3: scenario b: explore via z: no such scenario in the manifest"},
+		{"explore via itself", head + "  - {id: b, series: s, explore: {via: b, reason: r}}\n", "m.yaml:3: scenario b: explore via itself"},
+		{"explore via unexplorable", head + "  - {id: a, series: s}\n  - {id: b, series: s, explore: {via: a, reason: r}}\n", "m.yaml:4: scenario b: explore via a, which is not explorable itself"},
+		{"explore via a redirect", head + "  - {id: a, series: s, explore: {processes: [A]}}\n  - {id: b, series: s, explore: {via: a, reason: r}}\n  - {id: c, series: s, explore: {via: b, reason: r}}\n", "m.yaml:5: scenario c: explore via b, which is not explorable itself"},
 		{"explore process twice", head + "  - {id: a, series: s, explore: {processes: [A, A]}}\n", `m.yaml:3: scenario a: explore process "A" is empty or listed twice`},
 		{"old platform key", head + "  - {id: a, series: s, platform: windows}\n", "declared as needs: [windows]"},
 		{"duplicate id", head + "  - {id: a, series: s}\n  - {id: b, series: s}\n  - {id: a, series: s}\n", "m.yaml:5: id a listed twice (first at line 3)"},
@@ -257,4 +264,20 @@ func TestManifestExploreNamesTheScheduledProcesses(t *testing.T) {
 	require.NotNil(t, m.Scenarios[0].Explore)
 	assert.Equal(t, []string{"poller A", "poller B"}, m.Scenarios[0].Explore.Processes)
 	assert.Nil(t, m.Scenarios[1].Explore, "a scenario without explore is not explorable")
+	assert.True(t, m.Scenarios[0].Explorable())
+	assert.False(t, m.Scenarios[1].Explorable())
+}
+
+// A scenario whose barriers force one order is explored through its free-race sibling: the
+// redirect is kept with its reason, and the entry is not explorable itself.
+func TestManifestExploreViaASibling(t *testing.T) {
+	m, err := ParseManifest("m.yaml", []byte("schema_version: 1\nscenarios:\n  - {id: a, series: s, explore: {via: b, reason: its barriers force one order}}\n  - {id: b, series: s, explore: {processes: [resume, archive]}}\n"))
+	require.NoError(t, err)
+	x := m.Scenarios[0].Explore
+	require.NotNil(t, x)
+	assert.Equal(t, "b", x.Via)
+	assert.Equal(t, "its barriers force one order", x.Reason)
+	assert.Empty(t, x.Processes)
+	assert.False(t, m.Scenarios[0].Explorable(), "a redirect is not explorable itself")
+	assert.True(t, m.Scenarios[1].Explorable())
 }

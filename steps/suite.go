@@ -49,6 +49,7 @@
 //	csvfault.go      a one-shot write fault of the kSQL-Flow proxy on the CSV app (csv1-02)
 //	clikintone.go    the real cli-kintone importing an export; its output holds no token
 //	orders.go        orders only barriers build: background STOP and CLOSE, the hold record, the three-way order
+//	closerace.go     a CLOSE and a resume of one Run in a free race: which order the Network lock let happen
 //	jobunlocks.go    FlowNet's record-job-unlock: its RECORDED line, its audit, the JOB log left alone
 //
 // Steps act only through the harness (target, proc, scope, wait, kintone) and never ask
@@ -151,6 +152,7 @@ var domains = []func(stepdef.Registry){
 	lifecycleDomain{}.register,
 	requesterDomain{}.register,
 	orderDomain{}.register,
+	closeRaceDomain{}.register,
 	jobUnlockDomain{}.register,
 	selectiveFaultDomain{}.register,
 	closeRowDomain{}.register,

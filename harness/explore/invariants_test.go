@@ -150,3 +150,49 @@ func TestStaleNeverReexecuted(t *testing.T) {
 	h.Writes = append(h.Writes[:2], claim(2, "poller C", "21", 200))
 	assert.Equal(t, []string{"stale-never-reexecuted"}, names(StaleNeverReexecuted(h)), "claimed again")
 }
+
+// ext-06 under the planted defect resume-checks-archived-before-lock, as schedule 1 of
+// `flowtest explore ext-06-close-resume-race --seed 1` recorded it: the CLOSE's whole locked
+// section, then the resume, which had read the Run before the lock, runs an attempt. The
+// ARCHIVED PUT names the Run by $id only (no run_id in its body): the final NETWORK_RUN
+// record ties the two. The same writes with the resume's section first are the correct
+// order "the resume ran, then ARCHIVED", which leaves the same records: only the order tells.
+func TestNoAttemptAfterCloseOfACloseResumeRace(t *testing.T) {
+	run := Record{"$id": "7", "record_type": "NETWORK_RUN", "network_id": "p216_longfail", "business_key": "k", "run_id": "netrun_1",
+		"status": "FAILED", "lifecycle_status": "ARCHIVED"}
+	closeSection := []Write{
+		w(0, "archive", "POST", "state", "LOCK", 200, key("LOCK:n1")),
+		w(0, "archive", "PUT", "state", "", 200, id("7")), // values set below
+		w(0, "archive", "POST", "audit", "OP", 200, vals("run_id", "netrun_1", "result_code", "RUN_ARCHIVED", "record_type", "OPERATION_AUDIT")),
+		w(0, "archive", "PUT", "state", "LOCKDONE", 200, id("40")),
+	}
+	closeSection[1].Values = map[string]string{"lifecycle_status": "ARCHIVED"}
+	resumeSection := []Write{
+		w(0, "resumed run", "POST", "state", "LOCK", 200, key("LOCK:n1")),
+		w(0, "resumed run", "POST", "audit", "INV", 200, vals("run_id", "netrun_1", "status", "RUNNING", "record_type", "RUN_INVOCATION")),
+		w(0, "resumed run", "PUT", "state", "", 200, id("7"), vals("status", "RUNNING")),
+		w(0, "resumed run", "POST", "audit", "ATT", 200, vals("run_id", "netrun_1", "status", "RUNNING", "record_type", "NODE_ATTEMPT")),
+		w(0, "resumed run", "PUT", "audit", "", 200, id("90"), vals("status", "FAILED")),
+		w(0, "resumed run", "PUT", "state", "", 200, id("7"), vals("status", "FAILED")),
+		w(0, "resumed run", "PUT", "state", "LOCKDONE", 200, id("41")),
+	}
+	history := func(sections ...[]Write) History {
+		var ws []Write
+		for _, s := range sections {
+			for _, wr := range s {
+				wr.Seq = len(ws)
+				ws = append(ws, wr)
+			}
+		}
+		return History{Writes: ws, State: []Record{run}}
+	}
+	bad := NoAttemptAfterClose(history(closeSection, resumeSection))
+	require.Equal(t, []string{"no-attempt-after-close"}, names(bad))
+	assert.Equal(t, "run netrun_1: attempt created (write 7) after the run was closed (write 1)", bad[0].Detail)
+	assert.Empty(t, NoAttemptAfterClose(history(resumeSection, closeSection)), "the resume's attempt came before the ARCHIVED write")
+	assert.Empty(t, CheckAll(history(resumeSection, closeSection)), "the correct order breaks no invariant")
+
+	// A failed ARCHIVED write (a 409: the Run moved) closes nothing.
+	closeSection[1].Status = 409
+	assert.Empty(t, NoAttemptAfterClose(history(closeSection, resumeSection)))
+}

@@ -56,7 +56,7 @@ func cmdDefects(inv invocation, f *defectsFlags, fset *flag.FlagSet, args []stri
 	known, explorable := map[string]bool{}, map[string]bool{}
 	for _, e := range m.Scenarios {
 		known[e.ID] = true
-		explorable[e.ID] = e.Explore != nil
+		explorable[e.ID] = e.Explorable() // a redirect's source is not: its catch names the sibling
 	}
 	cat, err := defects.LoadCatalogue(filepath.Join(root, defects.CatalogueFile), known)
 	if err == nil {

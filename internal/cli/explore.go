@@ -42,6 +42,16 @@ type exploreSpec struct {
 	replay     string
 	shrinkRuns int
 	processes  []string
+	// via: the manifest redirected `flowtest explore <via.From>` to id (explore: {via: …}).
+	via *explorer.Redirect
+}
+
+// requested is the scenario the command named (the redirect's source, else the explored one).
+func (sp *exploreSpec) requested() string {
+	if sp.via != nil {
+		return sp.via.From
+	}
+	return sp.id
 }
 
 // bind declares explore's own flags on fs, bound to sp, with their defaults. Their values are
@@ -178,6 +188,9 @@ func cmdExplore(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) 
 		fmt.Fprintln(stderr, err)
 		return runner.ExitRefused
 	}
+	if via := exploreRedirect(sp.id, rest); via != nil {
+		sp.via, sp.id = via, via.To
+	}
 	if sp.replay != "" {
 		f, err := explorer.LoadReplay(sp.replay)
 		if err != nil {
@@ -192,6 +205,30 @@ func cmdExplore(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) 
 	runArgs := append([]string{"--tags", "@" + sp.id}, rest...)
 	return runCommand("explore", runArgs, stdout, stderr, sigs,
 		runExtras{command: append([]string{"flowtest", "explore"}, args...), label: "explore-" + sp.id, explore: &sp})
+}
+
+// exploreRedirect reads the manifest the run flags in rest name (--features, default
+// features/) and returns the redirect of scenario id's entry (explore: {via: …, reason: …}),
+// nil when it has none. A manifest that cannot be read is left to the run path, which
+// refuses it with its own message; so is an id the manifest does not know.
+func exploreRedirect(id string, rest []string) *explorer.Redirect {
+	fs := flag.NewFlagSet("explore", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var f runFlags
+	f.bind(fs)
+	if err := fs.Parse(rest); err != nil {
+		return nil
+	}
+	m, err := runner.LoadManifest(os.DirFS(f.features), "manifest.yaml")
+	if err != nil {
+		return nil
+	}
+	e, ok := m.Entry(id)
+	if !ok || e.Explore == nil || e.Explore.Via == "" {
+		return nil
+	}
+	// ParseManifest checked that the target exists and is explorable itself.
+	return &explorer.Redirect{From: id, To: e.Explore.Via, Reason: e.Explore.Reason}
 }
 
 // exploreRuns is the session's execution under `flowtest explore`.
@@ -209,7 +246,7 @@ func (s *session) exploreRuns(ctx context.Context, tgt *target.Target, stdout io
 	}
 	// Only the explored scenario: the others of the selection are not records of a schedule.
 	s.items = []runner.Item{it}
-	if it.Explore == nil {
+	if !it.Explorable() {
 		fmt.Fprintf(stdout, "flowtest explore: %s is not declared explorable: its manifest entry has no explore: {processes: [...]} (a race scenario that cannot be explored says why beside its entry)\n", sp.id)
 		return runner.ExitRefused
 	}
@@ -230,6 +267,9 @@ func (s *session) exploreRuns(ctx context.Context, tgt *target.Target, stdout io
 	}
 	if sp.replay != "" {
 		workers = 1
+	}
+	if sp.via != nil {
+		fmt.Fprintf(stdout, "flowtest explore: %s is explored through %s (its manifest entry: explore via): %s\n", sp.via.From, sp.via.To, sp.via.Reason)
 	}
 	fmt.Fprintf(stdout, "flowtest %s explore %s: target %s, strategy %s, seed %d, %d at once, archive %s\n",
 		Version, sp.id, tgt.Name, st.Name(), sp.seed, workers, dir)
@@ -258,13 +298,14 @@ func (s *session) exploreRuns(ctx context.Context, tgt *target.Target, stdout io
 		return runner.ExitRefused
 	}
 	rep.Seed = sp.seed
+	rep.Via = sp.via
 	replayCmd := func(file string) string { return fmt.Sprintf("flowtest explore %s --replay %s", sp.id, file) }
 	if werr := explorer.Write(dir, rep, replayCmd, s.gherkinSource(it, sp.processes)); werr != nil {
 		fmt.Fprintf(stdout, "flowtest explore: write the report: %v\n", werr)
 		return runner.ExitFailed
 	}
 	readme := fmt.Sprintf("# flowtest explore %s\n\nRunner %s, target %s, %s/%s. Each schedule's run archive is under runs/; every schedule is listed in index.html.\n\n%s",
-		sp.id, Version, tgt.Name, runtime.GOOS, runtime.GOARCH, explorer.Markdown(rep))
+		sp.requested(), Version, tgt.Name, runtime.GOOS, runtime.GOARCH, explorer.Markdown(rep))
 	page, werr := explorer.HTML(rep)
 	if werr == nil {
 		werr = os.WriteFile(filepath.Join(dir, "README.md"), []byte(red.String(readme)), 0o644)

@@ -54,6 +54,25 @@ func TestExploreArgsRefusals(t *testing.T) {
 	assert.Contains(t, errb.String(), "replay file")
 }
 
+// A scenario whose entry redirects its exploration (explore: {via, reason}) is explored
+// through its sibling: the redirect is read from the manifest --features names.
+func TestExploreRedirectFromTheManifest(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.yaml"), []byte("schema_version: 1\nscenarios:\n"+
+		"  - {id: forced, series: s, explore: {via: free, reason: its barriers force one order}}\n"+
+		"  - {id: free, series: s, explore: {processes: [resume, archive]}}\n"), 0o644))
+	via := exploreRedirect("forced", []string{"--features", dir, "--concurrency", "2"})
+	require.NotNil(t, via)
+	assert.Equal(t, explorer.Redirect{From: "forced", To: "free", Reason: "its barriers force one order"}, *via)
+	assert.Nil(t, exploreRedirect("free", []string{"--features", dir}), "an explorable scenario is explored itself")
+	assert.Nil(t, exploreRedirect("unknown", []string{"--features", dir}), "an unknown id is the run path's to refuse")
+
+	// The real manifest: p2-16-05 goes through ext-06.
+	via = exploreRedirect("p2-16-05-close-rerun-race", []string{"--features", filepath.Join(repoRoot(), "features")})
+	require.NotNil(t, via)
+	assert.Equal(t, "ext-06-close-resume-race", via.To)
+}
+
 // An exploration on the sandbox writes its report, README and page; a schedule's whole
 // order, given back as a replay file, releases the same writes in the same order: a
 // schedule is named by signatures, never by ids or arrival times.

@@ -125,9 +125,19 @@ type Violating struct {
 	Command string   `json:"command,omitempty"`
 }
 
+// Redirect says that the exploration asked for scenario From ran its explorable sibling To
+// instead (the manifest's explore: {via: To, reason: …} on From), and why.
+type Redirect struct {
+	From   string `json:"from"`
+	To     string `json:"to"`
+	Reason string `json:"reason"`
+}
+
 // Report is explore.json.
 type Report struct {
-	Scenario      string         `json:"scenario"`
+	Scenario string `json:"scenario"`
+	// Via is set when the command named another scenario whose entry redirects here.
+	Via           *Redirect      `json:"via,omitempty"`
 	Strategy      string         `json:"strategy"`
 	Seed          uint64         `json:"seed"`
 	SchedulesRun  int            `json:"schedules_run"`

@@ -3,6 +3,8 @@ package explorer
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -192,4 +194,21 @@ func TestTheReportPageShowsBranchesViolationsAndEverySchedule(t *testing.T) {
 	md := Markdown(rep)
 	assert.Contains(t, md, "forced order: 1. poller A PUT request")
 	assert.Contains(t, md, "`schedules/2.feature`")
+}
+
+// A redirected exploration says in explore.json and in its README which scenario was asked
+// for, which one ran and why.
+func TestARedirectIsRecordedInTheReportAndTheReadme(t *testing.T) {
+	dir := t.TempDir()
+	rep := &Report{Scenario: "free", Strategy: "random", Branches: map[string]int{},
+		Via: &Redirect{From: "forced", To: "free", Reason: "its barriers force one order"}}
+	require.NoError(t, Write(dir, rep, nil, nil))
+	data, err := os.ReadFile(filepath.Join(dir, "explore.json"))
+	require.NoError(t, err)
+	var back Report
+	require.NoError(t, json.Unmarshal(data, &back))
+	require.NotNil(t, back.Via)
+	assert.Equal(t, *rep.Via, *back.Via)
+	assert.Contains(t, Markdown(rep), "Asked for forced, whose manifest entry redirects its exploration here (explore via free): its barriers force one order")
+	assert.NotContains(t, Markdown(&Report{Scenario: "free"}), "Asked for")
 }

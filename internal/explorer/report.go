@@ -86,6 +86,9 @@ func writeJSON(path string, v any) error {
 func Markdown(rep *Report) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Exploration of %s\n\n", rep.Scenario)
+	if v := rep.Via; v != nil {
+		fmt.Fprintf(&b, "Asked for %s, whose manifest entry redirects its exploration here (explore via %s): %s\n\n", v.From, v.To, mdtextLine(v.Reason))
+	}
 	fmt.Fprintf(&b, "| | |\n| --- | --- |\n")
 	fmt.Fprintf(&b, "| strategy | %s |\n| schedules run | %d |\n| distinct write orders | %d |\n| orders seen before | %d |\n",
 		rep.Strategy, rep.SchedulesRun, rep.DistinctOrder, rep.Duplicates)

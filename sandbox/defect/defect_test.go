@@ -117,7 +117,7 @@ func TestShippedBuildHasEveryDefectOff(t *testing.T) {
 		RecordJobUnlockAcceptsForeignJobKey, RunInsertLoserRetries, RunInsertLostResponseNotAdjudicated, GaiaCo02Resent, CloseClearsLateHold, ReleaseRefusesArchivedRun, CloseArchivesUnknownRun,
 		ArchiveRetryUnbounded, ArchiveConflictTakenAsArchived, ArchiveReleaseFailureIgnored, ArchiveLostAuditNotReread,
 		ArchiveUnreadableRunTakenAsArchived, ArchiveAuditWithoutFence, CloseLockUnreleasedSettledArchived,
-		StartTrustsLookupBeforeLock, StartCoalescedInCycle}
+		StartTrustsLookupBeforeLock, StartCoalescedInCycle, ResumeChecksArchivedBeforeLock}
 	for _, on := range switches {
 		assert.False(t, on)
 	}

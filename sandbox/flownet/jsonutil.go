@@ -9,6 +9,14 @@ import (
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
+// strp is s as an optional JSON string field: nil (null or omitted) when empty.
+func strp(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
 // jsonArray encodes ids as the JSON array strings the product stores in MULTI_LINE_TEXT.
 func jsonArray(ids []string) string {
 	if ids == nil {

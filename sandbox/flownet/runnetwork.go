@@ -50,13 +50,6 @@ func (o runOutput) normalized() runOutput {
 	return o
 }
 
-func strp(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 func parseRunArgs(args []string) (runOptions, []string) {
 	var o runOptions
 	var problems []string
@@ -264,7 +257,10 @@ func (c *cli) executeRunNetwork(ctx context.Context, o runOptions) (runOutput, e
 		return out, err
 	}
 
-	noRunBeforeLock := lookedUpNoRunBeforeLock(ctx, st, profile, n.NetworkID, o, key)
+	pre, err := lookedUpBeforeLock(ctx, st, profile, n.NetworkID, o, key) // racedefects.go: two planted defects
+	if err != nil {
+		return out, err
+	}
 
 	// 3. Network lock, owned by this Invocation.
 	invID := "invoke_" + uuid.NewString()
@@ -275,7 +271,7 @@ func (c *cli) executeRunNetwork(ctx context.Context, o runOptions) (runOutput, e
 	}
 	lock.startHeartbeat()
 	st.lease = lock
-	e := &execution{c: c, st: st, kf: kf, lock: lock, profile: profile, invID: invID, caps: caps, noRunBeforeLock: noRunBeforeLock}
+	e := &execution{c: c, st: st, kf: kf, lock: lock, profile: profile, invID: invID, caps: caps, beforeLock: pre}
 
 	// 4. Run lookup and outcome, inside the lock.
 	adm, err := e.admit(ctx, n, o, key)
@@ -403,7 +399,7 @@ func (e *execution) admit(ctx context.Context, wc *Network, o runOptions, key De
 		}
 	}
 	var run kintoneapi.Record
-	if !e.noRunBeforeLock { // planted defect start-trusts-lookup-before-lock: the lookup before the lock stands
+	if !e.beforeLock.noRun { // planted defect start-trusts-lookup-before-lock: the lookup before the lock stands
 		var err error
 		if run, err = e.findRun(ctx, o.resumeRun, r1); err != nil {
 			return adm, err
@@ -437,7 +433,8 @@ func (e *execution) admit(ctx context.Context, wc *Network, o runOptions, key De
 	if !o.resume && o.resumeRun == "" {
 		return adm, &codedError{Code: "RUN_ALREADY_EXISTS", Msg: fmt.Sprintf("an unfinished Run %s exists for business key %s; use --resume to continue it", e.runID, run.Str("business_key")), Blocking: []string{e.runID}}
 	}
-	archived := run.Str("lifecycle_status") == "ARCHIVED" && !defect.ArchivedRunResumable // planted defect: an archived Run is resumed
+	// Planted defects: an archived Run is resumed; the lifecycle was checked before the lock only.
+	archived := run.Str("lifecycle_status") == "ARCHIVED" && !defect.ArchivedRunResumable && !e.beforeLock.archivedChecked
 	if archived || run.Str("resume_allowed") == "false" {
 		return adm, coded("RUN_NOT_RESUMABLE", "Run %s is not resumable (lifecycle_status=%s, resume_allowed=%s)", e.runID, run.Str("lifecycle_status"), run.Str("resume_allowed"))
 	}

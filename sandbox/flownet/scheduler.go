@@ -44,9 +44,9 @@ type execution struct {
 	notes               []string // appended to the Invocation reason
 	finalWriteConfirmed bool
 	timeout             time.Duration
-	// noRunBeforeLock: the planted defect start-trusts-lookup-before-lock found no Run
-	// before the lock, and admission trusts it (racedefects.go).
-	noRunBeforeLock bool
+	// beforeLock: what two planted defects looked up before the lock and admission trusts
+	// (racedefects.go).
+	beforeLock lookedUp
 }
 
 type nodeState struct {
