@@ -145,6 +145,16 @@ func requireNetworkError(t *testing.T, r reply) {
 	require.Zero(t, r.status)
 }
 
+// arrived waits (10 s at most) for a request to arrive at barrier id and returns the arrival.
+func arrived(t *testing.T, p *Proxy, id string) Arrival {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a, err := p.WaitArrival(ctx, id)
+	require.NoError(t, err)
+	return a
+}
+
 func recv(t *testing.T, ch <-chan reply) reply {
 	t.Helper()
 	select {
