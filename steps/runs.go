@@ -210,11 +210,16 @@ func identityOf(c *flownetCall) (identity, error) {
 	return id, nil
 }
 
+// finishedCall resolves one named FlowNet call and waits for it to end.
+func finishedCall(ctx context.Context, name string) (*flownetCall, error) {
+	return processesOf(ctx).finishedFlownetRun(ctx, `"`+name+`"`)
+}
+
 // finishedCalls resolves named FlowNet calls and waits for each to end.
 func finishedCalls(ctx context.Context, names ...string) ([]*flownetCall, error) {
 	var out []*flownetCall
 	for _, name := range names {
-		c, err := processesOf(ctx).finishedFlownetRun(ctx, `"`+name+`"`)
+		c, err := finishedCall(ctx, name)
 		if err != nil {
 			return nil, err
 		}
