@@ -81,6 +81,15 @@ func newProxy(t testing.TB, u *upstream, mutate func(*Options)) *Proxy {
 	return p
 }
 
+// proxied is an upstream, a proxy with the default options in front of it and a client of
+// the proxy.
+func proxied(t *testing.T) (*upstream, *Proxy, *http.Client) {
+	t.Helper()
+	u := newUpstream(t)
+	p := newProxy(t, u, nil)
+	return u, p, clientFor(t, p.CAFile())
+}
+
 // clientFor trusts the proxy's CA. Keep-alives are off so each request is its own
 // connection and counts are exact (a dropped keep-alive connection may make the
 // client retry an idempotent request).
