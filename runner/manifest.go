@@ -113,10 +113,7 @@ func LoadManifest(fsys fs.FS, path string) (*Manifest, error) {
 // and unknown or repeated needs.
 func ParseManifest(name string, data []byte) (*Manifest, error) {
 	at := func(line int, format string, a ...any) error {
-		if line > 0 {
-			return fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, a...))
-		}
-		return fmt.Errorf("%s: %s", name, fmt.Sprintf(format, a...))
+		return fmt.Errorf("%s: %s", yamlerr.Where(name, line), fmt.Sprintf(format, a...))
 	}
 	doc, line, problem := yamlerr.OneMapping(data, yamlerr.Wording{
 		Empty:          "the run-order manifest is empty (want schema_version: 1 and a scenarios list)",

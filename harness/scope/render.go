@@ -88,11 +88,7 @@ func (s *Scope) Render(srcNetworkYAML, dstDir string, opts RenderOptions) (Rende
 	// Every error names the fixture, and the line when one is known:
 	// "render features/fixtures/networks/x.yaml:7: node "n1": missing job_id".
 	failAt := func(line int, format string, a ...any) (Rendered, error) {
-		loc := srcNetworkYAML
-		if line > 0 {
-			loc = fmt.Sprintf("%s:%d", srcNetworkYAML, line)
-		}
-		return Rendered{}, fmt.Errorf("render %s: %s", loc, fmt.Sprintf(format, a...))
+		return Rendered{}, fmt.Errorf("render %s: %s", yamlerr.Where(srcNetworkYAML, line), fmt.Sprintf(format, a...))
 	}
 	fail := func(format string, a ...any) (Rendered, error) { return failAt(0, format, a...) }
 	failErr := func(err error) (Rendered, error) {

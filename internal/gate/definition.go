@@ -100,10 +100,7 @@ func Load(featuresDir, gate string, items []runner.Item) (*Def, error) {
 // paths, or no justification.
 func Parse(file string, data []byte, items []runner.Item) (*Def, error) {
 	at := func(line int, format string, a ...any) error {
-		if line > 0 {
-			return refusal.New("%s:%d: %s", file, line, fmt.Sprintf(format, a...))
-		}
-		return refusal.New("%s: %s", file, fmt.Sprintf(format, a...))
+		return refusal.New("%s: %s", yamlerr.Where(file, line), fmt.Sprintf(format, a...))
 	}
 	doc, line, problem := yamlerr.OneMapping(data, yamlerr.Wording{
 		Empty:          "the gate definition is empty",

@@ -68,6 +68,14 @@ func split(msg string) (int, string) {
 	return 0, msg
 }
 
+// Where is how a problem names its place: "file:line", or the file alone for line 0.
+func Where(file string, line int) string {
+	if line > 0 {
+		return fmt.Sprintf("%s:%d", file, line)
+	}
+	return file
+}
+
 // Wording is what a file kind says for each way it can fail to be one YAML document holding
 // a mapping. Syntax is a format with one %s, yaml.v3's message (see Line).
 type Wording struct {
