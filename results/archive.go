@@ -381,24 +381,18 @@ func (a *Archive) redactScenario(s *Scenario) *Scenario {
 	c.ID, c.Name, c.Feature, c.FeatureFile = r.String(c.ID), r.String(c.Name), r.String(c.Feature), r.String(c.FeatureFile)
 	c.Series, c.Status, c.Reason = r.String(c.Series), r.String(c.Status), r.String(c.Reason)
 	c.Tags = r.Strings(c.Tags)
-	c.Steps = make([]Step, len(s.Steps))
-	for i, st := range s.Steps {
+	c.Steps = eachRedacted(s.Steps, false, func(st Step) Step {
 		st.Text, st.Keyword, st.Status, st.Error = r.String(st.Text), r.String(st.Keyword), r.String(st.Status), r.String(st.Error)
-		c.Steps[i] = st
-	}
-	c.Assertions = make([]Assertion, len(s.Assertions))
-	for i, as := range s.Assertions {
+		return st
+	})
+	c.Assertions = eachRedacted(s.Assertions, false, func(as Assertion) Assertion {
 		as.What, as.Expected, as.Seen = r.String(as.What), r.String(as.Expected), r.String(as.Seen)
-		c.Assertions[i] = as
-	}
-	if s.Notes != nil {
-		c.Notes = make([]Note, len(s.Notes))
-		for i, n := range s.Notes {
-			c.Notes[i] = Note{What: r.String(n.What), Detail: r.String(n.Detail)}
-		}
-	}
-	c.Processes = make([]Process, len(s.Processes))
-	for i, p := range s.Processes {
+		return as
+	})
+	c.Notes = eachRedacted(s.Notes, true, func(n Note) Note {
+		return Note{What: r.String(n.What), Detail: r.String(n.Detail)}
+	})
+	c.Processes = eachRedacted(s.Processes, false, func(p Process) Process {
 		p.Name, p.Signal = r.String(p.Name), r.String(p.Signal)
 		p.Argv = r.Argv(p.Argv)
 		if p.ExitCode != nil {
@@ -406,47 +400,36 @@ func (a *Archive) redactScenario(s *Scenario) *Scenario {
 			p.ExitCode = &code
 		}
 		p.StdoutTail, p.StderrTail = r.Tail(p.StdoutTail, TailLimit), r.Tail(p.StderrTail, TailLimit)
-		c.Processes[i] = p
-	}
-	c.Barriers = make([]BarrierArrival, len(s.Barriers))
-	for i, b := range s.Barriers {
+		return p
+	})
+	c.Barriers = eachRedacted(s.Barriers, false, func(b BarrierArrival) BarrierArrival {
 		b.ID, b.Name, b.Process, b.Phase, b.Method, b.Path = r.String(b.ID), r.String(b.Name), r.String(b.Process), r.String(b.Phase), r.String(b.Method), r.String(b.Path)
-		c.Barriers[i] = b
-	}
-	if s.Faults != nil {
-		c.Faults = make([]FaultFiring, len(s.Faults))
-		for i, f := range s.Faults {
-			f.Fault, f.Process, f.Action, f.Method, f.Path = r.String(f.Fault), r.String(f.Process), r.String(f.Action), r.String(f.Method), r.String(f.Path)
-			f.App, f.RecordID, f.Error = r.String(f.App), r.String(f.RecordID), r.String(f.Error)
-			c.Faults[i] = f
-		}
-	}
-	if s.Attempts != nil {
-		c.Attempts = make([]Attempt, len(s.Attempts))
-		for i, at := range s.Attempts {
-			at.Node, at.Status, at.ResultCode, at.InvocationID = r.String(at.Node), r.String(at.Status), r.String(at.ResultCode), r.String(at.InvocationID)
-			c.Attempts[i] = at
-		}
-	}
-	c.Waits = make([]Wait, len(s.Waits))
-	for i, w := range s.Waits {
+		return b
+	})
+	c.Faults = eachRedacted(s.Faults, true, func(f FaultFiring) FaultFiring {
+		f.Fault, f.Process, f.Action, f.Method, f.Path = r.String(f.Fault), r.String(f.Process), r.String(f.Action), r.String(f.Method), r.String(f.Path)
+		f.App, f.RecordID, f.Error = r.String(f.App), r.String(f.RecordID), r.String(f.Error)
+		return f
+	})
+	c.Attempts = eachRedacted(s.Attempts, true, func(at Attempt) Attempt {
+		at.Node, at.Status, at.ResultCode, at.InvocationID = r.String(at.Node), r.String(at.Status), r.String(at.ResultCode), r.String(at.InvocationID)
+		return at
+	})
+	c.Waits = eachRedacted(s.Waits, false, func(w Wait) Wait {
 		w.Name, w.What, w.Outcome = r.String(w.Name), r.String(w.What), r.String(w.Outcome)
 		w.LastObservation, w.LastError = r.String(w.LastObservation), r.String(w.LastError)
-		c.Waits[i] = w
-	}
+		return w
+	})
 	c.Traffic = map[string]int{}
 	for k, v := range s.Traffic {
 		c.Traffic[r.String(k)] += v
 	}
 	c.APIRequests = redactAPIRequests(r, s.APIRequests)
-	if s.TrafficLog != nil {
-		c.TrafficLog = make([]TrafficLine, len(s.TrafficLog))
-		for i, t := range s.TrafficLog {
-			t.Process, t.Method, t.Path, t.App, t.RecordID = r.String(t.Process), r.String(t.Method), r.String(t.Path), r.String(t.App), r.String(t.RecordID)
-			t.Fields, t.Error = r.Strings(t.Fields), r.String(t.Error)
-			c.TrafficLog[i] = t
-		}
-	}
+	c.TrafficLog = eachRedacted(s.TrafficLog, true, func(t TrafficLine) TrafficLine {
+		t.Process, t.Method, t.Path, t.App, t.RecordID = r.String(t.Process), r.String(t.Method), r.String(t.Path), r.String(t.App), r.String(t.RecordID)
+		t.Fields, t.Error = r.Strings(t.Fields), r.String(t.Error)
+		return t
+	})
 	c.Cleanup.Actions = r.Strings(s.Cleanup.Actions)
 	c.Cleanup.Error = r.String(s.Cleanup.Error)
 	if c.Tags == nil {
@@ -456,6 +439,20 @@ func (a *Archive) redactScenario(s *Scenario) *Scenario {
 		c.Cleanup.Actions = []string{}
 	}
 	return &c
+}
+
+// eachRedacted is the copy of a scenario's list with every element through `through`; keepNil
+// leaves a nil list nil (the lists written only when there is something in them), otherwise a
+// nil list becomes an empty one (written as []).
+func eachRedacted[T any](in []T, keepNil bool, through func(T) T) []T {
+	if in == nil && keepNil {
+		return nil
+	}
+	out := make([]T, len(in))
+	for i, v := range in {
+		out[i] = through(v)
+	}
+	return out
 }
 
 // redactAPIRequests is a redacted deep copy of a (its keys are roles, but a copy through

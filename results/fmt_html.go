@@ -146,12 +146,12 @@ func renderIndex(v *runView) []byte {
 	}
 
 	p("<h2 id=\"not-run\">Not run</h2>\n")
-	if len(v.notRun) == 0 {
+	if rows := v.notRunRows(); len(rows) == 0 {
 		p("<p>Every selected scenario ran.</p>\n")
 	} else {
-		p("<table>\n<tr><th>Scenario</th><th>Why</th><th>Detail</th></tr>\n")
-		for _, s := range v.notRun {
-			p("<tr><td>%s</td><td>%s</td><td>%s</td></tr>\n", e(s.ID), e(notRunText(s.NotRunCategory)), e(mdtext.OrDash(s.Reason)))
+		p("<table>\n<tr><th>%s</th></tr>\n", strings.Join(notRunHeader, "</th><th>"))
+		for _, r := range rows {
+			p("<tr><td>%s</td><td>%s</td><td>%s</td></tr>\n", e(r[0]), e(r[1]), e(r[2]))
 		}
 		p("</table>\n")
 	}

@@ -104,14 +104,7 @@ func renderReadme(v *runView) []byte {
 	}
 
 	p("\n## Not run\n\n")
-	if len(v.notRun) == 0 {
-		p("Every selected scenario ran.\n")
-	} else {
-		p("| Scenario | Why | Detail |\n| --- | --- | --- |\n")
-		for _, s := range v.notRun {
-			p("| %s | %s | %s |\n", mdtext.Cell(s.ID), mdtext.Cell(notRunText(s.NotRunCategory)), mdtext.Cell(mdtext.OrDash(s.Reason)))
-		}
-	}
+	mdTable(p, "Every selected scenario ran.\n", notRunHeader, v.notRunRows())
 
 	if api := v.apiRequests(); len(api.rows) > 0 {
 		p("\n## API requests\n\nkintone REST requests per app, the runner's own and its proxies' (kintone counts them per app and day).\n\n")
@@ -127,15 +120,29 @@ func renderReadme(v *runView) []byte {
 	}
 
 	p("\n## Evidence\n\n")
-	if len(run.Evidence) == 0 {
-		p("(no evidence rows recorded)\n")
-	} else {
-		p("| Criterion | Environment | Result | Limits | Scenarios |\n| --- | --- | --- | --- | --- |\n")
-		for _, e := range run.Evidence {
-			p("| %s | %s | %s | %s | %s |\n", mdtext.Cell(e.Criterion), mdtext.Cell(e.Environment), mdtext.Cell(e.Result), mdtext.Cell(mdtext.OrDash(e.Limits)), mdtext.Cell(strings.Join(e.Scenarios, ", ")))
-		}
+	var evidence [][]string
+	for _, e := range run.Evidence {
+		evidence = append(evidence, []string{e.Criterion, e.Environment, e.Result, mdtext.OrDash(e.Limits), strings.Join(e.Scenarios, ", ")})
 	}
+	mdTable(p, "(no evidence rows recorded)\n", []string{"Criterion", "Environment", "Result", "Limits", "Scenarios"}, evidence)
 	return b.Bytes()
+}
+
+// mdTable writes a Markdown table of header and rows, every cell through mdtext.Cell; empty
+// instead when there are no rows.
+func mdTable(p func(string, ...any), empty string, header []string, rows [][]string) {
+	if len(rows) == 0 {
+		p("%s", empty)
+		return
+	}
+	p("| %s |\n|%s\n", strings.Join(header, " | "), strings.Repeat(" --- |", len(header)))
+	for _, r := range rows {
+		cells := make([]string, len(r))
+		for i, c := range r {
+			cells[i] = mdtext.Cell(c)
+		}
+		p("| %s |\n", strings.Join(cells, " | "))
+	}
 }
 
 // renderGateMarkdown is the README's release-gate section.

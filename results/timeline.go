@@ -69,6 +69,13 @@ func timelineSVG(s *Scenario) string {
 			t1 = t
 		}
 	}
+	// spanFrom is the end of a span of ms milliseconds from from; both ends widen the axis.
+	spanFrom := func(from time.Time, ms int64) time.Time {
+		to := from.Add(time.Duration(ms) * time.Millisecond)
+		grow(from)
+		grow(to)
+		return to
+	}
 	var lanes []lane
 	// Steps, one lane.
 	var steps lane
@@ -84,9 +91,7 @@ func timelineSVG(s *Scenario) string {
 		if st.Start.IsZero() {
 			continue
 		}
-		end := st.Start.Add(time.Duration(st.DurationMS) * time.Millisecond)
-		grow(st.Start)
-		grow(end)
+		end := spanFrom(st.Start, st.DurationMS)
 		steps.marks = append(steps.marks, mark{from: st.Start, to: end, colour: statusColour(st.Status), kind: "tl-step",
 			title: fmt.Sprintf("step %s: %s%s — %s; source: the runner's step times", st.Status, st.Text, errSuffix(st.Error), spanText(st.Start, end))})
 	}
@@ -165,9 +170,7 @@ func timelineSVG(s *Scenario) string {
 		if w.Start.IsZero() {
 			continue
 		}
-		to := w.Start.Add(time.Duration(w.ElapsedMS) * time.Millisecond)
-		grow(w.Start)
-		grow(to)
+		to := spanFrom(w.Start, w.ElapsedMS)
 		col := colWait
 		if w.Outcome != WaitReached {
 			col = statusColour(w.Outcome)

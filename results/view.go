@@ -130,6 +130,18 @@ func newRunView(run *Run, scen []*Scenario, gate *GateRecord) *runView {
 	return v
 }
 
+// notRunHeader and notRunRows are the "Not run" table of both pages: the scenario, why it did
+// not run and the detail.
+var notRunHeader = []string{"Scenario", "Why", "Detail"}
+
+func (v *runView) notRunRows() [][]string {
+	var rows [][]string
+	for _, s := range v.notRun {
+		rows = append(rows, []string{s.ID, notRunText(s.NotRunCategory), mdtext.OrDash(s.Reason)})
+	}
+	return rows
+}
+
 // envRow is one row of the environment table; rows with an empty value are not shown.
 type envRow struct{ key, value string }
 

@@ -5,10 +5,8 @@
 package runner
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"regexp"
 	"slices"
@@ -115,30 +113,16 @@ func LoadManifest(fsys fs.FS, path string) (*Manifest, error) {
 // and unknown or repeated needs.
 func ParseManifest(name string, data []byte) (*Manifest, error) {
 	at := func(line int, format string, a ...any) error {
-		if line > 0 {
-			return fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, a...))
-		}
-		return fmt.Errorf("%s: %s", name, fmt.Sprintf(format, a...))
+		return fmt.Errorf("%s: %s", yamlerr.Where(name, line), fmt.Sprintf(format, a...))
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, at(0, "the run-order manifest is empty (want schema_version: 1 and a scenarios list)")
-		}
-		line, msg := yamlerr.Line(err)
-		return nil, at(line, "YAML: %s", msg)
-	}
-	var extra yaml.Node
-	switch err := dec.Decode(&extra); {
-	case err == nil:
-		return nil, at(extra.Line, "a second YAML document: the run-order manifest is one document")
-	case !errors.Is(err, io.EOF):
-		line, msg := yamlerr.Line(err)
-		return nil, at(line, "YAML: %s", msg)
-	}
-	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, at(doc.Line, "the run-order manifest must be a mapping with schema_version and scenarios")
+	doc, line, problem := yamlerr.OneMapping(data, yamlerr.Wording{
+		Empty:          "the run-order manifest is empty (want schema_version: 1 and a scenarios list)",
+		Syntax:         "YAML: %s",
+		SecondDocument: "a second YAML document: the run-order manifest is one document",
+		NotMapping:     "the run-order manifest must be a mapping with schema_version and scenarios",
+	})
+	if problem != "" {
+		return nil, at(line, "%s", problem)
 	}
 	root := doc.Content[0]
 	if err := checkKeys(root, manifestKeys, "key", at); err != nil {

@@ -276,6 +276,16 @@ func startSleeper(ctx context.Context, name string) (*proc.Process, error) {
 	})
 }
 
+// panicsAfter is an After hook that panics with msg after the scenario called name.
+func panicsAfter(name, msg string) func(context.Context, *godog.Scenario, error) (context.Context, error) {
+	return func(ctx context.Context, s *godog.Scenario, _ error) (context.Context, error) {
+		if s.Name == name {
+			panic(msg)
+		}
+		return ctx, nil
+	}
+}
+
 func TestPanicInAfterHookIsReportedAndChildrenKilled(t *testing.T) {
 	fsys := selfFeatures(map[string]string{"b/child.feature": `Feature: child
   @beta @s1
@@ -295,12 +305,7 @@ func TestPanicInAfterHookIsReportedAndChildrenKilled(t *testing.T) {
 				mu.Unlock()
 				return err
 			})
-			reg.After(func(ctx context.Context, s *godog.Scenario, err error) (context.Context, error) {
-				if s.Name == "starts a child, then the After hook panics" {
-					panic("boom in After")
-				}
-				return ctx, nil
-			})
+			reg.After(panicsAfter("starts a child, then the After hook panics", "boom in After"))
 		},
 	})
 	st := statuses(r.res)
@@ -327,12 +332,7 @@ func TestPanicEscapingGodogIsCaught(t *testing.T) {
 	r := execute(t, fsys, plan(t, fsys, "@alpha or @delta"), Options{
 		Initialize: func(sc *godog.ScenarioContext, reg stepdef.Registry) {
 			trivialSteps(sc, reg)
-			sc.After(func(ctx context.Context, s *godog.Scenario, err error) (context.Context, error) {
-				if s.Name == "alpha passes" {
-					panic("raw panic")
-				}
-				return ctx, nil
-			})
+			sc.After(panicsAfter("alpha passes", "raw panic"))
 		},
 	})
 	st := statuses(r.res)

@@ -28,11 +28,11 @@ func (d closeRowDomain) register(reg stepdef.Registry) {
 // the row does not name them, must be absent: the union's other variants carry none.
 func (closeRowDomain) printedResult(ctx context.Context, name, row string) error {
 	sc := sceneOf(ctx)
-	calls, err := finishedCalls(ctx, name)
+	call, err := finishedCall(ctx, name)
 	if err != nil {
 		return err
 	}
-	field := func(k string) string { return jsonField(calls[0].json, k) }
+	field := func(k string) string { return jsonField(call.json, k) }
 	want := map[string]string{"audit": "(absent)", "code": "(absent)"}
 	var keys []string
 	for _, kv := range strings.Fields(row) {
@@ -68,11 +68,11 @@ func (closeRowDomain) printedResult(ctx context.Context, name, row string) error
 }
 
 func (d closeRowDomain) auditOfPrintedEvent(ctx context.Context, which, name string) error {
-	calls, err := finishedCalls(ctx, name)
+	call, err := finishedCall(ctx, name)
 	if err != nil {
 		return err
 	}
-	ev, _ := calls[0].json["event_id"].(string)
+	ev, _ := call.json["event_id"].(string)
 	return archiveAuditsUnder(ctx, which, ev, name)
 }
 
@@ -112,11 +112,11 @@ func archiveAuditsUnder(ctx context.Context, which, eventID, whose string) error
 // (§1.9: "always … release the lock (tombstone SUCCESS/NORMAL)") or still "RUNNING" under the
 // CLOSE's own event id (owner = event_id), as a failed release leaves it.
 func (closeRowDomain) lockOfTheClose(ctx context.Context, name, state string) error {
-	calls, err := finishedCalls(ctx, name)
+	call, err := finishedCall(ctx, name)
 	if err != nil {
 		return err
 	}
-	ev, _ := calls[0].json["event_id"].(string)
+	ev, _ := call.json["event_id"].(string)
 	return lockOfEvent(ctx, name, ev, state)
 }
 

@@ -37,22 +37,15 @@ var csvReceiptKey = scenario.NewKey[csvReceiptState]("csv-receipt")
 // names version, baseline_sha256 and bytes are the sandbox's, so an entry is read as a map:
 // the sha256 under any key, version and bytes only when present.
 type inputAudit struct {
-	Kind    string           `json:"kind"`
-	Version *int             `json:"version"`
-	Inputs  []map[string]any `json:"inputs"`
+	auditHeader
+	Inputs []map[string]any `json:"inputs"`
 }
 
 func (csvReceiptDomain) inputAuditSummary(ctx context.Context, name, input string, rows int, encoding string) error {
 	sc := sceneOf(ctx)
 	_, sha, size := csvIOKey.Of(sc.st).inputFile()
 	var sum inputAudit
-	if err := latestAttemptSummary(ctx, name, &sum); err != nil {
-		return err
-	}
-	if err := sc.st.Equal("kind of the input audit summary", "KSQL_FLOWNET_INPUT_AUDIT", sum.Kind); err != nil {
-		return err
-	}
-	if err := optionalVersion(sc, "input", sum.Version); err != nil {
+	if err := readAuditSummary(ctx, name, "input", "KSQL_FLOWNET_INPUT_AUDIT", &sum, &sum.auditHeader); err != nil {
 		return err
 	}
 	var names []string
@@ -89,6 +82,25 @@ func (csvReceiptDomain) inputAuditSummary(ctx context.Context, name, input strin
 	return sameEncoding(sc, "encoding of input "+input, encoding, str(in["encoding"]))
 }
 
+// auditHeader is what the input and output audit summaries both start with.
+type auditHeader struct {
+	Kind    string `json:"kind"`
+	Version *int   `json:"version"`
+}
+
+// readAuditSummary reads the latest attempt summary of name into sum (whose header is h) and
+// checks the header: the kind, and the version when there is one.
+func readAuditSummary(ctx context.Context, name, which, kind string, sum any, h *auditHeader) error {
+	if err := latestAttemptSummary(ctx, name, sum); err != nil {
+		return err
+	}
+	sc := sceneOf(ctx)
+	if err := sc.st.Equal("kind of the "+which+" audit summary", kind, h.Kind); err != nil {
+		return err
+	}
+	return optionalVersion(sc, which, h.Version)
+}
+
 // optionalVersion checks the summary's version when it has one (the key is the sandbox's).
 func optionalVersion(sc *scene, which string, v *int) error {
 	if v == nil {
@@ -107,8 +119,7 @@ func sameEncoding(sc *scene, what, want, seen string) error {
 // outputAudit is the KSQL_FLOWNET_OUTPUT_AUDIT v1 summary as the steps read it: its entries'
 // keys are those of the contract's output_files ({name, sha256, bytes, rows, encoding}, §7).
 type outputAudit struct {
-	Kind    string `json:"kind"`
-	Version *int   `json:"version"`
+	auditHeader
 	Outputs []struct {
 		Name     string `json:"name"`
 		SHA256   string `json:"sha256"`
@@ -125,13 +136,7 @@ func (csvReceiptDomain) outputAuditSummary(ctx context.Context, name, sink strin
 		return err
 	}
 	var sum outputAudit
-	if err := latestAttemptSummary(ctx, name, &sum); err != nil {
-		return err
-	}
-	if err := sc.st.Equal("kind of the output audit summary", "KSQL_FLOWNET_OUTPUT_AUDIT", sum.Kind); err != nil {
-		return err
-	}
-	if err := optionalVersion(sc, "output", sum.Version); err != nil {
+	if err := readAuditSummary(ctx, name, "output", "KSQL_FLOWNET_OUTPUT_AUDIT", &sum, &sum.auditHeader); err != nil {
 		return err
 	}
 	var names []string

@@ -105,11 +105,10 @@ func (forceUnlockDomain) forceUnlocksForAWrongOwner(ctx context.Context, name st
 // it released, and the RELEASED: line with both.
 func (forceUnlockDomain) forceReleaseIsAudited(ctx context.Context, name string) error {
 	sc := sceneOf(ctx)
-	calls, err := finishedCalls(ctx, name)
+	c, err := finishedCall(ctx, name)
 	if err != nil {
 		return err
 	}
-	c := calls[0]
 	network := c.subArg(0)
 	audits, err := readExact(ctx, sc, target.RoleAudit, decodeOperationAudit, match{"record_type", "OPERATION_AUDIT"}, match{"result_code", "NETWORK_LOCK_FORCE_RELEASED"})
 	if err != nil {

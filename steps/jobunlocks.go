@@ -81,7 +81,7 @@ var recordedLine = regexp.MustCompile(`(?m)^RECORDED: (\S+) for (\S+) \((job_unl
 // outcome and jobKey of the recovery result it was given.
 func (jobUnlockDomain) printedRecorded(ctx context.Context, name string) error {
 	sc := sceneOf(ctx)
-	calls, err := finishedCalls(ctx, name)
+	call, err := finishedCall(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -89,9 +89,9 @@ func (jobUnlockDomain) printedRecorded(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	m := recordedLine.FindStringSubmatch(calls[0].stdout)
+	m := recordedLine.FindStringSubmatch(call.stdout)
 	if m == nil {
-		return sc.st.Assert("stdout of "+name, "a line RECORDED: <outcome> for <jobKey> (job_unlock_…).", strings.TrimSpace(calls[0].stdout), false)
+		return sc.st.Assert("stdout of "+name, "a line RECORDED: <outcome> for <jobKey> (job_unlock_…).", strings.TrimSpace(call.stdout), false)
 	}
 	return sc.st.Equal("RECORDED line of "+name, fmt.Sprintf("%v for %v", result["outcome"], result["jobKey"]), m[1]+" for "+m[2])
 }
@@ -100,11 +100,10 @@ func (jobUnlockDomain) printedRecorded(ctx context.Context, name string) error {
 // one the RECORDED line named, and its fields are what the call was given (§1.7).
 func (jobUnlockDomain) oneAudit(ctx context.Context, name string) error {
 	sc := sceneOf(ctx)
-	calls, err := finishedCalls(ctx, name)
+	c, err := finishedCall(ctx, name)
 	if err != nil {
 		return err
 	}
-	c := calls[0]
 	audits, runID, err := ofTheRun(ctx, target.RoleAudit, decodeOperationAudit, "OPERATION_AUDIT")
 	if err != nil {
 		return err

@@ -360,11 +360,11 @@ func startOperatorArchive(ctx context.Context, name string) (*flownetCall, error
 // lock_released (always present in the union, product-contract §1.9).
 func (lifecycleDomain) archiveOutcome(ctx context.Context, name, outcome, which, value, released string) error {
 	sc := sceneOf(ctx)
-	calls, err := finishedCalls(ctx, name)
+	call, err := finishedCall(ctx, name)
 	if err != nil {
 		return err
 	}
-	field := func(k string) string { return jsonField(calls[0].json, k) }
+	field := func(k string) string { return jsonField(call.json, k) }
 	want := outcome + " " + which + "=" + value + " lock_released=" + released
 	seen := field("outcome") + " " + which + "=" + field(which) + " lock_released=" + field("lock_released")
 	return sc.st.Equal("JSON outcome of "+name, want, seen)

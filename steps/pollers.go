@@ -246,14 +246,14 @@ func counters(c *flownetCall) (map[string]int, error) {
 }
 
 func finishedPoller(ctx context.Context, name string) (*flownetCall, error) {
-	calls, err := finishedCalls(ctx, name)
+	call, err := finishedCall(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	if calls[0].sub != "poll-requests" {
-		return nil, fmt.Errorf("%q is a FlowNet %s call, not a poller", name, calls[0].sub)
+	if call.sub != "poll-requests" {
+		return nil, fmt.Errorf("%q is a FlowNet %s call, not a poller", name, call.sub)
 	}
-	return calls[0], nil
+	return call, nil
 }
 
 // counted compares the named counters, in the order written.

@@ -199,11 +199,8 @@ func snapshotAttempts(ctx context.Context, name string) error {
 // ---- steps ----
 
 func (recordDomain) exactlyOneRun(ctx context.Context) error {
-	runs, err := runsForBusinessKey(ctx)
-	if err != nil {
-		return err
-	}
-	return sceneOf(ctx).st.Equal("NETWORK_RUN records for the business key", 1, len(runs))
+	_, err := theOneRunOfTheKey(ctx)
+	return err
 }
 
 // exactlyOneRunForKey reads the NETWORK_RUN records of a business key ({scope} and

@@ -91,11 +91,10 @@ func (resolveDomain) resolvesApprovedInTheBackground(ctx context.Context, node, 
 // what the resolve-node call received.
 func (resolveDomain) resolutionIsAudited(ctx context.Context, node, name string) error {
 	sc := sceneOf(ctx)
-	calls, err := finishedCalls(ctx, name)
+	c, err := finishedCall(ctx, name)
 	if err != nil {
 		return err
 	}
-	c := calls[0]
 	latest, err := latestAttemptOf(ctx, node)
 	if err != nil {
 		return err

@@ -210,11 +210,16 @@ func identityOf(c *flownetCall) (identity, error) {
 	return id, nil
 }
 
+// finishedCall resolves one named FlowNet call and waits for it to end.
+func finishedCall(ctx context.Context, name string) (*flownetCall, error) {
+	return processesOf(ctx).finishedFlownetRun(ctx, `"`+name+`"`)
+}
+
 // finishedCalls resolves named FlowNet calls and waits for each to end.
 func finishedCalls(ctx context.Context, names ...string) ([]*flownetCall, error) {
 	var out []*flownetCall
 	for _, name := range names {
-		c, err := processesOf(ctx).finishedFlownetRun(ctx, `"`+name+`"`)
+		c, err := finishedCall(ctx, name)
 		if err != nil {
 			return nil, err
 		}
@@ -284,14 +289,11 @@ func (runDomain) sameReportedRunID(ctx context.Context, later, earlier string) e
 	if err := sc.st.Equal("run id reported by "+later+" against "+earlier, a.runID, b.runID); err != nil {
 		return err
 	}
-	runs, err := runsForBusinessKey(ctx)
+	run, err := theOneRunOfTheKey(ctx)
 	if err != nil {
 		return err
 	}
-	if err := sc.st.Equal("NETWORK_RUN records for the business key", 1, len(runs)); err != nil {
-		return err
-	}
-	return sc.st.Equal("persisted run id of the business key against the reported one", b.runID, runs[0].RunID)
+	return sc.st.Equal("persisted run id of the business key against the reported one", b.runID, run.RunID)
 }
 
 // reportedRunIsPersisted: the run id a run-network call reported (its NEW:/RESUME: line or
@@ -307,14 +309,11 @@ func (runDomain) reportedRunIsPersisted(ctx context.Context, ref string) error {
 	if err := sc.st.Assert("run id reported by "+c.name, "non-empty (NEW:/RESUME: line or --json)", orNone(c.runID), c.runID != ""); err != nil {
 		return err
 	}
-	runs, err := runsForBusinessKey(ctx)
+	run, err := theOneRunOfTheKey(ctx)
 	if err != nil {
 		return err
 	}
-	if err := sc.st.Equal("NETWORK_RUN records for the business key", 1, len(runs)); err != nil {
-		return err
-	}
-	return sc.st.Equal("run id reported by "+c.name+" against the run persisted for the business key", runs[0].RunID, c.runID)
+	return sc.st.Equal("run id reported by "+c.name+" against the run persisted for the business key", run.RunID, c.runID)
 }
 
 // noRunForKey: no NETWORK_RUN record of the scope's business key exists in the current
@@ -329,4 +328,17 @@ func (runDomain) noRunForKey(ctx context.Context) error {
 		ids = append(ids, r.RunID)
 	}
 	return sceneOf(ctx).st.Equal("NETWORK_RUN records for the business key", "(none)", orNone(strings.Join(ids, ", ")))
+}
+
+// theOneRunOfTheKey requires (as a step's assertion) that the scope's business key has exactly
+// one NETWORK_RUN in the current network, and returns it.
+func theOneRunOfTheKey(ctx context.Context) (networkRun, error) {
+	runs, err := runsForBusinessKey(ctx)
+	if err != nil {
+		return networkRun{}, err
+	}
+	if err := sceneOf(ctx).st.Equal("NETWORK_RUN records for the business key", 1, len(runs)); err != nil {
+		return networkRun{}, err
+	}
+	return runs[0], nil
 }

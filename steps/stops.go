@@ -93,7 +93,7 @@ func (stopDomain) endsAfterStop(ctx context.Context, name string, limit int) err
 	if err != nil {
 		return err
 	}
-	atts, err := runAttempts(ctx)
+	atts, invs, err := attemptsAndInvocations(ctx)
 	if err != nil {
 		return err
 	}
@@ -102,10 +102,6 @@ func (stopDomain) endsAfterStop(ctx context.Context, name string, limit int) err
 		if a.NodeAttemptID == att.NodeAttemptID {
 			attStatus = a.Status
 		}
-	}
-	invs, err := invocations(ctx)
-	if err != nil {
-		return err
 	}
 	invStatus := "(none)"
 	if len(invs) > 0 {
@@ -157,11 +153,7 @@ func (stopDomain) graphIsSafe(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	atts, err := runAttempts(ctx)
-	if err != nil {
-		return err
-	}
-	invs, err := invocations(ctx)
+	atts, invs, err := attemptsAndInvocations(ctx)
 	if err != nil {
 		return err
 	}
@@ -210,11 +202,7 @@ func (stopDomain) graphIsSafe(ctx context.Context) error {
 
 func (stopDomain) nothingRunning(ctx context.Context) error {
 	sc := sceneOf(ctx)
-	atts, err := runAttempts(ctx)
-	if err != nil {
-		return err
-	}
-	invs, err := invocations(ctx)
+	atts, invs, err := attemptsAndInvocations(ctx)
 	if err != nil {
 		return err
 	}
@@ -230,4 +218,15 @@ func (stopDomain) nothingRunning(ctx context.Context) error {
 		}
 	}
 	return sc.st.Equal("RUNNING attempts and invocations of the run", "(none)", orNone(strings.Join(running, ", ")))
+}
+
+// attemptsAndInvocations reads the run's attempts, then its invocations: the two sides of the
+// invocation-owns-attempts checks.
+func attemptsAndInvocations(ctx context.Context) ([]nodeAttempt, []runInvocation, error) {
+	atts, err := runAttempts(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	invs, err := invocations(ctx)
+	return atts, invs, err
 }

@@ -52,32 +52,8 @@ func parseControl(data []byte) controlSpec {
 			spec.problems = append(spec.problems, err.Error()+"; passing everything")
 		}
 	}
-	seen := map[string]bool{}
-	for i, rb := range raw.Barriers {
-		c, err := parseFileBarrier(rb)
-		switch {
-		case err != nil:
-			spec.problems = append(spec.problems, fmt.Sprintf("barriers[%d]: %v", i, err))
-		case seen[c.b.ID]:
-			spec.problems = append(spec.problems, fmt.Sprintf("barriers[%d]: barrier %s: id repeated", i, c.b.ID))
-		default:
-			seen[c.b.ID] = true
-			spec.barriers = append(spec.barriers, c)
-		}
-	}
-	seen = map[string]bool{}
-	for i, rf := range raw.Faults {
-		c, err := parseFileFault(rf)
-		switch {
-		case err != nil:
-			spec.problems = append(spec.problems, fmt.Sprintf("faults[%d]: %v", i, err))
-		case seen[c.f.ID]:
-			spec.problems = append(spec.problems, fmt.Sprintf("faults[%d]: fault %s: id repeated", i, c.f.ID))
-		default:
-			seen[c.f.ID] = true
-			spec.faults = append(spec.faults, c)
-		}
-	}
+	spec.barriers = parseUnique(&spec.problems, "barriers", "barrier", raw.Barriers, parseFileBarrier, func(c *compiled) string { return c.b.ID })
+	spec.faults = parseUnique(&spec.problems, "faults", "fault", raw.Faults, parseFileFault, func(c *compiledFault) string { return c.f.ID })
 	return spec
 }
 
@@ -90,6 +66,26 @@ func ValidateControl(data []byte) error {
 		errs = append(errs, errors.New(p))
 	}
 	return errors.Join(errs...)
+}
+
+// parseUnique parses each entry of one list of the control file (barriers, faults) and keeps
+// the ones that parse and whose id is not repeated; a problem line names each other one.
+func parseUnique[C any](problems *[]string, list, kind string, raw []json.RawMessage, parse func(json.RawMessage) (C, error), id func(C) string) []C {
+	var out []C
+	seen := map[string]bool{}
+	for i, r := range raw {
+		c, err := parse(r)
+		switch {
+		case err != nil:
+			*problems = append(*problems, fmt.Sprintf("%s[%d]: %v", list, i, err))
+		case seen[id(c)]:
+			*problems = append(*problems, fmt.Sprintf("%s[%d]: %s %s: id repeated", list, i, kind, id(c)))
+		default:
+			seen[id(c)] = true
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // parseFileBarrier accepts app and id as JSON strings or numbers, since operators

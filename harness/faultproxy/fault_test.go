@@ -461,10 +461,7 @@ func TestBarrierAndFaultComposeOnOneRequest(t *testing.T) {
 			require.NoError(t, p.AddBarrier(Barrier{ID: "hold", Phase: phase, Match: Match{Path: claimPath, Method: "PUT", App: "7"}}))
 			require.NoError(t, p.AddFault(runPutFault("lost", ActionLoseResponse)))
 			ch := sendAsync(c, "PUT", p.URL()+"/k/v1/record.json", runPut, nil)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_, err := p.WaitArrival(ctx, "hold")
-			require.NoError(t, err)
+			arrived(t, p, "hold")
 			if phase == PhaseBefore {
 				assert.Zero(t, u.putCount(), "held before forwarding")
 			} else {

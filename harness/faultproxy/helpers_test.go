@@ -81,6 +81,15 @@ func newProxy(t testing.TB, u *upstream, mutate func(*Options)) *Proxy {
 	return p
 }
 
+// proxied is an upstream, a proxy with the default options in front of it and a client of
+// the proxy.
+func proxied(t *testing.T) (*upstream, *Proxy, *http.Client) {
+	t.Helper()
+	u := newUpstream(t)
+	p := newProxy(t, u, nil)
+	return u, p, clientFor(t, p.CAFile())
+}
+
 // clientFor trusts the proxy's CA. Keep-alives are off so each request is its own
 // connection and counts are exact (a dropped keep-alive connection may make the
 // client retry an idempotent request).
@@ -143,6 +152,16 @@ func requireNetworkError(t *testing.T, r reply) {
 	var ue *url.Error
 	require.True(t, errors.As(r.err, &ue), "error %v is not a transport error", r.err)
 	require.Zero(t, r.status)
+}
+
+// arrived waits (10 s at most) for a request to arrive at barrier id and returns the arrival.
+func arrived(t *testing.T, p *Proxy, id string) Arrival {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a, err := p.WaitArrival(ctx, id)
+	require.NoError(t, err)
+	return a
 }
 
 func recv(t *testing.T, ch <-chan reply) reply {

@@ -61,9 +61,7 @@ func TestPassForwardsOverHTTPS(t *testing.T) {
 }
 
 func TestBlockDropsConnectionWithoutResponse(t *testing.T) {
-	u := newUpstream(t)
-	p := newProxy(t, u, nil)
-	c := clientFor(t, p.CAFile())
+	u, p, c := proxied(t)
 	require.NoError(t, p.SetMode(ModeBlock))
 
 	requireNetworkError(t, send(c, "GET", p.URL()+"/k/v1/records.json?app=7", "", nil))
@@ -90,9 +88,7 @@ func TestBlockDropsConnectionWithoutResponse(t *testing.T) {
 }
 
 func TestBlockWritesBlocksAllButGET(t *testing.T) {
-	u := newUpstream(t)
-	p := newProxy(t, u, nil)
-	c := clientFor(t, p.CAFile())
+	u, p, c := proxied(t)
 	require.NoError(t, p.SetMode(ModeBlockWrites))
 
 	r := send(c, "GET", p.URL()+"/k/v1/record.json?app=7&id=1", "", nil)
@@ -109,9 +105,7 @@ func TestBlockWritesBlocksAllButGET(t *testing.T) {
 }
 
 func TestModeChangesWhileRequestsFlow(t *testing.T) {
-	u := newUpstream(t)
-	p := newProxy(t, u, nil)
-	c := clientFor(t, p.CAFile())
+	u, p, c := proxied(t)
 	var mu sync.Mutex
 	ok, failed := 0, 0
 	var wg sync.WaitGroup
@@ -149,17 +143,12 @@ func TestModeChangesWhileRequestsFlow(t *testing.T) {
 }
 
 func TestBarrierBeforeHoldsUntilReleaseAndFiresOnce(t *testing.T) {
-	u := newUpstream(t)
-	p := newProxy(t, u, nil)
-	c := clientFor(t, p.CAFile())
+	u, p, c := proxied(t)
 	require.NoError(t, p.AddBarrier(claimBarrier("scope_claim_before", PhaseBefore)))
 	require.Error(t, p.AddBarrier(claimBarrier("scope_claim_before", PhaseBefore)), "ids are unique per proxy")
 
 	ch := sendAsync(c, "PUT", p.URL()+"/k/v1/record.json", claimBody, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	a, err := p.WaitArrival(ctx, "scope_claim_before")
-	require.NoError(t, err)
+	a := arrived(t, p, "scope_claim_before")
 	assert.Equal(t, PhaseBefore, a.Phase)
 	assert.Equal(t, "PUT", a.Method)
 	assert.Equal(t, "/k/v1/record.json", a.Path)
@@ -193,16 +182,11 @@ func TestBarrierBeforeHoldsUntilReleaseAndFiresOnce(t *testing.T) {
 }
 
 func TestBarrierAfterSuccessHoldsResponse(t *testing.T) {
-	u := newUpstream(t)
-	p := newProxy(t, u, nil)
-	c := clientFor(t, p.CAFile())
+	u, p, c := proxied(t)
 	require.NoError(t, p.AddBarrier(claimBarrier("scope_claim_after", PhaseAfterSuccess)))
 
 	ch := sendAsync(c, "PUT", p.URL()+"/k/v1/record.json", claimBody, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	a, err := p.WaitArrival(ctx, "scope_claim_after")
-	require.NoError(t, err)
+	a := arrived(t, p, "scope_claim_after")
 	assert.Equal(t, 200, a.ResponseStatus)
 	assert.Equal(t, PhaseAfterSuccess, a.Phase)
 	assert.Equal(t, 1, u.hitCount(), "the write reached kintone before the hold")
@@ -224,9 +208,7 @@ func TestBarrierAfterSuccessHoldsResponse(t *testing.T) {
 }
 
 func TestAfterSuccessNon2xxDoesNotConsumeBarrier(t *testing.T) {
-	u := newUpstream(t)
-	p := newProxy(t, u, nil)
-	c := clientFor(t, p.CAFile())
+	_, p, c := proxied(t)
 	require.NoError(t, p.AddBarrier(claimBarrier("hb_after", PhaseAfterSuccess)))
 
 	r := send(c, "PUT", p.URL()+"/k/v1/record.json", claimBody, map[string]string{"X-Want-Status": "409"})
@@ -235,10 +217,7 @@ func TestAfterSuccessNon2xxDoesNotConsumeBarrier(t *testing.T) {
 	assert.Empty(t, p.Arrivals())
 
 	ch := sendAsync(c, "PUT", p.URL()+"/k/v1/record.json", claimBody, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	a, err := p.WaitArrival(ctx, "hb_after")
-	require.NoError(t, err)
+	a := arrived(t, p, "hb_after")
 	assert.Equal(t, 200, a.ResponseStatus)
 	require.NoError(t, p.Release("hb_after"))
 	assert.Equal(t, 200, recv(t, ch).status)
@@ -325,9 +304,7 @@ func TestBarrierMatchesTheAppOfARead(t *testing.T) {
 var readBarrier = Barrier{ID: "read", Phase: PhaseBefore, Match: Match{Path: `/k/v1/records\.json$`, App: "5"}}
 
 func TestNonMatchingRequestLeavesBarrierArmed(t *testing.T) {
-	u := newUpstream(t)
-	p := newProxy(t, u, nil)
-	c := clientFor(t, p.CAFile())
+	_, p, c := proxied(t)
 	require.NoError(t, p.AddBarrier(claimBarrier("armed", PhaseBefore)))
 	r := send(c, "PUT", p.URL()+"/k/v1/record.json", `{"app":8,"id":"42","record":{"claimed_at":{}}}`, nil)
 	require.NoError(t, r.err)
@@ -335,28 +312,20 @@ func TestNonMatchingRequestLeavesBarrierArmed(t *testing.T) {
 	assert.Empty(t, p.Arrivals())
 
 	ch := sendAsync(c, "PUT", p.URL()+"/k/v1/record.json", claimBody, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, err := p.WaitArrival(ctx, "armed")
-	require.NoError(t, err)
+	arrived(t, p, "armed")
 	require.NoError(t, p.Release("armed"))
 	assert.Equal(t, 200, recv(t, ch).status)
 }
 
 func TestReleaseByFile(t *testing.T) {
-	u := newUpstream(t)
-	p := newProxy(t, u, nil)
-	c := clientFor(t, p.CAFile())
+	_, p, c := proxied(t)
 	rel := filepath.Join(t.TempDir(), "claim.release")
 	b := claimBarrier("file_release", PhaseBefore)
 	b.Release = rel
 	require.NoError(t, p.AddBarrier(b))
 
 	ch := sendAsync(c, "PUT", p.URL()+"/k/v1/record.json", claimBody, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, err := p.WaitArrival(ctx, "file_release")
-	require.NoError(t, err)
+	arrived(t, p, "file_release")
 	require.NoError(t, os.WriteFile(rel, nil, 0o644))
 	r := recv(t, ch)
 	require.NoError(t, r.err)
@@ -402,9 +371,7 @@ func TestLogsNeverHoldQueryHeadersBodyOrToken(t *testing.T) {
 		query = "PLANTEDQUERY"
 		body  = "PLANTED-BODY-value"
 	)
-	u := newUpstream(t)
-	p := newProxy(t, u, nil)
-	c := clientFor(t, p.CAFile())
+	_, p, c := proxied(t)
 	hdr := map[string]string{"X-Cybozu-API-Token": token, "Authorization": "Bearer " + token}
 	withBody := `{"app":7,"id":"42","record":{"heartbeat_at":{"value":"` + body + `"},"claimed_at":{"value":"` + body + `"}}}`
 
@@ -412,10 +379,7 @@ func TestLogsNeverHoldQueryHeadersBodyOrToken(t *testing.T) {
 	require.NoError(t, send(c, "PUT", p.URL()+"/k/v1/record.json?token="+token, withBody, hdr).err)
 	require.NoError(t, p.AddBarrier(claimBarrier("secret_test", PhaseBefore)))
 	ch := sendAsync(c, "PUT", p.URL()+"/k/v1/record.json?q="+query, withBody, hdr)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, err := p.WaitArrival(ctx, "secret_test")
-	require.NoError(t, err)
+	arrived(t, p, "secret_test")
 	require.NoError(t, p.Release("secret_test"))
 	require.NoError(t, recv(t, ch).err)
 	require.NoError(t, p.SetMode(ModeBlock))
@@ -451,9 +415,7 @@ func TestLogsNeverHoldQueryHeadersBodyOrToken(t *testing.T) {
 }
 
 func TestCountsSplitRecordsFileOtherHeartbeat(t *testing.T) {
-	u := newUpstream(t)
-	p := newProxy(t, u, nil)
-	c := clientFor(t, p.CAFile())
+	_, p, c := proxied(t)
 	send(c, "GET", p.URL()+"/k/v1/records.json?app=1", "", nil)
 	send(c, "POST", p.URL()+"/k/v1/record.json", `{"app":1,"record":{}}`, nil)
 	send(c, "PUT", p.URL()+"/k/v1/record.json", `{"app":1,"id":1,"record":{"heartbeat_at":{"value":"x"}}}`, nil)
@@ -493,10 +455,7 @@ func TestControlFileSteersModeAndBarriers(t *testing.T) {
 	]}`, rel)
 	require.NoError(t, os.WriteFile(ctl, []byte(js), 0o644))
 	ch := sendAsync(c, "PUT", p.URL()+"/k/v1/record.json", claimBody, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	a, err := p.WaitArrival(ctx, "op_claim")
-	require.NoError(t, err)
+	a := arrived(t, p, "op_claim")
 	assert.Equal(t, PhaseBefore, a.Phase)
 	require.NoError(t, os.WriteFile(rel, nil, 0o644))
 	assert.Equal(t, 200, recv(t, ch).status)
@@ -517,9 +476,7 @@ func TestControlFileSteersModeAndBarriers(t *testing.T) {
 }
 
 func TestCloseFailsHeldRequests(t *testing.T) {
-	u := newUpstream(t)
-	p := newProxy(t, u, nil)
-	c := clientFor(t, p.CAFile())
+	u, p, c := proxied(t)
 	require.NoError(t, p.AddBarrier(claimBarrier("held", PhaseBefore)))
 	ch := sendAsync(c, "PUT", p.URL()+"/k/v1/record.json", claimBody, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -593,9 +550,7 @@ func TestSharedCAAndBundle(t *testing.T) {
 }
 
 func TestChunkedBodyIsMatchedAndForwardedIntact(t *testing.T) {
-	u := newUpstream(t)
-	p := newProxy(t, u, nil)
-	c := clientFor(t, p.CAFile())
+	u, p, c := proxied(t)
 	require.NoError(t, p.AddBarrier(claimBarrier("chunked", PhaseBefore)))
 	ch := make(chan reply, 1)
 	go func() {
@@ -609,10 +564,7 @@ func TestChunkedBodyIsMatchedAndForwardedIntact(t *testing.T) {
 		resp.Body.Close()
 		ch <- reply{status: resp.StatusCode}
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, err := p.WaitArrival(ctx, "chunked")
-	require.NoError(t, err)
+	arrived(t, p, "chunked")
 	require.NoError(t, p.Release("chunked"))
 	assert.Equal(t, 200, recv(t, ch).status)
 	hits := u.hitList()
@@ -624,9 +576,7 @@ func TestChunkedBodyIsMatchedAndForwardedIntact(t *testing.T) {
 // a field value; Traffic returns the same lines.
 func TestTrafficNamesAppRecordAndFieldsNeverValues(t *testing.T) {
 	const value = "PLANTED-FIELD-VALUE"
-	u := newUpstream(t)
-	p := newProxy(t, u, nil)
-	c := clientFor(t, p.CAFile())
+	_, p, c := proxied(t)
 	send(c, "GET", p.URL()+"/k/v1/records.json?app=7&query=x", "", nil)
 	send(c, "PUT", p.URL()+"/k/v1/record.json", `{"app":7,"id":"42","record":{"status":{"value":"`+value+`"},"finished_at":{"value":"`+value+`"}}}`, nil)
 	send(c, "PUT", p.URL()+"/k/v1/records.json", `{"app":"8","records":[{"id":1,"record":{"b":{"value":"`+value+`"}}},{"id":2,"record":{"a":{"value":"`+value+`"}}}]}`, nil)

@@ -49,6 +49,16 @@ func waitStdout(t *testing.T, p *Process, what string, ok func(string) bool) str
 
 var pidLine = regexp.MustCompile(`pid (\d+) level (\d+)`)
 
+// startThreeLevels starts the helper under name as three levels of processes (mode tree or
+// orphan) tagged with a fresh marker, and returns it, its pids by level and the marker.
+func startThreeLevels(t *testing.T, r *Registry, name, mode, prefix string) (*Process, map[int]int32, string) {
+	t.Helper()
+	marker := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+	p, err := r.Start(context.Background(), spec(t, name, mode, "--level", "2", "--marker", marker))
+	require.NoError(t, err)
+	return p, treePids(t, p, 3), marker
+}
+
 // treePids waits for a tree helper to report n levels and returns pid by level.
 func treePids(t *testing.T, p *Process, n int) map[int]int32 {
 	t.Helper()
@@ -213,10 +223,7 @@ func TestStopIsGracefulWhenChildHandlesInterrupt(t *testing.T) {
 
 func TestKillTreeOfThreeLevelsLeavesNothing(t *testing.T) {
 	r := CheckLeaks(t)
-	marker := fmt.Sprintf("tree-%d", time.Now().UnixNano())
-	p, err := r.Start(context.Background(), spec(t, "tree", "tree", "--level", "2", "--marker", marker))
-	require.NoError(t, err)
-	pids := treePids(t, p, 3)
+	p, pids, marker := startThreeLevels(t, r, "tree", "tree", "tree")
 	require.Equal(t, int32(p.Pid()), pids[2])
 
 	killed, err := p.KillTree()
@@ -259,10 +266,7 @@ func TestKillTreeReachesOrphanedGrandchild(t *testing.T) {
 		t.Skip("Windows has no process groups; orphans are out of reach by design")
 	}
 	r := CheckLeaks(t)
-	marker := fmt.Sprintf("orphan-%d", time.Now().UnixNano())
-	p, err := r.Start(context.Background(), spec(t, "orphaner", "orphan", "--level", "2", "--marker", marker))
-	require.NoError(t, err)
-	pids := treePids(t, p, 3)
+	p, pids, _ := startThreeLevels(t, r, "orphaner", "orphan", "orphan")
 	// The middle level exits on its own; the grandchild is reparented away from the root.
 	require.NoError(t, wait.Until(quietCtx(), "middle level to exit", 15*time.Second, 5*time.Millisecond, func(ctx context.Context) (bool, string, error) {
 		return !PidAlive(ctx, pids[1]), "", nil
@@ -277,10 +281,7 @@ func TestKillTreeReachesOrphanedGrandchild(t *testing.T) {
 
 func TestFindByArgvPicksExactlyTheGrandchild(t *testing.T) {
 	r := CheckLeaks(t)
-	marker := fmt.Sprintf("find-%d", time.Now().UnixNano())
-	p, err := r.Start(context.Background(), spec(t, "tree", "tree", "--level", "2", "--marker", marker))
-	require.NoError(t, err)
-	pids := treePids(t, p, 3)
+	_, pids, marker := startThreeLevels(t, r, "tree", "tree", "find")
 
 	grandchild := AllOf(ArgvHasSeq("--level", "0"), ArgvContains(marker))
 	found, err := FindByArgv(context.Background(), grandchild)
@@ -330,10 +331,7 @@ func TestFindOneTreeRefusesTwoTrees(t *testing.T) {
 
 func TestKillParentOnlyLeavesOrphansForKillAll(t *testing.T) {
 	r := CheckLeaks(t)
-	marker := fmt.Sprintf("parent-%d", time.Now().UnixNano())
-	p, err := r.Start(context.Background(), spec(t, "flownet", "tree", "--level", "2", "--marker", marker))
-	require.NoError(t, err)
-	pids := treePids(t, p, 3)
+	p, pids, marker := startThreeLevels(t, r, "flownet", "tree", "parent")
 	require.NoError(t, p.Kill())
 	res, err := p.WaitTimeout(10 * time.Second)
 	require.NoError(t, err)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -89,11 +88,7 @@ func (s *Scope) Render(srcNetworkYAML, dstDir string, opts RenderOptions) (Rende
 	// Every error names the fixture, and the line when one is known:
 	// "render features/fixtures/networks/x.yaml:7: node "n1": missing job_id".
 	failAt := func(line int, format string, a ...any) (Rendered, error) {
-		loc := srcNetworkYAML
-		if line > 0 {
-			loc = fmt.Sprintf("%s:%d", srcNetworkYAML, line)
-		}
-		return Rendered{}, fmt.Errorf("render %s: %s", loc, fmt.Sprintf(format, a...))
+		return Rendered{}, fmt.Errorf("render %s: %s", yamlerr.Where(srcNetworkYAML, line), fmt.Sprintf(format, a...))
 	}
 	fail := func(format string, a ...any) (Rendered, error) { return failAt(0, format, a...) }
 	failErr := func(err error) (Rendered, error) {
@@ -107,25 +102,14 @@ func (s *Scope) Render(srcNetworkYAML, dstDir string, opts RenderOptions) (Rende
 	if err != nil {
 		return fail("%v", err)
 	}
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return fail("empty file: expected one YAML document holding a mapping")
-		}
-		line, msg := yamlerr.Line(err)
-		return failAt(line, "parse YAML: %s", msg)
-	}
-	var extra yaml.Node
-	switch err := dec.Decode(&extra); {
-	case err == nil:
-		return failAt(extra.Line, "a second YAML document: a network fixture is one document")
-	case !errors.Is(err, io.EOF):
-		line, msg := yamlerr.Line(err)
-		return failAt(line, "parse YAML: %s", msg)
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
-		return failAt(doc.Line, "expected one YAML document holding a mapping")
+	doc, line, problem := yamlerr.OneMapping(raw, yamlerr.Wording{
+		Empty:          "empty file: expected one YAML document holding a mapping",
+		Syntax:         "parse YAML: %s",
+		SecondDocument: "a second YAML document: a network fixture is one document",
+		NotMapping:     "expected one YAML document holding a mapping",
+	})
+	if problem != "" {
+		return failAt(line, "%s", problem)
 	}
 	root := doc.Content[0]
 	if err := checkDuplicateKeys(root, "network"); err != nil {
@@ -302,7 +286,7 @@ func (s *Scope) Render(srcNetworkYAML, dstDir string, opts RenderOptions) (Rende
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
+	if err := enc.Encode(doc); err != nil {
 		return fail("encode YAML: %v", err)
 	}
 	if err := enc.Close(); err != nil {

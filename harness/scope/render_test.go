@@ -45,7 +45,7 @@ nodes:
 
 // fixture writes a fixtures tree (networks/ + jobs/) into a temp dir and
 // returns the network YAML path.
-func fixture(t *testing.T, networkYAML string, sql map[string]string) string {
+func fixture(t testing.TB, networkYAML string, sql map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for name, body := range sql {
@@ -304,16 +304,8 @@ func TestRenderSQLStandalone(t *testing.T) {
 func BenchmarkRender(b *testing.B) {
 	s, err := New("bench", t0, nil)
 	require.NoError(b, err)
-	dir := b.TempDir()
-	for name, body := range diamondSQL() {
-		p := filepath.Join(dir, "fixtures", "jobs", name)
-		require.NoError(b, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(b, os.WriteFile(p, []byte(body), 0o644))
-	}
-	src := filepath.Join(dir, "fixtures", "networks", "n.yaml")
-	require.NoError(b, os.MkdirAll(filepath.Dir(src), 0o755))
-	require.NoError(b, os.WriteFile(src, []byte(diamondYAML), 0o644))
-	dst := filepath.Join(dir, "out")
+	src := fixture(b, diamondYAML, diamondSQL())
+	dst := filepath.Join(b.TempDir(), "out")
 	for b.Loop() {
 		if _, err := s.Render(src, dst, RenderOptions{}); err != nil {
 			b.Fatal(err)

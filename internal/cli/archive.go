@@ -60,6 +60,19 @@ func (f *archiveFlags) scanInputs(uses map[string]flagUse) (map[string]string, [
 	return env, appIDs, nil
 }
 
+// parseArchiveArgs parses an archive subcommand's flags and requires min to max (-1: any
+// number of) folder or pack arguments; when it returns false, code is the exit (usage refused).
+func parseArchiveArgs(fset *flag.FlagSet, name string, args []string, stderr io.Writer, min, max int) (map[string]flagUse, int, bool) {
+	uses, code, ok := parseFlags(fset, name, args, stderr)
+	if !ok {
+		return nil, code, false
+	}
+	if n := fset.NArg(); n < min || (max >= 0 && n > max) {
+		return nil, refuseUsage(stderr, name), false
+	}
+	return uses, 0, true
+}
+
 // verifyFlags are the flags of `flowtest archive verify`.
 type verifyFlags struct {
 	archiveFlags
@@ -77,12 +90,9 @@ func (f *verifyFlags) bind(fs *flag.FlagSet) {
 // checked against the schemas (results.ValidateArchive, ValidatePack).
 func cmdVerify(inv invocation, f *verifyFlags, fset *flag.FlagSet, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
-	uses, code, ok := parseFlags(fset, "archive verify", args, stderr)
+	uses, code, ok := parseArchiveArgs(fset, "archive verify", args, stderr, 1, 1)
 	if !ok {
 		return code
-	}
-	if fset.NArg() != 1 {
-		return refuseUsage(stderr, "archive verify")
 	}
 	env, appIDs, err := f.scanInputs(uses)
 	if err != nil {
@@ -139,12 +149,9 @@ func (f *packFlags) bind(fs *flag.FlagSet) {
 // <dir>.tar.gz (or --out) with SHA256SUMS inside; prints the detached sha256.
 func cmdPack(inv invocation, f *packFlags, fset *flag.FlagSet, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
-	uses, code, ok := parseFlags(fset, "archive pack", args, stderr)
+	uses, code, ok := parseArchiveArgs(fset, "archive pack", args, stderr, 1, 1)
 	if !ok {
 		return code
-	}
-	if fset.NArg() != 1 {
-		return refuseUsage(stderr, "archive pack")
 	}
 	dir := filepath.Clean(fset.Arg(0))
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {

@@ -28,9 +28,7 @@ func (st *standaloneTenant) liveArgs(dir, tags string) []string {
 // the lines seen.
 func killRunAt(t *testing.T, st *standaloneTenant, dir, tags, at string) []string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "flowtest"), st.liveArgs(dir, tags)...)
-	cmd.Dir = repoRoot()
-	cmd.Env = st.env
+	cmd := flowtestCmd(st.env, st.liveArgs(dir, tags)...)
 	lines, kill := startUntilLine(t, cmd, at, "the kill point never came")
 	kill()
 	return lines

@@ -51,11 +51,22 @@ type result struct {
 
 // flowtest runs the built binary from the repository root with a clean environment (no
 // operator settings leak in) plus env.
-func flowtest(t *testing.T, env []string, args ...string) result {
-	t.Helper()
+// flowtestCmd is the built flowtest with args, run in the repository root with env only.
+func flowtestCmd(env []string, args ...string) *exec.Cmd {
 	cmd := exec.Command(filepath.Join(binDir, "flowtest"+exe()), args...)
 	cmd.Dir = repoRoot()
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()}, env...)
+	cmd.Env = env
+	return cmd
+}
+
+// baseEnv is the least environment a flowtest child runs with: PATH, HOME and tmp as TMPDIR.
+func baseEnv(tmp string) []string {
+	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + tmp}
+}
+
+func flowtest(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	cmd := flowtestCmd(append(baseEnv(os.TempDir()), env...), args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -24,9 +24,7 @@ func TestInterruptMidScenarioLeavesNothingBehind(t *testing.T) {
 		t.Skip("acceptance run skipped in -short mode")
 	}
 	out := t.TempDir()
-	cmd := exec.Command(filepath.Join(binDir, "flowtest"), "run", "--out", out, "--concurrency", "1", "--tags", "@m5-lock-conflict or @m5-kill-unknown")
-	cmd.Dir = repoRoot()
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()}
+	cmd := flowtestCmd(baseEnv(os.TempDir()), "run", "--out", out, "--concurrency", "1", "--tags", "@m5-lock-conflict or @m5-kill-unknown")
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())

@@ -4,9 +4,6 @@ package cli
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -28,11 +25,9 @@ func TestKilledRunnerLeavesNoProcess(t *testing.T) {
 	}
 	out := t.TempDir()
 	tmp := t.TempDir() // the runner's temp dir: its work dir, and nobody else's
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + tmp}
-	cmd := exec.Command(filepath.Join(binDir, "flowtest"), "run", "--out", out, "--concurrency", "1",
+	env := baseEnv(tmp)
+	cmd := flowtestCmd(env, "run", "--out", out, "--concurrency", "1",
 		"--sandbox-read-latency", "0", "--tags", "@m6-04-force-unlock-drill")
-	cmd.Dir = repoRoot()
-	cmd.Env = env
 	_, kill := startUntilLine(t, cmd, "started FlowNet ", "never saw the scenario start FlowNet")
 	ctx := context.Background()
 	before, err := proc.FindByArgv(ctx, proc.ArgvContains(binDir))

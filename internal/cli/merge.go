@@ -31,12 +31,9 @@ func (f *mergeFlags) bind(fs *flag.FlagSet) {
 
 func cmdMerge(inv invocation, f *mergeFlags, fset *flag.FlagSet, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
-	uses, code, ok := parseFlags(fset, "archive merge", args, stderr)
+	uses, code, ok := parseArchiveArgs(fset, "archive merge", args, stderr, 2, -1)
 	if !ok {
 		return code
-	}
-	if fset.NArg() < 2 {
-		return refuseUsage(stderr, "archive merge")
 	}
 	if err := creatableDir("--out", f.out); err != nil {
 		return exitFor(stderr, "archive merge", err)

@@ -128,9 +128,7 @@ func TestRehearseInterrupted(t *testing.T) {
 		t.Skip("acceptance run; os.Interrupt cannot be sent on Windows")
 	}
 	out := t.TempDir()
-	cmd := exec.Command(filepath.Join(binDir, "flowtest"+exe()), "rehearse", "--out", out, "--tags", "@m6-05-status-readonly")
-	cmd.Dir = repoRoot()
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()}
+	cmd := flowtestCmd(baseEnv(os.TempDir()), "rehearse", "--out", out, "--tags", "@m6-05-status-readonly")
 	var buf syncBuffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	require.NoError(t, cmd.Start())

@@ -44,7 +44,7 @@ func startStandaloneTenant(t *testing.T) *standaloneTenant {
 	envDir := filepath.Join(dir, "env")
 	cmd := exec.Command(filepath.Join(binDir, "flowsandbox"), "kintone", "serve", "--exit-on-stdin-eof", "--operator-env", envDir)
 	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + dir}
+	cmd.Env = baseEnv(dir)
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	out, err := cmd.StdoutPipe()
@@ -77,7 +77,7 @@ func startStandaloneTenant(t *testing.T) *standaloneTenant {
 	st.api = kintoneapi.New(info.BaseURL, hc, full)
 	exports, err := rehearse.ParseExports(filepath.Join(envDir, "tokens.sh"))
 	require.NoError(t, err)
-	st.env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + t.TempDir()}, exports...)
+	st.env = append(baseEnv(t.TempDir()), exports...)
 	return st
 }
 

@@ -133,6 +133,23 @@ func (r *Run) build(dir, tags string) (string, error) {
 	return bin, nil
 }
 
+// selfCommand is this executable with argv, run in the root, its output into log. An
+// interrupt is passed on so that the run cleans up and stops its emulator; a kill would
+// orphan it.
+func (r *Run) selfCommand(log io.Writer, argv ...string) *exec.Cmd {
+	cmd := exec.CommandContext(r.Ctx, r.Self, argv...)
+	cmd.Dir = r.Root
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Cancel = func() error {
+		if runtime.GOOS == "windows" {
+			return cmd.Process.Kill()
+		}
+		return cmd.Process.Signal(os.Interrupt)
+	}
+	cmd.WaitDelay = time.Minute
+	return cmd
+}
+
 // runScenarios runs `flowtest run` (this executable) on the given sandbox binary and returns
 // the records of the scenarios, by id, plus the run's exit code.
 func (r *Run) runScenarios(dir, bin string, ids []string) (map[string]*results.Scenario, int, error) {
@@ -152,20 +169,8 @@ func (r *Run) runScenariosIn(dir, bin, features string, ids []string) (map[strin
 		return nil, 0, err
 	}
 	defer logf.Close()
-	cmd := exec.CommandContext(r.Ctx, r.Self, "run", "--sandbox-bin", bin, "--tags", strings.Join(tags, " or "), "--out", out,
-		"--features", features, "--lock-dir", filepath.Join(dir, "lock"))
-	cmd.Dir = r.Root
-	cmd.Stdout, cmd.Stderr = logf, logf
-	// An interrupt is passed on so that the run cleans up and stops its emulator; a kill
-	// would orphan it.
-	cmd.Cancel = func() error {
-		if runtime.GOOS == "windows" {
-			return cmd.Process.Kill()
-		}
-		return cmd.Process.Signal(os.Interrupt)
-	}
-	cmd.WaitDelay = time.Minute
-	err = proc.RunBound(cmd) // a killed `flowtest defects` takes its runner along
+	err = proc.RunBound(r.selfCommand(logf, "run", "--sandbox-bin", bin, "--tags", strings.Join(tags, " or "), "--out", out,
+		"--features", features, "--lock-dir", filepath.Join(dir, "lock"))) // a killed `flowtest defects` takes its runner along
 	code := 0
 	var ee *exec.ExitError
 	switch {

@@ -51,9 +51,25 @@ func writeCatalogue(t *testing.T, body string) string {
 	return p
 }
 
+// refusalCase is a catalogue body and the words its refusal must contain.
+type refusalCase struct{ body, want string }
+
+// requireRefusals loads each case's catalogue (its body between head and tail) and requires a
+// refusal containing its words.
+func requireRefusals(t *testing.T, known map[string]bool, head, tail string, cases map[string]refusalCase) {
+	t.Helper()
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := LoadCatalogue(writeCatalogue(t, head+tc.body+tail), known)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
 func TestCatalogueRefusals(t *testing.T) {
 	known := map[string]bool{"m5-resume": true, "p2-01-05-claim-stale": true}
-	cases := map[string]struct{ body, want string }{
+	cases := map[string]refusalCase{
 		"bad name":       {"defects:\n- {name: Bad_Name, description: x, catches: [{scenario: m5-resume, assertion: a}]}\n", "lower-case"},
 		"duplicate":      {"defects:\n- {name: a, description: x, awaiting: [m5-resume]}\n- {name: a, description: y, awaiting: [m5-resume]}\n", "duplicate name"},
 		"no description": {"defects:\n- {name: a, catches: [{scenario: m5-resume, assertion: a}]}\n", "no description"},
@@ -64,13 +80,7 @@ func TestCatalogueRefusals(t *testing.T) {
 		"typo field":     {"defects:\n- {name: a, description: x, awaitng: [m5-resume]}\n", "awaitng"},
 		"empty":          {"defects: []\n", "no defects"},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			_, err := LoadCatalogue(writeCatalogue(t, tc.body), known)
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tc.want)
-		})
-	}
+	requireRefusals(t, known, "", "", cases)
 	cat, err := LoadCatalogue(writeCatalogue(t, "defects:\n- {name: resume-prints-new, description: x, fast: true, catches: [{scenario: m5-resume, assertion: a}]}\n"), known)
 	require.NoError(t, err)
 	assert.Equal(t, "defect_resume_prints_new", cat.Defects[0].tag())

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -300,17 +299,7 @@ func (r *Run) explore(dir, bin, id string, args ...string) (*explorer.Report, st
 	defer logf.Close()
 	argv := append([]string{"explore", id}, args...)
 	argv = append(argv, "--sandbox-bin", bin, "--out", out, "--features", filepath.Join(r.Root, "features"), "--lock-dir", filepath.Join(dir, "lock"))
-	cmd := exec.CommandContext(r.Ctx, r.Self, argv...)
-	cmd.Dir = r.Root
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Cancel = func() error {
-		if runtime.GOOS == "windows" {
-			return cmd.Process.Kill()
-		}
-		return cmd.Process.Signal(os.Interrupt)
-	}
-	cmd.WaitDelay = time.Minute
-	err = proc.RunBound(cmd)
+	err = proc.RunBound(r.selfCommand(logf, argv...))
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee) && ee.ExitCode() == runner.ExitRefused:

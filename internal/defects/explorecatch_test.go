@@ -13,7 +13,7 @@ import (
 func TestExploreCatchRefusals(t *testing.T) {
 	known := map[string]bool{"p2-11-03-duplicates": true}
 	head := "defects:\n- name: a\n  description: x\n  explore: "
-	cases := map[string]struct{ body, want string }{
+	cases := map[string]refusalCase{
 		"no scenario":     {"{strategy: random, seed: 1, schedules: 5, assertion: a}", "names no scenario"},
 		"unknown":         {"{scenario: m9-nope, strategy: random, seed: 1, schedules: 5, assertion: a}", "not in the manifest"},
 		"no seed":         {"{scenario: p2-11-03-duplicates, strategy: random, schedules: 5, assertion: a}", "needs a seed"},
@@ -26,13 +26,7 @@ func TestExploreCatchRefusals(t *testing.T) {
 		"bad code":        {"{scenario: p2-11-03-duplicates, strategy: random, seed: 1, schedules: 5, assertion: a, expected_codes: [LOCK_CONFLICT]}", "nothing to exempt"},
 		"typo in explore": {"{scenario: p2-11-03-duplicates, strategy: random, seed: 1, schedule: 5, assertion: a}", "schedule"},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			_, err := LoadCatalogue(writeCatalogue(t, head+tc.body+"\n"), known)
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tc.want)
-		})
-	}
+	requireRefusals(t, known, head, "\n", cases)
 	cat, err := LoadCatalogue(writeCatalogue(t, head+"{scenario: p2-11-03-duplicates, strategy: pct, seed: 0, schedules: 5, invariant: one-run-per-key}\n"), known)
 	require.NoError(t, err, "an explore catch alone is enough")
 	x := cat.Defects[0].Explore

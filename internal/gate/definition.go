@@ -9,13 +9,11 @@
 package gate
 
 import (
-	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -102,29 +100,16 @@ func Load(featuresDir, gate string, items []runner.Item) (*Def, error) {
 // paths, or no justification.
 func Parse(file string, data []byte, items []runner.Item) (*Def, error) {
 	at := func(line int, format string, a ...any) error {
-		if line > 0 {
-			return refusal.New("%s:%d: %s", file, line, fmt.Sprintf(format, a...))
-		}
-		return refusal.New("%s: %s", file, fmt.Sprintf(format, a...))
+		return refusal.New("%s: %s", yamlerr.Where(file, line), fmt.Sprintf(format, a...))
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, at(0, "the gate definition is empty")
-		}
-		line, msg := yamlLine(err)
-		return nil, at(line, "YAML: %s", msg)
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		return nil, at(extra.Line, "a second YAML document: a gate definition is one document")
-	} else if !errors.Is(err, io.EOF) {
-		line, msg := yamlLine(err)
-		return nil, at(line, "YAML: %s", msg)
-	}
-	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, at(doc.Line, "a gate definition is a mapping (schema_version, name, required, carry_over, …)")
+	doc, line, problem := yamlerr.OneMapping(data, yamlerr.Wording{
+		Empty:          "the gate definition is empty",
+		Syntax:         "YAML: %s",
+		SecondDocument: "a second YAML document: a gate definition is one document",
+		NotMapping:     "a gate definition is a mapping (schema_version, name, required, carry_over, …)",
+	})
+	if problem != "" {
+		return nil, at(line, "%s", problem)
 	}
 	root := doc.Content[0]
 	if err := onlyKeys(root, gateKeys, "key", at); err != nil {

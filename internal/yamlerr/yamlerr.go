@@ -9,8 +9,10 @@
 package yamlerr
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -64,4 +66,45 @@ func split(msg string) (int, string) {
 		}
 	}
 	return 0, msg
+}
+
+// Where is how a problem names its place: "file:line", or the file alone for line 0.
+func Where(file string, line int) string {
+	if line > 0 {
+		return fmt.Sprintf("%s:%d", file, line)
+	}
+	return file
+}
+
+// Wording is what a file kind says for each way it can fail to be one YAML document holding
+// a mapping. Syntax is a format with one %s, yaml.v3's message (see Line).
+type Wording struct {
+	Empty, Syntax, SecondDocument, NotMapping string
+}
+
+// OneMapping decodes data as exactly one YAML document whose root is a mapping and returns the
+// document (its mapping is doc.Content[0]). Otherwise problem is the wording's sentence for
+// what is wrong, and line the 1-based line it is on (0 if none: an empty file).
+func OneMapping(data []byte, w Wording) (doc *yaml.Node, line int, problem string) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	doc = &yaml.Node{}
+	if err := dec.Decode(doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, 0, w.Empty
+		}
+		line, msg := Line(err)
+		return nil, line, fmt.Sprintf(w.Syntax, msg)
+	}
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case err == nil:
+		return nil, extra.Line, w.SecondDocument
+	case !errors.Is(err, io.EOF):
+		line, msg := Line(err)
+		return nil, line, fmt.Sprintf(w.Syntax, msg)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, doc.Line, w.NotMapping
+	}
+	return doc, 0, ""
 }

@@ -34,3 +34,27 @@ func TestLine(t *testing.T) {
 		}
 	}
 }
+
+// OneMapping takes exactly one document holding a mapping and names what else it found.
+func TestOneMapping(t *testing.T) {
+	w := Wording{Empty: "empty", Syntax: "syntax: %s", SecondDocument: "second", NotMapping: "not a mapping"}
+	cases := []struct {
+		text, problem string
+		line          int
+	}{
+		{"a: 1\nb: 2\n", "", 0},
+		{"", "empty", 0},
+		{"a: 1\n---\nb: 2\n", "second", 2},
+		{"- a\n- b\n", "not a mapping", 1},
+		{"a: [1\n", "syntax: did not find expected ',' or ']'", 2},
+	}
+	for _, c := range cases {
+		doc, line, problem := OneMapping([]byte(c.text), w)
+		if problem != c.problem || line != c.line {
+			t.Errorf("%q: got line %d %q, want line %d %q", c.text, line, problem, c.line, c.problem)
+		}
+		if c.problem == "" && (doc == nil || doc.Content[0].Kind != yaml.MappingNode) {
+			t.Errorf("%q: no mapping returned", c.text)
+		}
+	}
+}

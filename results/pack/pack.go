@@ -135,17 +135,12 @@ func pack(dir, dst string, replace bool) (string, error) {
 			return "", fmt.Errorf("pack: %w", err)
 		}
 	}
-	if err := tw.Close(); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("pack: %w", err)
-	}
-	if err := gz.Close(); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("pack: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("pack: %w", err)
+	// The tar, then the gzip stream are ended and the file is on disk before it is closed.
+	for _, finish := range []func() error{tw.Close, gz.Close, tmp.Sync} {
+		if err := finish(); err != nil {
+			tmp.Close()
+			return "", fmt.Errorf("pack: %w", err)
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		return "", fmt.Errorf("pack: %w", err)

@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -124,11 +126,7 @@ func resolveInputs(ioDir string, nd Node, vals map[string]string) ([]nodeInput, 
 	if err != nil {
 		return nil, coded(codeInputPathRejected, "IO root: %v", err)
 	}
-	names := make([]string, 0, len(nd.Inputs))
-	for n := range nd.Inputs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(nd.Inputs))
 	var out []nodeInput
 	for _, name := range names {
 		p, err := expandIOPath(root, nd.Inputs[name], vals)
@@ -330,11 +328,7 @@ func resolveOutputs(ioDir string, nd Node, vals map[string]string) ([]nodeOutput
 	if err != nil {
 		return nil, coded(codeOutputPathRejected, "out root: %v", err)
 	}
-	names := make([]string, 0, len(nd.Outputs))
-	for n := range nd.Outputs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(nd.Outputs))
 	var out []nodeOutput
 	for _, name := range names {
 		p, err := expandIOPath(root, nd.Outputs[name], vals)

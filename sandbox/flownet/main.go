@@ -89,17 +89,11 @@ func (c *cli) dispatch(args []string) int {
 // validate is `validate <network>`: read-only; all errors listed.
 func (c *cli) validate(args []string) int {
 	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprintln(c.stderr, "Invalid validate arguments:")
-		fmt.Fprintln(c.stderr, "- exactly one <network> path is required")
-		return 1
+		return c.argumentError("validate", []string{"exactly one <network> path is required"})
 	}
 	_, errs := LoadNetwork(args[0])
 	if len(errs) > 0 {
-		fmt.Fprintf(c.stderr, "Network validation failed with %d error(s):\n", len(errs))
-		for _, e := range errs {
-			fmt.Fprintln(c.stderr, e.String())
-		}
-		return 1
+		return c.networkInvalid(errs)
 	}
 	fmt.Fprintf(c.stdout, "Valid network definition: %s\n", args[0])
 	return 0

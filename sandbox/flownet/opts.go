@@ -86,11 +86,29 @@ func parseOptions(spec optionSpec, args []string) (options, []string) {
 	return o, problems
 }
 
+// positionalOrUnknown files an argument the hand-written parsers (plan, run-network, status)
+// have no case for: a positional argument, or an unknown option if it starts with "-".
+func positionalOrUnknown(a string, positional, problems []string) ([]string, []string) {
+	if strings.HasPrefix(a, "-") {
+		return positional, append(problems, "unknown option "+a)
+	}
+	return append(positional, a), problems
+}
+
 // argumentError prints the contract's argument-error block and returns exit 1.
 func (c *cli) argumentError(command string, problems []string) int {
 	fmt.Fprintf(c.stderr, "Invalid %s arguments:\n", command)
 	for _, p := range problems {
 		fmt.Fprintln(c.stderr, "- "+p)
+	}
+	return 1
+}
+
+// networkInvalid prints the network validation errors of validate and plan and returns exit 1.
+func (c *cli) networkInvalid(errs []ValidationError) int {
+	fmt.Fprintf(c.stderr, "Network validation failed with %d error(s):\n", len(errs))
+	for _, e := range errs {
+		fmt.Fprintln(c.stderr, e.String())
 	}
 	return 1
 }

@@ -28,35 +28,22 @@ func (c *cli) plan(args []string) int {
 				in.ScheduledFor, in.HasScheduledFor = args[i], true
 			}
 		default:
-			if strings.HasPrefix(a, "-") {
-				problems = append(problems, "unknown option "+a)
-			} else {
-				positional = append(positional, a)
-			}
+			positional, problems = positionalOrUnknown(a, positional, problems)
 		}
 	}
 	if len(positional) != 1 {
 		problems = append(problems, "exactly one <network> path is required")
 	}
 	if len(problems) > 0 {
-		fmt.Fprintln(c.stderr, "Invalid plan arguments:")
-		for _, p := range problems {
-			fmt.Fprintln(c.stderr, "- "+p)
-		}
-		return 1
+		return c.argumentError("plan", problems)
 	}
 	n, errs := LoadNetwork(positional[0])
 	if len(errs) > 0 {
-		fmt.Fprintf(c.stderr, "Network validation failed with %d error(s):\n", len(errs))
-		for _, e := range errs {
-			fmt.Fprintln(c.stderr, e.String())
-		}
-		return 1
+		return c.networkInvalid(errs)
 	}
 	key, err := DeriveBusinessKey(n, in, c.now())
 	if err != nil {
-		fmt.Fprintf(c.stderr, "Error [%s]: %s\n", errCode(err, "BUSINESS_KEY_INVALID"), err.Error())
-		return 1
+		return c.fail(err, "BUSINESS_KEY_INVALID")
 	}
 	order, _ := TopoOrder(n.Nodes)
 	fmt.Fprintf(c.stdout, "Business key: %s\n", key.BusinessKey)

@@ -72,15 +72,10 @@ func (c *cli) pollRequests(args []string) int {
 		}
 	}
 	if len(problems) > 0 {
-		fmt.Fprintln(c.stderr, "Invalid poll-requests arguments:")
-		for _, p := range problems {
-			fmt.Fprintln(c.stderr, "- "+p)
-		}
-		return 1
+		return c.argumentError("poll-requests", problems)
 	}
 	fail := func(err error) int {
-		fmt.Fprintf(c.stderr, "Error [%s]: %s\n", errCode(err, codePollRequestsFailed), err.Error())
-		return 1
+		return c.fail(err, codePollRequestsFailed)
 	}
 	pc, err := c.loadPollConfig()
 	if err != nil {

@@ -97,11 +97,7 @@ func parseRunArgs(args []string) (runOptions, []string) {
 		case "--ksql-flow-workdir":
 			o.workdir, _ = value(&i, a)
 		default:
-			if strings.HasPrefix(a, "-") {
-				problems = append(problems, "unknown option "+a)
-			} else {
-				positional = append(positional, a)
-			}
+			positional, problems = positionalOrUnknown(a, positional, problems)
 		}
 	}
 	if len(positional) != 1 {
@@ -125,11 +121,7 @@ func (c *cli) runNetwork(args []string) int {
 		if o.json || slices.Contains(args, "--json") {
 			c.printJSON(runOutput{Outcome: "REJECTED", RunID: strp(o.resumeRun), InvocationResultCode: CodeInvalidArguments}.normalized())
 		}
-		fmt.Fprintln(c.stderr, "Invalid run-network arguments:")
-		for _, p := range problems {
-			fmt.Fprintln(c.stderr, "- "+p)
-		}
-		return 1
+		return c.argumentError("run-network", problems)
 	}
 	out, err := c.executeRunNetwork(context.Background(), o)
 	if err != nil {

@@ -140,11 +140,7 @@ func parseStatusArgs(args []string) (statusOptions, []string) {
 			seen[a], o.json = true, true
 			continue
 		default:
-			if strings.HasPrefix(a, "-") {
-				problems = append(problems, "unknown option "+a)
-			} else {
-				positional = append(positional, a)
-			}
+			positional, problems = positionalOrUnknown(a, positional, problems)
 			continue
 		}
 		if seen[a] {
@@ -177,16 +173,11 @@ func parseStatusArgs(args []string) (statusOptions, []string) {
 func (c *cli) status(args []string) int {
 	o, problems := parseStatusArgs(args)
 	if len(problems) > 0 {
-		fmt.Fprintln(c.stderr, "Invalid status arguments:")
-		for _, p := range problems {
-			fmt.Fprintln(c.stderr, "- "+p)
-		}
-		return 1
+		return c.argumentError("status", problems)
 	}
 	doc, err := c.buildStatus(context.Background(), o)
 	if err != nil {
-		fmt.Fprintf(c.stderr, "Error [%s]: %s\n", errCode(err, "STATUS_FAILED"), err.Error())
-		return 1
+		return c.fail(err, "STATUS_FAILED")
 	}
 	if o.json {
 		b, _ := json.MarshalIndent(doc, "", "  ")

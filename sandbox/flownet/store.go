@@ -93,24 +93,20 @@ func wrapRemote(what string, err error) error {
 
 // find reads the records matching query (one call; callers keep result sets small).
 func (s *store) find(ctx context.Context, app, query string) ([]kintoneapi.Record, error) {
-	var recs []kintoneapi.Record
-	err := s.retryRead(ctx, func() error {
-		var err error
-		recs, err = s.kc.GetRecords(ctx, app, query, nil)
-		return err
-	})
-	if err != nil {
-		return nil, wrapRemote("read app "+app, err)
-	}
-	return recs, nil
+	return s.readRecords(ctx, app, func() ([]kintoneapi.Record, error) { return s.kc.GetRecords(ctx, app, query, nil) })
 }
 
 // findAll pages through every record matching condition.
 func (s *store) findAll(ctx context.Context, app, condition string) ([]kintoneapi.Record, error) {
+	return s.readRecords(ctx, app, func() ([]kintoneapi.Record, error) { return s.kc.GetAll(ctx, app, condition, nil) })
+}
+
+// readRecords runs one read of app under the read retry and names the app in its error.
+func (s *store) readRecords(ctx context.Context, app string, read func() ([]kintoneapi.Record, error)) ([]kintoneapi.Record, error) {
 	var recs []kintoneapi.Record
 	err := s.retryRead(ctx, func() error {
 		var err error
-		recs, err = s.kc.GetAll(ctx, app, condition, nil)
+		recs, err = read()
 		return err
 	})
 	if err != nil {

@@ -64,32 +64,26 @@ func (fs *fileStore) attach(t *tx, a *app, key string) (fileVal, *apiError) {
 
 // commit makes t's file changes final: its upload keys are used up, and the attachments of
 // records it deleted, or that an update replaced, are gone as on kintone.
-func (fs *fileStore) commit(t *tx) {
-	if len(t.used) == 0 && len(t.dropped) == 0 {
-		return
-	}
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	for _, k := range t.used {
-		delete(fs.uploads, k)
-		delete(fs.reserved, k)
-	}
-	for _, k := range t.dropped {
-		delete(fs.stored, k)
-	}
-}
+func (fs *fileStore) commit(t *tx) { fs.settle(t.used, true, t.dropped) }
 
 // rollback undoes t's file changes: its reservations end and what it minted is dropped.
-func (fs *fileStore) rollback(t *tx) {
-	if len(t.used) == 0 && len(t.minted) == 0 {
+func (fs *fileStore) rollback(t *tx) { fs.settle(t.used, false, t.minted) }
+
+// settle ends a transaction's reservations of the upload keys it used (consuming the uploads
+// too when it commits) and drops the stored files that do not outlive it.
+func (fs *fileStore) settle(used []string, consumeUploads bool, gone []string) {
+	if len(used) == 0 && len(gone) == 0 {
 		return
 	}
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	for _, k := range t.used {
+	for _, k := range used {
+		if consumeUploads {
+			delete(fs.uploads, k)
+		}
 		delete(fs.reserved, k)
 	}
-	for _, k := range t.minted {
+	for _, k := range gone {
 		delete(fs.stored, k)
 	}
 }

@@ -166,14 +166,32 @@ func addCommon(fs *flag.FlagSet) commonFlags {
 	}
 }
 
+// parseJSONOnly parses the flags of a command that has machine output only; false (said on
+// stderr) when they are off or --json is missing.
+func parseJSONOnly(fs *flag.FlagSet, cf commonFlags, args []string, stderr io.Writer) bool {
+	if !parseFlags(fs, args, stderr) {
+		return false
+	}
+	if !*cf.jsonOut {
+		fmt.Fprintf(stderr, "ksql-flow %s: --json is required\n", fs.Name())
+		return false
+	}
+	return true
+}
+
+// profileWithLogApp loads the profile of a job-lock command, which works on the JOB log app.
+func profileWithLogApp(cf commonFlags) (*Profile, error) {
+	p, err := LoadConfig(*cf.config, *cf.profile)
+	if err == nil && p.LogApp == nil {
+		err = fmt.Errorf("profile %q has no logApp", *cf.profile)
+	}
+	return p, err
+}
+
 func describeProfileCmd(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("describe-profile", stderr)
 	cf := addCommon(fs)
-	if !parseFlags(fs, args, stderr) {
-		return 1
-	}
-	if !*cf.jsonOut {
-		fmt.Fprintln(stderr, "ksql-flow describe-profile: --json is required")
+	if !parseJSONOnly(fs, cf, args, stderr) {
 		return 1
 	}
 	p, err := LoadConfig(*cf.config, *cf.profile)
@@ -380,21 +398,14 @@ func inspectLockCmd(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("inspect-lock", stderr)
 	key := fs.String("job-key", "", "<profile>:<job_id>")
 	cf := addCommon(fs)
-	if !parseFlags(fs, args, stderr) {
-		return 1
-	}
-	if !*cf.jsonOut {
-		fmt.Fprintln(stderr, "ksql-flow inspect-lock: --json is required")
+	if !parseJSONOnly(fs, cf, args, stderr) {
 		return 1
 	}
 	if err := checkJobKeyArg(*key); err != nil {
 		fmt.Fprintf(stderr, "ksql-flow inspect-lock: %v\n", err)
 		return 1
 	}
-	p, err := LoadConfig(*cf.config, *cf.profile)
-	if err == nil && p.LogApp == nil {
-		err = fmt.Errorf("profile %q has no logApp", *cf.profile)
-	}
+	p, err := profileWithLogApp(cf)
 	if err != nil {
 		fmt.Fprintf(stderr, "ksql-flow inspect-lock: %v\n", err)
 		return 1
@@ -456,11 +467,7 @@ func forceUnlockCmd(args []string, stdout, stderr io.Writer) int {
 	confirmedBy := fs.String("confirmed-by", "", "who confirmed the holder is stopped")
 	evidence := fs.String("evidence-ref", "", "absolute URI of the stop evidence")
 	cf := addCommon(fs)
-	if !parseFlags(fs, args, stderr) {
-		return 1
-	}
-	if !*cf.jsonOut {
-		fmt.Fprintln(stderr, "ksql-flow force-unlock-job: --json is required")
+	if !parseJSONOnly(fs, cf, args, stderr) {
 		return 1
 	}
 	if err := checkJobKeyArg(*key); err != nil {
@@ -474,10 +481,7 @@ func forceUnlockCmd(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	p, err := LoadConfig(*cf.config, *cf.profile)
-	if err == nil && p.LogApp == nil {
-		err = fmt.Errorf("profile %q has no logApp", *cf.profile)
-	}
+	p, err := profileWithLogApp(cf)
 	if err != nil {
 		fmt.Fprintf(stderr, "ksql-flow force-unlock-job: %v\n", err)
 		return 1

@@ -398,26 +398,10 @@ func cmpOrdered[T float64 | string](a, b T, op string) bool {
 // armFields lists the field codes one SELECT arm needs from its app (at least $id, so that
 // COUNT(*) still asks kintone for a minimal column).
 func armFields(s *Select) []string {
-	set := map[string]bool{}
-	for _, it := range s.Items {
-		if it.Field != "" {
-			set[it.Field] = true
-		}
+	set := map[string]bool{"$id": true}
+	for _, f := range armFieldsNoID(s) {
+		set[f.name] = true
 	}
-	var walk func(Expr)
-	walk = func(x Expr) {
-		switch c := x.(type) {
-		case *BoolExpr:
-			walk(c.L)
-			walk(c.R)
-		case *CmpExpr:
-			set[c.Field] = true
-		case *InExpr:
-			set[c.Field] = true
-		}
-	}
-	walk(s.Where)
-	set["$id"] = true
 	out := make([]string, 0, len(set))
 	for f := range set {
 		out = append(out, f)
@@ -513,6 +497,8 @@ type fieldRef struct {
 	pos  Pos
 }
 
+// armFieldsNoID lists the field references of one SELECT arm with their positions (items,
+// then WHERE, repeats kept): what the static checks report on and what armFields reads.
 func armFieldsNoID(s *Select) []fieldRef {
 	var out []fieldRef
 	for _, it := range s.Items {

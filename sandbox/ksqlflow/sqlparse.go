@@ -760,34 +760,23 @@ func (p *parser) selItem() (SelItem, error) {
 	return it, nil
 }
 
-func (p *parser) orExpr() (Expr, error) {
-	l, err := p.andExpr()
-	if err != nil {
-		return nil, err
-	}
-	for p.isKw("or") {
-		p.i++
-		r, err := p.andExpr()
-		if err != nil {
-			return nil, err
-		}
-		l = &BoolExpr{Op: "or", L: l, R: r}
-	}
-	return l, nil
-}
+func (p *parser) orExpr() (Expr, error) { return p.chain("or", p.andExpr) }
 
-func (p *parser) andExpr() (Expr, error) {
-	l, err := p.primary()
+func (p *parser) andExpr() (Expr, error) { return p.chain("and", p.primary) }
+
+// chain parses operand (kw operand)*, folded to the left: the AND and OR levels of the grammar.
+func (p *parser) chain(kw string, operand func() (Expr, error)) (Expr, error) {
+	l, err := operand()
 	if err != nil {
 		return nil, err
 	}
-	for p.isKw("and") {
+	for p.isKw(kw) {
 		p.i++
-		r, err := p.primary()
+		r, err := operand()
 		if err != nil {
 			return nil, err
 		}
-		l = &BoolExpr{Op: "and", L: l, R: r}
+		l = &BoolExpr{Op: kw, L: l, R: r}
 	}
 	return l, nil
 }
