@@ -18,8 +18,10 @@ import (
 // is judged by silence alone.
 
 // ProbeEvery is how often the probes are looked at: well inside the window, so a process
-// busy for a fraction of it is seen.
-const ProbeEvery = 10 * time.Millisecond
+// busy for a fraction of it is seen. A look at a sleeping Go process costs about 0.1 ms
+// (BenchmarkTreeBusy); every 10 ms that was a quarter more CPU for an exploration of
+// p2-11-03, every 20 ms a tenth, with the same orders.
+const ProbeEvery = 20 * time.Millisecond
 
 type probeState struct {
 	busy      func() bool
