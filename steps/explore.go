@@ -46,13 +46,18 @@ func exploredGate(st *scenario.State, name string) faultproxy.Gate {
 // watchExploredExit tells the scheduler when explored party name has ended (done closed: a
 // process exited, the requester's background cancel was answered), so that it counts as
 // quiet at once instead of after the quiescence window (it will send nothing more). Every
-// party ends: the scenario's cleanup stops what is still running.
-func watchExploredExit(st *scenario.State, name string, done <-chan struct{}) {
+// party ends: the scenario's cleanup stops what is still running. busy is the party's busy
+// probe (proc.Process.BusyProbe: its process tree is running), nil for a party with no
+// process of its own or where the system cannot tell: the scheduler counts a party quiet
+// only when its probe, if any, found it asleep, so that a process starved of a CPU or
+// starting a child is not taken for idle because it was silent for a while.
+func watchExploredExit(st *scenario.State, name string, done <-chan struct{}, busy func() bool) {
 	es := exploreKey.Of(st)
 	if es.sched == nil || !slices.Contains(es.processes, name) {
 		return
 	}
 	sched := es.sched
+	sched.Probe(name, busy)
 	go func() {
 		<-done
 		sched.Exited(name)

@@ -277,7 +277,7 @@ func startChild(ctx context.Context, np *namedProc, spec proc.Spec) error {
 		return fmt.Errorf("start %s %q: %w", np.kind, np.name, err)
 	}
 	np.proc = p
-	watchExploredExit(sc.st, np.name, p.Done()) // explore.go
+	watchExploredExit(sc.st, np.name, p.Done(), p.BusyProbe()) // explore.go
 	if np.scope == nil {
 		np.scope = fixturesOf(ctx).scope()
 	}

@@ -124,7 +124,7 @@ func (requesterDomain) cancelInTheBackground(ctx context.Context, ref, name stri
 		b.status, b.err = status, err
 		b.mu.Unlock()
 	}()
-	watchExploredExit(st, name, b.done) // explore.go
+	watchExploredExit(st, name, b.done, nil) // explore.go: no process of its own
 	st.Defer("end the background cancel of "+name, func(ctx context.Context) error {
 		stop()
 		select {

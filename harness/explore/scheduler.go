@@ -114,7 +114,8 @@ type procState struct {
 	held     int       // writes held now
 	last     time.Time // last arrival or answer
 	exited   bool
-	sent     bool // it sent a request: an expected process that has not is still starting
+	sent     bool        // it sent a request: an expected process that has not is still starting
+	probe    *probeState // nil: judged by silence alone (probe.go)
 }
 
 type heldWrite struct {
@@ -310,8 +311,9 @@ func (s *Scheduler) dropHeldLocked(h *heldWrite) {
 }
 
 // quiescentLocked: writes are held and every process has one held, has exited, or has
-// nothing in flight and sent nothing for the window. until is when that could next change
-// by time alone (zero: only an event can change it).
+// nothing in flight and sent nothing for the window; a process with a busy probe must also
+// have been seen asleep (probedQuietLocked). until is when that could next change by time
+// alone (zero: only an event, or a look of a probe, can change it).
 func (s *Scheduler) quiescentLocked(now time.Time) (bool, time.Time) {
 	if len(s.held) == 0 {
 		return false, time.Time{}
@@ -325,16 +327,25 @@ func (s *Scheduler) quiescentLocked(now time.Time) (bool, time.Time) {
 			quiet = false
 		}
 	}
+	later := func(t time.Time) {
+		if !t.IsZero() && (until.IsZero() || t.Before(until)) {
+			until = t
+		}
+	}
 	for _, p := range s.procs {
 		switch {
-		case p.held > 0 || p.exited:
+		case p.exited:
+		case p.probe != nil && (p.held > 0 || p.inflight == 0):
+			// Silence and the tree's state (probe.go).
+			q, t := s.probedQuietLocked(p, now)
+			quiet = quiet && q
+			later(t)
+		case p.held > 0:
 		case p.inflight > 0:
 			quiet = false
 		case now.Sub(p.last) < s.cfg.Window:
 			quiet = false
-			if t := p.last.Add(s.cfg.Window); until.IsZero() || t.Before(until) {
-				until = t
-			}
+			later(p.last.Add(s.cfg.Window))
 		}
 	}
 	return quiet, until
@@ -361,6 +372,7 @@ func (s *Scheduler) Start(ctx context.Context) {
 		defer close(s.done)
 		s.loop(ctx)
 	}()
+	go s.sample(ctx) // probe.go
 }
 
 func (s *Scheduler) loop(ctx context.Context) {

@@ -120,6 +120,25 @@ func helper(mode string) int {
 		return 1
 	case "runner":
 		return actRunner()
+	case "spin":
+		// One goroutine busy without end: a process computing (or starved of a CPU).
+		fmt.Println("ready")
+		for deadline := time.Now().Add(helperLife); time.Now().Before(deadline); {
+		}
+		return 1
+	case "spinchild":
+		// Sleeps itself while its child spins: busy only through a descendant, as a poller
+		// whose run-network child starts up.
+		exe, _ := os.Executable()
+		cmd := exec.Command(exe, "proctest-helper")
+		cmd.Env = append(os.Environ(), "PROCTEST_MODE=spin")
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "start child:", err)
+			return 2
+		}
+		fmt.Println("ready")
+		time.Sleep(helperLife)
+		return 1
 	}
 	fmt.Fprintln(os.Stderr, "unknown PROCTEST_MODE", mode)
 	return 2
