@@ -43,6 +43,10 @@ func (b closeRaceBranch) observed() string {
 // lock (§8 invariant 2), for a Run whose one node failed once:
 //   - the CLOSE takes the lock first and the resume's lock write lands while it holds it:
 //     the resume is refused LOCK_CONFLICT before touching the Run;
+//   - the resume's lock insert is refused while the CLOSE holds the lock (kintone's
+//     unique-key CB_VA01), but the CLOSE releases it (tombstoning the key) before the
+//     resume's adjudicating re-read: §3.7 "else LOCK_UNAVAILABLE" — the re-read finds no
+//     RUNNING lock, so the outcome of the insert cannot be confirmed; the Run is untouched;
 //   - the CLOSE's whole locked section ends before the resume's lock write: the resume,
 //     re-reading the Run inside its lock, finds it ARCHIVED (RUN_NOT_RESUMABLE);
 //   - the resume takes the lock first and the CLOSE's lock write lands while it holds it:
@@ -63,6 +67,7 @@ func closeRaceBranches(node string) []closeRaceBranch {
 		{"archive first, the resume refused RUN_NOT_RESUMABLE", 0, archived, 1, "refused RUN_NOT_RESUMABLE", "FAILED/ARCHIVED", node + " 1 FAILED"},
 		{"resume first, the archive REJECTED LOCK_CONFLICT", 1, rejected, 1, ran, "FAILED/ACTIVE", node + " 1,2 FAILED"},
 		{"the resume ran, the archive ARCHIVED", 0, archived, 1, ran, "FAILED/ARCHIVED", node + " 1,2 FAILED"},
+		{"archive first, the resume's lock re-read after the release: LOCK_UNAVAILABLE", 0, archived, 1, "refused LOCK_UNAVAILABLE", "FAILED/ARCHIVED", node + " 1 FAILED"},
 	}
 }
 
