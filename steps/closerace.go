@@ -85,22 +85,17 @@ func (closeRaceDomain) settledByTheLock(ctx context.Context, archiveName, resume
 	if err != nil {
 		return err
 	}
-	node, err := fixturesOf(ctx).node(nodeName)
+	atts, nos, err := attemptsOfNode(ctx, nodeName)
 	if err != nil {
 		return err
 	}
-	atts, err := attemptsOf(ctx, node.ID)
-	if err != nil {
-		return err
-	}
-	var nos, statuses []string
+	var statuses []string
 	allFailed := true
 	for _, a := range atts {
-		nos = append(nos, fmt.Sprint(a.AttemptNo))
 		statuses = append(statuses, a.Status)
 		allFailed = allFailed && a.Status == "FAILED"
 	}
-	attempts := nodeName + " " + orNone(strings.Join(nos, ","))
+	attempts := nodeName + " " + orNone(nos)
 	if allFailed && len(atts) > 0 {
 		attempts += " FAILED"
 	} else {

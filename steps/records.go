@@ -159,6 +159,24 @@ func attemptsOf(ctx context.Context, nodeID string) ([]nodeAttempt, error) {
 	return out, nil
 }
 
+// attemptsOfNode are the attempts of the fixture node called name, and their attempt numbers
+// joined by commas ("" when there are none).
+func attemptsOfNode(ctx context.Context, name string) ([]nodeAttempt, string, error) {
+	node, err := fixturesOf(ctx).node(name)
+	if err != nil {
+		return nil, "", err
+	}
+	atts, err := attemptsOf(ctx, node.ID)
+	if err != nil {
+		return nil, "", err
+	}
+	nos := make([]string, len(atts))
+	for i, a := range atts {
+		nos[i] = fmt.Sprint(a.AttemptNo)
+	}
+	return atts, strings.Join(nos, ","), nil
+}
+
 // invocations returns the run's RUN_INVOCATION records in creation order.
 func invocations(ctx context.Context) ([]runInvocation, error) {
 	invs, _, err := ofTheRun(ctx, target.RoleAudit, decodeRunInvocation, "RUN_INVOCATION")
@@ -460,36 +478,20 @@ func (d recordDomain) attemptsNumberedWithCode(ctx context.Context, node, number
 
 // hasNoAttempt: the node was never attempted (m7-05: a BLOCKED non-idempotent node).
 func (recordDomain) hasNoAttempt(ctx context.Context, name string) error {
-	node, err := fixturesOf(ctx).node(name)
+	_, nos, err := attemptsOfNode(ctx, name)
 	if err != nil {
 		return err
 	}
-	atts, err := attemptsOf(ctx, node.ID)
-	if err != nil {
-		return err
-	}
-	var nos []string
-	for _, a := range atts {
-		nos = append(nos, fmt.Sprint(a.AttemptNo))
-	}
-	return sceneOf(ctx).st.Equal("attempt numbers of node "+name, "(none)", orNone(strings.Join(nos, ",")))
+	return sceneOf(ctx).st.Equal("attempt numbers of node "+name, "(none)", orNone(nos))
 }
 
 func (recordDomain) attemptsNumberedAll(ctx context.Context, name, numbers, status, code string) error {
 	sc := sceneOf(ctx)
-	node, err := fixturesOf(ctx).node(name)
+	atts, nos, err := attemptsOfNode(ctx, name)
 	if err != nil {
 		return err
 	}
-	atts, err := attemptsOf(ctx, node.ID)
-	if err != nil {
-		return err
-	}
-	var nos []string
-	for _, a := range atts {
-		nos = append(nos, fmt.Sprint(a.AttemptNo))
-	}
-	if err := sc.st.Equal("attempt numbers of node "+name, numbers, strings.Join(nos, ",")); err != nil {
+	if err := sc.st.Equal("attempt numbers of node "+name, numbers, nos); err != nil {
 		return err
 	}
 	for _, a := range atts {
