@@ -4,6 +4,7 @@ package proc
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"strconv"
 )
@@ -48,7 +49,7 @@ func treeBusy(root int) (bool, error) {
 			c, err := os.ReadFile(dir + t.Name() + "/children")
 			if err != nil {
 				if os.IsNotExist(err) {
-					if parents, err = scanParents(); err != nil {
+					if parents, err = childrenByParent(); err != nil {
 						return false, err
 					}
 				}
@@ -88,33 +89,16 @@ func appendPids(out []int, b []byte) []int {
 	return out
 }
 
-// scanParents maps every pid to its children from /proc/<pid>/stat's parent field.
-func scanParents() (map[int][]int, error) {
-	ents, err := os.ReadDir("/proc")
+// childrenByParent inverts the package's process table (parentMap, as every tree operation
+// reads it): parent pid → children.
+func childrenByParent() (map[int][]int, error) {
+	parents, err := parentMap(context.Background())
 	if err != nil {
 		return nil, err
 	}
 	out := map[int][]int{}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := bytes.Fields(stat[i+1:]) // state, ppid, ...
-		if len(f) < 2 {
-			continue
-		}
-		if ppid, err := strconv.Atoi(string(f[1])); err == nil {
-			out[ppid] = append(out[ppid], pid)
-		}
+	for pid, ppid := range parents {
+		out[int(ppid)] = append(out[int(ppid)], int(pid))
 	}
 	return out, nil
 }
