@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"regexp"
-	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -125,23 +124,23 @@ func ParseManifest(name string, data []byte) (*Manifest, error) {
 		return nil, at(line, "%s", problem)
 	}
 	root := doc.Content[0]
-	if err := checkKeys(root, manifestKeys, "key", at); err != nil {
+	if err := (yamlerr.Keys{Known: manifestKeys, What: "key", Hint: platformHint}).Check(root, at); err != nil {
 		return nil, err
 	}
-	scen := nodeValue(root, "scenarios")
+	scen, _ := yamlerr.Value(root, "scenarios")
 	if scen != nil && scen.Kind == yaml.SequenceNode {
 		for _, e := range scen.Content {
 			if e.Kind != yaml.MappingNode {
 				return nil, at(e.Line, "a scenario entry must be a mapping like {id: …, series: …}")
 			}
-			if err := checkKeys(e, entryKeys, "scenario key", at); err != nil {
+			if err := (yamlerr.Keys{Known: entryKeys, What: "scenario key", Hint: platformHint}).Check(e, at); err != nil {
 				return nil, err
 			}
-			if x := nodeValue(e, "explore"); x != nil {
+			if x, _ := yamlerr.Value(e, "explore"); x != nil {
 				if x.Kind != yaml.MappingNode {
 					return nil, at(x.Line, "explore must be a mapping like {processes: [poller A, poller B]}")
 				}
-				if err := checkKeys(x, exploreKeys, "explore key", at); err != nil {
+				if err := (yamlerr.Keys{Known: exploreKeys, What: "explore key", Hint: platformHint}).Check(x, at); err != nil {
 					return nil, err
 				}
 			}
@@ -158,10 +157,10 @@ func ParseManifest(name string, data []byte) (*Manifest, error) {
 		return nil, at(line, "%s", msg)
 	}
 	if m.SchemaVersion != 1 {
-		return nil, at(keyLine(root, "schema_version"), "schema_version %d, want 1", m.SchemaVersion)
+		return nil, at(yamlerr.KeyLine(root, "schema_version"), "schema_version %d, want 1", m.SchemaVersion)
 	}
 	if len(m.Scenarios) == 0 {
-		return nil, at(keyLine(root, "scenarios"), "the run-order manifest lists no scenarios")
+		return nil, at(yamlerr.KeyLine(root, "scenarios"), "the run-order manifest lists no scenarios")
 	}
 	seen := map[string]int{}
 	series := map[string]int{}
@@ -169,7 +168,7 @@ func ParseManifest(name string, data []byte) (*Manifest, error) {
 		e := &m.Scenarios[i]
 		n := scen.Content[i]
 		line := func(key string) int {
-			if l := keyLine(n, key); l > 0 {
+			if l := yamlerr.KeyLine(n, key); l > 0 {
 				return l
 			}
 			return n.Line
@@ -230,7 +229,7 @@ func ParseManifest(name string, data []byte) (*Manifest, error) {
 		if e.Explore == nil || e.Explore.Via == "" {
 			continue
 		}
-		l := keyLine(scen.Content[i], "explore")
+		l := yamlerr.KeyLine(scen.Content[i], "explore")
 		to, ok := m.Entry(e.Explore.Via)
 		switch {
 		case e.Explore.Via == e.ID:
@@ -243,7 +242,7 @@ func ParseManifest(name string, data []byte) (*Manifest, error) {
 	}
 	extended := map[string]bool{}
 	for _, x := range m.Extended {
-		l := keyLine(root, "extended")
+		l := yamlerr.KeyLine(root, "extended")
 		switch _, ok := series[x]; {
 		case !ok:
 			return nil, at(l, "extended series %q has no scenario in the manifest", x)
@@ -261,7 +260,7 @@ func ParseManifest(name string, data []byte) (*Manifest, error) {
 	}
 	for i := 0; i < lastAcceptance; i++ {
 		if e := m.Scenarios[i]; e.Extended {
-			return nil, at(keyLine(scen.Content[i], "id"), "scenario %s of the extended series %s comes before the acceptance scenario %s: extended series run after every acceptance scenario", e.ID, e.Series, m.Scenarios[lastAcceptance].ID)
+			return nil, at(yamlerr.KeyLine(scen.Content[i], "id"), "scenario %s of the extended series %s comes before the acceptance scenario %s: extended series run after every acceptance scenario", e.ID, e.Series, m.Scenarios[lastAcceptance].ID)
 		}
 	}
 	// @<id> and @<series> share one tag space: an id that is also a series would make its
@@ -269,46 +268,19 @@ func ParseManifest(name string, data []byte) (*Manifest, error) {
 	for i, e := range m.Scenarios {
 		if l, clash := series[e.ID]; clash {
 			n := scen.Content[i]
-			return nil, at(keyLine(n, "id"), "id %s is also the name of a series (line %d): @%s would select both", e.ID, l, e.ID)
+			return nil, at(yamlerr.KeyLine(n, "id"), "id %s is also the name of a series (line %d): @%s would select both", e.ID, l, e.ID)
 		}
 	}
 	return &m, nil
 }
 
 // checkKeys refuses keys of mapping m outside known, naming the line.
-func checkKeys(m *yaml.Node, known []string, what string, at func(int, string, ...any) error) error {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		k := m.Content[i]
-		if k.Kind != yaml.ScalarNode {
-			return at(k.Line, "a %s must be a name", what)
-		}
-		if !slices.Contains(known, k.Value) {
-			hint := ""
-			if k.Value == "platform" {
-				hint = "; a platform is declared as needs: [windows]"
-			}
-			return at(k.Line, "unknown %s %q (known: %s)%s", what, k.Value, strings.Join(known, ", "), hint)
-		}
+// platformHint: a platform is a need, not a key of its own.
+func platformHint(key string) string {
+	if key == "platform" {
+		return "; a platform is declared as needs: [windows]"
 	}
-	return nil
-}
-
-func nodeValue(m *yaml.Node, key string) *yaml.Node {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i+1]
-		}
-	}
-	return nil
-}
-
-func keyLine(m *yaml.Node, key string) int {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i].Line
-		}
-	}
-	return 0
+	return ""
 }
 
 // Entry returns the entry with id.

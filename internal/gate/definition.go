@@ -112,14 +112,14 @@ func Parse(file string, data []byte, items []runner.Item) (*Def, error) {
 		return nil, at(line, "%s", problem)
 	}
 	root := doc.Content[0]
-	if err := onlyKeys(root, gateKeys, "key", at); err != nil {
+	if err := (yamlerr.Keys{Known: gateKeys, What: "key", Twice: true}).Check(root, at); err != nil {
 		return nil, err
 	}
 	g := &Def{File: file}
 	sum := sha256.Sum256(data)
 	g.SHA256 = hex.EncodeToString(sum[:])
 	scalar := func(key, kind string, out any) (int, error) {
-		n, kn := value(root, key)
+		n, kn := yamlerr.Value(root, key)
 		if n == nil {
 			return 0, nil
 		}
@@ -197,7 +197,7 @@ func Parse(file string, data []byte, items []runner.Item) (*Def, error) {
 		}
 		series[it.Series] = append(series[it.Series], it.ID)
 	}
-	co, _ := value(root, "carry_over")
+	co, _ := yamlerr.Value(root, "carry_over")
 	if co != nil && !(co.Kind == yaml.ScalarNode && co.Tag == "!!null") {
 		if co.Kind != yaml.SequenceNode {
 			return nil, at(co.Line, "carry_over must be a list of {series, paths, justification}")
@@ -207,7 +207,7 @@ func Parse(file string, data []byte, items []runner.Item) (*Def, error) {
 			if rn.Kind != yaml.MappingNode {
 				return nil, at(rn.Line, "a carry-over rule is a mapping {series, paths, justification}")
 			}
-			if err := onlyKeys(rn, ruleKeys, "carry-over key", at); err != nil {
+			if err := (yamlerr.Keys{Known: ruleKeys, What: "carry-over key", Twice: true}).Check(rn, at); err != nil {
 				return nil, err
 			}
 			var r struct {
@@ -216,14 +216,14 @@ func Parse(file string, data []byte, items []runner.Item) (*Def, error) {
 				Justification string   `yaml:"justification"`
 			}
 			if err := rn.Decode(&r); err != nil {
-				line, msg := yamlLine(err)
+				line, msg := yamlerr.Line(err)
 				if line == 0 {
 					line = rn.Line
 				}
 				return nil, at(line, "carry-over rule: %s", msg)
 			}
 			line := func(key string) int {
-				if _, k := value(rn, key); k != nil {
+				if _, k := yamlerr.Value(rn, key); k != nil {
 					return k.Line
 				}
 				return rn.Line
@@ -268,38 +268,6 @@ func Parse(file string, data []byte, items []runner.Item) (*Def, error) {
 	}
 	return g, nil
 }
-
-// onlyKeys refuses keys of mapping m outside known, naming the line.
-func onlyKeys(m *yaml.Node, known []string, what string, at func(int, string, ...any) error) error {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		k := m.Content[i]
-		if k.Kind != yaml.ScalarNode {
-			return at(k.Line, "a %s must be a name", what)
-		}
-		if !slices.Contains(known, k.Value) {
-			return at(k.Line, "unknown %s %q (known: %s)", what, k.Value, strings.Join(known, ", "))
-		}
-		for j := 0; j < i; j += 2 {
-			if m.Content[j].Value == k.Value {
-				return at(k.Line, "%s %q given twice (first at line %d)", what, k.Value, m.Content[j].Line)
-			}
-		}
-	}
-	return nil
-}
-
-// value returns the value node of key in mapping m, and its key node.
-func value(m *yaml.Node, key string) (*yaml.Node, *yaml.Node) {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i+1], m.Content[i]
-		}
-	}
-	return nil, nil
-}
-
-// yamlLine is the 1-based line a yaml.v3 error names and its message on one line.
-func yamlLine(err error) (int, string) { return yamlerr.Line(err) }
 
 // checkRulePath: a repository-relative, clean, '/'-separated path or glob.
 func checkRulePath(p string) error {

@@ -1,6 +1,7 @@
 // Package yamlerr turns a yaml.v3 error into the line it names and a one-line message, so
-// that every YAML file flowtest reads (the run-order manifest, network fixtures) is refused
-// as "file:line: message".
+// that every YAML file flowtest reads (the run-order manifest, network fixtures, gate
+// definitions) is refused as "file:line: message"; and it holds the checks of a mapping's
+// keys those files share (Keys, Value, KeyLine), so that each refuses them in the same words.
 //
 // yaml.v3 numbers lines inconsistently: a scanner error ("found character that cannot start
 // any token") names the 1-based line, a parser error ("did not find expected key") the
@@ -14,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -107,4 +109,59 @@ func OneMapping(data []byte, w Wording) (doc *yaml.Node, line int, problem strin
 		return nil, doc.Line, w.NotMapping
 	}
 	return doc, 0, ""
+}
+
+// Keys is what a mapping of a file may hold: its Known keys, What a key is called in a
+// refusal ("key", "scenario key"), whether a key given Twice is refused here (else yaml.v3
+// refuses it when the mapping is decoded), and a Hint added to an unknown key's refusal.
+type Keys struct {
+	Known []string
+	What  string
+	Twice bool
+	Hint  func(key string) string
+}
+
+// Check refuses, through at, the first key of mapping m that is no name, is not known, or
+// (Twice) was given before.
+func (k Keys) Check(m *yaml.Node, at func(line int, format string, a ...any) error) error {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		key := m.Content[i]
+		if key.Kind != yaml.ScalarNode {
+			return at(key.Line, "a %s must be a name", k.What)
+		}
+		if !slices.Contains(k.Known, key.Value) {
+			hint := ""
+			if k.Hint != nil {
+				hint = k.Hint(key.Value)
+			}
+			return at(key.Line, "unknown %s %q (known: %s)%s", k.What, key.Value, strings.Join(k.Known, ", "), hint)
+		}
+		if !k.Twice {
+			continue
+		}
+		for j := 0; j < i; j += 2 {
+			if m.Content[j].Value == key.Value {
+				return at(key.Line, "%s %q given twice (first at line %d)", k.What, key.Value, m.Content[j].Line)
+			}
+		}
+	}
+	return nil
+}
+
+// Value is the value node of key in mapping m, and its key node; nil, nil when m has none.
+func Value(m *yaml.Node, key string) (val, keyNode *yaml.Node) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1], m.Content[i]
+		}
+	}
+	return nil, nil
+}
+
+// KeyLine is the line of key in mapping m; 0 when m has none.
+func KeyLine(m *yaml.Node, key string) int {
+	if _, k := Value(m, key); k != nil {
+		return k.Line
+	}
+	return 0
 }

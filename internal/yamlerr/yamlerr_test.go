@@ -1,8 +1,11 @@
 package yamlerr
 
 import (
+	"fmt"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 )
 
@@ -57,4 +60,30 @@ func TestOneMapping(t *testing.T) {
 			t.Errorf("%q: no mapping returned", c.text)
 		}
 	}
+}
+
+func TestKeys(t *testing.T) {
+	doc, _, problem := OneMapping([]byte("a: 1\nb: 2\na: 3\n? [x]\n: 4\n"), Wording{})
+	require.Empty(t, problem)
+	m := doc.Content[0]
+	at := func(line int, format string, a ...any) error {
+		return fmt.Errorf("%d: %s", line, fmt.Sprintf(format, a...))
+	}
+
+	err := Keys{Known: []string{"a"}, What: "key", Hint: func(k string) string { return "; hint for " + k }}.Check(m, at)
+	require.EqualError(t, err, `2: unknown key "b" (known: a); hint for b`)
+	err = Keys{Known: []string{"a", "b"}, What: "rule key", Twice: true}.Check(m, at)
+	require.EqualError(t, err, `3: rule key "a" given twice (first at line 1)`)
+	err = Keys{Known: []string{"a", "b"}, What: "key"}.Check(m, at)
+	require.EqualError(t, err, "4: a key must be a name", "without Twice a repeated key passes (yaml.v3's decode refuses it)")
+
+	v, k := Value(m, "b")
+	require.NotNil(t, v)
+	assert.Equal(t, "2", v.Value)
+	assert.Equal(t, 2, k.Line)
+	v, k = Value(m, "zz")
+	assert.Nil(t, v)
+	assert.Nil(t, k)
+	assert.Equal(t, 1, KeyLine(m, "a"), "the first of a repeated key")
+	assert.Equal(t, 0, KeyLine(m, "zz"))
 }
