@@ -24,10 +24,11 @@ func manifestIDs(t *testing.T) map[string]bool {
 	return ids
 }
 
-// The shipped catalogue is valid, every implemented scenario catches at least one defect,
-// and the CI subset covers each of them too.
+// The shipped catalogue is valid, every scenario of the manifest catches at least one defect
+// (by its run or by its exploration), and the CI subset covers each of M5's and M6's too.
 func TestCatalogueCoversEveryImplementedScenario(t *testing.T) {
-	cat, err := LoadCatalogue(filepath.Join("..", "..", CatalogueFile), manifestIDs(t))
+	ids := manifestIDs(t)
+	cat, err := LoadCatalogue(filepath.Join("..", "..", CatalogueFile), ids)
 	require.NoError(t, err)
 	all, fast := map[string]bool{}, map[string]bool{}
 	for _, d := range cat.Defects {
@@ -37,6 +38,12 @@ func TestCatalogueCoversEveryImplementedScenario(t *testing.T) {
 				fast[id] = true
 			}
 		}
+		if d.Explore != nil {
+			all[d.Explore.Scenario] = true
+		}
+	}
+	for id := range ids {
+		assert.True(t, all[id], "no defect proves %s can fail: give it a catch (or, for a free race, an exploration)", id)
 	}
 	for _, id := range []string{"m5-serial-success", "m5-mid-failure", "m5-resume", "m5-lock-conflict", "m5-kill-unknown", "m6-01-resume-identity", "m6-02-unknown-isolation"} {
 		assert.True(t, all[id], "no defect proves %s can fail", id)
@@ -105,6 +112,19 @@ func TestSelectDefects(t *testing.T) {
 	assert.Equal(t, []string{"a-b", "c"}, names(got))
 	_, err = Select(all, []string{"c"}, true)
 	assert.ErrorContains(t, err, "no defect selected")
+
+	// --fast proves a defect by its catches and leaves its exploration to the full run.
+	x := &ExploreCatch{Scenario: "s"}
+	both := []Defect{{Name: "e", Fast: true, Catches: []Catch{{Scenario: "t"}}, Explore: x}}
+	got, err = Select(both, nil, true)
+	require.NoError(t, err)
+	assert.Nil(t, got[0].Explore)
+	assert.Same(t, x, got[0].exploreNotRun)
+	assert.Same(t, x, both[0].Explore, "the catalogue's entry is untouched")
+	got, err = Select(both, nil, false)
+	require.NoError(t, err)
+	assert.Same(t, x, got[0].Explore)
+	assert.Nil(t, got[0].exploreNotRun)
 	_, err = Select(all, []string{"zz"}, false)
 	assert.ErrorContains(t, err, "no defect named zz")
 }

@@ -24,7 +24,10 @@ import (
 //
 //  1. `flowtest run` of the scenario passes: the fixed suite misses the defect (declared,
 //     and shown on every `flowtest defects`, so that a scenario which starts catching it by
-//     its ordinary timing is noticed: the defect then belongs under `catches`);
+//     its ordinary timing is noticed: the defect then belongs under `catches`). An entry
+//     declared `run: either` is of a free race whose run may meet the defect by chance (no
+//     barrier forces its order): its run may pass or fail the declared way, and the catch
+//     rests on the exploration (proofs 2 to 5);
 //  2. `flowtest explore` of the scenario with the declared strategy, seed and budget finds a
 //     schedule failing the declared way — the scenario's first failing assertion (and its
 //     seen value), or an invariant — without a crash of any process (the crash rule);
@@ -49,7 +52,16 @@ type ExploreCatch struct {
 	Seen          string   `yaml:"seen"`
 	Invariant     string   `yaml:"invariant"`
 	ExpectedCodes []string `yaml:"expected_codes"`
+	// Run is what `flowtest run` of the scenario may do on the broken sandbox: RunMissed
+	// (the default) or RunEither.
+	Run string `yaml:"run"`
 }
+
+// The values of an explore catch's `run:`.
+const (
+	RunMissed = "missed" // the run passes: the fixed suite misses the defect
+	RunEither = "either" // the run passes or fails the declared way, by the chance of a free race
+)
 
 // The command's own defaults for a strategy parameter the entry leaves out.
 const (
@@ -91,6 +103,10 @@ func (x *ExploreCatch) check(known map[string]bool) error {
 		return errors.New("names either the failing assertion or the invariant the schedule breaks, not both or neither")
 	case x.Seen != "" && x.Assertion == "":
 		return errors.New("seen pins an assertion's seen value; there is no assertion")
+	case x.Run != "" && x.Run != RunMissed && x.Run != RunEither:
+		return fmt.Errorf("run: %q is neither %s nor %s", x.Run, RunMissed, RunEither)
+	case x.Run == RunEither && x.Invariant != "":
+		return errors.New("run: either needs the failing assertion: a run judges assertions, not the explorer's invariants")
 	}
 	if _, err := explore.NewStrategy(x.Strategy, *x.Seed, x.depth(), x.bound()); err != nil {
 		return err
@@ -164,7 +180,7 @@ func (r *Run) exploreRows(d Defect, dir, bin string) []Row {
 	}
 	row.Verdict = VerdictCaught
 	row.failing = fmt.Sprintf("found at schedule %d of %d (%s, seed %d; %d distinct orders), shrunk %d → %d releases: %s",
-		v.Schedule.N, rep.SchedulesRun, rep.Strategy, *x.Seed, rep.DistinctOrder, v.ShrunkFrom, len(v.Replay), failingOf(v.Schedule))
+		v.Schedule.N, rep.SchedulesRun, rep.Strategy, *x.Seed, rep.DistinctOrder, v.ShrunkFrom, len(v.Replay), failingOf(x, v.Schedule))
 	rows = append(rows, row)
 
 	replay := Row{defect: d.Name, Scenario: "replay " + id, Verdict: VerdictEscaped}
@@ -194,6 +210,11 @@ func (r *Run) exploreRows(d Defect, dir, bin string) []Row {
 	return append(rows, r.generatedRows(d, dir, bin, exploreDir, v)...)
 }
 
+// asCatch is the entry's failing assertion as a catch of its scenario.
+func (x *ExploreCatch) asCatch() Catch {
+	return Catch{Scenario: x.Scenario, Assertion: x.Assertion, Seen: x.Seen, ExpectedCodes: x.ExpectedCodes}
+}
+
 func (x *ExploreCatch) want() string {
 	if x.Invariant != "" {
 		return "invariant " + x.Invariant
@@ -211,12 +232,15 @@ func orPassed(s explorer.ScheduleRun) string {
 	return s.Failure()
 }
 
-// failingOf is a failing schedule's failure for the table: the invariants' details, else
-// the scenario's failure line.
-func failingOf(s explorer.ScheduleRun) string {
-	if len(s.Violations) > 0 {
-		v := s.Violations[0]
-		return v.Invariant + ": " + v.Detail
+// failingOf is a failing schedule's failure for the table, the declared way: the declared
+// invariant's details, or the scenario's failure line from the assertion on.
+func failingOf(x *ExploreCatch, s explorer.ScheduleRun) string {
+	if x.Invariant != "" {
+		for _, v := range s.Violations {
+			if v.Invariant == x.Invariant {
+				return v.Invariant + ": " + v.Detail
+			}
+		}
 	}
 	if _, after, ok := strings.Cut(s.Reason, "failed: "+s.Assertion); ok && s.Assertion != "" {
 		return s.Assertion + after
@@ -236,7 +260,7 @@ func firstMatching(x *ExploreCatch, rep *explorer.Report) (explorer.Violating, b
 }
 
 // missedByRun is the first proof: `flowtest run` of the scenario on the broken sandbox
-// passes.
+// passes (or, declared `run: either`, passes or fails the declared way).
 func (r *Run) missedByRun(d Defect, dir, bin string) Row {
 	id := d.Explore.Scenario
 	row := Row{defect: d.Name, Scenario: id + " (flowtest run)", Verdict: VerdictEscaped}
@@ -251,12 +275,24 @@ func (r *Run) missedByRun(d Defect, dir, bin string) Row {
 		row.Why = err.Error()
 	case rec == nil:
 		row.Why = "no scenario record was written"
+	case rec.Status != results.StatusPassed && d.Explore.Run == RunEither:
+		v, why, failing := judge(d.Explore.asCatch(), rec)
+		if v != VerdictCaught {
+			row.Why = "flowtest run fails it, not the declared way: " + why
+			row.failing = failing
+			break
+		}
+		row.Verdict = VerdictMetByRun
+		row.failing = "flowtest run met it by the chance of the free race (run: either): " + failing
 	case rec.Status != results.StatusPassed:
 		row.Why = fmt.Sprintf("flowtest run already fails it (%s): declare it under catches, it is no race the suite misses", rec.Status)
 		row.failing = excerptOf(rec.Reason)
 	default:
 		row.Verdict = VerdictMissed
 		row.failing = "flowtest run passes it: the fixed suite misses it"
+		if d.Explore.Run == RunEither {
+			row.failing = "flowtest run passes it: its free race did not meet it this time (run: either)"
+		}
 	}
 	if rec != nil {
 		row.dur = time.Duration(rec.DurationMS) * time.Millisecond

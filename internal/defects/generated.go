@@ -70,7 +70,7 @@ func (r *Run) generatedRows(d Defect, dir, bin, exploreDir string, v explorer.Vi
 	} else {
 		broken.dur = time.Duration(rec.DurationMS) * time.Millisecond
 		var why, failing string
-		broken.Verdict, why, failing = judge(Catch{Scenario: id, Assertion: x.Assertion, Seen: x.Seen, ExpectedCodes: x.ExpectedCodes}, rec)
+		broken.Verdict, why, failing = judge(x.asCatch(), rec)
 		broken.Why = why
 		if why == "" {
 			broken.failing = "@" + id + " fails as the exploration did: " + failing

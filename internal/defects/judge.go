@@ -158,6 +158,12 @@ const (
 	// VerdictMissed: `flowtest run` of a race defect's scenario passed, as declared (the
 	// fixed suite misses it); the exploration's rows give the defect's verdict.
 	VerdictMissed = "missed by run"
+	// VerdictMetByRun: `flowtest run` of a free race's scenario (`run: either`) failed the
+	// declared way by the chance of its order; the exploration's rows give the verdict.
+	VerdictMetByRun = "met by run"
+	// VerdictNotRun: an exploration `flowtest defects --fast` leaves to the full catalogue.
+	// Not run is no verdict: the defect's other rows give it.
+	VerdictNotRun = "not run (--fast)"
 )
 
 // The crash rule (also in defects.yaml's header and sandbox/defect/doc.go). A scenario run

@@ -21,7 +21,7 @@ func VerdictOf(name string, rows []Row) string {
 		switch {
 		case row.Verdict == VerdictEscaped:
 			return VerdictEscaped
-		case row.Verdict == VerdictMissed || row.Verdict == VerdictControlOK: // a proof of an explore catch, not a verdict
+		case row.Verdict == VerdictMissed || row.Verdict == VerdictMetByRun || row.Verdict == VerdictControlOK || row.Verdict == VerdictNotRun: // a proof of an explore catch, or none, not a verdict
 		case v == "":
 			v = row.Verdict
 		}

@@ -79,11 +79,17 @@ type ScheduleRun struct {
 // failed: the schedule broke the scenario or an invariant.
 func (s ScheduleRun) failed() bool { return !s.Passed || len(s.Violations) > 0 }
 
-// Failure is what a shrunk or replayed schedule must keep showing: the invariants it broke,
-// else the scenario's first failing assertion, else that the scenario failed.
+// Failure is what a shrunk or replayed schedule must keep showing: the scenario's first
+// failing assertion and the invariants it broke, either alone where the other held (a
+// schedule that failed both is another way of failing than one that broke the invariants
+// only: each is shrunk and kept), else that the scenario failed.
 func (s ScheduleRun) Failure() string { return s.failure() }
 
 func (s ScheduleRun) failure() string {
+	var ways []string
+	if !s.Passed && s.Assertion != "" {
+		ways = append(ways, "assertion "+s.Assertion)
+	}
 	if len(s.Violations) > 0 {
 		names := map[string]bool{}
 		for _, v := range s.Violations {
@@ -94,12 +100,12 @@ func (s ScheduleRun) failure() string {
 			out = append(out, n)
 		}
 		sort.Strings(out)
-		return "invariant " + strings.Join(out, ",")
+		ways = append(ways, "invariant "+strings.Join(out, ","))
 	}
-	if s.Assertion != "" {
-		return "assertion " + s.Assertion
+	if len(ways) == 0 {
+		return "scenario failed"
 	}
-	return "scenario failed"
+	return strings.Join(ways, "; ")
 }
 
 // Violating is a schedule that failed, with its shrunk replay.

@@ -212,3 +212,14 @@ func TestARedirectIsRecordedInTheReportAndTheReadme(t *testing.T) {
 	assert.Contains(t, Markdown(rep), "Asked for forced, whose manifest entry redirects its exploration here (explore via free): its barriers force one order")
 	assert.NotContains(t, Markdown(&Report{Scenario: "free"}), "Asked for")
 }
+
+// A schedule failing an assertion and an invariant fails another way than one breaking the
+// invariant alone: each is shrunk and kept as a way of failing of its own.
+func TestFailureNamesEveryWayASchedulesFailed(t *testing.T) {
+	inv := []explore.Violation{{Invariant: "puts-fenced"}, {Invariant: "one-claim-per-request"}, {Invariant: "puts-fenced"}}
+	assert.Equal(t, "assertion outcome of the race; invariant one-claim-per-request,puts-fenced",
+		ScheduleRun{Assertion: "outcome of the race", Violations: inv}.Failure())
+	assert.Equal(t, "invariant one-claim-per-request,puts-fenced", ScheduleRun{Passed: true, Violations: inv}.Failure())
+	assert.Equal(t, "assertion outcome of the race", ScheduleRun{Assertion: "outcome of the race"}.Failure())
+	assert.Equal(t, "scenario failed", ScheduleRun{}.Failure())
+}

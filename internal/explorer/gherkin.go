@@ -26,10 +26,17 @@ import (
 // What it cannot force: a process's requests that are no scheduled writes (reads, a timer's
 // heartbeat) run as they come, as they did under the scheduler; a schedule's writes are
 // taken to go to the single-record endpoint (record.json), the only one FlowNet writes
-// through (product-contract §9). The generator replaces one start step,
+// through (product-contract §9). The generator replaces the scenario's start steps: either
 // `pollers "A" and "B" run at the same time`, by `the poller starts as` each (that step
-// waits for both to exit, which held pollers never would); a scenario whose explored
-// processes start otherwise gets no generated scenario, and the report says so.
+// waits for both to exit, which held pollers never would), or a run of consecutive start
+// steps, one per explored party, each `the poller starts as "X"` or the start of a
+// background party (backgroundParties). A background party is no FlowNet process: it sends
+// one write when its step runs, through a proxy its step makes, so no barrier can hold it;
+// the generator orders it by placing its start step where its write comes in the schedule,
+// after every started process has reached its next hold point (as the scheduler released it
+// only once every process was held), and waits for its answer before the next stretch. A
+// scenario whose explored parties start otherwise gets no generated scenario, and the
+// report says so.
 
 // GherkinSource is what the generator needs of the explored scenario.
 type GherkinSource struct {
@@ -47,8 +54,73 @@ type GherkinSource struct {
 var (
 	stepLine       = regexp.MustCompile(`^\s*(Given|When|Then|And|But|\*)\s+(.*?)\s*$`)
 	runTogetherRE  = regexp.MustCompile(`^pollers "([^"]+)" and "([^"]+)" run at the same time$`)
+	pollerStartRE  = regexp.MustCompile(`^the poller starts as "([^"]+)"$`)
 	scenarioHeadRE = regexp.MustCompile(`^\s*(Scenario|Scenario Outline|Scenario Template|Example|Examples|Rule|Background|Feature)\s*:|^\s*@`)
 )
+
+// backgroundParties are the start steps of the explored parties that are no FlowNet
+// process (steps/requester.go), each with the step that waits for the party's answer.
+var backgroundParties = []struct {
+	start *regexp.Regexp
+	wait  string
+}{
+	{regexp.MustCompile(`^the requester cancels .+ on the request board in the background as "([^"]+)", .+$`), `the requester's cancel was answered 200 or 409`},
+}
+
+// startStep is one explored party's start in the generated scenario.
+type startStep struct {
+	name string
+	// step is a background party's own start step (without keyword), wait its answer
+	// step; both empty for a FlowNet process, started by `the poller starts as`.
+	step, wait string
+}
+
+// startBlock finds the scenario's start steps of the explored parties: the index of the
+// first line, the index after the last, and the starts in order.
+func startBlock(src GherkinSource, lines []string) (first, end int, starts []startStep, indent string, err error) {
+	for i, l := range lines {
+		m := stepLine.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		indent = l[:len(l)-len(strings.TrimLeft(l, " \t"))]
+		if p := runTogetherRE.FindStringSubmatch(m[2]); p != nil && sameSet([]string{p[1], p[2]}, src.Processes) {
+			return i, i + 1, []startStep{{name: p[1]}, {name: p[2]}}, indent, nil
+		}
+		var names []string
+		var block []startStep
+		j := i
+		for ; j < len(lines); j++ {
+			m := stepLine.FindStringSubmatch(lines[j])
+			if m == nil {
+				break
+			}
+			st, ok := partyStart(m[2])
+			if !ok || !slices.Contains(src.Processes, st.name) {
+				break
+			}
+			block = append(block, st)
+			names = append(names, st.name)
+		}
+		if len(block) > 0 && sameSet(names, src.Processes) {
+			return i, j, block, indent, nil
+		}
+	}
+	return 0, 0, nil, "", fmt.Errorf("no step of %s starts %s with `pollers \"…\" and \"…\" run at the same time`, nor do consecutive start steps (`the poller starts as \"…\"`, a background party's start) start each of them: the start steps the generator can replace by starts that do not wait", src.ID, strings.Join(quoted(src.Processes), " and "))
+}
+
+// partyStart reads one start step of a party.
+func partyStart(text string) (startStep, bool) {
+	if p := pollerStartRE.FindStringSubmatch(text); p != nil {
+		return startStep{name: p[1]}, true
+	}
+	for _, bp := range backgroundParties {
+		if p := bp.start.FindStringSubmatch(text); p != nil {
+			return startStep{name: p[1], step: text, wait: bp.wait}, true
+		}
+	}
+	return startStep{}, false
+}
 
 // scenarioLines are the lines of the scenario at line (1-based) after its Scenario line,
 // up to the next scenario, tag line or the end, without trailing blank or comment lines.
@@ -179,21 +251,9 @@ func Gherkin(src GherkinSource, n int, failure string, order []explore.Signature
 	if err != nil {
 		return "", err
 	}
-	start := -1
-	indent := "    "
-	for i, l := range lines {
-		m := stepLine.FindStringSubmatch(l)
-		if m == nil {
-			continue
-		}
-		if p := runTogetherRE.FindStringSubmatch(m[2]); p != nil && sameSet([]string{p[1], p[2]}, src.Processes) {
-			start = i
-			indent = l[:len(l)-len(strings.TrimLeft(l, " \t"))]
-			break
-		}
-	}
-	if start < 0 {
-		return "", fmt.Errorf("no step of %s starts %s with `pollers \"…\" and \"…\" run at the same time`, the one start step the generator can replace by starts that do not wait", src.ID, strings.Join(quoted(src.Processes), " and "))
+	start, end, starts, indent, err := startBlock(src, lines)
+	if err != nil {
+		return "", err
 	}
 	if len(order) == 0 {
 		return "", errors.New("the schedule released no write")
@@ -201,6 +261,16 @@ func Gherkin(src GherkinSource, n int, failure string, order []explore.Signature
 	for _, s := range order {
 		if !slices.Contains(src.Processes, s.Process) {
 			return "", fmt.Errorf("write %s is of a process the scenario does not explore", s)
+		}
+	}
+	background := map[string]startStep{}
+	for _, st := range starts {
+		if st.step == "" {
+			continue
+		}
+		background[st.name] = st
+		if n := countOf(order, st.name); n != 1 {
+			return "", fmt.Errorf("background party %q released %d writes: the generator orders a background party by its one write", st.name, n)
 		}
 	}
 	var b strings.Builder
@@ -226,19 +296,25 @@ func Gherkin(src GherkinSource, n int, failure string, order []explore.Signature
 		b.WriteString(l + "\n")
 	}
 	holds := map[string][]holdPoint{}
-	for _, p := range src.Processes {
+	var processes []string // the FlowNet processes, in start order
+	for _, st := range starts {
+		if st.step == "" {
+			processes = append(processes, st.name)
+		}
+	}
+	for _, p := range processes {
 		holds[p] = holdPoints(order, p)
 		declared := fmt.Sprintf("the kintone traffic of %q goes through a fault proxy", p)
 		if !slices.ContainsFunc(lines[:start], func(l string) bool { return strings.HasSuffix(strings.TrimSpace(l), declared) }) {
 			line("And %s", declared)
 		}
 	}
-	for _, p := range src.Processes {
+	for _, p := range processes {
 		if hs := holds[p]; len(hs) > 0 {
 			install(p, hs[0])
 		}
 	}
-	for i, p := range src.Processes {
+	for i, p := range processes {
 		kw := "And"
 		if i == 0 {
 			kw = "When"
@@ -252,6 +328,21 @@ func Gherkin(src GherkinSource, n int, failure string, order []explore.Signature
 		j := i
 		for j < len(order) && order[j].Process == p {
 			j++
+		}
+		if bp, ok := background[p]; ok {
+			// The scheduler released it with every process held: so here.
+			for _, q := range processes {
+				if hs := holds[q]; next[q] < len(hs) {
+					if name := barrierName(q, hs[next[q]].at); !reached[name] {
+						line("And barrier %q is reached", name)
+						reached[name] = true
+					}
+				}
+			}
+			line("And %s", bp.step)
+			line("And %s", bp.wait)
+			i = j
+			continue
 		}
 		hs := holds[p]
 		for next[p] < len(hs) && hs[next[p]].at < j {
@@ -274,10 +365,20 @@ func Gherkin(src GherkinSource, n int, failure string, order []explore.Signature
 		}
 		i = j
 	}
-	for _, l := range lines[start+1:] {
+	for _, l := range lines[end:] {
 		b.WriteString(l + "\n")
 	}
 	return b.String(), nil
+}
+
+func countOf(order []explore.Signature, process string) int {
+	n := 0
+	for _, s := range order {
+		if s.Process == process {
+			n++
+		}
+	}
+	return n
 }
 
 func sameSet(a, b []string) bool {

@@ -3,6 +3,7 @@ package explorer
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -172,4 +173,90 @@ func TestGherkinJoinsACopyOfTheSuite(t *testing.T) {
 	require.Error(t, AddToSuite(filepath.Join("..", "..", "features"), dst, j, text), "an existing copy is not overwritten")
 	j.Explored = "no-such-scenario"
 	require.ErrorContains(t, AddToSuite(filepath.Join("..", "..", "features"), filepath.Join(t.TempDir(), "f"), j, text), "no one-line entry")
+}
+
+func cancelRaceSource(t *testing.T) GherkinSource {
+	t.Helper()
+	const path = "ext/ext-07-cancel-claim-race.feature"
+	text, err := os.ReadFile(filepath.Join("..", "..", "features", filepath.FromSlash(path)))
+	require.NoError(t, err)
+	line := 0
+	for i, l := range strings.Split(string(text), "\n") {
+		if strings.Contains(l, "Scenario:") {
+			line = i + 1
+		}
+	}
+	return GherkinSource{ID: "ext-07-cancel-claim-race", Series: "ext", Needs: []string{"request-app", "fault-proxy"},
+		Processes: []string{"poller 1", "requester"}, FeatureText: string(text), Path: path, ScenarioLine: line}
+}
+
+// stepsOf are the generated scenario's steps, keyword and text.
+func stepsOf(text string) []string {
+	var steps []string
+	for _, l := range strings.Split(text, "\n") {
+		if m := stepLine.FindStringSubmatch(l); m != nil {
+			steps = append(steps, m[1]+" "+m[2])
+		}
+	}
+	return steps
+}
+
+// A background party (the requester's one cancel PUT) has no proxy to hold it before its
+// step: its start step goes where its write comes, once every started poller is held at
+// its next barrier, and the scenario waits for its answer before releasing anyone.
+func TestGherkinPlacesABackgroundPartyWhereItsWriteComes(t *testing.T) {
+	cancel := sig("requester", "PUT", "request", "", "cancel_requested")
+	claim := sig("poller 1", "PUT", "request", "", claimFields...)
+	rest := []explore.Signature{
+		sig("poller 1", "POST", "state", "LOCK", "lock_key", "record_key"),
+		sig("poller 1", "PUT", "request", "", doneFields...),
+	}
+	const startCancel = `And the requester cancels request "contested" on the request board in the background as "requester", with the revision it was created at`
+	const answered = `And the requester's cancel was answered 200 or 409`
+
+	steps := stepsOf(must(t)(Gherkin(cancelRaceSource(t), 3, "x", append([]explore.Signature{cancel, claim}, rest...))))
+	at := func(step string) int {
+		t.Helper()
+		i := slices.Index(steps, step)
+		require.GreaterOrEqual(t, i, 0, "no step %q in %v", step, steps)
+		return i
+	}
+	install := at(`And barrier "poller 1 write 2" in the fault proxy of "poller 1" holds the PUT of record in the request app before it is sent when it carries "claimed_at"`)
+	start := at(`When the poller starts as "poller 1"`)
+	reached := at(`And barrier "poller 1 write 2" is reached`)
+	cancelled := at(startCancel)
+	released := at(`And barrier "poller 1 write 2" is released`)
+	assert.True(t, install < start && start < reached && reached < cancelled && cancelled < at(answered) && at(answered) < released,
+		"the cancel goes once poller 1 is held at its claim, and the claim after its answer: %v", steps)
+	assert.Less(t, released, at(`And "poller 1" exits with code 0`))
+	assert.Equal(t, 1, countStep(steps, startCancel), "the explored start step is replaced, not repeated")
+	assert.NotContains(t, steps, `And the kintone traffic of "requester" goes through a fault proxy`, "the requester's step makes its own proxy")
+
+	// The claim first: poller 1 is held at its next write while the cancel goes.
+	steps = stepsOf(must(t)(Gherkin(cancelRaceSource(t), 4, "x", []explore.Signature{claim, rest[0], cancel, rest[1]})))
+	cancelled = at(startCancel)
+	assert.Less(t, at(`And barrier "poller 1 write 1" is released`), cancelled)
+	assert.Less(t, at(`And barrier "poller 1 write 4" is reached`), cancelled)
+	assert.Less(t, cancelled, at(`And barrier "poller 1 write 4" is released`))
+
+	_, err := Gherkin(cancelRaceSource(t), 5, "x", []explore.Signature{cancel, claim, cancel})
+	require.ErrorContains(t, err, `background party "requester" released 2 writes`)
+}
+
+func must(t *testing.T) func(string, error) string {
+	return func(s string, err error) string {
+		t.Helper()
+		require.NoError(t, err)
+		return s
+	}
+}
+
+func countStep(steps []string, step string) int {
+	n := 0
+	for _, s := range steps {
+		if s == step {
+			n++
+		}
+	}
+	return n
 }
