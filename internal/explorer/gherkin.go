@@ -29,8 +29,10 @@ import (
 // through (product-contract §9). The generator replaces the scenario's start steps: either
 // `pollers "A" and "B" run at the same time`, by `the poller starts as` each (that step
 // waits for both to exit, which held pollers never would), or a run of consecutive start
-// steps, one per explored party, each `the poller starts as "X"` or the start of a
-// background party (backgroundParties). A background party is no FlowNet process: it sends
+// steps, one per explored party, each `the poller starts as "X"` (or `runs as`, which
+// waits: it becomes `starts as`) or the start of a background party (backgroundParties),
+// among which barrier steps on the explored processes are dropped (a barrier on an explored
+// process installs nothing under the scheduler: the schedule was run without it). A background party is no FlowNet process: it sends
 // one write when its step runs, through a proxy its step makes, so no barrier can hold it;
 // the generator orders it by placing its start step where its write comes in the schedule,
 // after every started process has reached its next hold point (as the scheduler released it
@@ -52,10 +54,14 @@ type GherkinSource struct {
 }
 
 var (
-	stepLine       = regexp.MustCompile(`^\s*(Given|When|Then|And|But|\*)\s+(.*?)\s*$`)
-	runTogetherRE  = regexp.MustCompile(`^pollers "([^"]+)" and "([^"]+)" run at the same time$`)
-	pollerStartRE  = regexp.MustCompile(`^the poller starts as "([^"]+)"$`)
-	scenarioHeadRE = regexp.MustCompile(`^\s*(Scenario|Scenario Outline|Scenario Template|Example|Examples|Rule|Background|Feature)\s*:|^\s*@`)
+	stepLine      = regexp.MustCompile(`^\s*(Given|When|Then|And|But|\*)\s+(.*?)\s*$`)
+	runTogetherRE = regexp.MustCompile(`^pollers "([^"]+)" and "([^"]+)" run at the same time$`)
+	pollerStartRE = regexp.MustCompile(`^the poller (?:starts|runs) as "([^"]+)"$`)
+	// A barrier on an explored process installs nothing under the scheduler (its reached and
+	// released steps pass): among the start steps, the generator drops it with its steps.
+	exploredBarrierRE = regexp.MustCompile(`^barrier "([^"]+)" in the fault proxy of "([^"]+)" holds `)
+	barrierStepRE     = regexp.MustCompile(`^barrier "([^"]+)" is (?:reached|released)$`)
+	scenarioHeadRE    = regexp.MustCompile(`^\s*(Scenario|Scenario Outline|Scenario Template|Example|Examples|Rule|Background|Feature)\s*:|^\s*@`)
 )
 
 // backgroundParties are the start steps of the explored parties that are no FlowNet
@@ -89,11 +95,19 @@ func startBlock(src GherkinSource, lines []string) (first, end int, starts []sta
 		}
 		var names []string
 		var block []startStep
+		barriers := map[string]bool{} // the block's barriers on explored processes
 		j := i
 		for ; j < len(lines); j++ {
 			m := stepLine.FindStringSubmatch(lines[j])
 			if m == nil {
 				break
+			}
+			if b := exploredBarrierRE.FindStringSubmatch(m[2]); b != nil && slices.Contains(src.Processes, b[2]) {
+				barriers[b[1]] = true
+				continue
+			}
+			if b := barrierStepRE.FindStringSubmatch(m[2]); b != nil && barriers[b[1]] {
+				continue
 			}
 			st, ok := partyStart(m[2])
 			if !ok || !slices.Contains(src.Processes, st.name) {
@@ -106,7 +120,7 @@ func startBlock(src GherkinSource, lines []string) (first, end int, starts []sta
 			return i, j, block, indent, nil
 		}
 	}
-	return 0, 0, nil, "", fmt.Errorf("no step of %s starts %s with `pollers \"…\" and \"…\" run at the same time`, nor do consecutive start steps (`the poller starts as \"…\"`, a background party's start) start each of them: the start steps the generator can replace by starts that do not wait", src.ID, strings.Join(quoted(src.Processes), " and "))
+	return 0, 0, nil, "", fmt.Errorf("no step of %s starts %s with `pollers \"…\" and \"…\" run at the same time`, nor do consecutive start steps (`the poller starts as \"…\"` or `runs as \"…\"`, a background party's start, among barrier steps on them) start each of them: the start steps the generator can replace by starts that do not wait", src.ID, strings.Join(quoted(src.Processes), " and "))
 }
 
 // partyStart reads one start step of a party.
@@ -323,6 +337,20 @@ func Gherkin(src GherkinSource, n int, failure string, order []explore.Signature
 	}
 	next := map[string]int{} // per process: its next hold point
 	reached := map[string]bool{}
+	// allHeld waits for every started process at its next hold point, as the scheduler
+	// waited for every process held before its first release (else a poller slow to read
+	// might read after the other's claim) and before a background party's write.
+	allHeld := func() {
+		for _, q := range processes {
+			if hs := holds[q]; next[q] < len(hs) {
+				if name := barrierName(q, hs[next[q]].at); !reached[name] {
+					line("And barrier %q is reached", name)
+					reached[name] = true
+				}
+			}
+		}
+	}
+	allHeld()
 	for i := 0; i < len(order); {
 		p := order[i].Process
 		j := i
@@ -330,15 +358,7 @@ func Gherkin(src GherkinSource, n int, failure string, order []explore.Signature
 			j++
 		}
 		if bp, ok := background[p]; ok {
-			// The scheduler released it with every process held: so here.
-			for _, q := range processes {
-				if hs := holds[q]; next[q] < len(hs) {
-					if name := barrierName(q, hs[next[q]].at); !reached[name] {
-						line("And barrier %q is reached", name)
-						reached[name] = true
-					}
-				}
-			}
+			allHeld() // the scheduler released it with every process held
 			line("And %s", bp.step)
 			line("And %s", bp.wait)
 			i = j

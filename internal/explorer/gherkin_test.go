@@ -74,10 +74,10 @@ func TestGherkinForcesEachStretchBehindBarriers(t *testing.T) {
 		`When the poller starts as "poller A"`,
 		`And the poller starts as "poller B"`,
 		`And barrier "poller A write 1" is reached`,
+		`And barrier "poller B write 2" is reached`, // both held before the first release, as under the scheduler
 		`And barrier "poller A write 6" in the fault proxy of "poller A" holds the POST of record in the state app before it is sent when it carries "lock_key"`,
 		`And barrier "poller A write 1" is released`,
 		`And barrier "poller A write 6" is reached`,
-		`And barrier "poller B write 2" is reached`,
 		`And barrier "poller B write 2" is released`,
 		`And "poller B" exits with code 0`,
 		`And barrier "poller A write 6" is released`,
@@ -259,4 +259,43 @@ func countStep(steps []string, step string) int {
 		}
 	}
 	return n
+}
+
+// p2-01-05 starts its pollers one waiting for the other, behind a barrier on an explored
+// process (which the scheduler lifts): the whole block is replaced, its barrier dropped.
+func TestGherkinReplacesStartsAmongBarriersOnExploredProcesses(t *testing.T) {
+	const path = "p2-01/p2-01-05-claim-stale.feature"
+	text, err := os.ReadFile(filepath.Join("..", "..", "features", filepath.FromSlash(path)))
+	require.NoError(t, err)
+	line := 0
+	for i, l := range strings.Split(string(text), "\n") {
+		if strings.Contains(l, "Scenario:") {
+			line = i + 1
+		}
+	}
+	src := GherkinSource{ID: "p2-01-05-claim-stale", Series: "p2-01", Needs: []string{"request-app", "fault-proxy"},
+		Processes: []string{"poller A", "poller B"}, FeatureText: string(text), Path: path, ScenarioLine: line}
+	order := []explore.Signature{
+		sig("poller A", "PUT", "request", "", claimFields...),
+		sig("poller A", "POST", "state", "LOCK", "lock_key", "record_key"),
+		sig("poller B", "PUT", "request", "", claimFields...),
+		sig("poller A", "PUT", "request", "", doneFields...),
+	}
+	steps := stepsOf(must(t)(Gherkin(src, 1, "x", order)))
+	for _, gone := range []string{
+		`And barrier "claim" in the fault proxy of "poller A" holds the PUT of record in the request app before it is sent when it carries "claimed_at"`,
+		`And barrier "claim" is reached`, `And barrier "claim" is released`, `And the poller runs as "poller B"`,
+	} {
+		assert.NotContains(t, steps, gone)
+	}
+	i := slices.Index(steps, `When the poller starts as "poller A"`)
+	require.GreaterOrEqual(t, i, 0, "%v", steps)
+	assert.Equal(t, []string{
+		`When the poller starts as "poller A"`,
+		`And the poller starts as "poller B"`,
+		`And barrier "poller A write 1" is reached`,
+		`And barrier "poller B write 3" is reached`,
+	}, steps[i:i+4])
+	assert.Equal(t, 1, countStep(steps, `And the kintone traffic of "poller A" goes through a fault proxy`), "declared once, by the scenario")
+	assert.Contains(t, steps, `And the poller runs with heartbeat 500 ms and stale-after 1000 ms as "recovery poller"`, "the later pollers are untouched")
 }
