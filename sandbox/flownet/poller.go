@@ -222,6 +222,14 @@ func (p *poller) claimAndRun(ctx context.Context, req opRequest) {
 	}
 	newRev, err := p.put(ctx, req.id, rev, map[string]any{"request_state": stateAccepted,
 		"claimed_at": now, "claimed_host": p.pc.host, "claim_heartbeat_at": now})
+	if err != nil && isConflict(err) && defect.ClaimConflictAdoptedByHost {
+		// Planted defect: a lost claim is taken for one whose response was lost when the
+		// request is now ACCEPTED by this host name, though another poller on the same host
+		// may have claimed it (§1.10 step 4: a conflict means another poller won → skip).
+		if cur, gerr := p.get(ctx, req.id); gerr == nil && cur.state == stateAccepted && cur.str("claimed_host") == p.pc.host {
+			newRev, err, now = cur.revision, nil, cur.str("claimed_at")
+		}
+	}
 	if err != nil {
 		p.counts.skipped++
 		if !isConflict(err) {
