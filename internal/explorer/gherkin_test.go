@@ -24,9 +24,11 @@ var (
 	doneFields  = []string{"request_state", "result_code", "result_message"}
 )
 
-func duplicatesSource(t *testing.T) GherkinSource {
+// sourceOf is the generator's source of the suite's scenario id (the last Scenario of its
+// feature file at path, below features/).
+func sourceOf(t *testing.T, id, series, path string, needs, processes []string) GherkinSource {
 	t.Helper()
-	text, err := os.ReadFile(filepath.Join("..", "..", "features", "p2-11", "p2-11-03-duplicates.feature"))
+	text, err := os.ReadFile(filepath.Join("..", "..", "features", filepath.FromSlash(path)))
 	require.NoError(t, err)
 	line := 0
 	for i, l := range strings.Split(string(text), "\n") {
@@ -34,8 +36,11 @@ func duplicatesSource(t *testing.T) GherkinSource {
 			line = i + 1
 		}
 	}
-	return GherkinSource{ID: "p2-11-03-duplicates", Series: "p2-11", Needs: []string{"request-app"},
-		Processes: []string{"poller A", "poller B"}, FeatureText: string(text), Path: "p2-11/p2-11-03-duplicates.feature", ScenarioLine: line}
+	return GherkinSource{ID: id, Series: series, Needs: needs, Processes: processes, FeatureText: string(text), Path: path, ScenarioLine: line}
+}
+
+func duplicatesSource(t *testing.T) GherkinSource {
+	return sourceOf(t, "p2-11-03-duplicates", "p2-11", "p2-11/p2-11-03-duplicates.feature", []string{"request-app"}, []string{"poller A", "poller B"})
 }
 
 // The order of a lookup-before-lock race: A claims, B claims (loses), claims the other
@@ -176,18 +181,7 @@ func TestGherkinJoinsACopyOfTheSuite(t *testing.T) {
 }
 
 func cancelRaceSource(t *testing.T) GherkinSource {
-	t.Helper()
-	const path = "ext/ext-07-cancel-claim-race.feature"
-	text, err := os.ReadFile(filepath.Join("..", "..", "features", filepath.FromSlash(path)))
-	require.NoError(t, err)
-	line := 0
-	for i, l := range strings.Split(string(text), "\n") {
-		if strings.Contains(l, "Scenario:") {
-			line = i + 1
-		}
-	}
-	return GherkinSource{ID: "ext-07-cancel-claim-race", Series: "ext", Needs: []string{"request-app", "fault-proxy"},
-		Processes: []string{"poller 1", "requester"}, FeatureText: string(text), Path: path, ScenarioLine: line}
+	return sourceOf(t, "ext-07-cancel-claim-race", "ext", "ext/ext-07-cancel-claim-race.feature", []string{"request-app", "fault-proxy"}, []string{"poller 1", "requester"})
 }
 
 // stepsOf are the generated scenario's steps, keyword and text.
@@ -264,17 +258,7 @@ func countStep(steps []string, step string) int {
 // p2-01-05 starts its pollers one waiting for the other, behind a barrier on an explored
 // process (which the scheduler lifts): the whole block is replaced, its barrier dropped.
 func TestGherkinReplacesStartsAmongBarriersOnExploredProcesses(t *testing.T) {
-	const path = "p2-01/p2-01-05-claim-stale.feature"
-	text, err := os.ReadFile(filepath.Join("..", "..", "features", filepath.FromSlash(path)))
-	require.NoError(t, err)
-	line := 0
-	for i, l := range strings.Split(string(text), "\n") {
-		if strings.Contains(l, "Scenario:") {
-			line = i + 1
-		}
-	}
-	src := GherkinSource{ID: "p2-01-05-claim-stale", Series: "p2-01", Needs: []string{"request-app", "fault-proxy"},
-		Processes: []string{"poller A", "poller B"}, FeatureText: string(text), Path: path, ScenarioLine: line}
+	src := sourceOf(t, "p2-01-05-claim-stale", "p2-01", "p2-01/p2-01-05-claim-stale.feature", []string{"request-app", "fault-proxy"}, []string{"poller A", "poller B"})
 	order := []explore.Signature{
 		sig("poller A", "PUT", "request", "", claimFields...),
 		sig("poller A", "POST", "state", "LOCK", "lock_key", "record_key"),
