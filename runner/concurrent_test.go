@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -31,9 +32,19 @@ func TestConcurrentScenariosRunAtOnceAndArchiveInRunOrder(t *testing.T) {
 	var running, most int32
 	var mu sync.Mutex
 	ended := []string{}
+	// alpha's slow step waits for the two other scenarios that run (beta, delta) to end: run
+	// at once, they end while it waits; run one at a time, they cannot start, the wait ends
+	// at its limit, and the assertions below fail (no sleep that hopes they overlap).
+	othersEnded := make(chan struct{})
 	steps := func(sc *godog.ScenarioContext, reg stepdef.Registry) {
 		trivialSteps(sc, reg)
-		reg.Step(`^a slow step$`, func() error { time.Sleep(400 * time.Millisecond); return nil })
+		reg.Step(`^a slow step$`, func() error {
+			select {
+			case <-othersEnded:
+			case <-time.After(10 * time.Second):
+			}
+			return nil
+		})
 		sc.Before(func(ctx context.Context, _ *godog.Scenario) (context.Context, error) {
 			n := atomic.AddInt32(&running, 1)
 			for {
@@ -48,6 +59,9 @@ func TestConcurrentScenariosRunAtOnceAndArchiveInRunOrder(t *testing.T) {
 			atomic.AddInt32(&running, -1)
 			mu.Lock()
 			ended = append(ended, scenario.From(ctx).ID)
+			if len(ended) == 2 && !slices.Contains(ended, "alpha") {
+				close(othersEnded)
+			}
 			mu.Unlock()
 			return ctx, nil
 		})
