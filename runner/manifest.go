@@ -274,7 +274,6 @@ func ParseManifest(name string, data []byte) (*Manifest, error) {
 	return &m, nil
 }
 
-// checkKeys refuses keys of mapping m outside known, naming the line.
 // platformHint: a platform is a need, not a key of its own.
 func platformHint(key string) string {
 	if key == "platform" {

@@ -132,13 +132,11 @@ func (s *State) Assert(what string, expected, seen any, ok bool) error {
 // not []string{"a", "b"}. Values that differ but print alike are recorded as Go syntax
 // (%#v), so the record shows what differed.
 func (s *State) Equal(what string, expected, seen any) error {
-	if reflect.DeepEqual(expected, seen) {
-		return s.Assert(what, expected, seen, true)
-	}
-	if fmt.Sprint(expected) == fmt.Sprint(seen) {
+	same := reflect.DeepEqual(expected, seen)
+	if !same && fmt.Sprint(expected) == fmt.Sprint(seen) {
 		return s.Assert(what, fmt.Sprintf("%#v", expected), fmt.Sprintf("%#v", seen), false)
 	}
-	return s.Assert(what, expected, seen, false)
+	return s.Assert(what, expected, seen, same)
 }
 
 // SummarizeOutputs makes the record hold output summaries of the scenario's processes

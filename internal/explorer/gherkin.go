@@ -32,13 +32,14 @@ import (
 // steps, one per explored party, each `the poller starts as "X"` (or `runs as`, which
 // waits: it becomes `starts as`) or the start of a background party (backgroundParties),
 // among which barrier steps on the explored processes are dropped (a barrier on an explored
-// process installs nothing under the scheduler: the schedule was run without it). A background party is no FlowNet process: it sends
-// one write when its step runs, through a proxy its step makes, so no barrier can hold it;
-// the generator orders it by placing its start step where its write comes in the schedule,
-// after every started process has reached its next hold point (as the scheduler released it
-// only once every process was held), and waits for its answer before the next stretch. A
-// scenario whose explored parties start otherwise gets no generated scenario, and the
-// report says so.
+// process installs nothing under the scheduler: the schedule was run without it).
+//
+// A background party is no FlowNet process: it sends one write when its step runs, through
+// a proxy its step makes, so no barrier can hold it. The generator orders it by placing its
+// start step where its write comes in the schedule, after every started process has reached
+// its next hold point (the scheduler released it only once every process was held), and
+// waits for its answer before the next stretch. A scenario whose explored parties start
+// otherwise gets no generated scenario, and the report says so.
 
 // GherkinSource is what the generator needs of the explored scenario.
 type GherkinSource struct {

@@ -223,8 +223,8 @@ func Parse(file string, data []byte, items []runner.Item) (*Def, error) {
 				return nil, at(line, "carry-over rule: %s", msg)
 			}
 			line := func(key string) int {
-				if _, k := yamlerr.Value(rn, key); k != nil {
-					return k.Line
+				if l := yamlerr.KeyLine(rn, key); l > 0 {
+					return l
 				}
 				return rn.Line
 			}
