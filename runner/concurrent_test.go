@@ -32,20 +32,29 @@ func TestConcurrentScenariosRunAtOnceAndArchiveInRunOrder(t *testing.T) {
 	var running, most int32
 	var mu sync.Mutex
 	ended := []string{}
-	// alpha's slow step waits for the two other scenarios that run (beta, delta) to end: run
-	// at once, they end while it waits; run one at a time, they cannot start, the wait ends
-	// at its limit, and the assertions below fail (no sleep that hopes they overlap).
-	othersEnded := make(chan struct{})
+	// A rendezvous instead of a sleep that hopes they overlap: the two other scenarios that
+	// run (beta, delta) begin only once alpha's slow step is under way, and that step waits
+	// for them to end. Run at once, all three are running together; run one at a time, the
+	// waits end at their limit, one scenario runs at a time, and the assertions below fail.
+	alphaWaiting, othersEnded := make(chan struct{}), make(chan struct{})
+	const limit = 10 * time.Second
 	steps := func(sc *godog.ScenarioContext, reg stepdef.Registry) {
 		trivialSteps(sc, reg)
 		reg.Step(`^a slow step$`, func() error {
+			close(alphaWaiting)
 			select {
 			case <-othersEnded:
-			case <-time.After(10 * time.Second):
+			case <-time.After(limit):
 			}
 			return nil
 		})
-		sc.Before(func(ctx context.Context, _ *godog.Scenario) (context.Context, error) {
+		sc.Before(func(ctx context.Context, s *godog.Scenario) (context.Context, error) {
+			if s.Name != "alpha is slow" {
+				select {
+				case <-alphaWaiting:
+				case <-time.After(limit):
+				}
+			}
 			n := atomic.AddInt32(&running, 1)
 			for {
 				m := atomic.LoadInt32(&most)
