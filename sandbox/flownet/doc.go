@@ -105,10 +105,13 @@
 //     normaliser in the standard library; every identifier we generate is ASCII).
 //   - CSV inputs (io.go): path rules under <KSQL_FLOWNET_IO_DIR>/in (INPUT_PATH_REJECTED,
 //     INPUT_FILE_MISSING: the Attempt ends FAILED before its start marker), sha256
-//     baselines passed as --import-csv/--expected-import-sha256, receipts checked, the
-//     KSQL_FLOWNET_INPUT_AUDIT v1 summary in error_message; CSV outputs (io.go): path rules
-//     under <KSQL_FLOWNET_IO_DIR>/out (OUTPUT_PATH_REJECTED), --export-csv, receipts checked
-//     against the file on disk, the KSQL_FLOWNET_OUTPUT_AUDIT v1 summary.
+//     baselines passed as --import-csv/--expected-import-sha256 and written into the
+//     RUNNING Attempt (KSQL_FLOWNET_INPUT_BASELINE) before its start marker, receipts of any
+//     valid result checked; CSV outputs (io.go): path rules under <KSQL_FLOWNET_IO_DIR>/out
+//     (OUTPUT_PATH_REJECTED), --export-csv, receipts checked (also against the file on disk);
+//     the Attempt's error_message ends as kSQL-FlowNet 1.0.0's IO audit summary
+//     (KSQL_FLOWNET_INPUT_AUDIT / _OUTPUT_AUDIT / _IO_AUDIT, iosummary.go), and a resume
+//     compares the inputs with the latest Attempt's recorded baseline.
 //
 // # poll-requests (product-contract §1.10, §3.4; pollconfig.go, pollrequest.go, poller.go,
 // pollchild.go)

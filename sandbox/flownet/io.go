@@ -30,11 +30,15 @@ import (
 //     INPUT_PATH_REJECTED, else a path that does not exist is INPUT_FILE_MISSING.
 //   - Both are decided after the Attempt is created and before its start marker: the
 //     Attempt ends FAILED with the code, no kSQL-Flow child is started, the node is FAILED.
-//   - The input's sha256 is its baseline; kSQL-Flow gets --import-csv name=<abs path> and
-//     --expected-import-sha256 name=<baseline>; a SUCCESS result whose input_files receipt
-//     is missing or names another sha256 is UNKNOWN / INVALID_EXECUTION_RESULT (§1.3.3).
-//   - The Attempt's error_message is the KSQL_FLOWNET_INPUT_AUDIT v1 summary (name, sha256,
-//     bytes, rows, encoding, and the result code): never a path, never a cell value.
+//   - The input's sha256 and size are its baseline, written into the RUNNING Attempt before
+//     its start marker (KSQL_FLOWNET_INPUT_BASELINE); kSQL-Flow gets --import-csv
+//     name=<abs path> and --expected-import-sha256 name=<baseline>; a valid result (of any
+//     status) whose input_files receipts are missing or do not name exactly the baselines'
+//     sources, sha256 and bytes is UNKNOWN / INVALID_EXECUTION_RESULT (§1.3.3), as in
+//     kSQL-FlowNet 1.0.0.
+//   - The Attempt's error_message ends as the IO audit summary of iosummary.go
+//     (KSQL_FLOWNET_INPUT_AUDIT, _IO_AUDIT, or the baseline when no valid result confirmed
+//     it): never a path, never a cell value.
 
 // Codes of the input and output rules.
 const (
@@ -171,62 +175,176 @@ type fileReceipt struct {
 	Encoding string `json:"encoding"`
 }
 
-// receipts reads input_files from the raw result.
-func receipts(raw []byte, field string) map[string]fileReceipt {
+// receiptList reads one receipt list of the raw result: present is whether the key is there
+// (fileReceiptsInvalid has already refused a malformed one as an invalid result).
+func receiptList(raw []byte, field string) (list []fileReceipt, present bool) {
 	var doc map[string]json.RawMessage
-	if json.Unmarshal(raw, &doc) != nil {
-		return nil
+	if raw == nil || json.Unmarshal(raw, &doc) != nil {
+		return nil, false
 	}
-	var list []fileReceipt
-	if json.Unmarshal(doc[field], &list) != nil {
-		return nil
+	v, present := doc[field]
+	if !present {
+		return nil, false
 	}
-	out := map[string]fileReceipt{}
-	for _, r := range list {
-		out[r.Name] = r
-	}
-	return out
+	_ = json.Unmarshal(v, &list)
+	return list, true
 }
 
-// inputAudit is the KSQL_FLOWNET_INPUT_AUDIT v1 summary kept in the Attempt's error_message.
-func inputAudit(ins []nodeInput, got map[string]fileReceipt, resultCode string) string {
-	type entry struct {
-		Name     string `json:"name"`
-		SHA256   string `json:"baseline_sha256"`
-		Bytes    int64  `json:"bytes"`
-		Rows     *int64 `json:"rows"`
-		Encoding string `json:"encoding,omitempty"`
+// receiptsConfirmBaseline says whether the input receipts name exactly the baselines (the same
+// sources, sha256 and bytes: kSQL-FlowNet 1.0.0 compares the lists whole).
+func receiptsConfirmBaseline(ins []nodeInput, got []fileReceipt) bool {
+	if len(got) != len(ins) {
+		return false
 	}
-	doc := struct {
-		Kind       string  `json:"kind"`
-		Version    int     `json:"version"`
-		ResultCode string  `json:"result_code"`
-		Inputs     []entry `json:"inputs"`
-	}{Kind: "KSQL_FLOWNET_INPUT_AUDIT", Version: 1, ResultCode: resultCode}
+	want := map[string]nodeInput{}
 	for _, in := range ins {
-		e := entry{Name: in.Name, SHA256: in.SHA256, Bytes: in.Bytes}
-		if r, ok := got[in.Name]; ok {
-			rows := r.Rows
-			e.Rows, e.Encoding = &rows, r.Encoding
-		}
-		doc.Inputs = append(doc.Inputs, e)
+		want[in.Name] = in
 	}
+	for _, r := range got {
+		in, ok := want[r.Name]
+		if !ok || r.SHA256 != in.SHA256 || r.Bytes != in.Bytes {
+			return false
+		}
+		delete(want, r.Name)
+	}
+	return len(want) == 0
+}
+
+// receiptsNameSinks says whether the output receipts name configured sinks only, each once,
+// in the sinks' sorted order (a receipt list may leave a sink out).
+func receiptsNameSinks(outs []nodeOutput, got []fileReceipt) bool {
+	names := make([]string, len(outs))
+	for i, o := range outs {
+		names[i] = o.Name
+	}
+	sort.Strings(names)
+	prev := -1
+	for _, r := range got {
+		i := slices.Index(names, r.Name)
+		if i <= prev {
+			return false
+		}
+		prev = i
+	}
+	return true
+}
+
+// exportsMatchDisk says whether every configured sink has a receipt whose sha256 and bytes
+// are those of the file on disk (this sandbox's own check of a SUCCESS export, stricter than
+// kSQL-FlowNet 1.0.0, which trusts the receipt).
+func exportsMatchDisk(outs []nodeOutput, got []fileReceipt) bool {
+	for _, o := range outs {
+		i := slices.IndexFunc(got, func(r fileReceipt) bool { return r.Name == o.Name })
+		data, err := os.ReadFile(o.Path)
+		sum := sha256.Sum256(data)
+		if i < 0 || err != nil || hex.EncodeToString(sum[:]) != got[i].SHA256 || int64(len(data)) != got[i].Bytes {
+			return false
+		}
+	}
+	return true
+}
+
+// recordInputBaseline writes the KSQL_FLOWNET_INPUT_BASELINE summary into the RUNNING
+// Attempt, after its inputs and outputs resolved and before its start marker (iosummary.go).
+func (e *execution) recordInputBaseline(ctx context.Context, att *attemptRec, ins []nodeInput) error {
+	summary, err := inputBaselineSummary(ins)
+	if err != nil {
+		return fmt.Errorf("input baseline of Attempt %s: %w", att.id, err)
+	}
+	if att.rev, err = e.st.update(ctx, e.st.auditApp, att.recID, vals(map[string]any{"error_message": summary}), att.rev); err != nil {
+		return fmt.Errorf("record the input baseline of Attempt %s: %w", att.id, err)
+	}
+	return nil
+}
+
+// settleIO checks the result's receipts (any valid result, not only a SUCCESS one) and
+// puts the node's IO audit summary into the Attempt's error_message (iosummary.go says which
+// kind when). A receipt that does not confirm the baselines or names a sink that is not
+// configured makes the result invalid: UNKNOWN / INVALID_EXECUTION_RESULT (§1.3.3). Nodes
+// without inputs or outputs keep their error_message.
+func (e *execution) settleIO(ins []nodeInput, outs []nodeOutput, rr runResult, obs Observation, out Outcome, fields map[string]any) (Outcome, error) {
+	valid := obs.Result != nil && !rr.ForcedKill
+	inList, inPresent := receiptList(rr.ResultRaw, "input_files")
+	outList, outPresent := receiptList(rr.ResultRaw, "output_files")
+	invalid := func() {
+		valid = false
+		out = Outcome{AttemptStatus: StatusUnknown, AttemptCode: CodeInvalidResult, NodeStatus: StatusUnknown, NodeReason: CodeInvalidResult}
+		fields["status"], fields["result_code"] = out.AttemptStatus, out.AttemptCode
+	}
+	if valid && len(ins) > 0 && (!inPresent || !receiptsConfirmBaseline(ins, inList)) {
+		invalid()
+	}
+	switch {
+	case valid && len(outs) > 0:
+		if !outPresent || !receiptsNameSinks(outs, outList) || (out.AttemptStatus == StatusSuccess && !exportsMatchDisk(outs, outList)) {
+			invalid()
+		}
+	case valid && len(outList) > 0:
+		invalid() // output_files names a sink the node does not configure
+	}
+	var summary string
+	var err error
+	switch {
+	case valid && len(ins) > 0 && len(outs) > 0:
+		summary, err = ioAuditSummary(ins, inList, outList)
+	case valid && len(outs) > 0:
+		summary, err = outputAuditSummary(outList)
+	case valid && len(ins) > 0:
+		summary, err = inputAuditSummary(ins, inList)
+	case len(ins) > 0:
+		summary, err = inputBaselineSummary(ins)
+	default:
+		return out, nil
+	}
+	if err != nil {
+		return out, fmt.Errorf("IO audit summary: %w", err)
+	}
+	if defect.InputAuditLeaksCell && valid && len(ins) > 0 {
+		summary = withFirstRows(summary, ins) // planted defect
+	}
+	if defect.OutputAuditNamesPath && valid && len(outs) > 0 {
+		summary = withOutputPaths(summary, outs) // planted defect
+	}
+	fields["error_message"] = summary
+	return out, nil
+}
+
+// withFirstRows is the planted defect input-audit-leaks-cell: the summary also quotes the
+// first data line of each input "for the operator", which puts a cell value into the audit
+// trail.
+func withFirstRows(summary string, ins []nodeInput) string {
+	var doc map[string]any
+	_ = json.Unmarshal([]byte(summary), &doc)
+	var samples []string
+	for _, in := range ins {
+		data, _ := os.ReadFile(in.Path)
+		lines := strings.Split(string(data), "\n")
+		if len(lines) > 1 {
+			samples = append(samples, strings.TrimSpace(lines[1]))
+		}
+	}
+	doc["first_rows"] = samples
 	b, _ := json.Marshal(doc)
 	return string(b)
 }
 
-// receiptMismatch says why a SUCCESS result's receipts do not confirm the baselines ("" = ok).
-func receiptMismatch(ins []nodeInput, got map[string]fileReceipt) string {
-	for _, in := range ins {
-		r, ok := got[in.Name]
-		switch {
-		case !ok:
-			return fmt.Sprintf("input %s has no receipt in the result", in.Name)
-		case r.SHA256 != in.SHA256:
-			return fmt.Sprintf("input %s: receipt sha256 differs from the baseline", in.Name)
+// withOutputPaths is the planted defect output-audit-names-path: every output_files entry
+// also names the absolute path of the exported file.
+func withOutputPaths(summary string, outs []nodeOutput) string {
+	var doc map[string]any
+	_ = json.Unmarshal([]byte(summary), &doc)
+	files, _ := doc["output_files"].([]any)
+	for _, f := range files {
+		if m, ok := f.(map[string]any); ok {
+			for _, o := range outs {
+				if m["sink"] == o.Name {
+					m["path"] = o.Path
+				}
+			}
 		}
 	}
-	return ""
+	b, _ := json.Marshal(doc)
+	return string(b)
 }
 
 // failBeforeStart ends an Attempt that never started a child (an input rule refused it):
@@ -264,42 +382,6 @@ func (e *execution) prepareInputs(nd Node) ([]nodeInput, error) {
 	return resolveInputs(dir, nd, map[string]string{"business_key": e.run.Str("business_key"), "profile": e.profile})
 }
 
-// checkInputReceipts compares the result's input_files with the baselines and puts the
-// input audit summary into the Attempt's error_message.
-func (e *execution) checkInputReceipts(ins []nodeInput, rr runResult, out Outcome, fields map[string]any) Outcome {
-	var got map[string]fileReceipt
-	if rr.ResultRaw != nil {
-		got = receipts(rr.ResultRaw, "input_files")
-	}
-	if out.AttemptStatus == StatusSuccess && receiptMismatch(ins, got) != "" {
-		out = Outcome{AttemptStatus: StatusUnknown, AttemptCode: CodeInvalidResult, NodeStatus: StatusUnknown, NodeReason: CodeInvalidResult}
-		fields["status"], fields["result_code"] = out.AttemptStatus, out.AttemptCode
-	}
-	fields["error_message"] = inputAudit(ins, got, out.AttemptCode)
-	if defect.InputAuditLeaksCell {
-		fields["error_message"] = inputAuditWithSample(ins, got, out.AttemptCode) // planted defect
-	}
-	return out
-}
-
-// inputAuditWithSample is the planted defect's summary: it quotes the first data line of
-// each input "for the operator", which puts a cell value into the audit trail.
-func inputAuditWithSample(ins []nodeInput, got map[string]fileReceipt, code string) string {
-	var doc map[string]any
-	_ = json.Unmarshal([]byte(inputAudit(ins, got, code)), &doc)
-	var samples []string
-	for _, in := range ins {
-		data, _ := os.ReadFile(in.Path)
-		lines := strings.Split(string(data), "\n")
-		if len(lines) > 1 {
-			samples = append(samples, strings.TrimSpace(lines[1]))
-		}
-	}
-	doc["first_rows"] = samples
-	b, _ := json.Marshal(doc)
-	return string(b)
-}
-
 // CSV outputs (product-contract.md §5 outputs; the export wiring is this sandbox's decision
 // where §12 item 5 leaves it open, see sandbox/ksqlflow/csvexport.go):
 //   - An output template is relative to <KSQL_FLOWNET_IO_DIR>/out with the placeholders
@@ -308,11 +390,13 @@ func inputAuditWithSample(ins []nodeInput, got map[string]fileReceipt, code stri
 //     OUTPUT_PATH_REJECTED: the Attempt ends FAILED with no subprocess (§1.3.3).
 //   - FlowNet creates the target's parent directories and passes --export-csv
 //     <sink>=<abs path>; kSQL-Flow writes the file fail-closed (temp file + rename).
-//   - A SUCCESS result must carry an output_files receipt per sink whose sha256 is the
-//     file's on disk, else UNKNOWN / INVALID_EXECUTION_RESULT.
-//   - The Attempt's error_message is the KSQL_FLOWNET_OUTPUT_AUDIT v1 summary (sinks with
-//     sha256, bytes, rows, encoding, and the result code; inputs of the node too): never a
-//     path, never a cell value.
+//   - A valid result must carry output_files naming configured sinks only, in their sorted
+//     order (kSQL-FlowNet 1.0.0's rule); a node without outputs must get none. This sandbox
+//     also wants, of a SUCCESS, a receipt per sink whose sha256 and bytes are the file's on
+//     disk. Otherwise UNKNOWN / INVALID_EXECUTION_RESULT.
+//   - The Attempt's error_message is the KSQL_FLOWNET_OUTPUT_AUDIT v1 summary, or
+//     KSQL_FLOWNET_IO_AUDIT for a node with inputs too (iosummary.go): never a path, never a
+//     cell value.
 
 type nodeOutput struct {
 	Name, Path string
@@ -368,65 +452,12 @@ func (e *execution) prepareOutputs(nd Node) ([]nodeOutput, error) {
 		"run_id": e.runID, "node_id": nd.ID})
 }
 
-// checkOutputReceipts compares the result's output_files with the files on disk and puts
-// the output audit summary into the Attempt's error_message.
-func (e *execution) checkOutputReceipts(ins []nodeInput, outs []nodeOutput, rr runResult, out Outcome, fields map[string]any) Outcome {
-	var got map[string]fileReceipt
-	if rr.ResultRaw != nil {
-		got = receipts(rr.ResultRaw, "output_files")
-	}
-	if out.AttemptStatus == StatusSuccess {
-		for _, o := range outs {
-			r, ok := got[o.Name]
-			data, err := os.ReadFile(o.Path)
-			sum := sha256.Sum256(data)
-			if !ok || err != nil || hex.EncodeToString(sum[:]) != r.SHA256 || int64(len(data)) != r.Bytes {
-				out = Outcome{AttemptStatus: StatusUnknown, AttemptCode: CodeInvalidResult, NodeStatus: StatusUnknown, NodeReason: CodeInvalidResult}
-				fields["status"], fields["result_code"] = out.AttemptStatus, out.AttemptCode
-				break
-			}
-		}
-	}
-	type entry struct {
-		Name     string `json:"name"`
-		SHA256   string `json:"sha256"`
-		Bytes    int64  `json:"bytes"`
-		Rows     int64  `json:"rows"`
-		Encoding string `json:"encoding"`
-		Path     string `json:"path,omitempty"`
-	}
-	doc := struct {
-		Kind       string          `json:"kind"`
-		Version    int             `json:"version"`
-		ResultCode string          `json:"result_code"`
-		Outputs    []entry         `json:"outputs"`
-		Inputs     json.RawMessage `json:"inputs,omitempty"`
-	}{Kind: "KSQL_FLOWNET_OUTPUT_AUDIT", Version: 1, ResultCode: out.AttemptCode, Outputs: []entry{}}
-	for _, o := range outs {
-		if r, ok := got[o.Name]; ok {
-			en := entry{Name: o.Name, SHA256: r.SHA256, Bytes: r.Bytes, Rows: r.Rows, Encoding: r.Encoding}
-			if defect.OutputAuditNamesPath {
-				en.Path = o.Path // planted defect: the receipt names the absolute file path
-			}
-			doc.Outputs = append(doc.Outputs, en)
-		}
-	}
-	if len(ins) > 0 {
-		var in struct {
-			Inputs json.RawMessage `json:"inputs"`
-		}
-		_ = json.Unmarshal([]byte(fields["error_message"].(string)), &in)
-		doc.Inputs = in.Inputs
-	}
-	b, _ := json.Marshal(doc)
-	fields["error_message"] = string(b)
-	return out
-}
-
-// checkInputBaselines is the resume rule (§1.3.1): every selected node with CSV inputs that
-// already recorded a baseline (the KSQL_FLOWNET_INPUT_AUDIT summary of its first Attempt
-// that has one) must find its input unchanged: INPUT_FILE_MISSING or INPUT_FILE_MUTATED
-// otherwise, before any Invocation is created.
+// checkInputBaselines is the resume rule (§1.3.1): every selected node with CSV inputs whose
+// Attempts recorded a baseline (the latest Attempt whose error_message is an
+// INPUT_BASELINE, INPUT_AUDIT or IO_AUDIT summary, iosummary.go) must find its inputs exactly
+// as recorded (the same sources, sha256 and bytes): INPUT_FILE_MISSING or INPUT_FILE_MUTATED
+// otherwise, before any Invocation is created. A stored summary of a baseline kind that is
+// not of its exact shape is INPUT_FILE_MUTATED too.
 func (e *execution) checkInputBaselines(ctx context.Context, selected []string) error {
 	var withInputs []Node
 	for _, id := range selected {
@@ -441,40 +472,32 @@ func (e *execution) checkInputBaselines(ctx context.Context, selected []string) 
 	if err != nil {
 		return err
 	}
-	sort.Slice(recs, func(i, j int) bool { return atoi(recs[i].Str("attempt_no")) < atoi(recs[j].Str("attempt_no")) })
+	sort.SliceStable(recs, func(i, j int) bool { return atoi(recs[i].Str("attempt_no")) > atoi(recs[j].Str("attempt_no")) })
 	for _, nd := range withInputs {
-		baseline := map[string]string{}
+		var stored []baselineEntry
+		found := false
 		for _, r := range recs {
 			if r.Str("node_id") != nd.ID {
 				continue
 			}
-			var sum struct {
-				Kind   string `json:"kind"`
-				Inputs []struct {
-					Name   string `json:"name"`
-					SHA256 string `json:"baseline_sha256"`
-				} `json:"inputs"`
+			base, ok, err := parseStoredBaseline(r.Str("error_message"))
+			if err != nil {
+				return coded(codeInputFileMutated, "stored input baseline for node %s is invalid (%v); create a new Run with a correction business key", nd.ID, err)
 			}
-			if json.Unmarshal([]byte(r.Str("error_message")), &sum) != nil || sum.Kind != "KSQL_FLOWNET_INPUT_AUDIT" {
-				continue
-			}
-			for _, in := range sum.Inputs {
-				if _, seen := baseline[in.Name]; !seen {
-					baseline[in.Name] = in.SHA256
-				}
+			if ok {
+				stored, found = base, true
+				break
 			}
 		}
-		if len(baseline) == 0 {
+		if !found {
 			continue // no Attempt took a baseline yet: the next Attempt takes it
 		}
 		ins, err := e.prepareInputs(nd)
 		if err != nil {
 			return err
 		}
-		for _, in := range ins {
-			if b, ok := baseline[in.Name]; ok && b != in.SHA256 {
-				return coded(codeInputFileMutated, "node %s: input %s changed since its baseline was recorded", nd.ID, in.Name)
-			}
+		if !baselinesEqual(stored, ins) {
+			return coded(codeInputFileMutated, "input file changed for node %s; restore the original file or create a new Run with a correction business key", nd.ID)
 		}
 	}
 	return nil

@@ -196,6 +196,9 @@ func ValidateResult(raw []byte, r *ExecutionResult, runID, attemptID, jobID stri
 	default:
 		return fmt.Errorf("result status %q is not SUCCESS, FAILED or CANCELLED", r.Status)
 	}
+	if err := fileReceiptsInvalid(raw); err != nil { // iosummary.go
+		return err
+	}
 	want := map[string]int{"OK": 0, "NO_DATA": 0, "VALIDATION_ERROR": 1, "SQL_ERROR": 1, "ASSERT_FAILED": 2,
 		"API_ERROR": 3, "AUTH_ERROR": 3, "EXECUTION_TIMEOUT": 3, "LOCK_UNAVAILABLE": 3, "INTERNAL_ERROR": 3,
 		"CANCELLED": 3, "LOCK_CONFLICT": 5}

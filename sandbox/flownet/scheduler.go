@@ -518,6 +518,11 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 		}
 		return err
 	}
+	if len(inputs) > 0 {
+		if err := e.recordInputBaseline(ctx, att, inputs); err != nil {
+			return err
+		}
+	}
 	// The FlowNet start marker: from here on, a missing result means the SQL may have run.
 	if att.rev, err = e.st.update(ctx, e.st.auditApp, att.recID, vals(map[string]any{"execution_started_at": isoMillis(e.c.now())}), att.rev); err != nil {
 		return fmt.Errorf("mark Attempt %s started: %w", attemptID, err)
@@ -558,11 +563,8 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 	} else {
 		fields["error_message"] = noResultMessage(rr, obs)
 	}
-	if len(inputs) > 0 {
-		out = e.checkInputReceipts(inputs, rr, out, fields)
-	}
-	if len(outputs) > 0 {
-		out = e.checkOutputReceipts(inputs, outputs, rr, out, fields)
+	if out, err = e.settleIO(inputs, outputs, rr, obs, out, fields); err != nil { // io.go: receipts and the IO audit summary
+		return err
 	}
 	if att.rev, err = e.st.update(ctx, e.st.auditApp, att.recID, vals(fields), att.rev); err != nil {
 		return fmt.Errorf("finalise Attempt %s: %w", attemptID, err)

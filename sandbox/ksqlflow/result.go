@@ -44,8 +44,11 @@ type ExecutionResult struct {
 	KsqlFlowVersion       string       `json:"ksqlFlowVersion"`
 	EngineVersion         string       `json:"engineVersion"`
 	Error                 *ResultError `json:"error"`
-	InputFiles            []InputFile  `json:"input_files,omitempty"`
-	OutputFiles           []InputFile  `json:"output_files,omitempty"`
+	// InputFiles and OutputFiles are always there, [] when nothing was imported or exported,
+	// as kSQL-Flow 0.9.0 writes them: kSQL-FlowNet 1.0.0 takes a result without output_files
+	// for a node with outputs as an invalid result.
+	InputFiles  []InputFile `json:"input_files"`
+	OutputFiles []InputFile `json:"output_files"`
 }
 
 // ResultError is the error object of a non-SUCCESS result.

@@ -194,6 +194,7 @@ func execute(o *runOpts, stopRequested func() bool, stderr io.Writer) *Execution
 		CorrelationID: strPtr(o.correlationID), AttemptID: strPtr(o.attemptID),
 		ExecutionID: execID, Profile: o.profile, AsOf: strPtr(o.asOf),
 		KsqlFlowVersion: KsqlFlowVersion, EngineVersion: EngineVersion,
+		InputFiles: []InputFile{}, OutputFiles: []InputFile{},
 	}
 	finish := func(f *failure) *ExecutionResult {
 		res.setOutcome(f)
