@@ -57,6 +57,12 @@ type csvIOState struct {
 	sha256 string
 	bytes  int
 	rows   [][2]string // key, value
+	// before is the sha256 and size of the CSV input before its last rewrite ("" when it
+	// was never rewritten).
+	before struct {
+		sha256 string
+		bytes  int
+	}
 }
 
 var csvIOKey = scenario.NewKey[csvIOState]("csv-io")
@@ -69,6 +75,10 @@ func (s *csvIOState) written() [][2]string { return s.rows }
 
 // inputFile is the CSV input's path, sha256 and size ("" before one was written).
 func (s *csvIOState) inputFile() (path, sha256 string, size int) { return s.input, s.sha256, s.bytes }
+
+// rewrittenFrom is the CSV input's sha256 and size before its last rewrite ("" when it was
+// never rewritten).
+func (s *csvIOState) rewrittenFrom() (sha256 string, size int) { return s.before.sha256, s.before.bytes }
 
 // adopt makes data, written at path, the CSV input (an export copied back as an input).
 func (s *csvIOState) adopt(path string, data []byte) {
@@ -396,6 +406,7 @@ func (csvIODomain) rewriteOneValue(ctx context.Context) error {
 		return err
 	}
 	before := s.sha256
+	s.before.sha256, s.before.bytes = s.sha256, s.bytes
 	s.sha256, s.bytes = digest(data), len(data)
 	return sc.st.Assert("sha256 of the rewritten CSV input", "differs from "+before, s.sha256, s.sha256 != before)
 }

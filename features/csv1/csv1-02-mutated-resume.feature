@@ -3,8 +3,8 @@ Feature: CSV1 mutated resume — a partial import resumes exactly once; a change
   scenarios.md §2.8.3: the kSQL-Flow child's 2nd records write to the CSV fixture app answers a
   synthetic HTTP 400 (CSV1_FAULT): 250 rows import partially and the Run is FAILED. A resume
   with the same file completes all 250 rows exactly once in a second attempt and invocation.
-  In a second case the input is rewritten with one changed value after the partial import: the
-  resume is refused with INPUT_FILE_MUTATED before any invocation, and neither the scope's
+  In a second case the input is rewritten with one changed value after the partial import (the
+  partial attempt's recorded baseline still names the original file): the resume is refused with INPUT_FILE_MUTATED before any invocation, and neither the scope's
   records nor the fixture app's rows change.
 
   @csv1-02-mutated-resume @csv1
@@ -31,6 +31,7 @@ Feature: CSV1 mutated resume — a partial import resumes exactly once; a change
     And FlowNet has run the network for the scope's business key as "partial" and exited with code 1
     And the CSV fixture app holds some but not all rows of the CSV input, and their count is noted
     And the CSV input is rewritten with one value changed
+    And the input baseline of node "import_csv" records input "source" as the CSV input was before the rewrite
     And the revisions of every state and audit record of the scope are noted
     When FlowNet resumes the run by its id as "mutated resume"
     Then "mutated resume" is refused with "INPUT_FILE_MUTATED"
