@@ -44,9 +44,10 @@ type ExecutionResult struct {
 	KsqlFlowVersion       string       `json:"ksqlFlowVersion"`
 	EngineVersion         string       `json:"engineVersion"`
 	Error                 *ResultError `json:"error"`
-	// InputFiles and OutputFiles are always there, [] when nothing was imported or exported,
-	// as kSQL-Flow 0.9.0 writes them: kSQL-FlowNet 1.0.0 takes a result without output_files
-	// for a node with outputs as an invalid result.
+	// input_files and output_files are always present (empty arrays when nothing was
+	// read or written), as the real kSQL-Flow 0.9.0 writes them (contract/executionResult.js
+	// normalizeJobOutcome); the real FlowNet classifies a result without output_files for a
+	// node with exports as INVALID_EXECUTION_RESULT.
 	InputFiles  []InputFile `json:"input_files"`
 	OutputFiles []InputFile `json:"output_files"`
 }
