@@ -24,6 +24,8 @@ const (
 	ProductReal = "real"
 	// ProductReference is flowtest's Go model of FlowNet, which planted defects break.
 	ProductReference = "reference"
+	// DefaultProduct is the choice when none is given.
+	DefaultProduct = ProductReference
 )
 
 // PinnedFlowNetPackage is the npm package tools/flownet pins.
@@ -91,7 +93,7 @@ var ErrProductBlocked = errors.New("blocked")
 func ResolveProduct(ctx context.Context, o ProductOptions) (Product, error) {
 	choice := o.Choice
 	if choice == "" {
-		choice = ProductAuto
+		choice = DefaultProduct
 	}
 	switch choice {
 	case ProductReference:
