@@ -241,3 +241,16 @@ func semver(v string) ([3]int, error) {
 	}
 	return out, nil
 }
+
+// LiveProduct is the FlowNet a live run drives: the build in dir (FLOWTEST_FLOWNET_DIR), named
+// by its package.json where it has one. Its Node is whatever the launcher is.
+func LiveProduct(dir string) Product {
+	p := Product{Real: true, Source: "path", Dir: dir}
+	if data, err := os.ReadFile(filepath.Join(dir, "package.json")); err == nil {
+		var pkg packageJSON
+		if json.Unmarshal(data, &pkg) == nil {
+			p.Package, p.Version = pkg.Name, pkg.Version
+		}
+	}
+	return p
+}
