@@ -24,6 +24,8 @@ const (
 	ProductReal = "real"
 	// ProductReference is flowtest's Go model of FlowNet, which planted defects break.
 	ProductReference = "reference"
+	// DefaultProduct is the choice when none is given.
+	DefaultProduct = ProductReference
 )
 
 // PinnedFlowNetPackage is the npm package tools/flownet pins.
@@ -91,7 +93,7 @@ var ErrProductBlocked = errors.New("blocked")
 func ResolveProduct(ctx context.Context, o ProductOptions) (Product, error) {
 	choice := o.Choice
 	if choice == "" {
-		choice = ProductAuto
+		choice = DefaultProduct
 	}
 	switch choice {
 	case ProductReference:
@@ -238,4 +240,17 @@ func semver(v string) ([3]int, error) {
 		out[i] = n
 	}
 	return out, nil
+}
+
+// LiveProduct is the FlowNet a live run drives: the build in dir (FLOWTEST_FLOWNET_DIR), named
+// by its package.json where it has one. Its Node is whatever the launcher is.
+func LiveProduct(dir string) Product {
+	p := Product{Real: true, Source: "path", Dir: dir}
+	if data, err := os.ReadFile(filepath.Join(dir, "package.json")); err == nil {
+		var pkg packageJSON
+		if json.Unmarshal(data, &pkg) == nil {
+			p.Package, p.Version = pkg.Name, pkg.Version
+		}
+	}
+	return p
 }
