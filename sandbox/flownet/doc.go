@@ -124,10 +124,10 @@
 //     exit 1, for the cycle and for --check alike. The message holds the HTTP status only —
 //     never kintone's body or code, the URL or the token. Missing variables are
 //     CONFIG_MISSING; every allow-list problem has the product's config error code.
-//   - Counters: requested = REQUESTED records read; claimed = claims won; completed = claimed
-//     requests whose outcome was written; cancelled / invalid / stale = terminalizations of
-//     that kind; skipped = REQUESTED records left for a later cycle (unidentifiable, a claim
-//     another poller won, a terminal write that lost its revision race).
+//   - Counters, as the product counts: requested = valid REQUESTED records read (withdrawn
+//     ones too); invalid = invalid ones read (withdrawn, rejected or left alike); skipped =
+//     unidentifiable ones; claimed = claims won; completed = claimed requests whose outcome
+//     was written; cancelled = withdrawals written; stale = STALE rejections.
 //   - A claim conflict is 409 GAIA_CO02 or 400 GAIA_DA02; any other claim failure is left
 //     for the next cycle with a warning. Heartbeats carry the revision the poller last wrote;
 //     on a conflict (the requester's cancel flag) it re-reads and goes on only while the claim
