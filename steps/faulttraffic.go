@@ -20,7 +20,7 @@ import (
 type faultTrafficDomain struct{}
 
 func (d faultTrafficDomain) register(reg stepdef.Registry) {
-	reg.Step(`^on (the sandbox|a live target), the kintone calls counted by the fault proxies are within:$`, d.callsWithinOn)
+	reg.Step(`^(?:on the sandbox|with the reference FlowNet|(on a live target|with a real FlowNet)), the kintone calls counted by the fault proxies are within:$`, d.callsWithinOn)
 	reg.Step(`^"([^"]+)" sent at most one heartbeat per (\d+) s of its lease, plus one, and one before each of its other record writes$`, d.heartbeatsPerInterval)
 	reg.Step(`^the (\d+) s lease of "([^"]+)" never ran out while it ran$`, d.leaseNeverRanOut)
 	reg.Step(`^no write of "([^"]+)" reached its fault proxy after the (\d+) s lease it last carried ran out$`, d.noWriteAfterLease)
@@ -91,15 +91,21 @@ func (faultTrafficDomain) callsWithin(ctx context.Context, table *godog.Table) e
 	return nil
 }
 
-// callsWithinOn applies a call table on one kind of target only: the sandbox keeps a tight
-// regression budget of our own counts, a live target the bounds the original set (a real
-// FlowNet may spend calls differently within the contract). The table of the other kind of
-// target is noted as not applied.
-func (d faultTrafficDomain) callsWithinOn(ctx context.Context, where string, table *godog.Table) error {
+// callsWithinOn applies a call table to one kind of FlowNet only: the reference FlowNet
+// keeps a tight regression budget of our own counts; a real FlowNet (on a live target, or
+// the real product on the sandbox, --product) the bounds the original set: it may spend
+// calls differently within the contract. The other table is noted as not applied. real is
+// non-empty for the real FlowNet's table.
+func (d faultTrafficDomain) callsWithinOn(ctx context.Context, real string, table *godog.Table) error {
 	sc := sceneOf(ctx)
-	sandbox := sc.suite.Target.Name == "sandbox"
-	if sandbox != (where == "the sandbox") {
-		sc.st.Note("call budget for "+where, "not applied on the "+sc.suite.Target.Name+" target")
+	t := sc.suite.Target
+	realFlowNet := t.Name != "sandbox" || t.Product.Real
+	if realFlowNet != (real != "") {
+		which := "the reference FlowNet's"
+		if real != "" {
+			which = "a real FlowNet's"
+		}
+		sc.st.Note("call budget: "+which, "not applied: this run drives "+t.Product.Label()+" on the "+t.Name+" target")
 		return nil
 	}
 	return d.callsWithin(ctx, table)
