@@ -235,18 +235,20 @@ func (l *networkLock) renew(ctx context.Context) error {
 	}
 	err := l.renewLocked(ctx)
 	if err != nil {
-		// Only a failed heartbeat can make the lease uncertain, as in the product's lease
-		// monitor: a heartbeat that succeeds late (its response held) renews it all the same.
 		l.failures++
 		if ce, ok := err.(*codedError); ok && ce.Code != codeLockUnavailable {
 			l.uncertain = err.Error() // fence lost: never trust the lease again
 		} else if l.failures >= leaseFailureLimit {
 			l.uncertain = fmt.Sprintf("%d consecutive heartbeat failures: %v", l.failures, err)
-		} else if !l.now().Before(l.lastOK.Add(l.lease - l.heartbeat)) {
-			l.uncertain = "remaining lease is not longer than the heartbeat interval"
 		}
 	} else {
 		l.failures = 0
+	}
+	// Checked after a success too (the product checks only after a failure, but it also marks
+	// the lease uncertain on a control-plane write's transport failure, which this model's
+	// store does not; m7-02's recovery needs one or the other).
+	if l.uncertain == "" && l.now().After(l.lastOK.Add(l.lease-l.heartbeat)) {
+		l.uncertain = "remaining lease is not longer than the heartbeat interval"
 	}
 	return err
 }
