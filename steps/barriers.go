@@ -21,6 +21,7 @@ type barrierDomain struct{}
 
 func (d barrierDomain) register(reg stepdef.Registry) {
 	reg.Step(`^barrier "([^"]+)" in the fault proxy of "([^"]+)" holds the (GET|POST|PUT|DELETE) of (record|records) in the (state|audit|request) app (before it is sent|after it succeeded)(?: when it carries "([^"]+)")?$`, d.addBarrier)
+	reg.Step(`^barrier "([^"]+)" in the fault proxy of "([^"]+)" holds the (GET|POST|PUT|DELETE) of (record|records) in the (state|audit|request) app (before it is sent|after it succeeded) when it carries "([^"]+)", the first sent after the (POST|PUT) of (record|records) in the (state|audit|request) app carrying "([^"]+)"$`, d.addArmedBarrier)
 	reg.Step(`^barrier "([^"]+)" in the fault proxy of "([^"]+)" holds the PUT of `+reqRef+` in the request app (before it is sent|after it succeeded) when it carries "([^"]+)"$`, d.addRequestBarrier)
 	reg.Step(`^barrier "([^"]+)" is reached$`, d.barrierIsReached)
 	reg.Step(`^barrier "([^"]+)" is released$`, d.releaseBarrier)
@@ -51,7 +52,21 @@ type barrierEntry struct {
 var roleOfApp = map[string]string{"state": target.RoleState, "audit": target.RoleAudit, "request": target.RoleRequest}
 
 func (barrierDomain) addBarrier(ctx context.Context, name, process, method, endpoint, app, phase, field string) error {
-	return installBarrier(ctx, name, process, method, endpoint, app, phase, field, "")
+	return installBarrier(ctx, name, process, method, endpoint, app, phase, field, "", nil)
+}
+
+// addArmedBarrier holds the first matching request sent after another one (the arming
+// request) reached the proxy, e.g. the first heartbeat after a node's Attempt was created
+// (p2-16-05): FlowNet also heartbeats before its writes (product-contract §3.7), so "the
+// first heartbeat" of a resumed run is one before its node even starts.
+func (barrierDomain) addArmedBarrier(ctx context.Context, name, process, method, endpoint, app, phase, field, afterMethod, afterEndpoint, afterApp, afterField string) error {
+	appID := sceneOf(ctx).app(roleOfApp[afterApp])
+	if appID == "" {
+		return fmt.Errorf("barrier %q: the target has no %s app", name, afterApp)
+	}
+	after := &faultproxy.Match{Path: `/k/v1/` + regexp.QuoteMeta(afterEndpoint+".json") + `$`, Method: afterMethod,
+		Body: &faultproxy.BodyMatch{App: appID, Field: afterField}}
+	return installBarrier(ctx, name, process, method, endpoint, app, phase, field, "", after)
 }
 
 // addRequestBarrier holds the PUT of one request record (matched by its $id, the body's
@@ -61,12 +76,13 @@ func (barrierDomain) addRequestBarrier(ctx context.Context, name, process, ref, 
 	if err != nil {
 		return err
 	}
-	return installBarrier(ctx, name, process, "PUT", "record", "request", phase, field, m.id)
+	return installBarrier(ctx, name, process, "PUT", "record", "request", phase, field, m.id, nil)
 }
 
 // installBarrier installs (or plans, for a process not started yet) one barrier; recordID,
-// when given, must equal the body's top-level "id".
-func installBarrier(ctx context.Context, name, process, method, endpoint, app, phase, field, recordID string) error {
+// when given, must equal the body's top-level "id"; after, when given, arms it (only a
+// request arriving after one matching after is held).
+func installBarrier(ctx context.Context, name, process, method, endpoint, app, phase, field, recordID string, after *faultproxy.Match) error {
 	sc := sceneOf(ctx)
 	if liftBarrier(sc.st, name, process) { // explore.go
 		return nil
@@ -88,6 +104,7 @@ func installBarrier(ctx context.Context, name, process, method, endpoint, app, p
 		Phase: faultproxy.PhaseBefore,
 		Match: faultproxy.Match{Path: `/k/v1/` + regexp.QuoteMeta(endpoint+".json") + `$`, Method: method,
 			Body: &faultproxy.BodyMatch{App: appID, ID: recordID, Field: field}},
+		After: after,
 	}
 	if phase == "after it succeeded" {
 		b.Phase = faultproxy.PhaseAfterSuccess

@@ -20,8 +20,9 @@ import (
 type faultTrafficDomain struct{}
 
 func (d faultTrafficDomain) register(reg stepdef.Registry) {
-	reg.Step(`^on (the sandbox|a live target), the kintone calls counted by the fault proxies are within:$`, d.callsWithinOn)
-	reg.Step(`^"([^"]+)" sent at most one heartbeat per (\d+) s of its lease, plus one$`, d.heartbeatsPerInterval)
+	reg.Step(`^(?:on the sandbox|with the reference FlowNet|(on a live target|with a real FlowNet)), the kintone calls counted by the fault proxies are within:$`, d.callsWithinOn)
+	reg.Step(`^"([^"]+)" sent at most one heartbeat per (\d+) s of its lease, plus one, and one before each of its other record writes$`, d.heartbeatsPerInterval)
+	reg.Step(`^the (\d+) s lease of "([^"]+)" never ran out while it ran$`, d.leaseNeverRanOut)
 	reg.Step(`^no write of "([^"]+)" reached its fault proxy after the (\d+) s lease it last carried ran out$`, d.noWriteAfterLease)
 }
 
@@ -90,15 +91,21 @@ func (faultTrafficDomain) callsWithin(ctx context.Context, table *godog.Table) e
 	return nil
 }
 
-// callsWithinOn applies a call table on one kind of target only: the sandbox keeps a tight
-// regression budget of our own counts, a live target the bounds the original set (a real
-// FlowNet may spend calls differently within the contract). The table of the other kind of
-// target is noted as not applied.
-func (d faultTrafficDomain) callsWithinOn(ctx context.Context, where string, table *godog.Table) error {
+// callsWithinOn applies a call table to one kind of FlowNet only: the reference FlowNet
+// keeps a tight regression budget of our own counts; a real FlowNet (on a live target, or
+// the real product on the sandbox, --product) the bounds the original set: it may spend
+// calls differently within the contract. The other table is noted as not applied. real is
+// non-empty for the real FlowNet's table.
+func (d faultTrafficDomain) callsWithinOn(ctx context.Context, real string, table *godog.Table) error {
 	sc := sceneOf(ctx)
-	sandbox := sc.suite.Target.Name == "sandbox"
-	if sandbox != (where == "the sandbox") {
-		sc.st.Note("call budget for "+where, "not applied on the "+sc.suite.Target.Name+" target")
+	t := sc.suite.Target
+	realFlowNet := t.Name != "sandbox" || t.Product.Real
+	if realFlowNet != (real != "") {
+		which := "the reference FlowNet's"
+		if real != "" {
+			which = "a real FlowNet's"
+		}
+		sc.st.Note("call budget: "+which, "not applied: this run drives "+t.Product.Label()+" on the "+t.Name+" target")
 		return nil
 	}
 	return d.callsWithin(ctx, table)
@@ -157,11 +164,16 @@ func (faultTrafficDomain) noWriteAfterLease(ctx context.Context, name string, le
 	return sc.st.Equal(fmt.Sprintf("writes of %s after its lease deadline %s", name, deadline.Format(time.RFC3339Nano)), "(none)", orNone(strings.Join(late, "; ")))
 }
 
-// heartbeatsPerInterval bounds a process's heartbeat PUTs by how long it held its lease: from
-// its first lease write (the lock's acquisition) to its last request through the proxy (the
-// release), one heartbeat per interval and one more for a tick that lands on the release.
-// The bound follows the run's own length, so it holds on a fast and a slow tenant alike,
-// and a lease monitor that renews more often than its interval exceeds it (m7-03).
+// heartbeatsPerInterval bounds a process's heartbeat PUTs by the contract's lease monitor
+// (product-contract §3.7: "heartbeat every heartbeat_interval_sec and also before each
+// ordinary write"): one per interval of the time it held its lease, from its first lease
+// write (the lock's acquisition) to its last request through the proxy (the release), one
+// more for a tick that lands on the release, and one before each of its other record writes
+// (every record write but the heartbeats and the lock's own acquisition and release, which
+// touch lease_token). The bound follows the run's own length and writes, so it holds on a
+// fast and a slow tenant alike, and a lease monitor that renews more often than its
+// interval exceeds it (m7-03). The real FlowNet 1.0.0 ticks before the Run's start, before
+// each node and before each aggregate write, fewer than the bound allows.
 func (faultTrafficDomain) heartbeatsPerInterval(ctx context.Context, name string, every int) error {
 	sc := sceneOf(ctx)
 	p, err := endedProxy(ctx, name, "its heartbeats are not final")
@@ -169,6 +181,7 @@ func (faultTrafficDomain) heartbeatsPerInterval(ctx context.Context, name string
 		return err
 	}
 	var first, last time.Time
+	writes := 0
 	for _, l := range p.Traffic() {
 		if first.IsZero() && l.Status/100 == 2 && slices.Contains(l.Fields, "lease_expires_at") {
 			first = l.At
@@ -176,13 +189,55 @@ func (faultTrafficDomain) heartbeatsPerInterval(ctx context.Context, name string
 		if l.At.After(last) {
 			last = l.At
 		}
+		if l.Method != "GET" && !l.Heartbeat && !slices.Contains(l.Fields, "lease_token") && faultproxy.IsRecordsPath(l.Path) {
+			writes++
+		}
 	}
 	if first.IsZero() {
 		return fmt.Errorf("no lease write of %q passed its fault proxy", name)
 	}
 	held := last.Sub(first)
-	limit := int(held/(time.Duration(every)*time.Second)) + 1
+	timer := int(held/(time.Duration(every)*time.Second)) + 1
+	limit := timer + writes
 	n := p.Counts().Heartbeat
-	sc.st.Note("lease of "+name, fmt.Sprintf("held %s through the proxy, %d heartbeats (at most %d at one per %d s)", held.Round(time.Millisecond), n, limit, every))
-	return sc.st.Assert(fmt.Sprintf("heartbeats of %s per %d s of its lease", name, every), fmt.Sprintf("1..%d", limit), n, n >= 1 && n <= limit)
+	sc.st.Note("lease of "+name, fmt.Sprintf("held %s through the proxy, %d heartbeats (at most %d: %d at one per %d s plus one, %d before its other record writes)",
+		held.Round(time.Millisecond), n, limit, timer, every, writes))
+	return sc.st.Assert(fmt.Sprintf("heartbeats of %s per %d s of its lease and per other record write", name, every), fmt.Sprintf("1..%d", limit), n, n >= 1 && n <= limit)
+}
+
+// leaseNeverRanOut: while the process ran, its lease never ran out (product-contract §3.7:
+// the lease monitor renews it every heartbeat_interval_sec, well inside the lease): the
+// longest time from one of its 2xx lease writes (the acquisition, a heartbeat) to the next,
+// or from the last one to its last request through the proxy (the release), is shorter than
+// the lease. The process must have ended.
+func (faultTrafficDomain) leaseNeverRanOut(ctx context.Context, lease int, name string) error {
+	sc := sceneOf(ctx)
+	p, err := endedProxy(ctx, name, "its lease writes are not final")
+	if err != nil {
+		return err
+	}
+	lines := p.Traffic()
+	var writes []time.Time
+	var last time.Time
+	for _, l := range lines {
+		if l.Status/100 == 2 && slices.Contains(l.Fields, "lease_expires_at") {
+			writes = append(writes, l.At)
+		}
+		if l.At.After(last) {
+			last = l.At
+		}
+	}
+	if len(writes) == 0 {
+		return fmt.Errorf("no lease write of %q passed its fault proxy", name)
+	}
+	slices.SortFunc(writes, func(a, b time.Time) int { return a.Compare(b) })
+	writes = append(writes, last)
+	var longest time.Duration
+	for i := 1; i < len(writes); i++ {
+		if g := writes[i].Sub(writes[i-1]); g > longest {
+			longest = g
+		}
+	}
+	limit := time.Duration(lease) * time.Second
+	return sc.st.Assert(fmt.Sprintf("longest time %s went without renewing its lease", name), "less than "+limit.String(), longest.Round(time.Millisecond).String(), longest < limit)
 }

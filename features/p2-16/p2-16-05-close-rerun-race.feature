@@ -1,11 +1,14 @@
 Feature: P2-16 CLOSE against a resumed run — the Network lock decides
 
-  Acceptance 8b (scenarios.md §2.7.5). A resumed run is held right after its first lease
-  heartbeat succeeded (a heartbeat only happens while the Network lock is held): an
+  Acceptance 8b (scenarios.md §2.7.5). A resumed run is held right after the first lease
+  heartbeat that succeeded once its node's Attempt was created (a heartbeat only happens
+  while the Network lock is held; FlowNet also heartbeats before each write, product-contract
+  §3.7, so the resume's first heartbeat comes before its node starts, and holding that one
+  would keep the node from ever starting): an
   archive-run then cannot take the lock and is REJECTED / LOCK_CONFLICT, holding nothing
   (lock_released true), and the Run stays ACTIVE. Once the resumed run has ended FAILED, the
   archive-run archives it, and the archived Run is never resumed. The resumed run lives until
-  its first heartbeat (3 s into it) and the CLOSE because its failing node's first read of
+  that heartbeat (at most 3 s into its node) and the CLOSE because its failing node's first read of
   顧客管理 is held by a barrier, on a tenant of any speed (declared after the first run, whose
   own reads go through the same proxy: a resume must see the base URL the first run recorded).
 
@@ -17,7 +20,7 @@ Feature: P2-16 CLOSE against a resumed run — the Network lock decides
     And the run is "FAILED"
     And barrier "long read" holds the first read of the customers app by the scope's kSQL-Flow jobs
     And the kintone traffic of "resumed run" goes through a fault proxy
-    And barrier "heartbeat_after" in the fault proxy of "resumed run" holds the PUT of record in the state app after it succeeded when it carries "heartbeat_at"
+    And barrier "heartbeat_after" in the fault proxy of "resumed run" holds the PUT of record in the state app after it succeeded when it carries "heartbeat_at", the first sent after the POST of record in the audit app carrying "attempt_key"
     When FlowNet resumes the run by its id in the background as "resumed run"
     And barrier "long read" is reached
     And barrier "heartbeat_after" is reached

@@ -51,6 +51,10 @@ type Barrier struct {
 	// and other processes); Release(id) works either way.
 	Release string `json:"release,omitempty"`
 	Match   Match  `json:"match"`
+	// After, when set, arms the barrier: it holds only a request that arrives after one
+	// matching After has reached the proxy (and was not blocked), e.g. the first heartbeat
+	// after a node's Attempt was created, not one of the heartbeats before it.
+	After *Match `json:"after,omitempty"`
 }
 
 // Arrival records a request held at a barrier.
@@ -69,6 +73,7 @@ type compiled struct {
 	b      Barrier
 	re     *regexp.Regexp
 	method string
+	after  *compiled // the arming request's matcher (nil: armed from the start)
 }
 
 func compile(b Barrier) (*compiled, error) {
@@ -85,7 +90,15 @@ func compile(b Barrier) (*compiled, error) {
 	if err != nil {
 		return nil, fmt.Errorf("barrier %s: match.path: %w", b.ID, err)
 	}
-	return &compiled{b: b, re: re, method: strings.ToUpper(strings.TrimSpace(b.Match.Method))}, nil
+	c := &compiled{b: b, re: re, method: strings.ToUpper(strings.TrimSpace(b.Match.Method))}
+	if b.After != nil {
+		a, err := compile(Barrier{ID: b.ID + " (after)", Phase: PhaseBefore, Match: *b.After})
+		if err != nil {
+			return nil, err
+		}
+		c.after = a
+	}
+	return c, nil
 }
 
 func (c *compiled) matches(v *requestView) bool {
@@ -136,6 +149,7 @@ type barrierState struct {
 	c        *compiled
 
 	fired    bool
+	armed    bool          // a request matching the barrier's After has arrived
 	arrived  chan struct{} // closed at arrival
 	arrival  Arrival
 	released chan struct{} // closed by Release or the release file
@@ -264,7 +278,15 @@ func (p *Proxy) Arrivals() []Arrival {
 func (p *Proxy) matchLocked(v *requestView) (befores, afters []*barrierState) {
 	for _, set := range [][]*barrierState{p.barriers, p.fileBarriers} {
 		for _, st := range set {
-			if st.fired || !st.defined || !st.c.matches(v) {
+			if st.fired || !st.defined {
+				continue
+			}
+			if st.c.after != nil && !st.armed {
+				// Not armed yet: this request may arm it, for the requests after it only.
+				st.armed = st.c.after.matches(v)
+				continue
+			}
+			if !st.c.matches(v) {
 				continue
 			}
 			if st.c.b.Phase == PhaseBefore {

@@ -596,3 +596,32 @@ func TestTrafficNamesAppRecordAndFieldsNeverValues(t *testing.T) {
 	assert.Contains(t, string(data), `"fields":["finished_at","status"]`)
 	assert.Contains(t, string(data), `"record_id":"42"`)
 }
+
+// A barrier with After holds nothing until a request matching After has arrived: the
+// heartbeats before the arming POST pass, the first one after it is held.
+func TestBarrierArmedByAnEarlierRequest(t *testing.T) {
+	_, p, c := proxied(t)
+	hb := `{"app":7,"updateKey":{"field":"record_key","value":"LOCK:x"},"record":{"heartbeat_at":{"value":"t"}}}`
+	require.NoError(t, p.AddBarrier(Barrier{ID: "hb_after_attempt", Phase: PhaseAfterSuccess,
+		Match: Match{Path: `^/k/v1/record\.json$`, Method: "PUT", Body: &BodyMatch{Field: "heartbeat_at"}},
+		After: &Match{Path: `^/k/v1/record\.json$`, Method: "POST", Body: &BodyMatch{Field: "attempt_key"}}}))
+
+	for i := 0; i < 2; i++ { // heartbeats before the attempt: not held
+		r := send(c, "PUT", p.URL()+"/k/v1/record.json", hb, nil)
+		require.NoError(t, r.err)
+		assert.Equal(t, 200, r.status)
+	}
+	// Another POST does not arm it.
+	require.NoError(t, send(c, "POST", p.URL()+"/k/v1/record.json", `{"app":8,"record":{"run_id":{"value":"r"}}}`, nil).err)
+	require.NoError(t, send(c, "PUT", p.URL()+"/k/v1/record.json", hb, nil).err)
+	assert.Empty(t, p.Arrivals())
+
+	require.NoError(t, send(c, "POST", p.URL()+"/k/v1/record.json", `{"app":8,"record":{"attempt_key":{"value":"A1"}}}`, nil).err)
+	assert.Empty(t, p.Arrivals(), "the arming request itself is not held")
+	ch := sendAsync(c, "PUT", p.URL()+"/k/v1/record.json", hb, nil)
+	a := arrived(t, p, "hb_after_attempt")
+	assert.Equal(t, 200, a.ResponseStatus)
+	require.NoError(t, p.Release("hb_after_attempt"))
+	assert.Equal(t, 200, recv(t, ch).status)
+	assert.Len(t, p.Arrivals(), 1)
+}

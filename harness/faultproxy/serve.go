@@ -274,3 +274,7 @@ func drop(w http.ResponseWriter) {
 	}
 	_ = conn.Close()
 }
+
+// IsRecordsPath: path is kintone's record or records endpoint (the one the Records counters
+// count), in a guest space or not.
+func IsRecordsPath(path string) bool { return recordsPath.MatchString(path) }

@@ -142,12 +142,13 @@ func (a *archiver) run(ctx context.Context) {
 	}
 }
 
-// tick is the fencing check before a write (a no-op without a lock: the planted defect).
+// tick is the lease monitor's tick before a write: a heartbeat, fenced (§1.9: "tick()
+// (heartbeat/fence) before each write"); a no-op without a lock (the planted defect).
 func tick(ctx context.Context, lock *networkLock) error {
 	if lock == nil {
 		return nil
 	}
-	return lock.check(ctx)
+	return lock.tick(ctx)
 }
 
 // decide re-reads the Run inside the lock, checks it is closable and archives it.

@@ -87,6 +87,10 @@
 //     WAITING nodes run too (they are pending work), FAILED ones outside the selection stay.
 //   - kSQL-Flow children write stdout/stderr to <KSQL_FLOW_WORKDIR>/logs/<attempt>.log
 //     rather than a pipe, so an orphaned child can finish after FlowNet dies (m6-05/m6-06).
+//   - Lease monitor (as the real FlowNet 1.0.0's): its timer starts with the scheduler, and
+//     it also ticks (a fenced heartbeat; one in flight is shared) before the Run's start,
+//     before each node, before each aggregate write and before each resume/rerun reset,
+//     orphan adjudication and Invocation finalisation write; a failed tick stops the run.
 //   - Lease loss: the scheduler stops before the next node; one successful heartbeat
 //     confirms the final write and the Invocation closes CANCELLED /
 //     NETWORK_LEASE_INTERRUPTED, an ordinary finish (aggregate reported, lock released with
@@ -127,10 +131,10 @@
 //     exit 1, for the cycle and for --check alike. The message holds the HTTP status only —
 //     never kintone's body or code, the URL or the token. Missing variables are
 //     CONFIG_MISSING; every allow-list problem has the product's config error code.
-//   - Counters: requested = REQUESTED records read; claimed = claims won; completed = claimed
-//     requests whose outcome was written; cancelled / invalid / stale = terminalizations of
-//     that kind; skipped = REQUESTED records left for a later cycle (unidentifiable, a claim
-//     another poller won, a terminal write that lost its revision race).
+//   - Counters, as the product counts: requested = valid REQUESTED records read (withdrawn
+//     ones too); invalid = invalid ones read (withdrawn, rejected or left alike); skipped =
+//     unidentifiable ones; claimed = claims won; completed = claimed requests whose outcome
+//     was written; cancelled = withdrawals written; stale = STALE rejections.
 //   - A claim conflict is 409 GAIA_CO02 or 400 GAIA_DA02; any other claim failure is left
 //     for the next cycle with a warning. Heartbeats carry the revision the poller last wrote;
 //     on a conflict (the requester's cancel flag) it re-reads and goes on only while the claim
@@ -183,7 +187,7 @@
 // # archive-run (CLOSE; archive.go)
 //
 // Product-contract §1.9: the Network lock (owner = the event id `archive_<uuid>`, the
-// YAML's lease, never a take-over), the lease monitor, a fencing check before each write, a
+// YAML's lease, never a take-over), the lease monitor, a tick (fenced heartbeat) before each write, a
 // revision-fenced PUT of lifecycle_status=ARCHIVED and updated_at, the RUN_ARCHIVED
 // OPERATION_AUDIT (OP:<event_id>, result_code RUN_ARCHIVED, run_id, resolved_at =
 // archived_at, reason = the audit object: event_id, event_type, run_id, result_code,

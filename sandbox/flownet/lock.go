@@ -33,6 +33,12 @@ type networkLock struct {
 	stop      chan struct{}
 	stopped   chan struct{}
 
+	// inflight is the heartbeat under way, if any: a tick asked for while one is in flight
+	// (the timer's and a write's at once) waits for it and shares its outcome instead of
+	// sending a second heartbeat, as the product's lease monitor does.
+	tickMu   sync.Mutex
+	inflight *tickCall
+
 	// okAt mirrors lastOK for writers that must not wait on mu (a heartbeat retrying its
 	// fence read holds mu for up to an interval): the lease is ours until okAt + lease.
 	okMu sync.Mutex
@@ -133,8 +139,15 @@ func (l *networkLock) takeOverStale(ctx context.Context, got kintoneapi.Record, 
 	return l, true
 }
 
-// startHeartbeat renews the lease every heartbeat interval until release.
+// startHeartbeat renews the lease every heartbeat interval until release: the lease
+// monitor's timer. The scheduler starts it when it starts (not at the lock's acquisition) and
+// also ticks before each ordinary write (tick); the timer keeps its own beat whatever those
+// writes do (product-contract §3.7: "heartbeat every heartbeat_interval_sec and also before
+// each ordinary write").
 func (l *networkLock) startHeartbeat() {
+	if l.stop != nil {
+		return
+	}
 	l.stop, l.stopped = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(l.stopped)
@@ -150,11 +163,43 @@ func (l *networkLock) startHeartbeat() {
 				return
 			case <-tk.C:
 				ctx, cancel := context.WithTimeout(context.Background(), l.heartbeat)
-				_ = l.renew(ctx)
+				_ = l.tick(ctx)
 				cancel()
 			}
 		}
 	}()
+}
+
+// tickCall is one heartbeat that concurrent ticks share.
+type tickCall struct {
+	done chan struct{}
+	err  error
+}
+
+// tick is one lease-monitor tick: a heartbeat (fence read, then the revision-fenced PUT),
+// or, when one is already in flight, that heartbeat's outcome. It fails without sending
+// anything once the lease is uncertain. The scheduler and the CLOSE tick before each
+// ordinary write and stop when it fails.
+func (l *networkLock) tick(ctx context.Context) error {
+	l.tickMu.Lock()
+	if c := l.inflight; c != nil {
+		l.tickMu.Unlock()
+		select {
+		case <-c.done:
+			return c.err
+		case <-ctx.Done():
+			return &codedError{Code: codeLockUnavailable, Msg: "heartbeat: " + ctx.Err().Error(), Err: ctx.Err()}
+		}
+	}
+	c := &tickCall{done: make(chan struct{})}
+	l.inflight = c
+	l.tickMu.Unlock()
+	c.err = l.renew(ctx)
+	l.tickMu.Lock()
+	l.inflight = nil
+	l.tickMu.Unlock()
+	close(c.done)
+	return c.err
 }
 
 func (l *networkLock) stopHeartbeat() {
@@ -199,6 +244,9 @@ func (l *networkLock) renew(ctx context.Context) error {
 	} else {
 		l.failures = 0
 	}
+	// Checked after a success too (the product checks only after a failure, but it also marks
+	// the lease uncertain on a control-plane write's transport failure, which this model's
+	// store does not; m7-02's recovery needs one or the other).
 	if l.uncertain == "" && l.now().After(l.lastOK.Add(l.lease-l.heartbeat)) {
 		l.uncertain = "remaining lease is not longer than the heartbeat interval"
 	}
@@ -237,23 +285,6 @@ func (l *networkLock) renewLocked(ctx context.Context) error {
 	}
 	l.rev, l.bizRev = nr, l.bizRev+1
 	l.setOK(t)
-	return nil
-}
-
-// check is the fencing read before a node starts or a Run/Invocation is finalised: it
-// fails when the lease is uncertain or no longer ours.
-func (l *networkLock) check(ctx context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.uncertain != "" {
-		return coded(codeLeaseInterruptedCode, "network lease is uncertain: %s", l.uncertain)
-	}
-	if _, err := l.fence(ctx); err != nil {
-		if ce, ok := err.(*codedError); ok && ce.Code != codeLockUnavailable {
-			l.uncertain = err.Error()
-		}
-		return &codedError{Code: codeLeaseInterruptedCode, Msg: "network lease check failed: " + err.Error(), Err: err}
-	}
 	return nil
 }
 

@@ -34,11 +34,12 @@ const (
 	warnStaleStatusMissing = "STALE_STATUS_UNAVAILABLE"
 )
 
-// pollCounts is the counters line. requested: REQUESTED records read; claimed: claims won;
-// completed: claimed requests whose DONE/REJECTED outcome was written; cancelled: requests
-// withdrawn before claim (CANCELLED); invalid: REQUEST_INVALID rejections; stale: ACCEPTED
-// claims rejected as STALE; skipped: REQUESTED records left for a later cycle (unidentifiable,
-// a claim another poller won, a terminal write that lost its revision race).
+// pollCounts is the counters line, as the product counts (§1.10 cycle order: every REQUESTED
+// record read is unidentifiable, invalid or valid). requested: valid REQUESTED records read,
+// withdrawn ones included; invalid: invalid REQUESTED records read, whatever became of them
+// (cancelled, rejected, or left after a conflict); skipped: unidentifiable records; claimed:
+// claims won; completed: claimed requests whose outcome was written; cancelled: withdrawals
+// written (CANCELLED, valid and invalid alike); stale: ACCEPTED claims rejected as STALE.
 type pollCounts struct {
 	requested, claimed, completed, cancelled, invalid, stale, skipped int
 }
@@ -155,7 +156,6 @@ func (p *poller) cycle(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p.counts.requested = len(recs)
 	if err := p.recoverStale(ctx); err != nil {
 		return err
 	}
@@ -168,9 +168,11 @@ func (p *poller) cycle(ctx context.Context) error {
 			continue
 		}
 		if issues := validateRequested(req); len(issues) > 0 {
+			p.counts.invalid++
 			p.terminalizeInvalid(ctx, req, issues)
 			continue
 		}
+		p.counts.requested++
 		valid = append(valid, req)
 	}
 	for _, req := range valid {
@@ -188,7 +190,6 @@ func (p *poller) cancelBeforeClaim(ctx context.Context, req opRequest) {
 	_, err := p.put(ctx, req.id, req.revision, map[string]any{"request_state": stateCancelled,
 		"result_code": "CANCELLED_BY_REQUESTER", "result_message": "requester cancelled before claim"})
 	if err != nil {
-		p.counts.skipped++
 		p.warn(warnCancelConflict, "request %s: the cancellation could not be written (%s); left for the next cycle", req.id, briefErr(err))
 		return
 	}
@@ -205,11 +206,8 @@ func (p *poller) terminalizeInvalid(ctx context.Context, req opRequest, issues [
 	_, err := p.put(ctx, req.id, req.revision, map[string]any{"request_state": stateRejected,
 		"result_code": "REQUEST_INVALID", "result_message": "request validation failed: " + strings.Join(issues, ",")})
 	if err != nil {
-		p.counts.skipped++
 		p.warn(warnFinalizeAbandoned, "request %s: the rejection could not be written (%s); left for the next cycle", req.id, briefErr(err))
-		return
 	}
-	p.counts.invalid++
 }
 
 // claimAndRun claims one request (revision-fenced: a conflict means another poller won),
@@ -231,7 +229,6 @@ func (p *poller) claimAndRun(ctx context.Context, req opRequest) {
 		}
 	}
 	if err != nil {
-		p.counts.skipped++
 		if !isConflict(err) {
 			p.warn(warnFinalizeAbandoned, "request %s: the claim could not be written (%s); left for the next cycle", req.id, briefErr(err))
 		}

@@ -261,7 +261,8 @@ func (c *cli) executeRunNetwork(ctx context.Context, o runOptions) (runOutput, e
 	if err != nil {
 		return out, err
 	}
-	lock.startHeartbeat()
+	// The lease monitor's timer starts with the scheduler (schedule), as the product's does:
+	// admission renews nothing.
 	st.lease = lock
 	e := &execution{c: c, st: st, kf: kf, lock: lock, profile: profile, invID: invID, caps: caps, beforeLock: pre}
 

@@ -269,6 +269,18 @@ func (e *execution) attempt(nodeID, id string) *attemptRec {
 // a time in stable topological order. It returns the Run aggregate and the Invocation's final
 // status and code.
 func (e *execution) schedule(ctx context.Context) (agg, status, code string, err error) {
+	// The lease monitor starts with the scheduler; from here on it also ticks before each
+	// ordinary write (writeTick, aggregateTick).
+	e.lock.startHeartbeat()
+	if e.run.Str("started_at") == "" {
+		// A Run that never started is marked RUNNING first, under its own tick.
+		if err := e.writeTick(ctx); err != nil {
+			return "", "", "", err
+		}
+		if _, err := e.updateRun(ctx, true); err != nil {
+			return "", "", "", err
+		}
+	}
 	if err := e.loadAttempts(ctx); err != nil {
 		return "", "", "", err
 	}
@@ -289,6 +301,9 @@ func (e *execution) schedule(ctx context.Context) (agg, status, code string, err
 		for _, id := range e.order {
 			ns := e.states[id]
 			if e.rerunSet[id] && ns.status != StatusWaiting {
+				if err := e.writeTick(ctx); err != nil {
+					return "", "", "", err
+				}
 				if err := e.putState(ctx, ns, StatusWaiting, map[string]any{"status_reason": "", "blocked_by": "[]", "active_attempt_id": "", "started_at": "", "finished_at": ""}); err != nil {
 					return "", "", "", err
 				}
@@ -323,10 +338,13 @@ func (e *execution) schedule(ctx context.Context) (agg, status, code string, err
 			}
 			// BLOCKED carries finished_at like the other settled states (a "safe graph" has no
 			// settled node without one); it is cleared again when a resume resets the node.
+			if err := e.writeTick(ctx); err != nil {
+				return "", "", "", err
+			}
 			if err := e.putState(ctx, ns, StatusBlocked, map[string]any{"blocked_by": blockedBy, "status_reason": CodeAllSuccessNotMet, "finished_at": isoMillis(e.c.now())}); err != nil {
 				return "", "", "", err
 			}
-			if _, err := e.updateRun(ctx, false); err != nil {
+			if _, err := e.aggregateAfterTick(ctx, false); err != nil {
 				return "", "", "", err
 			}
 			continue
@@ -340,7 +358,7 @@ func (e *execution) schedule(ctx context.Context) (agg, status, code string, err
 			agg, err := e.updateRun(ctx, false)
 			return agg, StatusCancelled, CodeStopRequested, err
 		}
-		if err := e.lock.check(ctx); err != nil && !defect.NextNodeDespiteLostLease {
+		if err := e.lock.tick(ctx); err != nil && !defect.NextNodeDespiteLostLease {
 			return "", "", "", e.leaseLost(ctx, err)
 		}
 		if err := e.runNode(ctx, ns); err != nil {
@@ -350,12 +368,9 @@ func (e *execution) schedule(ctx context.Context) (agg, status, code string, err
 			break // planted defect: fail-fast; the independent branch is never started
 		}
 	}
-	agg, err = e.updateRun(ctx, false)
+	agg, err = e.aggregateAfterTick(ctx, false)
 	if err != nil {
 		return "", "", "", err
-	}
-	if err := e.lock.check(ctx); err != nil {
-		return "", "", "", e.leaseLost(ctx, err)
 	}
 	status, code = InvocationFinal(agg)
 	return agg, status, code, nil
@@ -371,6 +386,34 @@ func (e *execution) leaseLost(ctx context.Context, cause error) error {
 		e.finalWriteConfirmed = true
 	}
 	return stopped
+}
+
+// writeTick is the lease monitor's tick before an ordinary write (a heartbeat, §3.7); when
+// it fails the scheduler stops (leaseLost).
+func (e *execution) writeTick(ctx context.Context) error {
+	if err := e.lock.tick(ctx); err != nil {
+		return e.leaseLost(ctx, err)
+	}
+	return nil
+}
+
+// aggregateAfterTick writes the Run aggregate after the lease monitor's tick. When the tick
+// fails, the scheduler stops; if one heartbeat still confirms the lock (FINAL_WRITE_CONFIRMED)
+// the aggregate of the just-finished node is written first, and the stop is an ordinary
+// close with NETWORK_LEASE_INTERRUPTED. afterNode: the tick after a node, which the planted
+// defect next-node-despite-lost-lease ignores, as it ignores the one before the next node.
+func (e *execution) aggregateAfterTick(ctx context.Context, afterNode bool) (string, error) {
+	if err := e.lock.tick(ctx); err != nil && !(afterNode && defect.NextNodeDespiteLostLease) {
+		stop := e.leaseLost(ctx, err)
+		if !e.finalWriteConfirmed {
+			return "", stop
+		}
+		if _, err := e.updateRun(ctx, false); err != nil {
+			return "", err
+		}
+		return "", stop
+	}
+	return e.updateRun(ctx, false)
 }
 
 // describeTimeout is the per-run timeout from describe-profile's limits.batchTimeoutSec.
@@ -389,10 +432,16 @@ func (e *execution) prepareResumeStates(ctx context.Context) error {
 		switch {
 		case defect.ResumeRerunsSuccess && ns.status == StatusSuccess:
 			// planted defect: a resume resets every settled node, SUCCESS included
+			if err := e.writeTick(ctx); err != nil {
+				return err
+			}
 			if err := e.putState(ctx, ns, StatusWaiting, map[string]any{"status_reason": "", "started_at": "", "finished_at": ""}); err != nil {
 				return err
 			}
 		case ns.status == StatusBlocked:
+			if err := e.writeTick(ctx); err != nil {
+				return err
+			}
 			if err := e.putState(ctx, ns, StatusWaiting, map[string]any{"blocked_by": "[]", "status_reason": "", "finished_at": ""}); err != nil {
 				return err
 			}
@@ -406,11 +455,17 @@ func (e *execution) prepareResumeStates(ctx context.Context) error {
 				e.brakeNodes = append(e.brakeNodes, id)
 				e.notes = append(e.notes, "retry brake "+id+"="+reason)
 				if ns.reason != reason {
+					if err := e.writeTick(ctx); err != nil {
+						return err
+					}
 					if err := e.putState(ctx, ns, ns.status, map[string]any{"status_reason": reason}); err != nil {
 						return err
 					}
 				}
 				continue
+			}
+			if err := e.writeTick(ctx); err != nil {
+				return err
 			}
 			if err := e.putState(ctx, ns, StatusWaiting, map[string]any{"status_reason": "", "blocked_by": "[]", "started_at": "", "finished_at": ""}); err != nil {
 				return err
@@ -579,7 +634,7 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 	if err := e.putState(ctx, ns, out.NodeStatus, stateFields); err != nil {
 		return err
 	}
-	_, err = e.updateRun(ctx, false)
+	_, err = e.aggregateAfterTick(ctx, true)
 	return err
 }
 
@@ -642,6 +697,9 @@ func (e *execution) adjudicateOrphans(ctx context.Context) error {
 					fields["finished_at"] = f
 				}
 			}
+			if err := e.writeTick(ctx); err != nil {
+				return err
+			}
 			rev, err := e.st.update(ctx, e.st.auditApp, a.recID, vals(fields), a.rev)
 			if err != nil {
 				return fmt.Errorf("adjudicate Attempt %s: %w", a.id, err)
@@ -656,6 +714,9 @@ func (e *execution) adjudicateOrphans(ctx context.Context) error {
 			e.notes = append(e.notes, "reconciled "+id+" from terminal active attempt")
 		default:
 			continue
+		}
+		if err := e.writeTick(ctx); err != nil {
+			return err
 		}
 		if err := e.putState(ctx, ns, out.NodeStatus, map[string]any{"status_reason": out.NodeReason, "finished_at": isoMillis(e.c.now())}); err != nil {
 			return err
@@ -683,6 +744,9 @@ func (e *execution) finalizeOtherInvocations(ctx context.Context) error {
 		if r.Str("invocation_id") == e.invID {
 			continue
 		}
+		if err := e.writeTick(ctx); err != nil {
+			return err
+		}
 		now := isoMillis(e.c.now())
 		if _, err := e.st.update(ctx, e.st.auditApp, r.ID(), vals(map[string]any{"status": StatusCancelled, "result_code": codeLeaseInterruptedCode, "finished_at": now}), r.Revision()); err != nil {
 			return fmt.Errorf("finalise stale Invocation %s: %w", r.Str("invocation_id"), err)
@@ -696,6 +760,9 @@ func (e *execution) finalizeOtherInvocations(ctx context.Context) error {
 			"basis":  "invocation " + e.invID + " holds the network lock", "occurred_at": now,
 		}
 		b, _ := json.Marshal(audit)
+		if err := e.writeTick(ctx); err != nil {
+			return err
+		}
 		if _, _, err := e.st.insert(ctx, e.st.auditApp, "OP:"+eventID, vals(map[string]any{
 			"record_type": "OPERATION_AUDIT", "run_id": e.runID, "result_code": "INVOCATION_FINALIZED",
 			"reason": string(b), "resolved_at": now,

@@ -139,15 +139,22 @@ func TestNetworkLockHeartbeatFenceAndRelease(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	assert.Equal(t, rec.Revision(), rec.Str("revision"), "business revision tracks $revision")
-	require.NoError(t, l.check(ctx))
+	l.stopHeartbeat()
+	rec, err = e.st.byKey(ctx, e.st.stateApp, "LOCK:"+n1)
+	require.NoError(t, err)
+	before := rec.Revision()
+	require.NoError(t, l.tick(ctx))
+	rec, err = e.st.byKey(ctx, e.st.stateApp, "LOCK:"+n1)
+	require.NoError(t, err)
+	assert.Equal(t, atoi(before)+1, atoi(rec.Revision()), "a tick is a heartbeat: the lock's revision moves")
 
 	// Another writer touches the lock (as force-unlock would): the fence fails for good.
-	l.stopHeartbeat()
 	_, err = e.admin.UpdateRecord(ctx, e.st.stateApp, rec.ID(), vals(map[string]any{"heartbeat_at": isoMillis(time.Now())}), "")
 	require.NoError(t, err)
-	err = l.check(ctx)
-	assert.Equal(t, codeLeaseInterruptedCode, errCode(err, ""))
+	err = l.tick(ctx)
+	assert.Equal(t, "LEASE_REVISION_MISMATCH", errCode(err, ""))
 	assert.Contains(t, err.Error(), "revision is", "the fence names the revision it saw")
+	assert.Equal(t, codeLeaseInterruptedCode, errCode(l.tick(ctx), ""), "once the fence is lost the lease is uncertain for good")
 	assert.Error(t, l.release(ctx, StatusSuccess, "OK"), "a lock that is not ours is not released")
 
 	// A clean cycle: acquire, release into the tombstone, acquire again.
