@@ -69,6 +69,9 @@ func renderIndex(v *runView) []byte {
 	p("<title>Acceptance record: %s</title>\n<style>%s</style>\n</head>\n<body>\n", e(title), indexStyle)
 	p("<h1>Acceptance record: %s</h1>\n", e(title))
 	p("<p class=\"muted\">%s to %s (%s) · state <b>%s</b> · %s</p>\n", e(fmtTime(run.Start)), e(fmtTime(run.End)), e(fmtDur(v.duration)), e(run.State), e(v.totals))
+	for _, line := range StaleKnownDefects(run.Scenarios) {
+		p("<div class=\"verdict\" style=\"background:%s\"><b>Warning</b>: %s</div>\n", colFailed, e(line))
+	}
 	if gate != nil {
 		p("<div class=\"verdict\" style=\"background:%s\"><b>Release gate %s: %s</b>%s</div>\n", statusColour(gate.Verdict), e(gate.Gate), e(gate.Verdict), e(gate.VerdictWhy))
 	}
@@ -94,6 +97,9 @@ func renderIndex(v *runView) []byte {
 		if rec := v.records[s.ID]; rec != nil && s.Status == StatusFailed {
 			why = fmt.Sprintf("<div class=\"fail1\">%s</div>", e(rec.FirstObservation()))
 		}
+		if m := s.KnownDefect; m != nil {
+			why = fmt.Sprintf("<div class=\"fail1\"><b>%s</b></div>", e(m.Text())) + why
+		}
 		p("<tr><td>%d</td><td><a href=\"#s-%s\">%s</a><div class=\"lim\">%s</div></td><td>%s</td><td>%s%s</td><td>%s</td><td><code>%s</code></td></tr>\n",
 			n, e(anchor(s.ID)), e(s.ID), e(s.Name), e(Acceptance(s.Tags)), badge(s.Status), why, e(fmtDur(time.Duration(s.DurationMS)*time.Millisecond)), e(mdtext.OrDash(s.File)))
 	}
@@ -118,6 +124,9 @@ func renderIndex(v *runView) []byte {
 		}
 		ran++
 		p("<h3 id=\"s-%s\">%s %s</h3>\n", e(anchor(s.ID)), e(s.ID), badge(s.Status))
+		if m := s.KnownDefect; m != nil {
+			p("<p class=\"fail1\"><b>%s</b></p>\n", e(knownDefectDetail(m)))
+		}
 		if s.Status == StatusFailed {
 			p("<p class=\"fail1\"><b>First failure</b>: %s</p>\n", e(s.FirstObservation()))
 		}

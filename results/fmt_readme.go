@@ -20,6 +20,9 @@ func renderReadme(v *runView) []byte {
 	p("- Date: %s to %s (%s)\n", fmtTime(run.Start), fmtTime(run.End), fmtDur(v.duration))
 	p("- State: **%s**\n", mdtext.Inline(run.State))
 	p("- Result: %s\n", v.totals)
+	for _, line := range StaleKnownDefects(run.Scenarios) {
+		p("- **Warning**: %s\n", mdtext.Inline(line))
+	}
 	if gate != nil {
 		p("- Release gate %s: **%s**\n", mdtext.Inline(gate.Gate), mdtext.Inline(gate.Verdict))
 	}
@@ -54,6 +57,9 @@ func renderReadme(v *runView) []byte {
 		if s.Status == StatusFailed || s.Status == StatusBlocked || s.Status == StatusInterrupted {
 			result = "**" + s.Status + "**"
 		}
+		if m := s.KnownDefect; m != nil {
+			result += " — " + mdtext.Cell(m.Text())
+		}
 		file := "—"
 		if s.File != "" {
 			file = "`" + s.File + "`"
@@ -83,6 +89,9 @@ func renderReadme(v *runView) []byte {
 				p("### %s\n\n", mdtext.Inline(s.ID))
 			} else {
 				p("### %s (%s)\n\n", mdtext.Inline(s.ID), s.Status)
+			}
+			if m := s.KnownDefect; m != nil {
+				p("%s\n\n", mdtext.Inline(knownDefectDetail(m)))
 			}
 			if s.Reason != "" {
 				p("%s\n\n", mdtext.Inline(s.Reason))
