@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ksqlflow/flowtest/results"
 )
 
 // multiFlag collects a repeatable flag.
@@ -47,6 +49,10 @@ type common struct {
 	rerun       string
 	sandboxBin  string
 	confirmedBy string
+
+	// knownDefects is the catalogue of known product defects (features/known-defects.yaml),
+	// loaded by plan with the manifest.
+	knownDefects []results.KnownDefect
 }
 
 // configFlags are handed to harness/config as they are (flags > environment > .env), so their
