@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/runner"
 )
 
 // multiFlag collects a repeatable flag.
@@ -50,8 +51,9 @@ type common struct {
 	sandboxBin  string
 	confirmedBy string
 
-	// knownDefects is the catalogue of known product defects (features/known-defects.yaml),
-	// loaded by plan with the manifest.
+	// manifest is the run-order manifest plan loaded; knownDefects the catalogue of known
+	// product defects (features/known-defects.yaml) the run path loads against it.
+	manifest     *runner.Manifest
 	knownDefects []results.KnownDefect
 }
 

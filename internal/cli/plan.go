@@ -46,11 +46,7 @@ func (c *common) plan() ([]runner.Item, fs.FS, tagexpr.Expr, error) {
 	if err != nil {
 		return nil, nil, expr, refuse("%v", err)
 	}
-	// The known product defects are checked against the manifest (every scenario they name
-	// exists) and the repository (every evidence file exists) before anything runs.
-	if c.knownDefects, err = runner.LoadKnownDefects(c.features, m); err != nil {
-		return nil, nil, expr, refuse("%v", err)
-	}
+	c.manifest = m
 	feats, err := runner.DiscoverNamed(fsys, ".", m, c.features)
 	if err != nil {
 		return nil, nil, expr, refuse("%v", err)
