@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/cucumber/godog"
 	"github.com/stretchr/testify/assert"
@@ -241,4 +242,14 @@ func TestMergeKnowsKnownDefects(t *testing.T) {
 	other.Version = "1.0.1"
 	_, err = merge.Merge([]merge.MergeInput{shard(1, real100, kpdBeta), shard(2, &other, kpdBeta)})
 	assert.ErrorContains(t, err, "shards of one run drive one product")
+}
+
+// The progress line counts a reproduced known defect as the closing line does: apart from the
+// failures.
+func TestProgressLineCountsKnownDefectsApart(t *testing.T) {
+	fsys := selfFeatures(nil)
+	clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	r := execute(t, fsys, plan(t, fsys, "@alpha or @beta"), Options{Initialize: kpdSteps("colour of the widget"), KnownDefects: []results.KnownDefect{kpdBeta},
+		Run: &results.Run{Target: "self-test", Product: real100}, Status: &StatusOptions{Now: clock.now}})
+	assert.Contains(t, r.progress.String(), "PROGRESS 2/2 done, 1 passed, 0 failed, 1 known product defect(s); elapsed")
 }
