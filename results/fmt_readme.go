@@ -20,6 +20,9 @@ func renderReadme(v *runView) []byte {
 	p("- Date: %s to %s (%s)\n", fmtTime(run.Start), fmtTime(run.End), fmtDur(v.duration))
 	p("- State: **%s**\n", mdtext.Inline(run.State))
 	p("- Result: %s\n", v.totals)
+	if run.Product != nil {
+		p("- Product: **%s**\n", mdtext.Inline(run.Product.Label()))
+	}
 	for _, line := range StaleKnownDefects(run.Scenarios) {
 		p("- **Warning**: %s\n", mdtext.Inline(line))
 	}
