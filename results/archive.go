@@ -368,6 +368,15 @@ func writeAtomic(dst string, data []byte) error {
 	return nil
 }
 
+// redactMark returns a redacted copy of a known-defect mark (nil for none).
+func redactMark(r *redact.Redactor, m *KnownDefectMark) *KnownDefectMark {
+	if m == nil {
+		return nil
+	}
+	return &KnownDefectMark{ID: r.String(m.ID), Product: r.String(m.Product), Assertion: r.String(m.Assertion),
+		Evidence: r.String(m.Evidence), Outcome: r.String(m.Outcome)}
+}
+
 // redactScenario returns a redacted deep copy of s with defaults filled and tails cut to
 // TailLimit. The JSON pass in write() re-checks the encoded form; this copy is what the
 // README, cucumber.json and junit.xml are built from.
@@ -380,6 +389,7 @@ func (a *Archive) redactScenario(s *Scenario) *Scenario {
 	}
 	c.ID, c.Name, c.Feature, c.FeatureFile = r.String(c.ID), r.String(c.Name), r.String(c.Feature), r.String(c.FeatureFile)
 	c.Series, c.Status, c.Reason = r.String(c.Series), r.String(c.Status), r.String(c.Reason)
+	c.KnownDefect = redactMark(r, c.KnownDefect)
 	c.Tags = r.Strings(c.Tags)
 	c.Steps = eachRedacted(s.Steps, false, func(st Step) Step {
 		st.Text, st.Keyword, st.Status, st.Error = r.String(st.Text), r.String(st.Keyword), r.String(st.Status), r.String(st.Error)
@@ -526,6 +536,7 @@ func redactRun(r *redact.Redactor, run *Run) *Run {
 		s.ID, s.Name, s.Feature, s.Series = r.String(s.ID), r.String(s.Name), r.String(s.Feature), r.String(s.Series)
 		s.Tags = r.Strings(s.Tags)
 		s.Status, s.Reason, s.NotRunCategory, s.File = r.String(s.Status), r.String(s.Reason), r.String(s.NotRunCategory), r.String(s.File)
+		s.KnownDefect = redactMark(r, s.KnownDefect)
 		c.Scenarios[i] = s
 	}
 	c.Evidence = make([]EvidenceRow, len(run.Evidence))

@@ -78,6 +78,9 @@ func renderIndex(v *runView) []byte {
 		}
 		p("<div class=\"verdict\" style=\"background:%s\"><b>Product: %s</b></div>\n", colour, e(run.Product.Label()))
 	}
+	for _, line := range StaleKnownDefects(run.Scenarios) {
+		p("<div class=\"verdict\" style=\"background:%s\"><b>Warning</b>: %s</div>\n", colFailed, e(line))
+	}
 	if gate != nil {
 		p("<div class=\"verdict\" style=\"background:%s\"><b>Release gate %s: %s</b>%s</div>\n", statusColour(gate.Verdict), e(gate.Gate), e(gate.Verdict), e(gate.VerdictWhy))
 	}
@@ -103,6 +106,9 @@ func renderIndex(v *runView) []byte {
 		if rec := v.records[s.ID]; rec != nil && s.Status == StatusFailed {
 			why = fmt.Sprintf("<div class=\"fail1\">%s</div>", e(rec.FirstObservation()))
 		}
+		if m := s.KnownDefect; m != nil {
+			why = fmt.Sprintf("<div class=\"fail1\"><b>%s</b></div>", e(m.Text())) + why
+		}
 		p("<tr><td>%d</td><td><a href=\"#s-%s\">%s</a><div class=\"lim\">%s</div></td><td>%s</td><td>%s%s</td><td>%s</td><td><code>%s</code></td></tr>\n",
 			n, e(anchor(s.ID)), e(s.ID), e(s.Name), e(Acceptance(s.Tags)), badge(s.Status), why, e(fmtDur(time.Duration(s.DurationMS)*time.Millisecond)), e(mdtext.OrDash(s.File)))
 	}
@@ -127,6 +133,9 @@ func renderIndex(v *runView) []byte {
 		}
 		ran++
 		p("<h3 id=\"s-%s\">%s %s</h3>\n", e(anchor(s.ID)), e(s.ID), badge(s.Status))
+		if m := s.KnownDefect; m != nil {
+			p("<p class=\"fail1\"><b>%s</b></p>\n", e(knownDefectDetail(m)))
+		}
 		if s.Status == StatusFailed {
 			p("<p class=\"fail1\"><b>First failure</b>: %s</p>\n", e(s.FirstObservation()))
 		}

@@ -130,6 +130,10 @@ func renderJUnit(run *Run, scen []*Scenario) ([]byte, error) {
 
 func failureMessage(s *Scenario) string {
 	var lines []string
+	if m := s.KnownDefect; m != nil {
+		// Still a failure; its first line (the message) says which known defect it is.
+		lines = append(lines, m.Text()+" ("+m.Product+", evidence "+m.Evidence+")")
+	}
 	if s.Reason != "" {
 		lines = append(lines, s.Reason)
 	}

@@ -23,6 +23,9 @@ func renderReadme(v *runView) []byte {
 	if run.Product != nil {
 		p("- Product: **%s**\n", mdtext.Inline(run.Product.Label()))
 	}
+	for _, line := range StaleKnownDefects(run.Scenarios) {
+		p("- **Warning**: %s\n", mdtext.Inline(line))
+	}
 	if gate != nil {
 		p("- Release gate %s: **%s**\n", mdtext.Inline(gate.Gate), mdtext.Inline(gate.Verdict))
 	}
@@ -57,6 +60,9 @@ func renderReadme(v *runView) []byte {
 		if s.Status == StatusFailed || s.Status == StatusBlocked || s.Status == StatusInterrupted {
 			result = "**" + s.Status + "**"
 		}
+		if m := s.KnownDefect; m != nil {
+			result += " — " + mdtext.Cell(m.Text())
+		}
 		file := "—"
 		if s.File != "" {
 			file = "`" + s.File + "`"
@@ -86,6 +92,9 @@ func renderReadme(v *runView) []byte {
 				p("### %s\n\n", mdtext.Inline(s.ID))
 			} else {
 				p("### %s (%s)\n\n", mdtext.Inline(s.ID), s.Status)
+			}
+			if m := s.KnownDefect; m != nil {
+				p("%s\n\n", mdtext.Inline(knownDefectDetail(m)))
 			}
 			if s.Reason != "" {
 				p("%s\n\n", mdtext.Inline(s.Reason))

@@ -119,6 +119,10 @@ type GateScenario struct {
 	// File is the scenario record in this archive (scenarios/<id>.json).
 	File        string       `json:"file,omitempty"`
 	CarriedOver *CarriedOver `json:"carried_over,omitempty"`
+	// KnownDefect is the id of the known product defect the failed scenario reproduced in
+	// this run (KnownDefectMark). The gate still fails: a release gate certifies the
+	// product against its contract, and a known defect is a documented breach of it.
+	KnownDefect string `json:"known_defect,omitempty"`
 }
 
 // requiredText and detailText are the Required and Detail cells of the gate's scenario
@@ -196,6 +200,12 @@ func CompleteGate(g *GateRecord, run *Run) {
 			gs.Status, gs.Why = StatusNotRun, "not selected by the run: "+s.Reason
 		default:
 			gs.Status, gs.Why, gs.File = s.Status, s.Reason, s.File
+			if m := s.KnownDefect; m != nil {
+				if m.Excused() {
+					gs.KnownDefect = m.ID
+				}
+				gs.Why = strings.TrimSuffix(m.Text()+": "+gs.Why, ": ")
+			}
 		}
 	}
 	interrupted := run != nil && run.State == RunInterrupted
@@ -229,7 +239,9 @@ func countGate(scen []GateScenario) GateCounts {
 	return c
 }
 
-// decideGate: FAIL when a scenario failed; otherwise INCOMPLETE when one is blocked,
+// decideGate: FAIL when a scenario failed, a known product defect too (the failed scenario
+// is listed with its KPD id): a gate certifies the product against its contract, and a known
+// defect is a documented breach of it, whatever the run's exit code says; otherwise INCOMPLETE when one is blocked,
 // interrupted or not run (or the run was interrupted, or the gate has no scenario); PASS
 // only when every scenario passed or was carried over.
 func decideGate(scen []GateScenario, interrupted bool) (verdict, why string) {
@@ -239,7 +251,11 @@ func decideGate(scen []GateScenario, interrupted bool) (verdict, why string) {
 		if st != StatusPassed && st != StatusCarriedOver && st != StatusFailed && st != StatusBlocked && st != StatusInterrupted {
 			st = StatusNotRun
 		}
-		byStatus[st] = append(byStatus[st], s.ID)
+		id := s.ID
+		if s.KnownDefect != "" {
+			id += " (known product defect " + s.KnownDefect + ")"
+		}
+		byStatus[st] = append(byStatus[st], id)
 	}
 	list := func(st string) string {
 		ids := byStatus[st]

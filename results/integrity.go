@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -169,9 +170,39 @@ func (c *integrity) readRecords(run *Run) map[string]*record {
 		if !knownStatus(s.Status) {
 			c.add(name, "status %q is not one flowtest writes", s.Status)
 		}
+		if p := knownDefectProblem(s.Status, s.KnownDefect); p != "" {
+			c.add(name, "%s", p)
+		}
 		out[name] = &record{file: name, s: s}
 	}
 	return out
+}
+
+var kpdIDPattern = regexp.MustCompile(`^KPD-[1-9][0-9]*$`)
+
+// knownDefectProblem is what is wrong with a record's known-defect mark for its status: an
+// id that is no KPD-<n>, an outcome flowtest does not write, or an outcome its status
+// contradicts (reproduced and other-failure are failures, no-longer-reproduces is a pass).
+func knownDefectProblem(status string, m *KnownDefectMark) string {
+	if m == nil {
+		return ""
+	}
+	if !kpdIDPattern.MatchString(m.ID) {
+		return fmt.Sprintf("known_defect id %q is not KPD-<n>", m.ID)
+	}
+	want := ""
+	switch m.Outcome {
+	case KDReproduced, KDOtherFailure:
+		want = StatusFailed
+	case KDNoLongerReproduces:
+		want = StatusPassed
+	default:
+		return fmt.Sprintf("known_defect %s: outcome %q is not one flowtest writes", m.ID, m.Outcome)
+	}
+	if status != want {
+		return fmt.Sprintf("known_defect %s is %s, but the status is %s (want %s)", m.ID, m.Outcome, status, want)
+	}
+	return ""
 }
 
 func knownStatus(s string) bool {
@@ -217,6 +248,9 @@ func (c *integrity) crossCheck(run *Run, records map[string]*record, complete bo
 		}
 		if rec.s.Status != row.Status {
 			c.add(file, "status %s, run.json says %s for %s", rec.s.Status, row.Status, row.ID)
+		}
+		if !sameMark(rec.s.KnownDefect, row.KnownDefect) {
+			c.add(file, "known_defect %s, run.json says %s for %s", markText(rec.s.KnownDefect), markText(row.KnownDefect), row.ID)
 		}
 		if rec.s.DurationMS != row.DurationMS {
 			c.add(file, "duration_ms %d, run.json says %d for %s", rec.s.DurationMS, row.DurationMS, row.ID)
@@ -270,8 +304,22 @@ func (c *integrity) crossCheck(run *Run, records map[string]*record, complete bo
 }
 
 func totalsText(t Totals) string {
-	return fmt.Sprintf("{total %d, passed %d, failed %d, blocked %d, interrupted %d, not_run %d, duration_ms %d}",
-		t.Total, t.Passed, t.Failed, t.Blocked, t.Interrupted, t.NotRun, t.DurationMS)
+	return fmt.Sprintf("{total %d, passed %d, failed %d, blocked %d, interrupted %d, not_run %d, known_defects %d, known_defects_not_reproduced %d, duration_ms %d}",
+		t.Total, t.Passed, t.Failed, t.Blocked, t.Interrupted, t.NotRun, t.KnownDefects, t.KnownDefectsNotReproduced, t.DurationMS)
+}
+
+func sameMark(a, b *KnownDefectMark) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func markText(m *KnownDefectMark) string {
+	if m == nil {
+		return "none"
+	}
+	return m.ID + " " + m.Outcome
 }
 
 // checkReports checks the files Finish writes: a complete run has them all, each parses, and

@@ -64,10 +64,15 @@ type Scenario struct {
 	// Reason says why a scenario was not run, or summarises a failure. It is the runner's
 	// own text; the JSON name is status_reason so that `reason` keys can be treated as
 	// request reason bodies (never stored) everywhere.
-	Reason     string    `json:"status_reason,omitempty"`
-	Start      time.Time `json:"start"`
-	End        time.Time `json:"end"`
-	DurationMS int64     `json:"duration_ms"`
+	Reason string `json:"status_reason,omitempty"`
+	// KnownDefect is the known product defect (features/known-defects.yaml) that applied to
+	// the scenario in this run (the real product's package and version): whether the
+	// scenario reproduced it (still failed), no longer reproduces it (passed, flagged), or
+	// failed otherwise (an ordinary failure). Absent when no entry applied.
+	KnownDefect *KnownDefectMark `json:"known_defect,omitempty"`
+	Start       time.Time        `json:"start"`
+	End         time.Time        `json:"end"`
+	DurationMS  int64            `json:"duration_ms"`
 	// SetupMS is the runner's own cost before the scenario's first step: from Start to the
 	// first step's start (the scene: work dir, emulator, scope, fixtures). Absent when no step
 	// started.
@@ -309,10 +314,10 @@ type Run struct {
 	// Product is which kSQL-FlowNet the scenarios drove: the real product (a pinned npm
 	// package or a checkout by path) or flowtest's reference model. A sandbox run of the
 	// reference tested flowtest's model, not the product, and every reader must be able to tell.
-	Product *Product `json:"product,omitempty"`
-	OS            string      `json:"os"`
-	TagExpression string      `json:"tag_expression"`
-	Label         string      `json:"label,omitempty"`
+	Product       *Product `json:"product,omitempty"`
+	OS            string   `json:"os"`
+	TagExpression string   `json:"tag_expression"`
+	Label         string   `json:"label,omitempty"`
 	// Environment holds further facts for the acceptance record (e.g. "base_url",
 	// "apps": "state, audit, request, log"). Values are redacted like everything else.
 	Environment map[string]string `json:"environment,omitempty"`
@@ -429,18 +434,20 @@ const (
 
 // ScenarioSummary is one row of run.json's scenario list.
 type ScenarioSummary struct {
-	ID             string   `json:"id"`
-	Name           string   `json:"name,omitempty"`
-	Feature        string   `json:"feature"`
-	Series         string   `json:"series"`
-	Extended       bool     `json:"extended,omitempty"`
-	Tags           []string `json:"tags"`
-	Status         string   `json:"status"`
-	Reason         string   `json:"status_reason,omitempty"`
-	NotRunCategory string   `json:"not_run_category,omitempty"` // tag|platform|not-implemented|interrupted
-	DurationMS     int64    `json:"duration_ms"`
-	SetupMS        *int64   `json:"setup_ms,omitempty"`
-	File           string   `json:"file,omitempty"` // scenario file, relative to the archive
+	ID       string   `json:"id"`
+	Name     string   `json:"name,omitempty"`
+	Feature  string   `json:"feature"`
+	Series   string   `json:"series"`
+	Extended bool     `json:"extended,omitempty"`
+	Tags     []string `json:"tags"`
+	Status   string   `json:"status"`
+	Reason   string   `json:"status_reason,omitempty"`
+	// KnownDefect is the record's known-defect mark (Scenario.KnownDefect).
+	KnownDefect    *KnownDefectMark `json:"known_defect,omitempty"`
+	NotRunCategory string           `json:"not_run_category,omitempty"` // tag|platform|not-implemented|interrupted
+	DurationMS     int64            `json:"duration_ms"`
+	SetupMS        *int64           `json:"setup_ms,omitempty"`
+	File           string           `json:"file,omitempty"` // scenario file, relative to the archive
 }
 
 // Totals counts scenarios by status.
@@ -454,6 +461,13 @@ type Totals struct {
 	DurationMS  int64 `json:"duration_ms"`
 	// Extended counts the scenarios of the total that are extended, not acceptance, ones.
 	Extended int `json:"extended,omitempty"`
+	// KnownDefects counts the failed scenarios (of Failed) that failed by the declared
+	// assertion of a known product defect applying to the run's product: still failures,
+	// but not ones that make the run's exit code 1.
+	KnownDefects int `json:"known_defects,omitempty"`
+	// KnownDefectsNotReproduced counts the passed scenarios (of Passed) whose applying known
+	// defect no longer reproduces: the catalogue needs updating, and the run exits 1.
+	KnownDefectsNotReproduced int `json:"known_defects_not_reproduced,omitempty"`
 }
 
 // EvidenceRow is one line of the acceptance record's evidence table.
@@ -469,7 +483,7 @@ type EvidenceRow struct {
 func Summarize(s *Scenario, file string) ScenarioSummary {
 	return ScenarioSummary{
 		ID: s.ID, Name: s.Name, Feature: s.Feature, Series: s.Series, Extended: s.Extended, Tags: append([]string(nil), s.Tags...),
-		Status: s.Status, Reason: s.Reason, DurationMS: s.DurationMS, SetupMS: s.SetupMS, File: file,
+		Status: s.Status, Reason: s.Reason, KnownDefect: s.KnownDefect, DurationMS: s.DurationMS, SetupMS: s.SetupMS, File: file,
 	}
 }
 
@@ -485,8 +499,14 @@ func ComputeTotals(sums []ScenarioSummary) Totals {
 		switch s.Status {
 		case StatusPassed:
 			t.Passed++
+			if s.KnownDefect.Stale() {
+				t.KnownDefectsNotReproduced++
+			}
 		case StatusFailed:
 			t.Failed++
+			if s.KnownDefect.Excused() {
+				t.KnownDefects++
+			}
 		case StatusBlocked:
 			t.Blocked++
 		case StatusInterrupted:

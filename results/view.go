@@ -48,9 +48,34 @@ func Acceptance(tags []string) string {
 	return mdtext.OrDash(strings.Join(acc, ", "))
 }
 
-// TotalsText is the one-line count of a run's scenarios.
-func TotalsText(t Totals) string {
-	parts := []string{fmt.Sprintf("%d passed", t.Passed), fmt.Sprintf("%d failed", t.Failed)}
+// TotalsText is the one-line count of a run's scenarios. "failed" counts the failures no
+// known product defect excuses; those it excuses are counted apart ("1 known product
+// defect"), as are passes under a known defect that no longer reproduces.
+func TotalsText(t Totals) string { return totalsLine(t, nil, nil) }
+
+// RunTotalsText is TotalsText naming the known defects: "62 passed, 0 failed, 1 known
+// product defect (KPD-1), 0 not run, of 63".
+func RunTotalsText(run *Run) string {
+	return totalsLine(run.Totals, knownDefectIDs(run.Scenarios, KDReproduced), knownDefectIDs(run.Scenarios, KDNoLongerReproduces))
+}
+
+func totalsLine(t Totals, kpd, stale []string) string {
+	ids := func(l []string) string {
+		if len(l) == 0 {
+			return ""
+		}
+		return " (" + strings.Join(l, ", ") + ")"
+	}
+	passed := fmt.Sprintf("%d passed", t.Passed)
+	if t.KnownDefectsNotReproduced > 0 {
+		passed += fmt.Sprintf(" (%d known product defect(s) no longer reproduce%s: update the catalogue)", t.KnownDefectsNotReproduced, ids(stale))
+	}
+	parts := []string{passed, fmt.Sprintf("%d failed", t.Failed-t.KnownDefects)}
+	if t.KnownDefects == 1 {
+		parts = append(parts, "1 known product defect"+ids(kpd))
+	} else if t.KnownDefects > 1 {
+		parts = append(parts, fmt.Sprintf("%d known product defects%s", t.KnownDefects, ids(kpd)))
+	}
 	if t.Blocked > 0 {
 		parts = append(parts, fmt.Sprintf("%d blocked", t.Blocked))
 	}
@@ -114,7 +139,7 @@ type runView struct {
 }
 
 func newRunView(run *Run, scen []*Scenario, gate *GateRecord) *runView {
-	v := &runView{run: run, title: run.Label, duration: run.End.Sub(run.Start), totals: TotalsText(run.Totals),
+	v := &runView{run: run, title: run.Label, duration: run.End.Sub(run.Start), totals: RunTotalsText(run),
 		gate: gate, records: map[string]*Scenario{}, scen: scen}
 	if v.title == "" {
 		v.title = "all"
@@ -174,6 +199,17 @@ func (v *runView) environment(withCommand, commitDetail bool) []envRow {
 		rows = append(rows, envRow{k, run.Environment[k]})
 	}
 	return slices.DeleteFunc(rows, func(r envRow) bool { return r.value == "" })
+}
+
+// knownDefectDetail is what the record and the page say of a scenario's known-defect mark.
+func knownDefectDetail(m *KnownDefectMark) string {
+	switch m.Outcome {
+	case KDReproduced:
+		return fmt.Sprintf("Failed — known product defect %s of %s: it fails by its declared assertion %q (evidence: %s). Still a failure of the product; not counted against the run's exit code.", m.ID, m.Product, m.Assertion, m.Evidence)
+	case KDNoLongerReproduces:
+		return m.StaleText()
+	}
+	return fmt.Sprintf("Known product defect %s of %s applies to this scenario, but it failed otherwise than by the declared assertion %q: an ordinary failure.", m.ID, m.Product, m.Assertion)
 }
 
 // failedAssertions are the assertions of s that did not hold.

@@ -47,6 +47,7 @@ type status struct {
 	done     int
 	passed   int
 	failed   int
+	known    int // failed by an applying known product defect's declared assertion (not in failed)
 	other    int // blocked, interrupted
 	ranSum   time.Duration
 	shown    bool // the status line is on the screen (terminal)
@@ -137,7 +138,11 @@ func (s *status) finished(rec *results.Scenario) {
 	case results.StatusPassed:
 		s.passed++
 	case results.StatusFailed:
-		s.failed++
+		if rec.KnownDefect.Excused() {
+			s.known++ // as the closing line counts it: not among the failures
+		} else {
+			s.failed++
+		}
 	default:
 		s.other++
 	}
@@ -191,8 +196,11 @@ func (s *status) line() string {
 		eta = "ETA " + roundDur(d)
 	}
 	other := ""
+	if s.known > 0 {
+		other = fmt.Sprintf(", %d known product defect(s)", s.known)
+	}
 	if s.other > 0 {
-		other = fmt.Sprintf(", %d blocked/interrupted", s.other)
+		other += fmt.Sprintf(", %d blocked/interrupted", s.other)
 	}
 	return fmt.Sprintf("PROGRESS %d/%d done, %d passed, %d failed%s; elapsed %s, %s",
 		s.done, s.total, s.passed, s.failed, other, roundDur(now.Sub(s.start)), eta)

@@ -89,6 +89,13 @@ type Options struct {
 	API *apicount.Counter
 	// AppRoles names the target's apps (app id → role) in the counts of the records.
 	AppRoles map[string]string
+	// KnownDefects is the catalogue of known product defects (LoadKnownDefects). The entries
+	// that apply to Run.Product (the real product, its package and version) judge their
+	// scenarios' records (results.JudgeKnownDefect): a failure by the declared assertion is
+	// still failed but does not make the exit code 1; a pass under an entry does.
+	KnownDefects []results.KnownDefect
+
+	applying []results.KnownDefect // KnownDefects that apply to Run.Product
 }
 
 // Result is what a run did.
@@ -123,6 +130,9 @@ func Execute(ctx context.Context, o Options) Result {
 		o.Concurrency = 1
 	}
 	o.Progress = &LockedWriter{W: o.Progress}
+	if o.Run != nil {
+		o.applying = results.Applying(o.KnownDefects, o.Run.Product)
+	}
 	var st *status
 	if o.Status != nil {
 		st = newStatus(o.Progress, *o.Status, o.Items, o.Concurrency)
@@ -150,8 +160,10 @@ func Execute(ctx context.Context, o Options) Result {
 		if st != nil && rec.Status != results.StatusNotRun {
 			st.finished(rec)
 		}
-		if rec.Status == results.StatusFailed || rec.Status == results.StatusBlocked {
-			res.Code = ExitFailed // blocked is not green either
+		// Blocked is not green either; a failure an applying known product defect excuses
+		// is, and a known defect that no longer reproduces is not (results.Unexcused).
+		if results.Unexcused(rec.Status, rec.KnownDefect) {
+			res.Code = ExitFailed
 		}
 		if o.Archive != nil {
 			if err := o.Archive.WriteScenario(rec); err != nil {
@@ -398,6 +410,7 @@ func runOne(parent context.Context, o Options, rs *runState, it Item) (rec *resu
 	}
 	st.Evidence(rec)
 	rec.APIRequests = apiRequests(st.API, o.AppRoles) // after the cleanup: its deletes count too
+	results.JudgeKnownDefect(rec, o.applying)         // on the whole record: assertions, steps, cleanup
 	finish(o, rec)
 	return rec
 }
@@ -413,6 +426,9 @@ func finish(o Options, rec *results.Scenario) {
 	rec.End = time.Now().UTC()
 	rec.DurationMS = rec.End.Sub(rec.Start).Milliseconds()
 	line := fmt.Sprintf("END   %s %s %s", rec.ID, rec.Status, rec.End.Sub(rec.Start).Round(time.Millisecond))
+	if m := rec.KnownDefect; m != nil {
+		line += " — " + m.Text()
+	}
 	if rec.Reason != "" && rec.Status != results.StatusPassed {
 		line += " — " + rec.ReasonLine()
 	}

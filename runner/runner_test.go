@@ -119,7 +119,9 @@ func execute(t *testing.T, fsys fstest.MapFS, items []Item, o Options) *selfRun 
 	}
 	o.WorkRoot = t.TempDir()
 	o.Archive = arch
-	o.Run = &results.Run{Target: "self-test"}
+	if o.Run == nil {
+		o.Run = &results.Run{Target: "self-test"}
+	}
 	o.Progress = &r.progress
 	r.res = Execute(context.Background(), o)
 	return r

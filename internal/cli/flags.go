@@ -11,6 +11,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/runner"
 )
 
 // multiFlag collects a repeatable flag.
@@ -47,6 +50,11 @@ type common struct {
 	rerun       string
 	sandboxBin  string
 	confirmedBy string
+
+	// manifest is the run-order manifest plan loaded; knownDefects the catalogue of known
+	// product defects (features/known-defects.yaml) the run path loads against it.
+	manifest     *runner.Manifest
+	knownDefects []results.KnownDefect
 }
 
 // configFlags are handed to harness/config as they are (flags > environment > .env), so their

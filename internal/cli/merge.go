@@ -83,7 +83,10 @@ func cmdMerge(inv invocation, f *mergeFlags, fset *flag.FlagSet, args []string) 
 		fmt.Fprintf(stderr, "flowtest archive merge: %v\n", err)
 		return runner.ExitFailed
 	}
-	fmt.Fprintf(stdout, "%s — merged archive %s (from %d shards)\n", results.TotalsText(merged.Run.Totals), arch.Dir(), len(in))
+	fmt.Fprintf(stdout, "%s — merged archive %s (from %d shards)\n", results.RunTotalsText(merged.Run), arch.Dir(), len(in))
+	for _, line := range results.StaleKnownDefects(merged.Run.Scenarios) {
+		fmt.Fprintf(stdout, "WARNING: %s\n", line)
+	}
 	switch {
 	case !leakFree(stdout, arch.Dir(), secrets, appIDs):
 		return runner.ExitFailed

@@ -46,6 +46,7 @@ func (c *common) plan() ([]runner.Item, fs.FS, tagexpr.Expr, error) {
 	if err != nil {
 		return nil, nil, expr, refuse("%v", err)
 	}
+	c.manifest = m
 	feats, err := runner.DiscoverNamed(fsys, ".", m, c.features)
 	if err != nil {
 		return nil, nil, expr, refuse("%v", err)

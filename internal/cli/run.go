@@ -279,7 +279,7 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 		Initialize: suite.Initialize, BeforeScenario: before, BeforeCleanup: attempts, Concurrency: conc,
 		StepTimeout: stepDeadline(f.stepTimeout, s.cfg.TimeoutScale), TimeoutScale: s.cfg.TimeoutScale, WorkRoot: work, KeepWorkDirs: f.keepWorkDirs,
 		Formats: f.formats, Archive: arch, Run: run, Progress: stdout, Status: s.status(tgt.Name, arch.Dir()), Signals: sigs,
-		API: s.api, AppRoles: tgt.AppRoles(),
+		API: s.api, AppRoles: tgt.AppRoles(), KnownDefects: f.knownDefects,
 		// A second interrupt exits at once: the emulator must not outlive the runner.
 		Exit: func(code int) {
 			if iso != nil {
@@ -289,7 +289,10 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 			os.Exit(code)
 		},
 	})
-	fmt.Fprintf(stdout, "%s — archive %s\n", results.TotalsText(run.Totals), arch.Dir())
+	fmt.Fprintf(stdout, "%s — archive %s\n", results.RunTotalsText(run), arch.Dir())
+	for _, line := range results.StaleKnownDefects(run.Scenarios) {
+		fmt.Fprintf(stdout, "WARNING: %s; exit %d until features/%s is updated\n", line, runner.ExitFailed, runner.KnownDefectsFile)
+	}
 	if run.Runner != nil {
 		// The closing line: what the run cost the runner itself (run.json has it too).
 		defer fmt.Fprintln(stdout, results.CostText(run.Runner))

@@ -50,6 +50,11 @@ func openSession(f runFlags) (*session, error) {
 	if err := runner.CheckSelection(items, f.tags, expr, f.rerun, f.allowEmpty); err != nil {
 		return nil, refuse("%v", err)
 	}
+	// The known product defects are checked against the manifest (every scenario they name
+	// exists) and the repository (every evidence file exists) before anything runs.
+	if f.knownDefects, err = runner.LoadKnownDefects(f.features, f.manifest); err != nil {
+		return nil, refuse("%v", err)
+	}
 	var durations map[string]time.Duration
 	if f.durationsDir != "" {
 		if durations, err = runner.DurationsOf(f.durationsDir); err != nil {

@@ -56,6 +56,12 @@ func AddToSuite(features, dst string, j Joining, text string) error {
 	if err := os.CopyFS(dst, os.DirFS(features)); err != nil {
 		return fmt.Errorf("copy %s: %w", features, err)
 	}
+	// The copy is run on the sandbox's reference model, to which no known product defect
+	// applies, and the catalogue's evidence paths (relative to the repository) would not
+	// resolve from it: the copy has no catalogue.
+	if err := os.Remove(filepath.Join(dst, "known-defects.yaml")); err != nil && !os.IsNotExist(err) {
+		return err
+	}
 	feature := filepath.Join(dst, filepath.FromSlash(path.Clean(j.Feature)))
 	old, err := os.ReadFile(feature)
 	if err != nil {

@@ -49,6 +49,9 @@ func Merge(in []MergeInput) (*Merged, error) {
 			return nil, fmt.Errorf("%s tested SUT commit %q, %s commit %q: shards of one run test one commit", a.Dir, a.Run.SUT.Commit, in[0].Dir, first.SUT.Commit)
 		case strings.Join(a.Run.RunOrder, ",") != strings.Join(first.RunOrder, ","):
 			return nil, fmt.Errorf("%s and %s have different run orders: not shards of one selection", a.Dir, in[0].Dir)
+		case productKey(a.Run.Product) != productKey(first.Product):
+			// A known product defect applies per product: shards of one run drove one product.
+			return nil, fmt.Errorf("%s drove %s, %s drove %s: shards of one run drive one product", a.Dir, a.Run.Product.Label(), in[0].Dir, first.Product.Label())
 		case a.Run.TagExpression != first.TagExpression:
 			return nil, fmt.Errorf("%s selected %q, %s selected %q: not shards of one selection", a.Dir, a.Run.TagExpression, in[0].Dir, first.TagExpression)
 		}
@@ -156,6 +159,9 @@ func Merge(in []MergeInput) (*Merged, error) {
 			sum.NotRun++
 		}
 	}
+	if t := r.Totals; t.KnownDefects > t.Failed || t.KnownDefectsNotReproduced > t.Passed {
+		return nil, fmt.Errorf("merged totals do not add up: %d known defects of %d failed, %d no longer reproducing of %d passed", t.KnownDefects, t.Failed, t.KnownDefectsNotReproduced, t.Passed)
+	}
 	if t := r.Totals; t.Total != len(first.RunOrder) || t.Passed != sum.Passed || t.Failed != sum.Failed || t.Blocked != sum.Blocked || t.Interrupted != sum.Interrupted || t.NotRun != sum.NotRun ||
 		t.Passed+t.Failed+t.Blocked+t.Interrupted+t.NotRun != t.Total {
 		return nil, fmt.Errorf("merged totals do not add up: %+v over %d scenarios", t, len(first.RunOrder))
@@ -163,8 +169,9 @@ func Merge(in []MergeInput) (*Merged, error) {
 	code := 0
 	ranAny := false
 	for _, s := range r.Scenarios {
-		switch s.Status {
-		case results.StatusFailed, results.StatusBlocked:
+		// A failure a known product defect excuses is no failure of the exit code; a known
+		// defect that no longer reproduces is (runner.Execute's rule).
+		if results.Unexcused(s.Status, s.KnownDefect) {
 			code = 1
 		}
 		if s.Status != results.StatusNotRun {
@@ -184,4 +191,13 @@ func Merge(in []MergeInput) (*Merged, error) {
 		r.End = time.Now().UTC()
 	}
 	return out, nil
+}
+
+// productKey is what decides which known product defects apply to a run: the product's kind,
+// package and version.
+func productKey(p *results.Product) string {
+	if p == nil {
+		return ""
+	}
+	return p.Kind + " " + p.Package + "@" + p.Version
 }
