@@ -262,7 +262,8 @@ func (a *archiver) unconfirmed(format string, args ...any) {
 //   - Any other error response ⇒ REJECTED / ARCHIVE_WRITE_FAILED: kintone refused the write.
 func (a *archiver) putArchived(ctx context.Context, lock *networkLock, run kintoneapi.Record, archivedAt string) (string, bool) {
 	put := func() (string, error) {
-		return a.st.kc.UpdateRecord(ctx, a.st.stateApp, run.ID(),
+		// by updateKey on record_key, as the real FlowNet's archiveRun (repository.js)
+		return a.st.kc.UpdateByKey(ctx, a.st.stateApp, "record_key", run.Str("record_key"),
 			vals(map[string]any{"lifecycle_status": "ARCHIVED", "updated_at": archivedAt}), run.Revision())
 	}
 	rev, err := put()
