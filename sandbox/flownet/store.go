@@ -257,7 +257,7 @@ func (s *store) insert(ctx context.Context, app, k string, rec kintoneapi.Record
 // request app's records (which have no record_key) go by id: updateByID.
 func (s *store) update(ctx context.Context, app, key string, rec kintoneapi.Record, rev string) (string, error) {
 	return s.put(ctx, app, "record "+key, rec, rev,
-		func() (string, error) { return s.kc.UpdateByKey(ctx, app, "record_key", key, rec, rev) },
+		func(rev string) (string, error) { return s.kc.UpdateByKey(ctx, app, "record_key", key, rec, rev) },
 		func() (kintoneapi.Record, error) {
 			got, err := s.byKey(ctx, app, key)
 			if err == nil && got == nil {
@@ -270,7 +270,7 @@ func (s *store) update(ctx context.Context, app, key string, rec kintoneapi.Reco
 // updateByID is update for a record addressed by its $id (see update for which ones).
 func (s *store) updateByID(ctx context.Context, app, id string, rec kintoneapi.Record, rev string) (string, error) {
 	return s.put(ctx, app, "record "+id, rec, rev,
-		func() (string, error) { return s.kc.UpdateRecord(ctx, app, id, rec, rev) },
+		func(rev string) (string, error) { return s.kc.UpdateRecord(ctx, app, id, rec, rev) },
 		func() (kintoneapi.Record, error) { return s.byID(ctx, app, id) })
 }
 
@@ -282,15 +282,15 @@ func (s *store) updateByID(ctx context.Context, app, id string, rec kintoneapi.R
 // written, and the update fails closed (REMOTE_ERROR, no resend — kintone-api.md "else fail
 // closed"). A lost response is re-read too: our values at rev+1 mean the write landed; the
 // unchanged revision means it did not, and it is sent again; anything else is a revision
-// conflict. what names the record in errors.
+// conflict. what names the record in errors; send is given the revision to fence with.
 func (s *store) put(ctx context.Context, app, what string, rec kintoneapi.Record, rev string,
-	send func() (string, error), reread func() (kintoneapi.Record, error)) (string, error) {
+	send func(rev string) (string, error), reread func() (kintoneapi.Record, error)) (string, error) {
 	deadline := time.Now().Add(s.retryFor)
 	for {
 		if err := s.leaseGone(ctx); err != nil {
 			return "", err
 		}
-		nr, err := send()
+		nr, err := send(rev)
 		if err == nil {
 			return nr, nil
 		}
