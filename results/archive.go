@@ -496,6 +496,11 @@ func redactRun(r *redact.Redactor, run *Run) *Run {
 		code := *run.ExitCode
 		c.ExitCode = &code
 	}
+	if run.Product != nil {
+		p := *run.Product
+		p.Kind, p.Source, p.Package, p.Version, p.Node = r.String(p.Kind), r.String(p.Source), r.String(p.Package), r.String(p.Version), r.String(p.Node)
+		c.Product = &p
+	}
 	if run.Gate != nil {
 		g := *run.Gate
 		g.Name, g.Verdict, g.File = r.String(g.Name), r.String(g.Verdict), r.String(g.File)

@@ -69,6 +69,15 @@ func renderIndex(v *runView) []byte {
 	p("<title>Acceptance record: %s</title>\n<style>%s</style>\n</head>\n<body>\n", e(title), indexStyle)
 	p("<h1>Acceptance record: %s</h1>\n", e(title))
 	p("<p class=\"muted\">%s to %s (%s) · state <b>%s</b> · %s</p>\n", e(fmtTime(run.Start)), e(fmtTime(run.End)), e(fmtDur(v.duration)), e(run.State), e(v.totals))
+	if run.Product != nil {
+		// Which FlowNet ran decides what every figure below means: a reference run tested
+		// flowtest's model, not the product.
+		colour := "#e6f4ea"
+		if run.Product.Kind != ProductReal {
+			colour = "#fff4ce"
+		}
+		p("<div class=\"verdict\" style=\"background:%s\"><b>Product: %s</b></div>\n", colour, e(run.Product.Label()))
+	}
 	if gate != nil {
 		p("<div class=\"verdict\" style=\"background:%s\"><b>Release gate %s: %s</b>%s</div>\n", statusColour(gate.Verdict), e(gate.Gate), e(gate.Verdict), e(gate.VerdictWhy))
 	}

@@ -20,6 +20,9 @@ func renderReadme(v *runView) []byte {
 	p("- Date: %s to %s (%s)\n", fmtTime(run.Start), fmtTime(run.End), fmtDur(v.duration))
 	p("- State: **%s**\n", mdtext.Inline(run.State))
 	p("- Result: %s\n", v.totals)
+	if run.Product != nil {
+		p("- Product: **%s**\n", mdtext.Inline(run.Product.Label()))
+	}
 	if gate != nil {
 		p("- Release gate %s: **%s**\n", mdtext.Inline(gate.Gate), mdtext.Inline(gate.Verdict))
 	}

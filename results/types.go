@@ -308,6 +308,10 @@ type Run struct {
 	Target        string      `json:"target"`
 	Profile       string      `json:"profile"`
 	SUT           SUTIdentity `json:"sut"`
+	// Product is which kSQL-FlowNet the scenarios drove: the real product (a pinned npm
+	// package or a checkout by path) or flowtest's reference model. A sandbox run of the
+	// reference tested flowtest's model, not the product, and every reader must be able to tell.
+	Product *Product `json:"product,omitempty"`
 	OS            string      `json:"os"`
 	TagExpression string      `json:"tag_expression"`
 	Label         string      `json:"label,omitempty"`
@@ -380,6 +384,50 @@ type SUTIdentity struct {
 	Dirty        bool              `json:"dirty,omitempty"`
 	Versions     map[string]string `json:"versions,omitempty"` // component -> version it reports
 }
+
+// Product names the kSQL-FlowNet a run drove.
+type Product struct {
+	// Kind is "real" (the published product or a build of it) or "reference" (flowtest's Go
+	// model in the sandbox, which exists to be broken on purpose).
+	Kind string `json:"kind"`
+	// Source says where the real product came from: "pinned" (tools/flownet's lock file) or
+	// "path" (a checkout or package given by path); "sandbox" for the reference.
+	Source string `json:"source"`
+	// Package and Version are what the product's package.json says ("" for the reference).
+	Package string `json:"package,omitempty"`
+	Version string `json:"version,omitempty"`
+	// Node is the version of the Node.js that ran it (real only).
+	Node string `json:"node,omitempty"`
+}
+
+// Label is the product in a few words for the console, the record and the HTML banner.
+func (p *Product) Label() string {
+	switch {
+	case p == nil:
+		return "unknown product"
+	case p.Kind == ProductReference:
+		return "reference FlowNet (flowtest's model, not the product)"
+	default:
+		l := p.Package
+		if l == "" {
+			l = "kSQL-FlowNet"
+		}
+		if p.Version != "" {
+			l += "@" + p.Version
+		}
+		l += " (" + p.Source
+		if p.Node != "" {
+			l += ", node " + p.Node
+		}
+		return l + ")"
+	}
+}
+
+// Product kinds.
+const (
+	ProductReal      = "real"
+	ProductReference = "reference"
+)
 
 // ScenarioSummary is one row of run.json's scenario list.
 type ScenarioSummary struct {

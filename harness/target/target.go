@@ -76,6 +76,9 @@ type Target struct {
 
 	// Versions the SUT reports (for the acceptance record).
 	Versions map[string]string
+	// Product is the FlowNet the scenarios drive; on a live tenant, the one FlowNetCommand
+	// names (always the real product or a build of it).
+	Product Product
 
 	closers []func() error
 	aborts  []func()
@@ -211,6 +214,8 @@ type SandboxOptions struct {
 	// Latency per app role, e.g. customers/deals reads take real time for long-read jobs.
 	Latency map[string]time.Duration
 	Log     io.Writer
+	// Product is the FlowNet the scenarios drive (the zero value: the reference).
+	Product Product
 }
 
 // serveInfo is the first stdout line of `flowsandbox kintone serve`.
@@ -257,10 +262,15 @@ func StartSandbox(ctx context.Context, o SandboxOptions) (*Target, error) {
 	t := &Target{
 		Name: "sandbox", Profile: o.Profile, BaseURL: info.BaseURL, CAFile: info.CAFile,
 		Apps:     map[string]App{},
-		FlowNet:  Command{Path: o.Bin, Args: []string{"flownet"}},
+		FlowNet:  o.Product.Command(o.Bin),
 		KsqlFlow: Command{Path: o.Bin, Args: []string{"ksql-flow"}},
 		BaseEnv:  ChildBaseEnv(info.CAFile),
 		Versions: map[string]string{"flowsandbox": "sandbox"},
+		Product:  o.Product,
+	}
+	if o.Product.Real {
+		t.Versions[o.Product.Package] = o.Product.Version
+		t.Versions["node"] = o.Product.NodeVersion
 	}
 	for _, a := range info.Apps {
 		t.Apps[a.Role] = a

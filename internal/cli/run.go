@@ -128,10 +128,15 @@ func runWith(name string, flags *runFlags, fs *flag.FlagSet, args []string, stdo
 		},
 	}
 	if s.in.Target == safety.TargetSandbox {
+		product, err := s.product(ctx)
+		if err != nil {
+			fmt.Fprintf(stderr, "flowtest run: %v\n", err)
+			return runner.ExitRefused
+		}
 		plan.Resolve = func(ctx context.Context) (safety.Resolved, error) {
 			t, err := target.StartSandbox(ctx, target.SandboxOptions{
 				Bin: bin, WorkDir: filepath.Join(s.workDir, "sandbox"), Profile: s.cfg.Profile(),
-				Latency: sandboxLatency(s.flags.readLatency), Log: stdout,
+				Latency: sandboxLatency(s.flags.readLatency), Log: stdout, Product: product,
 			})
 			if err != nil {
 				return safety.Resolved{}, err
@@ -213,6 +218,7 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 		arch.SetGate(s.extras.gate) // Finish completes it and writes gate.json
 	}
 	fmt.Fprintf(stdout, "flowtest %s: target %s, profile %s, archive %s\n", Version, tgt.Name, tgt.Profile, arch.Dir())
+	fmt.Fprintf(stdout, "product: %s\n", tgt.Product.Label())
 	fixtures, _ := filepath.Abs(filepath.Join(f.features, "fixtures"))
 	archAbs, _ := filepath.Abs(arch.Dir())
 	rsec := &runSecrets{red: red, secrets: secrets}
@@ -245,7 +251,7 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 	}
 	run := &results.Run{
 		RunnerVersion: Version, Target: tgt.Name, Profile: tgt.Profile,
-		SUT: results.SUTIdentity{Commit: f.sutCommit, Versions: tgt.Versions},
+		SUT: results.SUTIdentity{Commit: f.sutCommit, Versions: tgt.Versions}, Product: productRecord(tgt),
 		OS:  runtime.GOOS + "/" + runtime.GOARCH, TagExpression: f.tags,
 		Environment: tgt.Describe(), Start: time.Now().UTC(), Command: s.extras.command,
 	}

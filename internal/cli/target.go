@@ -46,6 +46,7 @@ func liveTarget(cfg *config.Config) (*target.Target, error) {
 		return nil, fmt.Errorf("live FlowNet CLI: %w", err)
 	}
 	t.FlowNet = target.Command{Path: bin, Args: args, Dir: dir}
+	t.Product = target.LiveProduct(dir)
 	flowArgs, err := cfg.FlowBinArgs()
 	if err != nil {
 		return nil, err

@@ -32,6 +32,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ksqlflow/flowtest/harness/target"
 	"github.com/ksqlflow/flowtest/internal/flagcheck"
 	"github.com/ksqlflow/flowtest/runner"
 )
@@ -188,6 +189,28 @@ func (f *runFlags) validate(uses map[string]flagUse, withRun bool) error {
 	for _, n := range []string{"base-url", "flownet-dir", "ca-file"} {
 		if given(n) && f.target != "live" {
 			return refuse("--%s %q is a live setting and the target is the sandbox, which would ignore it: add --target live or drop it", n, cfg(n))
+		}
+	}
+	// Sandbox-only settings: a live run drives the FlowNet of FLOWTEST_FLOWNET_DIR.
+	for _, n := range []string{"product", "node"} {
+		if given(n) && f.target == "live" {
+			return refuse("--%s %q chooses the sandbox's FlowNet; a live run drives the one --flownet-dir (FLOWTEST_FLOWNET_DIR) names: drop it or use --target sandbox", n, cfg(n))
+		}
+	}
+	if given("product") {
+		switch p := strings.TrimSpace(cfg("product")); p {
+		case target.ProductAuto, target.ProductReal, target.ProductReference:
+		case "":
+			return refuse("--product %q: empty; want auto, real, reference or a FlowNet build's directory", cfg("product"))
+		default:
+			if err := existingDir("--product", p, "a kSQL-FlowNet build (auto, real, reference or its directory)"); err != nil {
+				return err
+			}
+		}
+	}
+	if given("node") {
+		if err := existingFile("--node", cfg("node")); err != nil {
+			return err
 		}
 	}
 	if given("flownet-dir") {

@@ -29,6 +29,7 @@ type Isolation struct {
 	secrets Secrets
 	appIDs  map[string]string // app id → role of the run's emulator: every emulator must match
 	latency map[string]time.Duration
+	product target.Product // the FlowNet every scenario drives, as the run's emulator does
 
 	mu      sync.Mutex
 	targets map[*scenario.State]*target.Target
@@ -52,7 +53,7 @@ type Options struct {
 
 func New(o Options) *Isolation {
 	return &Isolation{bin: o.Bin, profile: o.Profile, prepare: o.Prepare, secrets: o.Secrets, appIDs: o.Run.AppRoles(),
-		latency: o.Latency, targets: map[*scenario.State]*target.Target{}}
+		latency: o.Latency, product: o.Run.Product, targets: map[*scenario.State]*target.Target{}}
 }
 
 // BeforeScenario starts the scenario's emulator, teaches the redactor its tokens, schedules
@@ -65,7 +66,7 @@ func (iso *Isolation) BeforeScenario(ctx context.Context, st *scenario.State) er
 	// second interrupt, its stop is the scenario's last cleanup).
 	t, err := target.StartSandbox(context.Background(), target.SandboxOptions{
 		Bin: iso.bin, WorkDir: filepath.Join(st.WorkDir, "sandbox"), Profile: iso.profile,
-		Latency: iso.latency, Log: io.Discard,
+		Latency: iso.latency, Log: io.Discard, Product: iso.product,
 	})
 	if err != nil {
 		return fmt.Errorf("the scenario's own kintone emulator: %w", err)

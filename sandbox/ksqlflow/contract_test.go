@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -62,8 +63,9 @@ func TestDescribeProfileHasNoTokens(t *testing.T) {
 	assert.Equal(t, e.srv.BaseURL(), m["baseUrl"], "normalized without trailing /")
 	assert.Equal(t, "Asia/Tokyo", m["timezone"])
 	assert.Nil(t, m["guestSpaceId"])
-	assert.Equal(t, map[string]any{"顧客管理": e.apps["customers"].ID, "案件管理": e.apps["deals"].ID}, m["apps"])
-	assert.Equal(t, map[string]any{"name": "KSQL_FLOW_JOB_LOG", "appId": e.apps["log"].ID}, m["logApp"])
+	// App ids are JSON integers, as the real kSQL-Flow prints them and the real FlowNet requires.
+	assert.Equal(t, map[string]any{"顧客管理": jsonNumber(t, e.apps["customers"].ID), "案件管理": jsonNumber(t, e.apps["deals"].ID)}, m["apps"])
+	assert.Equal(t, map[string]any{"name": "KSQL_FLOW_JOB_LOG", "appId": jsonNumber(t, e.apps["log"].ID)}, m["logApp"])
 	assert.Equal(t, []string{"batchTimeoutSec", "maxApiCalls", "maxReadRows", "maxTempRows"}, keysOf(m["limits"].(map[string]any)))
 	for _, tok := range e.env {
 		assert.NotContains(t, out, tok)
@@ -74,6 +76,14 @@ func TestDescribeProfileHasNoTokens(t *testing.T) {
 	assert.Equal(t, 1, code)
 	code, _, _ = invoke("describe-profile", "--config", e.cfgPath, "--json")
 	assert.Equal(t, 1, code, "explicit profile required")
+}
+
+// jsonNumber is a decimal id as encoding/json decodes a JSON integer into any.
+func jsonNumber(t *testing.T, id string) float64 {
+	t.Helper()
+	n, err := strconv.ParseInt(id, 10, 64)
+	require.NoError(t, err)
+	return float64(n)
 }
 
 func TestConfigRefusesTokenLiterals(t *testing.T) {
@@ -102,9 +112,10 @@ func TestInspectJob(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.sql")
 	require.NoError(t, os.WriteFile(bad, []byte("-- @ksql name: bad\nSELECT $id\n  FROM LAPP_顧客管理 GROUP BY 業種;\n"), 0o644))
 	code, out, _ = invoke("inspect-job", "-f", bad, "--profile", testProfile, "--config", e.cfgPath, "--json")
-	assert.Equal(t, 1, code)
+	assert.Equal(t, 0, code, "diagnostics are reported in the document; the real inspect-job exits 0")
 	var ji JobInspection
 	require.NoError(t, json.Unmarshal([]byte(out), &ji))
+	assert.Equal(t, "bad", ji.JobID)
 	require.Len(t, ji.Diagnostics, 1)
 	assert.Equal(t, Diagnostic{Code: diagUnsupported, Severity: "error", Line: 3, Column: 18, Message: ji.Diagnostics[0].Message}, ji.Diagnostics[0])
 }
@@ -189,6 +200,11 @@ func checkResultShape(t *testing.T, m map[string]any, exit int) {
 	if code == "VALIDATION_ERROR" || code == "LOCK_CONFLICT" {
 		assert.Equal(t, false, m["executionStarted"])
 	}
+	// Whatever the outcome, the real kSQL-Flow writes both receipt lists and a string jobId.
+	for _, k := range []string{"input_files", "output_files"} {
+		assert.IsType(t, []any{}, m[k], "%s is always an array", k)
+	}
+	assert.IsType(t, "", m["jobId"])
 	_, err := time.Parse(time.RFC3339, m["finishedAt"].(string))
 	assert.NoError(t, err)
 }
@@ -281,9 +297,11 @@ func TestRunFailures(t *testing.T) {
 		args, resPath := e.orchestratorArgs(t, fixturePath("success-n1-extract.sql"), "other_job", "attempt_mismatch")
 		code, _, _ := invoke(args...)
 		require.Equal(t, 1, code)
-		r, _ := readResult(t, resPath)
+		r, m := readResult(t, resPath)
+		checkResultShape(t, m, 1)
 		assert.Equal(t, "VALIDATION_ERROR", r.ResultCode)
 		assert.False(t, r.ExecutionStarted)
+		assert.Equal(t, "other_job", *r.JobID, "the result names the expected job, as the real synthetic outcome does")
 	})
 	t.Run("unknown logical app", func(t *testing.T) {
 		bad := filepath.Join(t.TempDir(), "app.sql")

@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -135,22 +137,29 @@ func capabilitiesCmd(args []string, stdout, stderr io.Writer) int {
 
 // ---- describe-profile ----
 
-// ProfileDescription is the PROFILE_DESCRIPTION document (never holds tokens).
+// ProfileDescription is the PROFILE_DESCRIPTION document (never holds tokens). Its shape is
+// the real kSQL-Flow 0.9.0's (commands/describeProfile.js): app ids, logApp.appId and
+// guestSpaceId are JSON integers, which the real FlowNet 1.0.0 requires
+// (executor/ksql-flow-cli.js isProfileDescription: Number.isSafeInteger); the limits are
+// numbers or null.
 type ProfileDescription struct {
-	FormatVersion int               `json:"formatVersion"`
-	Kind          string            `json:"kind"`
-	Profile       string            `json:"profile"`
-	BaseURL       string            `json:"baseUrl"`
-	GuestSpaceID  *string           `json:"guestSpaceId"`
-	Timezone      *string           `json:"timezone"`
-	Apps          map[string]string `json:"apps"`
-	LogApp        *struct {
-		Name  string `json:"name"`
-		AppID string `json:"appId"`
-	} `json:"logApp"`
-	Limits        Limits `json:"limits"`
-	Retry         Retry  `json:"retry"`
-	HTTPTimeoutMs int    `json:"httpTimeoutMs"`
+	FormatVersion int              `json:"formatVersion"`
+	Kind          string           `json:"kind"`
+	Profile       string           `json:"profile"`
+	BaseURL       string           `json:"baseUrl"`
+	GuestSpaceID  *int64           `json:"guestSpaceId"`
+	Timezone      *string          `json:"timezone"`
+	Apps          map[string]int64 `json:"apps"`
+	LogApp        *LogAppDesc      `json:"logApp"`
+	Limits        Limits           `json:"limits"`
+	Retry         Retry            `json:"retry"`
+	HTTPTimeoutMs int              `json:"httpTimeoutMs"`
+}
+
+// LogAppDesc is describe-profile's logApp: the logical name and its app id.
+type LogAppDesc struct {
+	Name  string `json:"name"`
+	AppID int64  `json:"appId"`
 }
 
 type commonFlags struct {
@@ -199,13 +208,10 @@ func describeProfileCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ksql-flow describe-profile: %v\n", err)
 		return 1
 	}
-	d := ProfileDescription{FormatVersion: 1, Kind: "PROFILE_DESCRIPTION", Profile: *cf.profile, BaseURL: p.BaseURL,
-		GuestSpaceID: p.GuestSpaceID, Timezone: p.Timezone, Apps: p.appIDs(), Limits: p.Limits, Retry: p.Retry, HTTPTimeoutMs: p.HTTPTimeoutMs}
-	if p.LogApp != nil {
-		d.LogApp = &struct {
-			Name  string `json:"name"`
-			AppID string `json:"appId"`
-		}{p.LogApp.Name, p.LogApp.AppID}
+	d, err := describe(p, *cf.profile)
+	if err != nil {
+		fmt.Fprintf(stderr, "ksql-flow describe-profile: %v\n", err)
+		return 1
 	}
 	writeJSONLine(stdout, d)
 	return 0
@@ -222,11 +228,13 @@ type Diagnostic struct {
 	Message  string `json:"message"`
 }
 
-// JobInspection is the JOB_INSPECTION document.
+// JobInspection is the JOB_INSPECTION document, shaped as the real kSQL-Flow 0.9.0's
+// (commands/inspectJob.js): jobId is always a string (the header's name, else the file
+// name without .sql), and diagnostics are reported in the document, not by the exit code.
 type JobInspection struct {
 	FormatVersion            int          `json:"formatVersion"`
 	Kind                     string       `json:"kind"`
-	JobID                    *string      `json:"jobId"`
+	JobID                    string       `json:"jobId"`
 	FileName                 string       `json:"fileName"`
 	Dialect                  int          `json:"dialect"`
 	StatementCount           int          `json:"statementCount"`
@@ -236,14 +244,27 @@ type JobInspection struct {
 	NondeterministicElements []Diagnostic `json:"nondeterministicElements"`
 }
 
+// jobIDOf is the job id of a script: its header name, else the file name without a
+// trailing .sql (any case), as the real loadJobFile (jobs.js) names it.
+func jobIDOf(sc *Script, path string) string {
+	if sc != nil && sc.Header.Name != "" {
+		return sc.Header.Name
+	}
+	base := filepath.Base(path)
+	if len(base) > 4 && strings.EqualFold(base[len(base)-4:], ".sql") {
+		return base[:len(base)-4]
+	}
+	return base
+}
+
 // inspectFile parses and checks a job file against the profile's apps (nil = no app check).
-func inspectFile(path string, apps map[string]string) (JobInspection, *Script) {
+// An unreadable file is an error (no document), as in the real kSQL-Flow.
+func inspectFile(path string, apps map[string]string) (JobInspection, *Script, error) {
 	ji := JobInspection{FormatVersion: 1, Kind: "JOB_INSPECTION", FileName: filepath.Base(path), Dialect: 1,
 		DependsOn: []string{}, Diagnostics: []Diagnostic{}, NondeterministicElements: []Diagnostic{}}
 	src, err := os.ReadFile(path)
 	if err != nil {
-		ji.Diagnostics = append(ji.Diagnostics, Diagnostic{Code: diagHeader, Severity: "error", Line: 0, Column: 0, Message: fmt.Sprintf("read job file: %v", err)})
-		return ji, nil
+		return ji, nil, fmt.Errorf("cannot read job file %s: %v", path, err)
 	}
 	sc, err := ParseScript(string(src))
 	if err == nil {
@@ -257,24 +278,23 @@ func inspectFile(path string, apps map[string]string) (JobInspection, *Script) {
 			ji.Diagnostics = append(ji.Diagnostics, Diagnostic{Code: diagSyntax, Severity: "error", Message: err.Error()})
 		}
 	}
+	ji.JobID = jobIDOf(sc, path)
 	if sc == nil {
-		return ji, nil
+		return ji, nil, nil
 	}
-	name := sc.Header.Name
-	if name == "" {
-		name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-	}
-	ji.JobID = &name
 	ji.Dialect, ji.StatementCount, ji.TimeoutSec = sc.Header.Dialect, len(sc.Stmts), sc.Header.TimeoutSec
 	if sc.Header.DependsOn != nil {
 		ji.DependsOn = sc.Header.DependsOn
 	}
 	if len(ji.Diagnostics) > 0 {
-		return ji, nil
+		return ji, nil, nil
 	}
-	return ji, sc
+	return ji, sc, nil
 }
 
+// inspectJobCmd prints the JOB_INSPECTION and exits 0 whatever the diagnostics say (the real
+// inspect-job returns EXIT.OK after writing the document; FlowNet reads jobId and the
+// nondeterministic elements). Only a config or file that cannot be read exits 1.
 func inspectJobCmd(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("inspect-job", stderr)
 	file := fs.String("f", "", "SQL job file")
@@ -291,11 +311,12 @@ func inspectJobCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ksql-flow inspect-job: %v\n", err)
 		return 1
 	}
-	ji, _ := inspectFile(*file, p.appIDs())
-	writeJSONLine(stdout, ji)
-	if len(ji.Diagnostics) > 0 {
+	ji, _, err := inspectFile(*file, p.appIDs())
+	if err != nil {
+		fmt.Fprintf(stderr, "ksql-flow inspect-job: %v\n", err)
 		return 1
 	}
+	writeJSONLine(stdout, ji)
 	return 0
 }
 
@@ -325,7 +346,11 @@ func validateCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	ok := true
 	if *file != "" {
-		ji, _ := inspectFile(*file, apps)
+		ji, _, err := inspectFile(*file, apps)
+		if err != nil {
+			fmt.Fprintf(stderr, "ksql-flow validate: %v\n", err)
+			return 1
+		}
 		for _, d := range ji.Diagnostics {
 			fmt.Fprintf(stderr, "%s:%d:%d: %s %s\n", ji.FileName, d.Line, d.Column, d.Code, d.Message)
 			ok = false
@@ -515,4 +540,63 @@ func forceUnlockCmd(args []string, stdout, stderr io.Writer) int {
 		key: *key, reason: *reason, confirmedBy: *confirmedBy, evidenceRef: *evidence, now: time.Now(), eventID: "job_unlock_" + newUUID(),
 	})
 	return emit()
+}
+
+// describe builds the PROFILE_DESCRIPTION of a loaded profile.
+func describe(p *Profile, name string) (ProfileDescription, error) {
+	d := ProfileDescription{FormatVersion: 1, Kind: "PROFILE_DESCRIPTION", Profile: name, BaseURL: normalizeBaseURL(p.BaseURL),
+		Timezone: p.Timezone, Apps: map[string]int64{}, Limits: p.Limits, Retry: p.Retry, HTTPTimeoutMs: p.HTTPTimeoutMs}
+	if p.GuestSpaceID != nil {
+		id, err := positiveID(*p.GuestSpaceID)
+		if err != nil {
+			return d, fmt.Errorf("profile %q: guestSpaceId: %w", name, err)
+		}
+		d.GuestSpaceID = &id
+	}
+	for app, a := range p.Apps {
+		id, err := positiveID(a.AppID)
+		if err != nil {
+			return d, fmt.Errorf("profile %q: app %q: %w", name, app, err)
+		}
+		d.Apps[app] = id
+	}
+	if p.LogApp != nil {
+		id, err := positiveID(p.LogApp.AppID)
+		if err != nil {
+			return d, fmt.Errorf("profile %q: logApp: %w", name, err)
+		}
+		d.LogApp = &LogAppDesc{Name: p.LogApp.Name, AppID: id}
+	}
+	return d, nil
+}
+
+// positiveID reads a kintone id held as text as the positive integer it must be.
+func positiveID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 || id > 1<<53-1 {
+		return 0, fmt.Errorf("id %q must be a positive integer", s)
+	}
+	return id, nil
+}
+
+// normalizeBaseURL is the real kSQL-Flow's normalisation of baseUrl for describe-profile
+// (WHATWG URL serialisation, trailing slashes cut): scheme and host in lower case, the
+// scheme's default port dropped.
+func normalizeBaseURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return strings.TrimRight(raw, "/")
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if (u.Scheme == "https" && port == "443") || (u.Scheme == "http" && port == "80") {
+		port = ""
+	}
+	if port != "" {
+		host = net.JoinHostPort(host, port)
+	} else if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	u.Host = host
+	return strings.TrimRight(u.String(), "/")
 }

@@ -44,8 +44,12 @@ type ExecutionResult struct {
 	KsqlFlowVersion       string       `json:"ksqlFlowVersion"`
 	EngineVersion         string       `json:"engineVersion"`
 	Error                 *ResultError `json:"error"`
-	InputFiles            []InputFile  `json:"input_files,omitempty"`
-	OutputFiles           []InputFile  `json:"output_files,omitempty"`
+	// input_files and output_files are always present (empty arrays when nothing was
+	// read or written), as the real kSQL-Flow 0.9.0 writes them (contract/executionResult.js
+	// normalizeJobOutcome); the real FlowNet classifies a result without output_files for a
+	// node with exports as INVALID_EXECUTION_RESULT.
+	InputFiles  []InputFile `json:"input_files"`
+	OutputFiles []InputFile `json:"output_files"`
 }
 
 // ResultError is the error object of a non-SUCCESS result.
@@ -56,6 +60,10 @@ type ResultError struct {
 	Retryable        bool   `json:"retryable"`
 	DetailsTruncated bool   `json:"detailsTruncated"`
 }
+
+// maxErrorMessageChars is the real kSQL-Flow's cut of error.message, in characters
+// (EXECUTION_ERROR_MESSAGE_MAX_LENGTH in contract/executionResult.js).
+const maxErrorMessageChars = 2000
 
 // codeInfo is the fixed status / exit / category of each result code (contract §7 table).
 type codeInfo struct {
@@ -126,14 +134,25 @@ func (r *ExecutionResult) setOutcome(f *failure) {
 		ec = f.code
 	}
 	msg, truncated := f.msg, false
-	if len(msg) > 4000 {
-		msg, truncated = msg[:4000], true
+	if r := []rune(msg); len(r) > maxErrorMessageChars {
+		msg, truncated = string(r[:maxErrorMessageChars]), true
 	}
 	r.Status, r.ResultCode, r.ExitCode = info.status, f.code, info.exit
 	r.Error = &ResultError{Category: cat, Code: ec, Message: msg, Retryable: f.retryable, DetailsTruncated: truncated}
 }
 
 func isoMillis(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// fillFileLists turns absent receipt lists into empty arrays, so the result always carries
+// input_files and output_files.
+func (r *ExecutionResult) fillFileLists() {
+	if r.InputFiles == nil {
+		r.InputFiles = []InputFile{}
+	}
+	if r.OutputFiles == nil {
+		r.OutputFiles = []InputFile{}
+	}
+}
 
 // writeJSONLine writes one JSON object and LF (the machine-output convention).
 func writeJSONLine(w io.Writer, v any) error {
@@ -148,6 +167,7 @@ func writeJSONLine(w io.Writer, v any) error {
 // writeResultFile writes the result next to its final name and renames it into place, so a
 // reader never sees half a document.
 func writeResultFile(path string, r *ExecutionResult) error {
+	r.fillFileLists()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("create result dir: %w", err)
 	}

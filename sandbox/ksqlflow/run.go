@@ -166,6 +166,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	res := execute(o, stopped.Load, stderr)
 	switch {
 	case o.resultJSON == "-" || o.jsonOut:
+		res.fillFileLists()
 		if err := writeJSONLine(stdout, res); err != nil {
 			fmt.Fprintf(stderr, "ksql-flow: write result: %v\n", err)
 			return 3
@@ -194,7 +195,11 @@ func execute(o *runOpts, stopRequested func() bool, stderr io.Writer) *Execution
 		CorrelationID: strPtr(o.correlationID), AttemptID: strPtr(o.attemptID),
 		ExecutionID: execID, Profile: o.profile, AsOf: strPtr(o.asOf),
 		KsqlFlowVersion: KsqlFlowVersion, EngineVersion: EngineVersion,
+		InputFiles: []InputFile{}, OutputFiles: []InputFile{},
 	}
+	// Until the job file names its job, the result names the job the caller expected, as
+	// the real kSQL-Flow's synthetic outcome does (commands/run.js syntheticOutcome).
+	res.JobID = strPtr(o.expectedJobID)
 	finish := func(f *failure) *ExecutionResult {
 		res.setOutcome(f)
 		now := time.Now()
@@ -221,14 +226,11 @@ func execute(o *runOpts, stopRequested func() bool, stderr io.Writer) *Execution
 	if err != nil {
 		return invalid("SQL", "%s: %v", filepath.Base(o.file), err)
 	}
-	jobID := sc.Header.Name
-	if jobID == "" {
-		jobID = strings.TrimSuffix(filepath.Base(o.file), filepath.Ext(o.file))
-	}
-	res.JobID = &jobID
+	jobID := jobIDOf(sc, o.file)
 	if o.expectedJobID != "" && o.expectedJobID != jobID {
 		return invalid("CONFIG", "job file declares job id %q, expected %q", jobID, o.expectedJobID)
 	}
+	res.JobID = &jobID
 	if err := CheckScript(sc, prof.appIDs()); err != nil {
 		return invalid("SQL", "%s: %v", filepath.Base(o.file), err)
 	}
