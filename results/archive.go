@@ -418,7 +418,7 @@ func (a *Archive) redactScenario(s *Scenario) *Scenario {
 	})
 	c.Faults = eachRedacted(s.Faults, true, func(f FaultFiring) FaultFiring {
 		f.Fault, f.Process, f.Action, f.Method, f.Path = r.String(f.Fault), r.String(f.Process), r.String(f.Action), r.String(f.Method), r.String(f.Path)
-		f.App, f.RecordID, f.Error = r.String(f.App), r.String(f.RecordID), r.String(f.Error)
+		f.App, f.RecordID, f.RecordKey, f.Error = r.String(f.App), r.String(f.RecordID), r.String(f.RecordKey), r.String(f.Error)
 		return f
 	})
 	c.Attempts = eachRedacted(s.Attempts, true, func(at Attempt) Attempt {
@@ -437,6 +437,7 @@ func (a *Archive) redactScenario(s *Scenario) *Scenario {
 	c.APIRequests = redactAPIRequests(r, s.APIRequests)
 	c.TrafficLog = eachRedacted(s.TrafficLog, true, func(t TrafficLine) TrafficLine {
 		t.Process, t.Method, t.Path, t.App, t.RecordID = r.String(t.Process), r.String(t.Method), r.String(t.Path), r.String(t.App), r.String(t.RecordID)
+		t.RecordKey = r.String(t.RecordKey)
 		t.Fields, t.Error = r.Strings(t.Fields), r.String(t.Error)
 		return t
 	})

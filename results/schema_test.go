@@ -161,7 +161,7 @@ func TestSchemasMatchWrittenFiles(t *testing.T) {
 	full.Cleanup = Cleanup{OK: false, Actions: []string{"x"}, Error: "boom"}
 	full.Notes = []Note{{What: "trial", Detail: "lost"}}
 	full.Attempts = []Attempt{{Node: "n1", AttemptNo: 1, Status: "SUCCESS", ResultCode: "OK", InvocationID: "inv", StartedAt: full.Start.Truncate(time.Minute), FinishedAt: full.Start.Truncate(time.Minute), DurationSec: 0.025}}
-	full.TrafficLog = []TrafficLine{{Process: "run-network", At: full.Start, Method: "PUT", Path: "/k/v1/record.json", App: "4257", RecordID: "3", Fields: []string{"status"}, Blocked: true, Heartbeat: true, Status: 200, DurationMS: 1.5, Error: "reset"}}
+	full.TrafficLog = []TrafficLine{{Process: "run-network", At: full.Start, Method: "PUT", Path: "/k/v1/record.json", App: "4257", RecordID: "3", RecordKey: "R1:abc", Fields: []string{"status"}, Blocked: true, Heartbeat: true, Status: 200, DurationMS: 1.5, Error: "reset"}}
 	full.Waits = []Wait{
 		{Name: "RunStatus", What: "run status FAILED", LimitMS: 360000, ElapsedMS: 1200, Outcome: WaitReached, Checks: 5, LastObservation: "status=RUNNING", Start: full.Start},
 		{What: "poller exit", LimitMS: 2000, ElapsedMS: 2000, Outcome: WaitTimedOut, Checks: 20, LastError: "kintone 503"},

@@ -164,6 +164,7 @@ type TrafficLine struct {
 	Path       string    `json:"path"`
 	App        string    `json:"app,omitempty"`
 	RecordID   string    `json:"record_id,omitempty"`
+	RecordKey  string    `json:"record_key,omitempty"` // the updateKey value of a PUT by updateKey
 	Fields     []string  `json:"fields,omitempty"`
 	Blocked    bool      `json:"blocked,omitempty"`
 	Heartbeat  bool      `json:"heartbeat,omitempty"`
@@ -288,8 +289,9 @@ type FaultFiring struct {
 	Method string `json:"method"`
 	Path   string `json:"path"`
 	// App is the role of the app the request addressed (state, audit, request), never its id.
-	App      string `json:"app,omitempty"`
-	RecordID string `json:"record_id,omitempty"`
+	App       string `json:"app,omitempty"`
+	RecordID  string `json:"record_id,omitempty"`
+	RecordKey string `json:"record_key,omitempty"` // the updateKey value of a PUT by updateKey
 	// Status is the status sent (respond) or the upstream's status (lose-response).
 	Status int `json:"status,omitempty"`
 	// Error says why the fault took the request but could not act.

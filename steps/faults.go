@@ -155,7 +155,7 @@ func closeAndRecord(st *scenario.State, name string, p *faultproxy.Proxy) error 
 func trafficLines(name string, lines []faultproxy.TrafficLine) []results.TrafficLine {
 	out := make([]results.TrafficLine, len(lines))
 	for i, l := range lines {
-		out[i] = results.TrafficLine{Process: name, At: l.At, Method: l.Method, Path: l.Path, App: l.App, RecordID: l.RecordID,
+		out[i] = results.TrafficLine{Process: name, At: l.At, Method: l.Method, Path: l.Path, App: l.App, RecordID: l.RecordID, RecordKey: l.RecordKey,
 			Fields: l.Fields, Blocked: l.Blocked, Heartbeat: l.Heartbeat, Status: l.Status, DurationMS: l.DurationMS, Error: l.Error}
 	}
 	return out

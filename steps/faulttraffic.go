@@ -111,6 +111,27 @@ func (d faultTrafficDomain) callsWithinOn(ctx context.Context, real string, tabl
 	return d.callsWithin(ctx, table)
 }
 
+// addressesRecord: the logged request names the record with $id id or record_key key, by
+// the body's "id" or by its updateKey. The real FlowNet writes its own records (Run, Node
+// State, hold, Attempt, Invocation) by updateKey on record_key and a lock's release and the
+// request app's records by id; a step that means "the PUT of this record" finds it either
+// way.
+func addressesRecord(l faultproxy.TrafficLine, id, key string) bool {
+	return id != "" && l.RecordID == id || key != "" && l.RecordKey == key
+}
+
+// recordNamed is how a logged request named its record, for a note: its id, its updateKey
+// value ("key <k>"), or (none).
+func recordNamed(id, key string) string {
+	switch {
+	case id != "":
+		return id
+	case key != "":
+		return "key " + key
+	}
+	return orNone("")
+}
+
 // countSummary is one proxy's counters on one line, for the record's notes.
 func countSummary(c faultproxy.Counts) string {
 	return fmt.Sprintf("total=%d blocked=%d records GET=%d POST=%d PUT=%d file=%d other=%d heartbeat=%d",
@@ -157,7 +178,7 @@ func (faultTrafficDomain) noWriteAfterLease(ctx context.Context, name string, le
 	var late []string
 	for _, l := range lines {
 		if l.Method != "GET" && l.At.After(deadline) {
-			late = append(late, fmt.Sprintf("%s %s %s app record %s, %s after the deadline", l.Method, l.Path, orNone(appRole[l.App]), l.RecordID,
+			late = append(late, fmt.Sprintf("%s %s %s app record %s, %s after the deadline", l.Method, l.Path, orNone(appRole[l.App]), recordNamed(l.RecordID, l.RecordKey),
 				l.At.Sub(deadline).Round(time.Millisecond)))
 		}
 	}

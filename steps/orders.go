@@ -57,12 +57,13 @@ type timedRequest struct {
 	ended      time.Time
 	status     int
 	recordID   string
+	recordKey  string
 	fieldNames []string
 }
 
 func timed(what string, l faultproxy.TrafficLine) timedRequest {
 	return timedRequest{what: what, arrived: l.At, ended: l.At.Add(time.Duration(l.DurationMS * float64(time.Millisecond))),
-		status: l.Status, recordID: l.RecordID, fieldNames: l.Fields}
+		status: l.Status, recordID: l.RecordID, recordKey: l.RecordKey, fieldNames: l.Fields}
 }
 
 func (r timedRequest) String() string {
@@ -97,7 +98,8 @@ func isRecordsCall(l faultproxy.TrafficLine, method, endpoint, app string) bool 
 // leaves at its barrier's release, any other on arrival. So each claim compares the end of
 // the earlier request with the departure of the later one:
 //  1. the STOP's first read of the state app (its Run read) ended before the run's last
-//     PUT of its NETWORK_RUN record carrying finished_at (the terminal write) arrived;
+//     PUT of its NETWORK_RUN record carrying finished_at (the terminal write; by $id or, as
+//     the real FlowNet writes it, by updateKey on record_key) arrived;
 //  2. that terminal write ended before the CLOSE's first request arrived (the CLOSE read a
 //     terminal Run);
 //  3. the CLOSE's ARCHIVED PUT arrived — so every read the CLOSE made (its hold check
@@ -118,7 +120,7 @@ func (orderDomain) threeWayOrder(ctx context.Context, stop, runner, closer, stop
 		return err
 	}
 	terminal, err := findRequest(ctx, runner, "last PUT of the run's record carrying finished_at", true, func(l faultproxy.TrafficLine) bool {
-		return isRecordsCall(l, "PUT", "record", state) && l.RecordID == run.RecordID && slices.Contains(l.Fields, "finished_at")
+		return isRecordsCall(l, "PUT", "record", state) && addressesRecord(l, run.RecordID, run.RecordKey) && slices.Contains(l.Fields, "finished_at")
 	})
 	if err != nil {
 		return err

@@ -229,7 +229,7 @@ func recordFaultFirings(st *scenario.State, sc *scene, process string, p *faultp
 			name = f.FaultID // a fault of the control file
 		}
 		out = append(out, results.FaultFiring{Fault: name, Process: process, Action: string(f.Action), Match: f.Match,
-			Method: f.Method, Path: f.Path, App: roles[f.App], RecordID: f.RecordID, Status: f.Status, Error: f.Error, At: f.At.UTC()})
+			Method: f.Method, Path: f.Path, App: roles[f.App], RecordID: f.RecordID, RecordKey: f.RecordKey, Status: f.Status, Error: f.Error, At: f.At.UTC()})
 	}
 	if len(out) > 0 {
 		st.AddFaultFirings(out...)
@@ -285,7 +285,7 @@ func (selectiveFaultDomain) firedTimes(ctx context.Context, name, times string) 
 
 // firingText is one firing for a note: which match, the action, the request, the status.
 func firingText(f faultproxy.Firing) string {
-	s := fmt.Sprintf("match %d: %s %s %s record %s", f.Match, f.Action, f.Method, f.Path, orNone(f.RecordID))
+	s := fmt.Sprintf("match %d: %s %s %s record %s", f.Match, f.Action, f.Method, f.Path, recordNamed(f.RecordID, f.RecordKey))
 	if f.Status != 0 {
 		s += fmt.Sprintf(" status %d", f.Status)
 	}

@@ -17,7 +17,11 @@ Feature: EXT CLOSE under a fault — every other row of archive-run's result tab
     - a lost Run-PUT response: kintone applies the PUT and the proxy drops the connection
       instead of answering; the re-read finds the Run ARCHIVED and the CLOSE goes on;
     - a Run PUT reset before it reaches kintone, once: the re-read finds the Run ACTIVE and
-      the one retry archives it; twice: the retry is lost too and the CLOSE cannot confirm;
+      the one retry archives it; twice: the retry is lost too, the re-read finds the Run
+      ACTIVE again and, the one retry spent, the write failed: REJECTED / ARCHIVE_WRITE_FAILED
+      with the revision re-read (§1.9 keeps UNCONFIRMED for a Run that cannot be re-read, and
+      for a 409; it names no verdict for a second ACTIVE, and the real FlowNet 1.0.0 answers
+      this one);
     - a Run PUT answered 409 GAIA_CO02 (the Run moved, or someone else archived it): the
       re-read finds it still ACTIVE, so the outcome is UNCONFIRMED, never REJECTED;
     - a lost audit response: kintone inserts the audit and the proxy drops the answer; the
@@ -52,9 +56,9 @@ Feature: EXT CLOSE under a fault — every other row of archive-run's result tab
       | resets the PUT of record in the state app when it carries "lifecycle_status", once | 0    | outcome=ARCHIVED audit=RECORDED run_revision=current lock_released=true | exactly once | ARCHIVED  | exactly one | released |
 
     @ext-02-run-put-reset-unconfirmed
-    Examples: the retry lost too, the Run re-read ACTIVE again: unconfirmed
-      | fault                                                                                  | exit | result                                                                               | fired         | lifecycle | audit | lock     |
-      | resets the PUT of record in the state app when it carries "lifecycle_status", 2 times | 1    | outcome=UNCONFIRMED code=ARCHIVE_UNCONFIRMED run_revision=null lock_released=true | exactly 2 times | ACTIVE    | no    | released |
+    Examples: the retry lost too, the Run re-read ACTIVE again: the write failed, rejected
+      | fault                                                                                  | exit | result                                                                                | fired           | lifecycle | audit | lock     |
+      | resets the PUT of record in the state app when it carries "lifecycle_status", 2 times | 1    | outcome=REJECTED code=ARCHIVE_WRITE_FAILED run_revision=current lock_released=true | exactly 2 times | ACTIVE    | no    | released |
 
     @ext-02-run-put-conflict
     Examples: a 409 on the Run PUT, the Run re-read ACTIVE: unconfirmed

@@ -155,13 +155,17 @@ func PutsFenced(h History) []Violation {
 }
 
 // NoAttemptAfterClose: once a Run is ARCHIVED, or CANCELLED while a hold was on it, no
-// Attempt of it is created.
+// Attempt of it is created. The Run's PUT names the Run by $id or (the real FlowNet) by
+// updateKey on its record_key; either finds it.
 func NoAttemptAfterClose(h History) []Violation {
-	runOfID, held := map[string]string{}, map[string]bool{}
+	runOfID, runOfKey, held := map[string]string{}, map[string]string{}, map[string]bool{}
 	for _, r := range h.State {
 		switch r["record_type"] {
 		case "NETWORK_RUN":
 			runOfID[r["$id"]] = r["run_id"]
+			if k := r["record_key"]; k != "" {
+				runOfKey[k] = r["run_id"]
+			}
 		case "CANCEL_REQUEST":
 			held[r["run_id"]] = true
 		}
@@ -174,8 +178,11 @@ func NoAttemptAfterClose(h History) []Violation {
 		}
 		if w.Sig.Role == "state" && w.Sig.Method == "PUT" {
 			run := w.Values["run_id"]
-			if run == "" {
+			if run == "" && w.RecordID != "" {
 				run = runOfID[w.RecordID]
+			}
+			if run == "" && w.RecordKey != "" {
+				run = runOfKey[w.RecordKey]
 			}
 			if run != "" && (w.Values["lifecycle_status"] == "ARCHIVED" || (w.Values["status"] == "CANCELLED" && held[run] && w.Values["record_type"] != "NODE_STATE")) {
 				if _, done := closed[run]; !done {

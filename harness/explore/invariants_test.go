@@ -192,6 +192,15 @@ func TestNoAttemptAfterCloseOfACloseResumeRace(t *testing.T) {
 	assert.Empty(t, NoAttemptAfterClose(history(resumeSection, closeSection)), "the resume's attempt came before the ARCHIVED write")
 	assert.Empty(t, CheckAll(history(resumeSection, closeSection)), "the correct order breaks no invariant")
 
+	// The real FlowNet names the Run by updateKey on its record_key, with no $id: the final
+	// record's record_key ties the ARCHIVED PUT to the Run the same way.
+	run["record_key"] = "R1:run7"
+	byKey := append([]Write(nil), closeSection...)
+	byKey[1] = w(0, "archive", "PUT", "state", "R1", 200, key("R1:run7"), vals("lifecycle_status", "ARCHIVED"))
+	bad = NoAttemptAfterClose(history(byKey, resumeSection))
+	require.Equal(t, []string{"no-attempt-after-close"}, names(bad))
+	assert.Empty(t, NoAttemptAfterClose(history(resumeSection, byKey)))
+
 	// A failed ARCHIVED write (a 409: the Run moved) closes nothing.
 	closeSection[1].Status = 409
 	assert.Empty(t, NoAttemptAfterClose(history(closeSection, resumeSection)))

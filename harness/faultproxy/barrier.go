@@ -24,12 +24,17 @@ const (
 
 // BodyMatch conditions a barrier on the request's JSON body. Empty fields are not checked.
 type BodyMatch struct {
-	App   string `json:"app,omitempty"`   // top-level "app", string-compared
-	ID    string `json:"id,omitempty"`    // top-level "id", string-compared
+	App string `json:"app,omitempty"` // top-level "app", string-compared
+	ID  string `json:"id,omitempty"`  // top-level "id", string-compared
+	// Key is the value of the top-level updateKey (a PUT by updateKey names its record so).
+	// With ID too, either matches: the record, whether the write names it by id or by key.
+	Key   string `json:"key,omitempty"`
 	Field string `json:"field,omitempty"` // must be a key of the top-level "record" object
 }
 
-func (b *BodyMatch) empty() bool { return b == nil || (b.App == "" && b.ID == "" && b.Field == "") }
+func (b *BodyMatch) empty() bool {
+	return b == nil || (b.App == "" && b.ID == "" && b.Key == "" && b.Field == "")
+}
 
 // Match selects the requests a barrier applies to.
 type Match struct {
@@ -124,9 +129,11 @@ func (c *compiled) matches(v *requestView) bool {
 			return false
 		}
 	}
-	if bm.ID != "" {
+	if bm.ID != "" || bm.Key != "" {
 		s, ok := scalar(v.obj["id"])
-		if !ok || s != bm.ID {
+		byID := bm.ID != "" && ok && s == bm.ID
+		byKey := bm.Key != "" && updateKeyValue(v.obj["updateKey"]) == bm.Key
+		if !byID && !byKey {
 			return false
 		}
 	}

@@ -101,6 +101,7 @@ func parseFileBarrier(raw json.RawMessage) (*compiled, error) {
 			Body   *struct {
 				App   json.RawMessage `json:"app"`
 				ID    json.RawMessage `json:"id"`
+				Key   json.RawMessage `json:"key"`
 				Field string          `json:"field"`
 			} `json:"body"`
 		} `json:"match"`
@@ -121,6 +122,11 @@ func parseFileBarrier(raw json.RawMessage) (*compiled, error) {
 		if len(fb.Match.Body.ID) > 0 && string(fb.Match.Body.ID) != "null" {
 			if bm.ID, ok = scalar(fb.Match.Body.ID); !ok {
 				return nil, errors.New("match.body.id is neither string nor number")
+			}
+		}
+		if len(fb.Match.Body.Key) > 0 && string(fb.Match.Body.Key) != "null" {
+			if bm.Key, ok = scalar(fb.Match.Body.Key); !ok {
+				return nil, errors.New("match.body.key is neither string nor number")
 			}
 		}
 		b.Match.Body = bm
@@ -153,13 +159,14 @@ func parseFileFault(raw json.RawMessage) (*compiledFault, error) {
 		Action Action          `json:"action"`
 		Times  json.RawMessage `json:"times"`
 		Match  *struct {
-			Method   string          `json:"method"`
-			Path     string          `json:"path"`
-			App      json.RawMessage `json:"app"`
-			RecordID json.RawMessage `json:"record_id"`
-			Field    string          `json:"field"`
-			Write    bool            `json:"write"`
-			Nth      int             `json:"nth"`
+			Method    string          `json:"method"`
+			Path      string          `json:"path"`
+			App       json.RawMessage `json:"app"`
+			RecordID  json.RawMessage `json:"record_id"`
+			RecordKey json.RawMessage `json:"record_key"`
+			Field     string          `json:"field"`
+			Write     bool            `json:"write"`
+			Nth       int             `json:"nth"`
 		} `json:"match"`
 		Status  int                 `json:"status"`
 		Code    string              `json:"code"`
@@ -189,6 +196,9 @@ func parseFileFault(raw json.RawMessage) (*compiledFault, error) {
 			return fail(err)
 		}
 		if f.Match.RecordID, err = jsonScalar(m.RecordID, "match.record_id"); err != nil {
+			return fail(err)
+		}
+		if f.Match.RecordKey, err = jsonScalar(m.RecordKey, "match.record_key"); err != nil {
 			return fail(err)
 		}
 	}

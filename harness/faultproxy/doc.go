@@ -44,7 +44,10 @@
 // A Barrier matches on URL path (regexp), method, the app the request addresses
 // (Match.App: the JSON body's "app", else the "app" query parameter, so a GET read
 // matches too), and the JSON body's top-level "app" and "id" (string-compared, so 12 and "12" are equal) and the presence of a
-// field under "record". Blocked requests never reach barriers. Phase "before" holds
+// field under "record". Body.Key matches the value of the body's top-level updateKey: kintone's
+// PUT names its record by "id" or by "updateKey" (FlowNet writes its own records by updateKey
+// on record_key, its request-app records and a lock's release by id); given with ID, either
+// matches, so one barrier holds the write of one record however it is named. Blocked requests never reach barriers. Phase "before" holds
 // the request before forwarding; "after-success" forwards it and holds a 2xx response
 // before returning it; a non-2xx response passes through and does not consume the
 // barrier. A barrier fires at most once. It is released by Release(id) or by the
@@ -61,7 +64,9 @@
 // FaultMatch checks, when set: the method as sent; a regexp on the path; the app the
 // request addresses (the JSON body's "app", else the "app" query parameter, as for
 // barriers); a record id (the body's "id", one of the bulk records[].id, one of a
-// delete's "ids", or the "id" query parameter; 12 and "12" are equal); a field present
+// delete's "ids", or the "id" query parameter; 12 and "12" are equal); a record key (the
+// value of the body's updateKey or of one of records[].updateKey; with a record id too,
+// either matches); a field present
 // under "record" or under one of records[].record; Write, only writes as kintone runs
 // them (not GET; a POST with X-HTTP-Method-Override: GET is a read); and Nth, the first
 // matching request it takes (1-based). It then takes Times matching requests (once by default, n, or
@@ -100,8 +105,8 @@
 // Options.ControlFile accepts the original hook's control file so an operator can
 // steer a proxy by hand: plain text pass | block | block-writes, or JSON
 // {"mode": "...", "barriers": [{"id", "phase", "release", "match": {"path", "method",
-// "body": {"app", "id", "field"}}}], "faults": [{"id", "action", "times", "match":
-// {"method", "path", "app", "record_id", "field", "write", "nth"}, "status", "code", "message",
+// "body": {"app", "id", "key", "field"}}}], "faults": [{"id", "action", "times", "match":
+// {"method", "path", "app", "record_id", "record_key", "field", "write", "nth"}, "status", "code", "message",
 // "errors": {"<key>": ["<message>"]}, "body", "delay"}]}, where times is a number,
 // "once" or "always", delay a Go duration ("1.5s"), and app and ids strings or numbers.
 // It is re-read on every request. A change of its
@@ -120,8 +125,9 @@
 // # Logs and counters
 //
 // Two JSONL files in Options.LogDir: <name>.traffic.jsonl, one line per request
-// (at, method, path, app, record_id, fields — the field names under record or
-// records[].record, never a value — targeted, blocked, heartbeat, status, duration_ms, an
+// (at, method, path, app, record_id, record_key — the updateKey value of a PUT by
+// updateKey — fields — the field names under record or records[].record, never a value
+// — targeted, blocked, heartbeat, status, duration_ms, an
 // error kind when the request failed, e.g. a barrier timeout, and fault and fault_action
 // when a fault took it, with the status sent or, for a lost response, the upstream's;
 // Traffic returns the same lines in memory), and <name>.arrivals.jsonl,

@@ -45,6 +45,10 @@ type FaultMatch struct {
 	// RecordID is a record the request addresses: the body's "id", one of the bulk
 	// records[].id, one of a delete's "ids", or the "id" query parameter.
 	RecordID string
+	// RecordKey is a record the request addresses by its unique key: the value of the body's
+	// updateKey or of one of the bulk records[].updateKey. With RecordID too, either way of
+	// naming the record matches (one record, written by id or by updateKey).
+	RecordKey string
 	// Field must be a key of the body's "record", or of one of the bulk records[].record.
 	Field string
 	// Write takes only writes as kintone runs them: any method but GET, where a POST
@@ -112,11 +116,12 @@ type Firing struct {
 	FaultID string    `json:"fault_id"`
 	Action  Action    `json:"action"`
 	// Match is which matching request this was (1-based, counted per fault).
-	Match    int    `json:"match"`
-	Method   string `json:"method"`
-	Path     string `json:"path"`
-	App      string `json:"app,omitempty"`
-	RecordID string `json:"record_id,omitempty"`
+	Match     int    `json:"match"`
+	Method    string `json:"method"`
+	Path      string `json:"path"`
+	App       string `json:"app,omitempty"`
+	RecordID  string `json:"record_id,omitempty"`
+	RecordKey string `json:"record_key,omitempty"` // the updateKey value of a PUT by updateKey
 	// Status is the status sent (respond) or the upstream's status (lose-response: the
 	// write the client never heard of).
 	Status int `json:"status,omitempty"`
@@ -312,7 +317,7 @@ func (c *compiledFault) matches(v *requestView) bool {
 	if m.App != "" && v.app() != m.App {
 		return false
 	}
-	if m.RecordID != "" && !v.hasRecordID(m.RecordID) {
+	if !v.addresses(m.RecordID, m.RecordKey) {
 		return false
 	}
 	if m.Field != "" && !v.hasField(m.Field) {

@@ -358,6 +358,14 @@ func TestFaultMatchRules(t *testing.T) {
 		{"a bulk POST's field", FaultMatch{Method: "POST", Field: "record_key"}, "POST", "/k/v1/records.json", `{"app":9,"records":[{"record_key":{"value":"k"}}]}`, false},
 		{"a bulk POST's records[].record field", FaultMatch{Method: "POST", Field: "record_key"}, "POST", "/k/v1/records.json", `{"app":9,"records":[{"record":{"record_key":{"value":"k"}}}]}`, true},
 		{"empty matcher matches all", FaultMatch{}, "PATCH", "/anything", "", true},
+		{"a PUT by updateKey", FaultMatch{Method: "PUT", RecordKey: "R1:abc"}, "PUT", "/k/v1/record.json", `{"app":7,"updateKey":{"field":"record_key","value":"R1:abc"},"record":{}}`, true},
+		{"a PUT by another key", FaultMatch{Method: "PUT", RecordKey: "R1:abc"}, "PUT", "/k/v1/record.json", `{"app":7,"updateKey":{"field":"record_key","value":"R1:x"},"record":{}}`, false},
+		{"a key is not an id", FaultMatch{RecordKey: "42"}, "PUT", "/k/v1/record.json", `{"app":7,"id":42,"record":{}}`, false},
+		{"bulk: one records[].updateKey", FaultMatch{RecordKey: "R1:abc"}, "PUT", "/k/v1/records.json",
+			`{"app":7,"records":[{"id":1,"record":{}},{"updateKey":{"field":"record_key","value":"R1:abc"},"record":{}}]}`, true},
+		{"id or key: by id", FaultMatch{RecordID: "42", RecordKey: "R1:abc"}, "PUT", "/k/v1/record.json", `{"app":7,"id":"42","record":{}}`, true},
+		{"id or key: by key", FaultMatch{RecordID: "42", RecordKey: "R1:abc"}, "PUT", "/k/v1/record.json", `{"app":7,"updateKey":{"field":"record_key","value":"R1:abc"},"record":{}}`, true},
+		{"id or key: neither", FaultMatch{RecordID: "42", RecordKey: "R1:abc"}, "PUT", "/k/v1/record.json", `{"app":7,"id":43,"record":{}}`, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -558,4 +566,16 @@ func TestWaitFiringsTimeoutNamesTheFault(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "fault idle")
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+// The control file names a record by updateKey as the in-process API does: a barrier's
+// body.key, a fault's match.record_key (strings or numbers, like ids).
+func TestControlFileNamesARecordByItsKey(t *testing.T) {
+	b, err := parseFileBarrier([]byte(`{"id":"b","phase":"before","match":{"path":".","body":{"id":5,"key":"R1:abc"}}}`))
+	require.NoError(t, err)
+	assert.Equal(t, BodyMatch{ID: "5", Key: "R1:abc"}, *b.b.Match.Body)
+	f, err := parseFileFault([]byte(`{"id":"f","action":"reset","match":{"record_id":5,"record_key":"R1:abc"}}`))
+	require.NoError(t, err)
+	assert.Equal(t, "5", f.f.Match.RecordID)
+	assert.Equal(t, "R1:abc", f.f.Match.RecordKey)
 }

@@ -121,7 +121,7 @@ func (p *Proxy) fired(t *faultTake, status int, errText string) {
 	}
 	t.applied = true
 	f := Firing{At: time.Now().UTC(), FaultID: t.c.f.ID, Action: t.c.f.Action, Match: t.match,
-		Method: t.entry.Method, Path: t.entry.Path, App: t.entry.App, RecordID: t.entry.RecordID, Status: status, Error: errText}
+		Method: t.entry.Method, Path: t.entry.Path, App: t.entry.App, RecordID: t.entry.RecordID, RecordKey: t.entry.RecordKey, Status: status, Error: errText}
 	p.mu.Lock()
 	if len(p.firings) < maxTrafficLines {
 		p.firings = append(p.firings, f)

@@ -87,7 +87,7 @@ func TestGateErrorDropsTheWriteAndRemovingTheGatePasses(t *testing.T) {
 func TestGateRequestNamesABulkWriteByItsFirstRecord(t *testing.T) {
 	v := &requestView{method: "POST", path: "/k/v1/records.json",
 		body: []byte(`{"app":5,"records":[{"record":{"record_key":{"value":"STATE:1"},"record_type":{"value":"NODE_STATE"}}},{"record":{"record_key":{"value":"STATE:2"}}}]}`)}
-	app, id, fields := v.touched()
+	app, id, _, fields := v.touched()
 	r := v.gateRequest(app, id, fields, false)
 	assert.Equal(t, "STATE:1", r.RecordKey)
 	assert.Equal(t, "NODE_STATE", r.RecordType)

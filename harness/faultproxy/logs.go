@@ -12,12 +12,14 @@ type trafficEntry struct {
 	At     time.Time `json:"at"`
 	Method string    `json:"method"`
 	Path   string    `json:"path"`
-	// App, RecordID and Fields say what the request touched: the app and record id (JSON
-	// body's top-level app/id, or the app/id query parameters of a GET, values only — never
-	// the query string), and the field names under record (or records[].record), sorted;
-	// never a field value.
+	// App, RecordID, RecordKey and Fields say what the request touched: the app and record
+	// id (JSON body's top-level app/id, or the app/id query parameters of a GET, values only
+	// — never the query string), the value of the body's updateKey (the record a PUT by
+	// updateKey names: FlowNet's record_key, a canonical key, never business data), and the
+	// field names under record (or records[].record), sorted; never a value under record.
 	App        string   `json:"app,omitempty"`
 	RecordID   string   `json:"record_id,omitempty"`
+	RecordKey  string   `json:"record_key,omitempty"`
 	Fields     []string `json:"fields,omitempty"`
 	Targeted   bool     `json:"targeted"`
 	Blocked    bool     `json:"blocked"`
@@ -32,11 +34,13 @@ type trafficEntry struct {
 
 // TrafficLine is one logged request as Traffic returns it (the traffic log's fields).
 type TrafficLine struct {
-	At         time.Time
-	Method     string
-	Path       string
-	App        string
-	RecordID   string
+	At       time.Time
+	Method   string
+	Path     string
+	App      string
+	RecordID string
+	// RecordKey is the updateKey value of a PUT by updateKey ("" for one by id).
+	RecordKey  string
 	Fields     []string
 	Blocked    bool
 	Heartbeat  bool
@@ -58,7 +62,7 @@ func (p *Proxy) logTraffic(e *trafficEntry, start time.Time) {
 	e.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	p.mu.Lock()
 	if len(p.traffic) < maxTrafficLines {
-		p.traffic = append(p.traffic, TrafficLine{At: e.At, Method: e.Method, Path: e.Path, App: e.App, RecordID: e.RecordID,
+		p.traffic = append(p.traffic, TrafficLine{At: e.At, Method: e.Method, Path: e.Path, App: e.App, RecordID: e.RecordID, RecordKey: e.RecordKey,
 			Fields: e.Fields, Blocked: e.Blocked, Heartbeat: e.Heartbeat, Status: e.Status, DurationMS: e.DurationMS, Error: e.Error,
 			Fault: e.Fault, FaultAction: e.FaultAction})
 	}

@@ -226,6 +226,9 @@ func TestAfterSuccessNon2xxDoesNotConsumeBarrier(t *testing.T) {
 
 func TestBarrierMatchRules(t *testing.T) {
 	full := claimBarrier("b", PhaseBefore)
+	// One record named either way: FlowNet writes the Run by updateKey on record_key, a
+	// by-id writer names the same record by its $id.
+	byKeyOrID := Barrier{ID: "b", Phase: PhaseBefore, Match: Match{Path: claimPath, Method: "PUT", Body: &BodyMatch{App: "9", ID: "5", Key: "R1:abc", Field: "finished_at"}}}
 	cases := []struct {
 		name   string
 		b      Barrier
@@ -249,6 +252,12 @@ func TestBarrierMatchRules(t *testing.T) {
 		{"method match is case-insensitive", Barrier{ID: "b", Phase: PhaseBefore, Match: Match{Path: ".", Method: "put"}}, "PUT", "/x", "", true},
 		{"audit finished_at without id", Barrier{ID: "b", Phase: PhaseBefore, Match: Match{Path: claimPath, Method: "PUT", Body: &BodyMatch{App: "9", Field: "finished_at"}}},
 			"PUT", "/k/v1/record.json", `{"app":"9","updateKey":{"field":"k","value":"v"},"record":{"finished_at":{"value":"x"}}}`, true},
+		{"the record by its updateKey", byKeyOrID, "PUT", "/k/v1/record.json", `{"app":9,"updateKey":{"field":"record_key","value":"R1:abc"},"record":{"finished_at":{}}}`, true},
+		{"the record by its id", byKeyOrID, "PUT", "/k/v1/record.json", `{"app":9,"id":"5","record":{"finished_at":{}}}`, true},
+		{"another record's updateKey", byKeyOrID, "PUT", "/k/v1/record.json", `{"app":9,"updateKey":{"field":"record_key","value":"R1:xyz"},"record":{"finished_at":{}}}`, false},
+		{"another record's id", byKeyOrID, "PUT", "/k/v1/record.json", `{"app":9,"id":6,"record":{"finished_at":{}}}`, false},
+		{"a key alone is no id", Barrier{ID: "b", Phase: PhaseBefore, Match: Match{Path: claimPath, Body: &BodyMatch{Key: "R1:abc"}}},
+			"PUT", "/k/v1/record.json", `{"app":9,"id":"R1:abc","record":{}}`, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -580,8 +589,11 @@ func TestTrafficNamesAppRecordAndFieldsNeverValues(t *testing.T) {
 	send(c, "GET", p.URL()+"/k/v1/records.json?app=7&query=x", "", nil)
 	send(c, "PUT", p.URL()+"/k/v1/record.json", `{"app":7,"id":"42","record":{"status":{"value":"`+value+`"},"finished_at":{"value":"`+value+`"}}}`, nil)
 	send(c, "PUT", p.URL()+"/k/v1/records.json", `{"app":"8","records":[{"id":1,"record":{"b":{"value":"`+value+`"}}},{"id":2,"record":{"a":{"value":"`+value+`"}}}]}`, nil)
+	send(c, "PUT", p.URL()+"/k/v1/record.json", `{"app":7,"updateKey":{"field":"record_key","value":"R1:abc"},"revision":3,"record":{"status":{"value":"`+value+`"}}}`, nil)
 	lines := p.Traffic()
-	require.Len(t, lines, 3)
+	require.Len(t, lines, 4)
+	assert.Equal(t, []string{"7", "", "R1:abc"}, []string{lines[3].App, lines[3].RecordID, lines[3].RecordKey}, "a PUT by updateKey names its record by the key")
+	assert.Equal(t, "", lines[1].RecordKey)
 	assert.Equal(t, []string{"7", ""}, []string{lines[0].App, lines[0].RecordID})
 	assert.Nil(t, lines[0].Fields)
 	assert.Equal(t, []string{"7", "42"}, []string{lines[1].App, lines[1].RecordID})
@@ -595,6 +607,7 @@ func TestTrafficNamesAppRecordAndFieldsNeverValues(t *testing.T) {
 	assert.NotContains(t, string(data), value)
 	assert.Contains(t, string(data), `"fields":["finished_at","status"]`)
 	assert.Contains(t, string(data), `"record_id":"42"`)
+	assert.Contains(t, string(data), `"record_key":"R1:abc"`)
 }
 
 // A barrier with After holds nothing until a request matching After has arrived: the

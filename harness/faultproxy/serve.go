@@ -56,7 +56,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	view := &requestView{method: r.Method, override: r.Header.Get("X-HTTP-Method-Override"), path: r.URL.Path, query: r.URL.Query()}
 	bodyErr := p.bufferBody(r, view)
 	entry := &trafficEntry{At: start.UTC(), Method: r.Method, Path: r.URL.Path, Targeted: true, Heartbeat: view.isHeartbeat()}
-	entry.App, entry.RecordID, entry.Fields = view.touched()
+	entry.App, entry.RecordID, entry.RecordKey, entry.Fields = view.touched()
 	if bodyErr != nil {
 		// Nothing sensible can be forwarded; fail the way the broken connection already has.
 		entry.Error = "request body could not be read"

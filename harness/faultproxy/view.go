@@ -23,10 +23,62 @@ type requestView struct {
 	bulkRecs   []bulkRecord // records[] of a bulk write, parsed on first use
 }
 
-// bulkRecord is one element of a bulk write's records[]: its id (PUT) and record.
+// bulkRecord is one element of a bulk write's records[]: its id or updateKey (PUT) and
+// record.
 type bulkRecord struct {
-	ID     json.RawMessage            `json:"id"`
-	Record map[string]json.RawMessage `json:"record"`
+	ID        json.RawMessage            `json:"id"`
+	UpdateKey json.RawMessage            `json:"updateKey"`
+	Record    map[string]json.RawMessage `json:"record"`
+}
+
+// updateKeyValue is the value of an updateKey object {"field", "value"} as a string ("" when
+// absent or not one). kintone's PUT names the record either by "id" or by "updateKey", a
+// unique field and its value; FlowNet writes its own records by updateKey on record_key.
+func updateKeyValue(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var uk struct {
+		Value json.RawMessage `json:"value"`
+	}
+	if json.Unmarshal(raw, &uk) != nil {
+		return ""
+	}
+	s, _ := scalar(uk.Value)
+	return s
+}
+
+// hasRecordKey: the request addresses the record whose unique key is key, by the body's
+// top-level updateKey or by one of records[].updateKey (whatever the key field; FlowNet's is
+// record_key).
+func (v *requestView) hasRecordKey(key string) bool {
+	if !v.parse() {
+		return false
+	}
+	if updateKeyValue(v.obj["updateKey"]) == key {
+		return true
+	}
+	for _, r := range v.bulk() {
+		if updateKeyValue(r.UpdateKey) == key {
+			return true
+		}
+	}
+	return false
+}
+
+// addresses: the request addresses the record named by id or by key (the empty ones are not
+// checked; both empty is no condition). Given both, either way of naming it matches: a write
+// by id and one by updateKey reach the same record.
+func (v *requestView) addresses(id, key string) bool {
+	switch {
+	case id == "" && key == "":
+		return true
+	case id != "" && v.hasRecordID(id):
+		return true
+	case key != "" && v.hasRecordKey(key):
+		return true
+	}
+	return false
 }
 
 // bulk is the body's records[] (nil when absent or not an array of objects).
@@ -152,10 +204,11 @@ func (v *requestView) isHeartbeat() bool {
 }
 
 // touched names what a request touches, for the traffic log: app and record id from the JSON
-// body's top level (or, for a body-less GET/DELETE, the app and id query values), and the
-// sorted field names under record, or under every records[].record of a bulk write. Values
-// of fields never leave this function.
-func (v *requestView) touched() (app, id string, fields []string) {
+// body's top level (or, for a body-less GET/DELETE, the app and id query values), the value
+// of the body's top-level updateKey (key: how a PUT by updateKey names its record, as a PUT
+// by id names it by id), and the sorted field names under record, or under every
+// records[].record of a bulk write. Values of fields under record never leave this function.
+func (v *requestView) touched() (app, id, key string, fields []string) {
 	if v.parse() {
 		if raw, ok := v.obj["app"]; ok {
 			app, _ = scalar(raw)
@@ -163,6 +216,7 @@ func (v *requestView) touched() (app, id string, fields []string) {
 		if raw, ok := v.obj["id"]; ok {
 			id, _ = scalar(raw)
 		}
+		key = updateKeyValue(v.obj["updateKey"])
 		names := map[string]bool{}
 		for k := range v.record {
 			names[k] = true
@@ -176,7 +230,7 @@ func (v *requestView) touched() (app, id string, fields []string) {
 			fields = append(fields, k)
 		}
 		sort.Strings(fields)
-		return app, id, fields
+		return app, id, key, fields
 	}
-	return v.query.Get("app"), v.query.Get("id"), nil
+	return v.query.Get("app"), v.query.Get("id"), "", nil
 }

@@ -252,7 +252,13 @@ func (a *archiver) unconfirmed(format string, args ...any) {
 //   - Lost response (transport error): re-read the Run. ARCHIVED ⇒ the write landed, go on
 //     with the revision read. ACTIVE ⇒ the write did not land: one retry of the same fenced
 //     PUT (after a fencing check), whose failure is judged by these same rules, except that
-//     a second ACTIVE is UNCONFIRMED. Re-read failed ⇒ UNCONFIRMED.
+//     a second ACTIVE after a lost retry is REJECTED / ARCHIVE_WRITE_FAILED with the
+//     revision re-read: the one retry is spent and the re-read proves the Run is not
+//     archived. Re-read failed ⇒ UNCONFIRMED (the only "unresolvable" case). Decision:
+//     §1.9 names ARCHIVED, ACTIVE and unresolvable for the re-read after a lost response and
+//     is silent on an ACTIVE after the retry; UNCONFIRMED carries run_revision null because
+//     the CLOSE cannot tell the Run's state, which an ACTIVE re-read does tell; the real
+//     FlowNet 1.0.0 answers REJECTED / ARCHIVE_WRITE_FAILED here (orchestration/archive-run.js).
 //   - 409 (GAIA_CO02): re-read. ARCHIVED ⇒ ALREADY_ARCHIVED (someone else's CLOSE won);
 //     anything else (the Run moved, or it cannot be read) ⇒ UNCONFIRMED.
 //   - 400 GAIA_DA02 (the loser of a concurrent update, §2.6): re-read. ARCHIVED ⇒
@@ -263,7 +269,8 @@ func (a *archiver) unconfirmed(format string, args ...any) {
 //   - Any other error response ⇒ REJECTED / ARCHIVE_WRITE_FAILED: kintone refused the write.
 func (a *archiver) putArchived(ctx context.Context, lock *networkLock, run kintoneapi.Record, archivedAt string) (string, bool) {
 	put := func() (string, error) {
-		return a.st.kc.UpdateRecord(ctx, a.st.stateApp, run.ID(),
+		// by updateKey on record_key, as the real FlowNet's archiveRun (repository.js)
+		return a.st.kc.UpdateByKey(ctx, a.st.stateApp, "record_key", run.Str("record_key"),
 			vals(map[string]any{"lifecycle_status": "ARCHIVED", "updated_at": archivedAt}), run.Revision())
 	}
 	rev, err := put()
@@ -301,8 +308,11 @@ func (a *archiver) putArchived(ctx context.Context, lock *networkLock, run kinto
 		case da02 && again.Revision() == run.Revision():
 			a.reject("ARCHIVE_WRITE_FAILED", revOf(run), "archive Run %s: kintone could not lock the record and nothing was written: %v", a.runID, err)
 			return "", false
-		case !lost || retried && !defect.ArchiveRetryUnbounded: // planted defect: a lost PUT is resent until one lands
+		case !lost:
 			a.unconfirmed("the archive write of Run %s failed (%v) and the Run re-read is %s at revision %s", a.runID, err, again.Str("lifecycle_status"), again.Revision())
+			return "", false
+		case retried && !defect.ArchiveRetryUnbounded: // planted defect: a lost PUT is resent until one lands
+			a.reject("ARCHIVE_WRITE_FAILED", revOf(again), "archive Run %s: the retry was lost too (%v) and the Run re-read is %s at revision %s", a.runID, err, again.Str("lifecycle_status"), again.Revision())
 			return "", false
 		}
 		retried = true

@@ -182,11 +182,14 @@ func TestCloseRowRunPutDroppedRereadActiveRetriedOnce(t *testing.T) {
 	c.expectRecords(t, out, "ARCHIVED", true, "released")
 }
 
-func TestCloseRowRunPutDroppedTwiceIsUnconfirmed(t *testing.T) {
+// The retry lost too and the Run re-read ACTIVE: the write is known not to have landed and
+// the one retry is spent, so REJECTED / ARCHIVE_WRITE_FAILED with the revision re-read (the
+// real FlowNet 1.0.0's answer; §1.9 reserves UNCONFIRMED for a Run that cannot be re-read).
+func TestCloseRowRunPutDroppedTwiceIsRejected(t *testing.T) {
 	c := newCloseRow(t)
 	c.front.on("Run PUT dropped before kintone", 2, runPut, reset)
 	out := c.close()
-	out.expect(t, 1, map[string]any{"outcome": "UNCONFIRMED", "code": "ARCHIVE_UNCONFIRMED", "run_revision": nil, "lock_released": true})
+	out.expect(t, 1, map[string]any{"outcome": "REJECTED", "code": "ARCHIVE_WRITE_FAILED", "run_revision": float64(atoi(c.revBefore)), "lock_released": true})
 	assert.Equal(t, 2, c.front.count(runPut), "exactly one retry")
 	_, rev := c.lifecycle()
 	assert.Equal(t, c.revBefore, rev)

@@ -205,7 +205,8 @@
 //     lock_released:false).
 //   - The Run PUT's recovery (putArchived): a lost response re-reads the Run — ARCHIVED
 //     continues to the audit, ACTIVE gets one retry of the same revision-fenced PUT after a
-//     fencing check (a second ACTIVE is UNCONFIRMED), an unreadable Run is UNCONFIRMED. A
+//     fencing check (a second ACTIVE after a lost retry is REJECTED/ARCHIVE_WRITE_FAILED with
+//     the revision re-read, as the real FlowNet 1.0.0 answers), an unreadable Run is UNCONFIRMED. A
 //     409 re-reads: ARCHIVED is ALREADY_ARCHIVED, anything else UNCONFIRMED. A 400 GAIA_DA02
 //     is judged like the 409 when the revision moved; with the revision unchanged nothing was
 //     written and it fails closed, REJECTED/ARCHIVE_WRITE_FAILED, not resent. Any other

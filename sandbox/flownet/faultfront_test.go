@@ -253,6 +253,23 @@ func readsWith(s string) func(frontRequest) bool {
 	}
 }
 
+// updateKeyOf is the value of the body's updateKey ("" for a write by id).
+func (r frontRequest) updateKeyOf() string {
+	uk, ok := r.body["updateKey"].(map[string]any)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprint(uk["value"])
+}
+
+// updatesKey matches a PUT of the record of app whose record_key is key, by updateKey (how
+// FlowNet writes its own records).
+func updatesKey(app, key string) func(frontRequest) bool {
+	return func(r frontRequest) bool {
+		return isRecordWrite(http.MethodPut)(r) && r.app() == app && r.updateKeyOf() == key
+	}
+}
+
 // updatesRecord matches a PUT of record id of app.
 func updatesRecord(app, id string) func(frontRequest) bool {
 	return func(r frontRequest) bool {

@@ -125,7 +125,7 @@ func (c *cli) unlock(ctx context.Context, st *store, r unlockRequest) (unlockRes
 		return unlockResult{}, coded("HEARTBEAT_ADVANCED", "the lock of network %s changed while it was checked; check again", r.networkID)
 	}
 	releasedAt := isoMillis(c.now())
-	post, err := st.update(ctx, st.stateApp, lock.ID(), vals(map[string]any{
+	post, err := st.updateByID(ctx, st.stateApp, lock.ID(), vals(map[string]any{
 		"record_key": lockDoneKey(n1, lock.Str("lease_token")), "lock_key": "", "owner_invocation_id": "", "lease_token": "",
 		"status": StatusCancelled, "status_reason": "NETWORK_LOCK_FORCE_RELEASED", "finished_at": releasedAt,
 		"revision": atoi(lock.Str("revision")) + 1,

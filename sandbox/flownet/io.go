@@ -251,7 +251,7 @@ func (e *execution) recordInputBaseline(ctx context.Context, att *attemptRec, in
 	if err != nil {
 		return fmt.Errorf("input baseline of Attempt %s: %w", att.id, err)
 	}
-	if att.rev, err = e.st.update(ctx, e.st.auditApp, att.recID, vals(map[string]any{"error_message": summary}), att.rev); err != nil {
+	if att.rev, err = e.st.update(ctx, e.st.auditApp, att.key, vals(map[string]any{"error_message": summary}), att.rev); err != nil {
 		return fmt.Errorf("record the input baseline of Attempt %s: %w", att.id, err)
 	}
 	return nil
@@ -357,7 +357,7 @@ func (e *execution) failBeforeStart(ctx context.Context, ns *nodeState, att *att
 		msg = ce.Code + ": " + ce.Msg
 	}
 	var err error
-	if att.rev, err = e.st.update(ctx, e.st.auditApp, att.recID, vals(map[string]any{
+	if att.rev, err = e.st.update(ctx, e.st.auditApp, att.key, vals(map[string]any{
 		"status": StatusFailed, "result_code": code, "finished_at": isoMillis(e.c.now()), "error_message": msg,
 	}), att.rev); err != nil {
 		return fmt.Errorf("finalise Attempt %s: %w", att.id, err)

@@ -45,14 +45,15 @@ func TestNodeStateAndAttemptLosersFoldToRevisionConflict(t *testing.T) {
 			t.Run(what+" "+l.code, func(t *testing.T) {
 				rec := vals(r.rec)
 				rec[r.idField] = kintoneapi.Field{Value: "id_" + l.code}
-				id, rev, err := st.insert(ctx, r.app, "LOSER:"+what+":"+l.code, rec)
+				key := "LOSER:" + what + ":" + l.code
+				id, rev, err := st.insert(ctx, r.app, key, rec)
 				require.NoError(t, err)
-				front.on("the other writer wins", 1, updatesRecord(r.app, id), func(w http.ResponseWriter, fr frontRequest, fw func() (int, []byte)) {
+				front.on("the other writer wins", 1, updatesKey(r.app, key), func(w http.ResponseWriter, fr frontRequest, fw func() (int, []byte)) {
 					_, err := s.admin.UpdateRecord(ctx, r.app, id, kintoneapi.Values(map[string]any{r.field: "winner"}), rev)
 					require.NoError(t, err)
 					respond(l.status, l.code, l.msg, nil)(w, fr, fw)
 				})
-				_, err = st.update(ctx, r.app, id, vals(map[string]any{r.field: "loser"}), rev)
+				_, err = st.update(ctx, r.app, key, vals(map[string]any{r.field: "loser"}), rev)
 				assert.Equal(t, codeRevisionConflict, errCode(err, ""), "%v", err)
 				got, err := st.byID(ctx, r.app, id)
 				require.NoError(t, err)
@@ -65,9 +66,9 @@ func TestNodeStateAndAttemptLosersFoldToRevisionConflict(t *testing.T) {
 	// A DA02 with the record untouched: nobody won, nothing was written, fail closed.
 	id, rev, err := st.insert(ctx, st.stateApp, "LOSER:untouched", vals(records["Node State"].rec))
 	require.NoError(t, err)
-	put := updatesRecord(st.stateApp, id)
+	put := updatesKey(st.stateApp, "LOSER:untouched")
 	front.on("DA02, nothing written", 1, put, respond(http.StatusBadRequest, "GAIA_DA02", msgDA02, nil))
-	_, err = st.update(ctx, st.stateApp, id, vals(map[string]any{"status_reason": "mine"}), rev)
+	_, err = st.update(ctx, st.stateApp, "LOSER:untouched", vals(map[string]any{"status_reason": "mine"}), rev)
 	assert.Equal(t, codeRemoteError, errCode(err, ""), "%v", err)
 	assert.Equal(t, 1, front.count(put), "not sent again")
 	got, err := st.byID(ctx, st.stateApp, id)
@@ -126,17 +127,17 @@ func TestRunNetworkNodeStateLoserIsRevisionConflict(t *testing.T) {
 			}
 			var winner string
 			lost := front.on("another writer wins the Node State", 1, startsNode, func(w http.ResponseWriter, fr frontRequest, fw func() (int, []byte)) {
-				id := fmt.Sprint(fr.body["id"])
-				_, err := s.admin.UpdateRecord(ctx, s.apps["state"].ID, id, kintoneapi.Values(map[string]any{"status_reason": "the other writer"}), fmt.Sprint(fr.body["revision"]))
+				key := fr.updateKeyOf() // FlowNet writes its Node State by updateKey on record_key
+				_, err := s.admin.UpdateByKey(ctx, s.apps["state"].ID, "record_key", key, kintoneapi.Values(map[string]any{"status_reason": "the other writer"}), fmt.Sprint(fr.body["revision"]))
 				require.NoError(t, err)
-				winner = id
+				winner = key
 				respond(l.status, l.code, l.text, nil)(w, fr, fw)
 			})
 			r := s.flownet("run-network", s.network("network-success.yaml"), "--business-key", "loser-"+l.code, "--json")
 			require.Equal(t, 1, front.firings(lost))
 			assert.Equal(t, 1, r.code)
 			assert.Contains(t, r.stderr, "Error [REVISION_CONFLICT]")
-			ns := s.all("state", `$id = `+winner)
+			ns := s.all("state", `record_key in (`+q(winner)+`)`)
 			require.Len(t, ns, 1)
 			assert.Equal(t, "the other writer", ns[0].Str("status_reason"))
 			assert.Equal(t, StatusWaiting, ns[0].Str("status"), "the loser's RUNNING never landed")

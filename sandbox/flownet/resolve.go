@@ -189,7 +189,7 @@ func (c *cli) resolve(ctx context.Context, st *store, r resolveRequest) (int, er
 		return 0, fmt.Errorf("write the resolution of %s: %w", r.nodeID, err)
 	}
 	next := atoi(ns.Str("revision")) + 1
-	if _, err := st.update(ctx, st.stateApp, ns.ID(), vals(map[string]any{
+	if _, err := st.update(ctx, st.stateApp, ns.Str("record_key"), vals(map[string]any{
 		"status": r.to, "status_reason": kind, "active_attempt_id": "", "blocked_by": "[]",
 		"finished_at": resolvedAt, "updated_at": resolvedAt, "revision": next,
 	}), ns.Revision()); err != nil {

@@ -51,7 +51,7 @@ type execution struct {
 
 type nodeState struct {
 	node      Node
-	recID     string
+	key       string // its record_key (STATE:<S1>): FlowNet updates it by updateKey
 	rev       string // kintone $revision
 	bizRev    int    // business revision field
 	status    string
@@ -62,7 +62,7 @@ type nodeState struct {
 }
 
 type attemptRec struct {
-	recID, rev   string
+	key, rev     string // key is its record_key (ATT:<id>): FlowNet updates it by updateKey
 	id           string
 	no           int
 	status, code string
@@ -129,14 +129,14 @@ func (e *execution) loadStates(ctx context.Context) error {
 			// Ours only with our node_state_id: another writer's Node State for the same node
 			// (a concurrent insert of the same key) has the same run_id and node_id, and
 			// taking it for ours would hide the conflict (it must be DUPLICATE_RECORD).
-			recID, rev, err := e.st.insert(ctx, e.st.stateApp, "STATE:"+s1, rec, "node_state_id")
+			_, rev, err := e.st.insert(ctx, e.st.stateApp, "STATE:"+s1, rec, "node_state_id")
 			if err != nil {
 				return fmt.Errorf("create Node State %s: %w", id, err)
 			}
-			e.states[id] = &nodeState{node: nd, recID: recID, rev: rev, bizRev: 1, status: StatusWaiting}
+			e.states[id] = &nodeState{node: nd, key: "STATE:" + s1, rev: rev, bizRev: 1, status: StatusWaiting}
 			continue
 		}
-		e.states[id] = &nodeState{node: nd, recID: r.ID(), rev: r.Revision(), bizRev: atoi(r.Str("revision")),
+		e.states[id] = &nodeState{node: nd, key: r.Str("record_key"), rev: r.Revision(), bizRev: atoi(r.Str("revision")),
 			status: r.Str("status"), reason: r.Str("status_reason"), latestNo: atoi(r.Str("latest_attempt_no")),
 			active: r.Str("active_attempt_id"), blockedBy: jsonList(r.Str("blocked_by"))}
 	}
@@ -169,7 +169,7 @@ func (e *execution) finishInvocation(ctx context.Context, status, code string) e
 		reason += "; " + strings.Join(e.notes, "; ")
 	}
 	rec := vals(map[string]any{"status": status, "result_code": code, "finished_at": isoMillis(e.c.now()), "reason": reason})
-	rev, err := e.st.update(ctx, e.st.auditApp, e.invRecID, rec, e.invRev)
+	rev, err := e.st.update(ctx, e.st.auditApp, "INV:"+e.invID, rec, e.invRev)
 	if err != nil {
 		return fmt.Errorf("finalise Invocation %s: %w", e.invID, err)
 	}
@@ -186,7 +186,7 @@ func (e *execution) putState(ctx context.Context, ns *nodeState, to string, fiel
 	fields["status"] = to
 	fields["revision"] = ns.bizRev + 1
 	fields["updated_at"] = isoMillis(e.c.now())
-	rev, err := e.st.update(ctx, e.st.stateApp, ns.recID, vals(fields), ns.rev)
+	rev, err := e.st.update(ctx, e.st.stateApp, ns.key, vals(fields), ns.rev)
 	if err != nil {
 		return fmt.Errorf("update Node State %s: %w", ns.node.ID, err)
 	}
@@ -231,7 +231,7 @@ func (e *execution) updateRun(ctx context.Context, startNow bool) (string, error
 		return agg, nil
 	}
 	fields["updated_at"] = isoMillis(e.c.now())
-	rev, err := e.st.update(ctx, e.st.stateApp, e.run.ID(), vals(fields), e.runRev)
+	rev, err := e.st.update(ctx, e.st.stateApp, e.run.Str("record_key"), vals(fields), e.runRev)
 	if err != nil {
 		return "", fmt.Errorf("update Run %s: %w", e.runID, err)
 	}
@@ -249,7 +249,7 @@ func (e *execution) loadAttempts(ctx context.Context) error {
 	}
 	e.attempts = map[string][]*attemptRec{}
 	for _, r := range recs {
-		a := &attemptRec{recID: r.ID(), rev: r.Revision(), id: r.Str("node_attempt_id"), no: atoi(r.Str("attempt_no")),
+		a := &attemptRec{key: r.Str("record_key"), rev: r.Revision(), id: r.Str("node_attempt_id"), no: atoi(r.Str("attempt_no")),
 			status: r.Str("status"), code: r.Str("result_code"), invocationID: r.Str("invocation_id")}
 		e.attempts[r.Str("node_id")] = append(e.attempts[r.Str("node_id")], a)
 	}
@@ -491,7 +491,7 @@ func (e *execution) checkHold(ctx context.Context) (bool, error) {
 		h["state"] = "ACCEPTED"
 		h["accepted_at"] = isoMillis(e.c.now())
 		b, _ := json.Marshal(h)
-		if _, err := e.st.update(ctx, e.st.stateApp, rec.ID(), vals(map[string]any{"status_reason": string(b), "updated_at": isoMillis(e.c.now())}), rec.Revision()); err != nil {
+		if _, err := e.st.update(ctx, e.st.stateApp, rec.Str("record_key"), vals(map[string]any{"status_reason": string(b), "updated_at": isoMillis(e.c.now())}), rec.Revision()); err != nil {
 			return false, fmt.Errorf("accept hold of Run %s: %w", e.runID, err)
 		}
 		return true, nil
@@ -548,11 +548,11 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 		"attempt_key": a1, "node_id": ns.node.ID, "job_id": ns.node.JobID, "attempt_no": no,
 		"status": StatusRunning, "result_code": CodePending, "state_revision_before": ns.bizRev,
 	})
-	recID, rev, err := e.st.insert(ctx, e.st.auditApp, "ATT:"+attemptID, rec, "node_attempt_id")
+	_, rev, err := e.st.insert(ctx, e.st.auditApp, "ATT:"+attemptID, rec, "node_attempt_id")
 	if err != nil {
 		return fmt.Errorf("create Attempt %d of %s: %w", no, ns.node.ID, err)
 	}
-	att := &attemptRec{recID: recID, rev: rev, id: attemptID, no: no, status: StatusRunning, code: CodePending, invocationID: e.invID}
+	att := &attemptRec{key: "ATT:" + attemptID, rev: rev, id: attemptID, no: no, status: StatusRunning, code: CodePending, invocationID: e.invID}
 	e.attempts[ns.node.ID] = append(e.attempts[ns.node.ID], att)
 	if err := e.putState(ctx, ns, StatusRunning, map[string]any{"active_attempt_id": attemptID, "latest_attempt_no": no,
 		"started_at": isoMillis(e.c.now()), "finished_at": "", "status_reason": "", "blocked_by": "[]"}); err != nil {
@@ -579,7 +579,7 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 		}
 	}
 	// The FlowNet start marker: from here on, a missing result means the SQL may have run.
-	if att.rev, err = e.st.update(ctx, e.st.auditApp, att.recID, vals(map[string]any{"execution_started_at": isoMillis(e.c.now())}), att.rev); err != nil {
+	if att.rev, err = e.st.update(ctx, e.st.auditApp, att.key, vals(map[string]any{"execution_started_at": isoMillis(e.c.now())}), att.rev); err != nil {
 		return fmt.Errorf("mark Attempt %s started: %w", attemptID, err)
 	}
 
@@ -621,7 +621,7 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 	if out, err = e.settleIO(inputs, outputs, rr, obs, out, fields); err != nil { // io.go: receipts and the IO audit summary
 		return err
 	}
-	if att.rev, err = e.st.update(ctx, e.st.auditApp, att.recID, vals(fields), att.rev); err != nil {
+	if att.rev, err = e.st.update(ctx, e.st.auditApp, att.key, vals(fields), att.rev); err != nil {
 		return fmt.Errorf("finalise Attempt %s: %w", attemptID, err)
 	}
 	att.status, att.code = out.AttemptStatus, out.AttemptCode
@@ -700,7 +700,7 @@ func (e *execution) adjudicateOrphans(ctx context.Context) error {
 			if err := e.writeTick(ctx); err != nil {
 				return err
 			}
-			rev, err := e.st.update(ctx, e.st.auditApp, a.recID, vals(fields), a.rev)
+			rev, err := e.st.update(ctx, e.st.auditApp, a.key, vals(fields), a.rev)
 			if err != nil {
 				return fmt.Errorf("adjudicate Attempt %s: %w", a.id, err)
 			}
@@ -748,7 +748,7 @@ func (e *execution) finalizeOtherInvocations(ctx context.Context) error {
 			return err
 		}
 		now := isoMillis(e.c.now())
-		if _, err := e.st.update(ctx, e.st.auditApp, r.ID(), vals(map[string]any{"status": StatusCancelled, "result_code": codeLeaseInterruptedCode, "finished_at": now}), r.Revision()); err != nil {
+		if _, err := e.st.update(ctx, e.st.auditApp, r.Str("record_key"), vals(map[string]any{"status": StatusCancelled, "result_code": codeLeaseInterruptedCode, "finished_at": now}), r.Revision()); err != nil {
 			return fmt.Errorf("finalise stale Invocation %s: %w", r.Str("invocation_id"), err)
 		}
 		eventID := uuid.NewString()

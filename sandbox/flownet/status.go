@@ -290,7 +290,7 @@ func (c *cli) buildStatus(ctx context.Context, o statusOptions) (*statusDoc, err
 			}
 		}
 		if defect.StatusBumpsRevision { // planted defect: status "repairs" updated_at, a write that bumps $revision
-			_, _ = st.update(ctx, st.stateApp, r.ID(), vals(map[string]any{"updated_at": r.Str("updated_at")}), r.Revision())
+			_, _ = st.update(ctx, st.stateApp, r.Str("record_key"), vals(map[string]any{"updated_at": r.Str("updated_at")}), r.Revision())
 		}
 		if detail {
 			if err := fillDetail(ctx, st, sr, r, doc); err != nil {

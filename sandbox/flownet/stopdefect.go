@@ -26,7 +26,7 @@ func (e *execution) closeRunOnStop() {
 	go func() {
 		<-sig
 		now := isoMillis(e.c.now())
-		_, _ = e.st.update(context.Background(), e.st.stateApp, e.run.ID(),
+		_, _ = e.st.update(context.Background(), e.st.stateApp, e.run.Str("record_key"),
 			vals(map[string]any{"status": StatusFailed, "finished_at": now, "updated_at": now}), e.runRev)
 		os.Exit(1)
 	}()
@@ -45,7 +45,7 @@ func (e *execution) closeInvocationOnStop() {
 	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
 	go func() {
 		<-sig
-		_, _ = e.st.update(context.Background(), e.st.auditApp, e.invRecID,
+		_, _ = e.st.update(context.Background(), e.st.auditApp, "INV:"+e.invID,
 			vals(map[string]any{"status": StatusCancelled, "result_code": CodeStopRequested,
 				"finished_at": isoMillis(e.c.now()), "reason": e.invReason}), e.invRev)
 		os.Exit(1)

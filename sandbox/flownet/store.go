@@ -249,21 +249,48 @@ func (s *store) insert(ctx context.Context, app, k string, rec kintoneapi.Record
 	}
 }
 
-// update writes rec to record id with the expected $revision. A stale revision is 409
-// GAIA_CO02 ⇒ REVISION_CONFLICT. The loser of two concurrent updates may instead get 400
-// GAIA_DA02 ("the database could not be locked"), which says nothing about who won, so it is
-// adjudicated by re-reading (§2.6): a newer revision or a missing record ⇒
-// REVISION_CONFLICT; the revision unchanged ⇒ nothing was written, and the update fails
-// closed (REMOTE_ERROR, no resend — kintone-api.md "else fail closed"). A lost response is
-// re-read too: our values at rev+1 mean the write landed; the unchanged revision means it
-// did not, and it is sent again; anything else is a revision conflict.
-func (s *store) update(ctx context.Context, app, id string, rec kintoneapi.Record, rev string) (string, error) {
+// update writes rec to the record whose unique record_key is key (kintone's updateKey), with
+// the expected $revision: the real FlowNet writes every repository record it owns — Run,
+// Node State, CANCEL_REQUEST hold, Attempt, Invocation — by updateKey on record_key, never
+// by $id (dist/persistence/kintone/repository.js put → client.putRecord). Only writes that
+// change the record_key itself (a lock's release into its tombstone, force-unlock) and the
+// request app's records (which have no record_key) go by id: updateByID.
+func (s *store) update(ctx context.Context, app, key string, rec kintoneapi.Record, rev string) (string, error) {
+	return s.put(ctx, app, "record "+key, rec, rev,
+		func(rev string) (string, error) { return s.kc.UpdateByKey(ctx, app, "record_key", key, rec, rev) },
+		func() (kintoneapi.Record, error) {
+			got, err := s.byKey(ctx, app, key)
+			if err == nil && got == nil {
+				err = coded(codeRecordNotFound, "no record with record_key %s in app %s", key, app)
+			}
+			return got, err
+		})
+}
+
+// updateByID is update for a record addressed by its $id (see update for which ones).
+func (s *store) updateByID(ctx context.Context, app, id string, rec kintoneapi.Record, rev string) (string, error) {
+	return s.put(ctx, app, "record "+id, rec, rev,
+		func(rev string) (string, error) { return s.kc.UpdateRecord(ctx, app, id, rec, rev) },
+		func() (kintoneapi.Record, error) { return s.byID(ctx, app, id) })
+}
+
+// put sends one revision-fenced update (send) and judges its failure by re-reading the
+// record (reread). A stale revision is 409 GAIA_CO02 ⇒ REVISION_CONFLICT. The loser of two
+// concurrent updates may instead get 400 GAIA_DA02 ("the database could not be locked"),
+// which says nothing about who won, so it is adjudicated by re-reading (§2.6): a newer
+// revision or a missing record ⇒ REVISION_CONFLICT; the revision unchanged ⇒ nothing was
+// written, and the update fails closed (REMOTE_ERROR, no resend — kintone-api.md "else fail
+// closed"). A lost response is re-read too: our values at rev+1 mean the write landed; the
+// unchanged revision means it did not, and it is sent again; anything else is a revision
+// conflict. what names the record in errors; send is given the revision to fence with.
+func (s *store) put(ctx context.Context, app, what string, rec kintoneapi.Record, rev string,
+	send func(rev string) (string, error), reread func() (kintoneapi.Record, error)) (string, error) {
 	deadline := time.Now().Add(s.retryFor)
 	for {
 		if err := s.leaseGone(ctx); err != nil {
 			return "", err
 		}
-		nr, err := s.kc.UpdateRecord(ctx, app, id, rec, rev)
+		nr, err := send(rev)
 		if err == nil {
 			return nr, nil
 		}
@@ -271,23 +298,23 @@ func (s *store) update(ctx context.Context, app, id string, rec kintoneapi.Recor
 		// planted defects: the loser's answer (409 GAIA_CO02, or DA02 taken for "wait and try
 		// again") is resent at the revision a re-read shows, over the winner's write
 		if da02 && defect.GaiaDa02NotFolded || co02 && defect.GaiaCo02Resent {
-			if got, rerr := s.byID(ctx, app, id); rerr == nil {
+			if got, rerr := reread(); rerr == nil {
 				rev = got.Revision()
 				continue
 			}
 		}
 		if co02 {
-			return "", wrapRemote("update record "+id, err)
+			return "", wrapRemote("update "+what, err)
 		}
 		if !da02 && !kintoneapi.IsNetwork(err) {
-			return "", wrapRemote("update record "+id, err)
+			return "", wrapRemote("update "+what, err)
 		}
-		got, rerr := s.byID(ctx, app, id)
+		got, rerr := reread()
 		if rerr != nil {
 			if ce, ok := rerr.(*codedError); ok && ce.Code == codeRecordNotFound {
-				return "", &codedError{Code: codeRevisionConflict, Msg: "update record " + id + ": record disappeared", Err: err}
+				return "", &codedError{Code: codeRevisionConflict, Msg: "update " + what + ": record disappeared", Err: err}
 			}
-			return "", &codedError{Code: codeAmbiguousWrite, Msg: fmt.Sprintf("update record %s: outcome unknown and re-read failed: %v", id, rerr), Err: err}
+			return "", &codedError{Code: codeAmbiguousWrite, Msg: fmt.Sprintf("update %s: outcome unknown and re-read failed: %v", what, rerr), Err: err}
 		}
 		cur, _ := strconv.Atoi(got.Revision())
 		want, _ := strconv.Atoi(rev)
@@ -295,16 +322,16 @@ func (s *store) update(ctx context.Context, app, id string, rec kintoneapi.Recor
 		case rev != "" && cur == want+1 && !da02 && sameValues(got, rec):
 			return got.Revision(), nil
 		case rev != "" && cur != want:
-			return "", &codedError{Code: codeRevisionConflict, Msg: fmt.Sprintf("update record %s: revision moved from %s to %s", id, rev, got.Revision()), Err: err}
+			return "", &codedError{Code: codeRevisionConflict, Msg: fmt.Sprintf("update %s: revision moved from %s to %s", what, rev, got.Revision()), Err: err}
 		case da02:
-			return "", &codedError{Code: codeRemoteError, Msg: fmt.Sprintf("update record %s: kintone could not lock the record and nothing was written (revision still %s)", id, got.Revision()), Err: err}
+			return "", &codedError{Code: codeRemoteError, Msg: fmt.Sprintf("update %s: kintone could not lock the record and nothing was written (revision still %s)", what, got.Revision()), Err: err}
 		}
 		if time.Now().After(deadline) {
-			return "", wrapRemote("update record "+id, err)
+			return "", wrapRemote("update "+what, err)
 		}
 		select {
 		case <-ctx.Done():
-			return "", wrapRemote("update record "+id, err)
+			return "", wrapRemote("update "+what, err)
 		case <-time.After(s.retryEvery):
 		}
 	}

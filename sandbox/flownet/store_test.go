@@ -98,12 +98,12 @@ func TestUpdateAdjudicatesLostResponseAndConflicts(t *testing.T) {
 	require.NoError(t, err)
 
 	e.lossy.drop = isWrite(http.MethodPut)
-	rev2, err := e.st.update(ctx, e.st.stateApp, id, vals(map[string]any{"status_reason": "x", "updated_at": isoMillis(time.Now())}), rev)
+	rev2, err := e.st.update(ctx, e.st.stateApp, "CANCEL:netrun_c", vals(map[string]any{"status_reason": "x", "updated_at": isoMillis(time.Now())}), rev)
 	require.NoError(t, err, "our write landed; the re-read proves it")
 	assert.Equal(t, "2", rev2)
 
 	// A stale revision is a conflict, whether kintone says GAIA_CO02 or (racing) GAIA_DA02.
-	_, err = e.st.update(ctx, e.st.stateApp, id, vals(map[string]any{"status_reason": "y"}), rev)
+	_, err = e.st.update(ctx, e.st.stateApp, "CANCEL:netrun_c", vals(map[string]any{"status_reason": "y"}), rev)
 	assert.Equal(t, codeRevisionConflict, errCode(err, ""))
 	got, err := e.st.byID(ctx, e.st.stateApp, id)
 	require.NoError(t, err)
