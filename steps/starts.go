@@ -62,19 +62,24 @@ func dealsReader(ctx context.Context, sc *scene) (*kintoneapi.Client, string, er
 	if id == "" {
 		return nil, "", fmt.Errorf("describe-profile of %s reports no app %s", t.Profile, target.LogicalDeals)
 	}
-	name, err := ksqlprofile.TokenRef(t.KsqlFlowConfig, t.Profile, target.LogicalDeals)
+	names, err := ksqlprofile.TokenRefs(t.KsqlFlowConfig, t.Profile, target.LogicalDeals)
 	if err != nil {
 		return nil, "", err
 	}
-	token := ""
-	for _, kv := range t.KsqlFlowEnv() {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
-			token = v
+	var toks []string
+	for _, name := range names {
+		tok := ""
+		for _, kv := range t.KsqlFlowEnv() {
+			if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+				tok = v
+			}
 		}
+		if tok == "" {
+			return nil, "", fmt.Errorf("the environment kSQL-Flow gets has no %s (a token of %s)", name, target.LogicalDeals)
+		}
+		toks = append(toks, tok)
 	}
-	if token == "" {
-		return nil, "", fmt.Errorf("the environment kSQL-Flow gets has no %s (the token of %s)", name, target.LogicalDeals)
-	}
+	token := strings.Join(toks, ",") // as kSQL-Flow sends an app's tokens
 	hc, err := kintoneapi.HTTPClientWithCA(t.CAFile)
 	if err != nil {
 		return nil, "", err

@@ -14,10 +14,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -96,33 +98,43 @@ func fromDoc(doc map[string]any) (*Description, error) {
 	if d.BaseURL == "" {
 		return nil, errors.New("the description has no baseUrl")
 	}
+	// App ids are JSON integers, as the real kSQL-Flow 0.9.0 prints them; the real FlowNet
+	// 1.0.0 refuses anything else (isProfileDescription: Number.isSafeInteger), so do we.
 	apps, _ := doc["apps"].(map[string]any)
 	for name, id := range apps {
-		d.Apps[name] = idString(id)
+		s, err := intID(id)
+		if err != nil {
+			return nil, fmt.Errorf("the description's apps.%s: %w", name, err)
+		}
+		d.Apps[name] = s
 	}
 	if la, ok := doc["logApp"].(map[string]any); ok {
-		d.LogAppID = idString(la["appId"])
+		s, err := intID(la["appId"])
+		if err != nil {
+			return nil, fmt.Errorf("the description's logApp.appId: %w", err)
+		}
+		d.LogAppID = s
 	}
 	if n, ok := doc["httpTimeoutMs"].(json.Number); ok {
-		v, err := n.Int64()
+		// A positive number of milliseconds (the real takes any positive number).
+		v, err := n.Float64()
 		if err != nil || v <= 0 {
-			return nil, fmt.Errorf("the description's httpTimeoutMs %s is not a positive integer", n)
+			return nil, fmt.Errorf("the description's httpTimeoutMs %s is not a positive number", n)
 		}
-		d.HTTPTimeoutMs = int(v)
+		d.HTTPTimeoutMs = int(math.Ceil(v))
 	}
 	return d, nil
 }
 
-// idString prints an app id given as a JSON string or number.
-func idString(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	default:
-		return fmt.Sprint(x)
+// intID is an app id the description gives as a JSON integer, in decimal.
+func intID(v any) (string, error) {
+	n, ok := v.(json.Number)
+	if ok {
+		if i, err := n.Int64(); err == nil && i > 0 && i <= 1<<53-1 {
+			return strconv.FormatInt(i, 10), nil
+		}
 	}
+	return "", fmt.Errorf("app id %v is not a positive JSON integer (the real FlowNet refuses the description: KSQL_FLOW_OUTPUT_INVALID)", v)
 }
 
 // HTTPTimeout is the profile's kintone request timeout; an error when the description does
@@ -278,30 +290,39 @@ func union(a, b map[string]any) map[string]bool {
 	return out
 }
 
-// TokenRef is the `env:NAME` reference of a logical app's token in the config file, as the
-// original read it: describe-profile never shows a token or its source, and the variable is
-// what the harness must resolve to read the app as kSQL-Flow does.
-func TokenRef(path, profile, logical string) (string, error) {
+// TokenRefs are the variables of a logical app's `tokens` (`env:NAME` references, the real
+// kSQL-Flow 0.9.0 format) in the config file, as the original reads them: describe-profile
+// never shows a token or its source, and the variables are what the harness must resolve
+// (and join with ",", as kSQL-Flow sends them) to read the app as kSQL-Flow does.
+func TokenRefs(path, profile, logical string) ([]string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("kSQL-Flow config: %w", err)
+		return nil, fmt.Errorf("kSQL-Flow config: %w", err)
 	}
 	cfg, err := decodeConfig(path, data)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	prof, err := profileOf(cfg, path, profile)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	apps, _ := prof["apps"].(map[string]any)
 	app, _ := apps[logical].(map[string]any)
-	tok, _ := app["token"].(string)
-	name, ok := strings.CutPrefix(tok, "env:")
-	if !ok || name == "" {
-		return "", fmt.Errorf("kSQL-Flow config %s: the token of %s in profile %s is not an env:NAME reference", path, logical, profile)
+	toks, _ := app["tokens"].([]any)
+	if len(toks) == 0 {
+		return nil, fmt.Errorf("kSQL-Flow config %s: profile %s has no tokens for app %s (apps.%s.tokens)", path, profile, logical, logical)
 	}
-	return name, nil
+	var names []string
+	for i, t := range toks {
+		s, _ := t.(string)
+		name, ok := strings.CutPrefix(s, "env:")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("kSQL-Flow config %s: apps.%s.tokens[%d] of profile %s is not an env:NAME reference", path, logical, i, profile)
+		}
+		names = append(names, name)
+	}
+	return names, nil
 }
 
 func decodeConfig(path string, data []byte) (map[string]any, error) {

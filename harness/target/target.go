@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -368,26 +369,50 @@ const (
 	LogicalCSV       = "KSQL_FLOW_TEST_CSV1"
 )
 
-// WriteKsqlFlowConfig writes the kSQL-Flow config for the target's profile at path.
+// LogicalLog is the logical name of the JOB log app's entry in the kSQL-Flow config
+// (`logApp` names an entry of `apps` in the real format).
+const LogicalLog = "JOB_LOG"
+
+// ksqlApp is one `apps` entry of the real kSQL-Flow 0.9.0 config: integer id, token refs.
+func ksqlApp(id, tokenVar string) (map[string]any, error) {
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil || n <= 0 {
+		return nil, fmt.Errorf("app id %q is not a positive integer", id)
+	}
+	return map[string]any{"id": n, "tokens": []string{"env:" + tokenVar}}, nil
+}
+
+// WriteKsqlFlowConfig writes the kSQL-Flow config for the target's profile at path, in the
+// real kSQL-Flow 0.9.0 format (its dist/config.js; unknown keys are refused there): no
+// formatVersion, apps as {id, tokens}, logApp as a logical name, maxReadRows within its cap
+// of 200000, no CA key (the CA goes through SSL_CERT_FILE / NODE_EXTRA_CA_CERTS,
+// ChildBaseEnv).
 func WriteKsqlFlowConfig(t *Target, path string) (string, error) {
 	tz := "Asia/Tokyo"
-	apps := map[string]any{
-		LogicalCustomers: map[string]string{"appId": t.Apps[RoleCustomers].ID, "token": "env:" + EnvKsqlCustomersToken},
-		LogicalDeals:     map[string]string{"appId": t.Apps[RoleDeals].ID, "token": "env:" + EnvKsqlDealsToken},
+	entries := []struct{ logical, role, tokenVar string }{
+		{LogicalCustomers, RoleCustomers, EnvKsqlCustomersToken},
+		{LogicalDeals, RoleDeals, EnvKsqlDealsToken},
+		{LogicalLog, RoleLog, EnvKsqlLogToken},
 	}
-	if a, ok := t.Apps[RoleCSV]; ok {
-		apps[LogicalCSV] = map[string]string{"appId": a.ID, "token": "env:" + EnvKsqlCSVToken}
+	if _, ok := t.Apps[RoleCSV]; ok {
+		entries = append(entries, struct{ logical, role, tokenVar string }{LogicalCSV, RoleCSV, EnvKsqlCSVToken})
+	}
+	apps := map[string]any{}
+	for _, e := range entries {
+		a, err := ksqlApp(t.Apps[e.role].ID, e.tokenVar)
+		if err != nil {
+			return "", fmt.Errorf("kSQL-Flow config, app %s: %w", e.logical, err)
+		}
+		apps[e.logical] = a
 	}
 	cfg := map[string]any{
-		"formatVersion": 1,
 		"profiles": map[string]any{
 			t.Profile: map[string]any{
 				"baseUrl":  t.BaseURL,
 				"timezone": tz,
-				"caFile":   t.CAFile,
 				"apps":     apps,
-				"logApp":   map[string]string{"name": "JOB_LOG", "appId": t.Apps[RoleLog].ID, "token": "env:" + EnvKsqlLogToken},
-				"limits":   map[string]int{"maxApiCalls": 10000, "maxReadRows": 1000000, "maxTempRows": 1000000, "batchTimeoutSec": 3600},
+				"logApp":   LogicalLog,
+				"limits":   map[string]int{"maxApiCalls": 10000, "maxReadRows": 200000, "maxTempRows": 1000000, "batchTimeoutSec": 3600},
 			},
 		},
 	}

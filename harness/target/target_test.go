@@ -61,15 +61,26 @@ func TestKsqlFlowConfigHoldsNoToken(t *testing.T) {
 	for _, tok := range []string{"st-", "au-", "lg-", "cu-", "de-"} {
 		assert.NotContains(t, string(data), tok)
 	}
+	// The real kSQL-Flow 0.9.0 format: integer ids, token lists, logApp a logical name.
 	var cfg struct {
 		Profiles map[string]struct {
-			Apps map[string]struct{ AppID, Token string }
+			Apps map[string]struct {
+				ID     json.Number `json:"id"`
+				Tokens []string    `json:"tokens"`
+			}
+			LogApp string         `json:"logApp"`
+			Limits map[string]int `json:"limits"`
 		}
 	}
 	require.NoError(t, json.Unmarshal(data, &cfg))
-	apps := cfg.Profiles["e2e"].Apps
-	assert.Equal(t, "105", apps[LogicalCustomers].AppID)
-	assert.Equal(t, "env:"+EnvKsqlCustomersToken, apps[LogicalCustomers].Token)
+	assert.NotContains(t, string(data), "formatVersion")
+	assert.NotContains(t, string(data), "caFile")
+	p := cfg.Profiles["e2e"]
+	assert.Equal(t, json.Number("105"), p.Apps[LogicalCustomers].ID)
+	assert.Equal(t, []string{"env:" + EnvKsqlCustomersToken}, p.Apps[LogicalCustomers].Tokens)
+	assert.Equal(t, LogicalLog, p.LogApp)
+	assert.Equal(t, []string{"env:" + EnvKsqlLogToken}, p.Apps[LogicalLog].Tokens)
+	assert.LessOrEqual(t, p.Limits["maxReadRows"], 200000, "the real loader's cap")
 }
 
 func TestFindSandboxBinaryExplainsHowToBuild(t *testing.T) {

@@ -64,11 +64,13 @@ func newLiveSetup(t *testing.T) *liveSetup {
 // token is referenced as env:<customersVar>.
 func (s *liveSetup) writeConfig(t *testing.T, customersVar string) string {
 	t.Helper()
-	cfg := `{"formatVersion": 1, "profiles": {"e2e": {
-  "baseUrl": "` + s.baseURL + `/", "timezone": "Asia/Tokyo", "caFile": "` + filepath.ToSlash(s.caFile) + `",
-  "apps": {"顧客管理": {"appId": "` + s.apps["customers"].ID + `", "token": "env:` + customersVar + `"},
-           "案件管理": {"appId": "` + s.apps["deals"].ID + `", "token": "env:KSQL_TOKEN_DEALS"}},
-  "logApp": {"name": "JOB_LOG", "appId": "` + s.apps["log"].ID + `", "token": "env:KSQL_E2E_TOKEN_LOGS"}}}}`
+	// The real kSQL-Flow 0.9.0 format; the CA reaches kSQL-Flow through FLOWTEST_CA_FILE.
+	cfg := `{"profiles": {"e2e": {
+  "baseUrl": "` + s.baseURL + `/", "timezone": "Asia/Tokyo",
+  "apps": {"顧客管理": {"id": ` + s.apps["customers"].ID + `, "tokens": ["env:` + customersVar + `"]},
+           "案件管理": {"id": ` + s.apps["deals"].ID + `, "tokens": ["env:KSQL_TOKEN_DEALS"]},
+           "JOB_LOG": {"id": ` + s.apps["log"].ID + `, "tokens": ["env:KSQL_E2E_TOKEN_LOGS"]}},
+  "logApp": "JOB_LOG"}}}`
 	return writeFile(t, "ksql-flow-config.json", cfg)
 }
 
@@ -142,10 +144,14 @@ func TestLiveSetupPreflight(t *testing.T) {
 		{"kSQL-Flow config missing", map[string]string{"KSQL_FLOW_CONFIG": filepath.Join(t.TempDir(), "nope.json")}, []string{"FAIL  ksql-flow-config", "nope.json"}},
 		{"kSQL-Flow config not set", map[string]string{"KSQL_FLOW_CONFIG": ""}, []string{"FAIL  ksql-flow-config", "KSQL_FLOW_CONFIG is not set"}},
 		{"wrong env: name in the config", map[string]string{"KSQL_FLOW_CONFIG": s.writeConfig(t, "KSQL_CUSTOMERS_TOKEN")}, []string{"FAIL  ksql-flow-config", "env:KSQL_CUSTOMERS_TOKEN", "does not pass"}},
-		{"config's business app is not FLOWTEST_APP_CUSTOMERS", map[string]string{"FLOWTEST_APP_CUSTOMERS": s.apps["csv"].ID}, []string{"FAIL  ksql-flow-config", "apps.顧客管理.appId is not FLOWTEST_APP_CUSTOMERS"}},
+		{"config's business app is not FLOWTEST_APP_CUSTOMERS", map[string]string{"FLOWTEST_APP_CUSTOMERS": s.apps["csv"].ID}, []string{"FAIL  ksql-flow-config", "apps.顧客管理.id is not FLOWTEST_APP_CUSTOMERS"}},
 		{"config's log app is not KSQL_E2E_LOG_APP_ID", map[string]string{"KSQL_E2E_LOG_APP_ID": s.apps["csv"].ID}, []string{"FAIL  ksql-flow-config", "logApp.appId is not KSQL_E2E_LOG_APP_ID"}},
 		{"profile's request timeout too short to hold a read", map[string]string{"KSQL_FLOW_CONFIG": writeFile(t, "c.json", strings.Replace(mustRead(t, s.env["KSQL_FLOW_CONFIG"]), `"timezone"`, `"httpTimeoutMs": 1500, "timezone"`, 1))},
 			[]string{"PASS  ksql-flow-config", "FAIL  ksql-flow-proxy", "httpTimeoutMs 1500: too short to hold a read"}},
+		{"config in the pre-0.9.0 sandbox format", map[string]string{"KSQL_FLOW_CONFIG": writeFile(t, "c.json", strings.Replace(mustRead(t, s.env["KSQL_FLOW_CONFIG"]), `{"profiles"`, `{"formatVersion": 1, "profiles"`, 1))},
+			[]string{"FAIL  ksql-flow-config", "not in the kSQL-Flow 0.9.0 format", "formatVersion"}},
+		{"config's maxReadRows over the real cap", map[string]string{"KSQL_FLOW_CONFIG": writeFile(t, "c.json", strings.Replace(mustRead(t, s.env["KSQL_FLOW_CONFIG"]), `"timezone"`, `"limits": {"maxReadRows": 1000000}, "timezone"`, 1))},
+			[]string{"FAIL  ksql-flow-config", "maxReadRows 1000000 is over the real loader's cap of 200000"}},
 		{"config's base URL is another tenant", map[string]string{"KSQL_FLOW_CONFIG": writeFile(t, "c.json", strings.Replace(mustRead(t, s.env["KSQL_FLOW_CONFIG"]), s.baseURL, "https://other.example", 1))}, []string{"FAIL  ksql-flow-config", "not the tenant's"}},
 	}
 	if runtime.GOOS != "windows" { // the stand-in launchers below are shell scripts

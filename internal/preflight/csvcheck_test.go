@@ -17,7 +17,7 @@ func TestCSVAppCheck(t *testing.T) {
 		if conf != "ksql.json" || profile != "e2e" {
 			return nil, errors.New("profile not found")
 		}
-		return ksqlprofile.Parse([]byte(`{"kind":"PROFILE_DESCRIPTION","profile":"e2e","baseUrl":"https://t","apps":{"顧客管理":105,"KSQL_FLOW_TEST_CSV1":"107"}}`))
+		return ksqlprofile.Parse([]byte(`{"kind":"PROFILE_DESCRIPTION","profile":"e2e","baseUrl":"https://t","apps":{"顧客管理":105,"KSQL_FLOW_TEST_CSV1":107}}`))
 	}
 	csv := []runner.Item{item("import", true, runner.NeedRequestApp, runner.NeedCSVIO)}
 
@@ -27,7 +27,7 @@ func TestCSVAppCheck(t *testing.T) {
 	assert.True(t, ok.OK, ok.Reason)
 	bad := CSVAppCheck(safety.TargetLive, csv, "ksql.json", "e2e", "105", describe)
 	assert.False(t, bad.OK)
-	assert.Contains(t, bad.Reason, "顧客管理", "an app id printed as a number compares as the configured id")
+	assert.Contains(t, bad.Reason, "顧客管理", "an app id (a JSON integer, as the real prints it) compares as the configured id")
 	assert.False(t, CSVAppCheck(safety.TargetLive, csv, "ksql.json", "prod", "107", describe).OK, "unknown profile")
 	assert.False(t, CSVAppCheck(safety.TargetLive, csv, "ksql.json", "e2e", "", describe).OK, "no CSV app id")
 	assert.False(t, CSVAppCheck(safety.TargetLive, csv, "none.json", "e2e", "107", describe).OK, "a config that cannot be described")

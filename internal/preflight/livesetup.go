@@ -346,6 +346,30 @@ func ksqlFlowConfigCheck(cfg *config.Config, describe profileDescriber, read fun
 		c.OK, c.Reason = false, config.VarFlowConfig+" is not set"
 		return c
 	}
+	if data, err := read(path); err == nil {
+		if fp := configFormatProblems(data, cfg.Profile()); len(fp) > 0 {
+			c.OK, c.Reason = false, fmt.Sprintf("the kSQL-Flow config %s, profile %q is not in the kSQL-Flow 0.9.0 format (README, live mode): %s",
+				path, cfg.Profile(), strings.Join(fp, "; "))
+			return c
+		}
+	}
+	// The env: references come first: kSQL-Flow 0.9.0 resolves every one when it loads the
+	// config (config.js resolveEnvRef), so describe-profile itself fails on an unset one.
+	refs, refsNote := configEnvRefs(path, cfg.Profile(), read)
+	passed := target.KsqlFlowEnvNames(cfg.Get(safety.VarAppCSV) != "")
+	var bad []string
+	for _, r := range refs {
+		if !slices.Contains(passed, r) {
+			bad = append(bad, "env:"+r)
+		}
+	}
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		bad = slices.Compact(bad)
+		c.OK, c.Reason = false, fmt.Sprintf("the kSQL-Flow config %s, profile %q: references %s, which flowtest does not pass to kSQL-Flow (it passes %s)",
+			path, cfg.Profile(), strings.Join(bad, ", "), strings.Join(passed, ", "))
+		return c
+	}
 	d, err := describe(path, cfg.Profile())
 	if err != nil {
 		c.OK, c.Reason = false, fmt.Sprintf("the kSQL-Flow config %s, profile %q: %v", path, cfg.Profile(), err)
@@ -364,21 +388,8 @@ func ksqlFlowConfigCheck(cfg *config.Config, describe profileDescriber, read fun
 		case !ok:
 			problems = append(problems, fmt.Sprintf("apps has no %s", b.logical))
 		case id != cfg.Get(b.v):
-			problems = append(problems, fmt.Sprintf("apps.%s.appId is not %s", b.logical, b.v))
+			problems = append(problems, fmt.Sprintf("apps.%s.id is not %s", b.logical, b.v))
 		}
-	}
-	refs, refsNote := configEnvRefs(path, cfg.Profile(), read)
-	passed := target.KsqlFlowEnvNames(cfg.Get(safety.VarAppCSV) != "")
-	var bad []string
-	for _, r := range refs {
-		if !slices.Contains(passed, r) {
-			bad = append(bad, "env:"+r)
-		}
-	}
-	if len(bad) > 0 {
-		sort.Strings(bad)
-		bad = slices.Compact(bad)
-		problems = append(problems, fmt.Sprintf("references %s, which flowtest does not pass to kSQL-Flow (it passes %s)", strings.Join(bad, ", "), strings.Join(passed, ", ")))
 	}
 	if len(problems) > 0 {
 		c.OK, c.Reason = false, fmt.Sprintf("the kSQL-Flow config %s, profile %q: %s", path, cfg.Profile(), strings.Join(problems, "; "))
@@ -386,6 +397,97 @@ func ksqlFlowConfigCheck(cfg *config.Config, describe profileDescriber, read fun
 	}
 	c.Reason = fmt.Sprintf("profile %q (describe-profile): tenant origin, E2E log app, business apps; %s", cfg.Profile(), refsNote)
 	return c
+}
+
+// maxReadRowsCap is the real kSQL-Flow 0.9.0's cap of limits.maxReadRows (config.js
+// resolveLimits: 1〜200000).
+const maxReadRowsCap = 200000
+
+// configFormatProblems names what in the profile (and the file's shared sections) the real
+// kSQL-Flow 0.9.0 loader refuses or flowtest cannot work with, in the words an operator
+// fixes it by: the pre-0.9.0 sandbox format (formatVersion, apps.<n>.appId/token, logApp
+// as an object, caFile), a limits key the loader does not know or maxReadRows over its cap,
+// and a literal token (flowtest passes every token to kSQL-Flow through an env:NAME it
+// checks; a literal would bypass that). A file that is not JSON is left to describe-profile.
+func configFormatProblems(data []byte, profile string) []string {
+	var doc map[string]any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if dec.Decode(&doc) != nil {
+		return nil
+	}
+	var out []string
+	if _, ok := doc["formatVersion"]; ok {
+		out = append(out, "formatVersion: the real config has no such key (its loader refuses it)")
+	}
+	profiles, _ := doc["profiles"].(map[string]any)
+	prof, _ := profiles[profile].(map[string]any)
+	if prof == nil {
+		return out
+	}
+	if _, ok := prof["caFile"]; ok {
+		out = append(out, "caFile: not a kSQL-Flow key (the CA reaches kSQL-Flow through "+config.VarCAFile+", as NODE_EXTRA_CA_CERTS)")
+	}
+	apps, _ := prof["apps"].(map[string]any)
+	names := make([]string, 0, len(apps))
+	for n := range apps {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		a, _ := apps[n].(map[string]any)
+		if _, old := a["appId"]; old {
+			out = append(out, fmt.Sprintf(`apps.%s: write {"id": <integer>, "tokens": ["env:NAME"]}, not appId/token`, n))
+			continue
+		}
+		if id, ok := a["id"].(json.Number); !ok || !positiveInt(id) {
+			out = append(out, fmt.Sprintf("apps.%s.id must be a positive JSON integer", n))
+		}
+		toks, _ := a["tokens"].([]any)
+		for i, t := range toks {
+			if s, _ := t.(string); !envRefRE.MatchString(s) {
+				out = append(out, fmt.Sprintf("apps.%s.tokens[%d] is a literal token: write env:NAME", n, i))
+			}
+		}
+	}
+	if la, ok := prof["logApp"]; ok {
+		if name, isStr := la.(string); !isStr {
+			out = append(out, `logApp: write the logical name of its apps entry ("logApp": "JOB_LOG"), not an object`)
+		} else if _, in := apps[name]; !in {
+			out = append(out, fmt.Sprintf("logApp %q is not an entry of apps", name))
+		}
+	}
+	for _, lim := range []struct {
+		where string
+		v     any
+	}{{"limits", doc["limits"]}, {"profiles." + profile + ".limits", prof["limits"]}} {
+		m, _ := lim.v.(map[string]any)
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			v := m[k]
+			switch k {
+			case "maxApiCalls", "maxTempRows", "batchTimeoutSec":
+			case "maxReadRows":
+				if n, ok := v.(json.Number); ok && positiveInt(n) {
+					if i, _ := n.Int64(); i > maxReadRowsCap {
+						out = append(out, fmt.Sprintf("%s.maxReadRows %s is over the real loader's cap of %d", lim.where, n, maxReadRowsCap))
+					}
+				}
+			default:
+				out = append(out, fmt.Sprintf("%s.%s: the real loader knows no such limit", lim.where, k))
+			}
+		}
+	}
+	return out
+}
+
+func positiveInt(n json.Number) bool {
+	i, err := n.Int64()
+	return err == nil && i > 0
 }
 
 // configEnvRefs are the env:NAME references of the profile in the config file, and what to

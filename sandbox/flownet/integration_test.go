@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -93,14 +94,22 @@ func newSandbox(t testing.TB, latency map[string]time.Duration) *sandbox {
 		s.apps["audit"].ID: s.apps["audit"].Tokens["full"],
 		s.apps["log"].ID:   s.apps["log"].Tokens["full"],
 	})
-	cfg := map[string]any{"formatVersion": 1, "profiles": map[string]any{testProfile: map[string]any{
-		"baseUrl": srv.BaseURL(), "timezone": "Asia/Tokyo", "caFile": srv.CAFile(),
+	// The real kSQL-Flow 0.9.0 config format; the CA reaches kSQL-Flow through SSL_CERT_FILE.
+	app := func(role, tokenVar string) map[string]any {
+		id, err := strconv.ParseInt(s.apps[role].ID, 10, 64)
+		require.NoError(t, err)
+		return map[string]any{"id": id, "tokens": []string{"env:" + tokenVar}}
+	}
+	cfg := map[string]any{"profiles": map[string]any{testProfile: map[string]any{
+		"baseUrl": srv.BaseURL(), "timezone": "Asia/Tokyo",
 		"apps": map[string]any{
-			"顧客管理": map[string]string{"appId": s.apps["customers"].ID, "token": "env:TEST_CUSTOMERS_TOKEN"},
-			"案件管理": map[string]string{"appId": s.apps["deals"].ID, "token": "env:TEST_DEALS_TOKEN"},
+			"顧客管理":              app("customers", "TEST_CUSTOMERS_TOKEN"),
+			"案件管理":              app("deals", "TEST_DEALS_TOKEN"),
+			"KSQL_FLOW_JOB_LOG": app("log", "TEST_LOG_WRITE_TOKEN"),
 		},
-		"logApp": map[string]string{"name": "KSQL_FLOW_JOB_LOG", "appId": s.apps["log"].ID, "token": "env:TEST_LOG_WRITE_TOKEN"},
+		"logApp": "KSQL_FLOW_JOB_LOG",
 		"limits": map[string]any{"batchTimeoutSec": 120},
+		"retry":  map[string]any{"maxAttempts": 1},
 	}}}
 	b, err := json.Marshal(cfg)
 	require.NoError(t, err)

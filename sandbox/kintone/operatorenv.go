@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -175,19 +176,37 @@ func (s *Server) WriteOperatorEnv(dir string, o OperatorEnvOptions) error {
 	set("FLOWTEST_DENYLIST_FILE", filepath.Join(dir, OperatorDenyList))
 	set("KSQL_FLOWNET_IO_DIR", filepath.Join(dir, OperatorIODir))
 
+	// The kSQL-Flow config an operator writes for the real kSQL-Flow 0.9.0 (its
+	// dist/config.js): no formatVersion, each app {"id": <integer>, "tokens": ["env:NAME"]},
+	// logApp the logical name of the JOB log app's entry.
+	app := func(role, tokenVar string) (map[string]any, error) {
+		n, err := strconv.ParseInt(ids[role], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("operator env: %s app id %q: %w", role, ids[role], err)
+		}
+		return map[string]any{"id": n, "tokens": []string{"env:" + tokenVar}}, nil
+	}
+	apps := map[string]any{}
+	for _, a := range []struct{ logical, role, tokenVar string }{
+		{"顧客管理", "customers", "KSQL_TOKEN_CUSTOMERS"},
+		{"案件管理", "deals", "KSQL_TOKEN_DEALS"},
+		{"KSQL_FLOW_TEST_CSV1", "csv", "KSQL_CSV1_TARGET_API_TOKEN"},
+		{"JOB_LOG", "log", "KSQL_E2E_TOKEN_LOGS"},
+	} {
+		entry, err := app(a.role, a.tokenVar)
+		if err != nil {
+			return err
+		}
+		apps[a.logical] = entry
+	}
 	flowConf, err := json.MarshalIndent(map[string]any{
-		"formatVersion": 1,
 		"profiles": map[string]any{o.Profile: map[string]any{
 			"baseUrl":  s.baseURL,
 			"timezone": "Asia/Tokyo",
-			"apps": map[string]any{
-				"顧客管理":                map[string]string{"appId": ids["customers"], "token": "env:KSQL_TOKEN_CUSTOMERS"},
-				"案件管理":                map[string]string{"appId": ids["deals"], "token": "env:KSQL_TOKEN_DEALS"},
-				"KSQL_FLOW_TEST_CSV1": map[string]string{"appId": ids["csv"], "token": "env:KSQL_CSV1_TARGET_API_TOKEN"},
-			},
-			"logApp": map[string]string{"name": "JOB_LOG", "appId": ids["log"], "token": "env:KSQL_E2E_TOKEN_LOGS"},
+			"apps":     apps,
+			"logApp":   "JOB_LOG",
 			// An operator of a shared tenant lets kSQL-Flow back off on kintone's 429 (the
-			// emulator answers it under --concurrency-limit); without this key it sends once.
+			// emulator answers it under --concurrency-limit) as the shared client does.
 			"retry": operatorRetry,
 		}},
 	}, "", "  ")

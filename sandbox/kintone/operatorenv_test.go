@@ -2,10 +2,12 @@ package kintone
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -51,6 +53,15 @@ func permsOf(s *Server, tok string) []string {
 
 // Each role gets the narrowest token the emulator has for it; writable tokens only in
 // tokens.sh, read-only ones only in .env.
+func sortedKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
 func TestOperatorEnvGivesEachRoleItsNarrowestToken(t *testing.T) {
 	s, _, env, exports := operatorEnv(t)
 	want := map[string][]string{
@@ -142,19 +153,23 @@ func TestOperatorEnvWritesTheLiveSetup(t *testing.T) {
 	require.NoError(t, err)
 	var cfg struct {
 		Profiles map[string]struct {
-			BaseURL string                       `json:"baseUrl"`
-			Apps    map[string]map[string]string `json:"apps"`
-			LogApp  map[string]string            `json:"logApp"`
-			Retry   map[string]any               `json:"retry"`
+			BaseURL string                    `json:"baseUrl"`
+			Apps    map[string]map[string]any `json:"apps"`
+			LogApp  string                    `json:"logApp"`
+			Retry   map[string]any            `json:"retry"`
 		} `json:"profiles"`
 	}
 	require.NoError(t, json.Unmarshal(data, &cfg))
 	p := cfg.Profiles["e2e"]
 	assert.Equal(t, s.BaseURL(), p.BaseURL)
-	assert.Equal(t, ids["log"], p.LogApp["appId"])
-	assert.Equal(t, ids["customers"], p.Apps["顧客管理"]["appId"])
-	assert.Equal(t, ids["deals"], p.Apps["案件管理"]["appId"])
-	assert.Equal(t, ids["csv"], p.Apps["KSQL_FLOW_TEST_CSV1"]["appId"])
+	// The real kSQL-Flow 0.9.0 format: integer ids, token lists, logApp a logical name.
+	assert.NotContains(t, string(data), "formatVersion")
+	assert.Equal(t, "JOB_LOG", p.LogApp)
+	for logical, role := range map[string]string{"JOB_LOG": "log", "顧客管理": "customers", "案件管理": "deals", "KSQL_FLOW_TEST_CSV1": "csv"} {
+		assert.Equal(t, []string{"id", "tokens"}, sortedKeys(p.Apps[logical]), logical)
+		assert.Equal(t, ids[role], fmt.Sprint(p.Apps[logical]["id"]), logical)
+		assert.Len(t, p.Apps[logical]["tokens"], 1, logical)
+	}
 	assert.Equal(t, map[string]any{"maxAttempts": 8.0, "initialDelayMs": 250.0, "maxDelayMs": 8000.0, "respectRetryAfter": true}, p.Retry,
 		"kSQL-Flow backs off on 429 like the shared client")
 	refs := regexp.MustCompile(`"env:([A-Z0-9_]+)"`).FindAllStringSubmatch(string(data), -1)

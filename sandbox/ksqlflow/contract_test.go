@@ -64,9 +64,14 @@ func TestDescribeProfileHasNoTokens(t *testing.T) {
 	assert.Equal(t, "Asia/Tokyo", m["timezone"])
 	assert.Nil(t, m["guestSpaceId"])
 	// App ids are JSON integers, as the real kSQL-Flow prints them and the real FlowNet requires.
-	assert.Equal(t, map[string]any{"顧客管理": jsonNumber(t, e.apps["customers"].ID), "案件管理": jsonNumber(t, e.apps["deals"].ID)}, m["apps"])
+	// apps lists every app of the profile, the log app's entry included (as the real's).
+	assert.Equal(t, map[string]any{"顧客管理": jsonNumber(t, e.apps["customers"].ID), "案件管理": jsonNumber(t, e.apps["deals"].ID),
+		"KSQL_FLOW_JOB_LOG": jsonNumber(t, e.apps["log"].ID)}, m["apps"])
 	assert.Equal(t, map[string]any{"name": "KSQL_FLOW_JOB_LOG", "appId": jsonNumber(t, e.apps["log"].ID)}, m["logApp"])
-	assert.Equal(t, []string{"batchTimeoutSec", "maxApiCalls", "maxReadRows", "maxTempRows"}, keysOf(m["limits"].(map[string]any)))
+	assert.Equal(t, map[string]any{"batchTimeoutSec": 120.0, "maxApiCalls": nil, "maxReadRows": nil, "maxTempRows": nil}, m["limits"],
+		"an unset limit is null (no limit), as the real prints it")
+	assert.Equal(t, map[string]any{"maxAttempts": 1.0, "initialDelayMs": 0.0, "maxDelayMs": 0.0, "respectRetryAfter": true}, m["retry"])
+	assert.Equal(t, 30000.0, m["httpTimeoutMs"], "the real's default")
 	for _, tok := range e.env {
 		assert.NotContains(t, out, tok)
 	}
@@ -84,15 +89,6 @@ func jsonNumber(t *testing.T, id string) float64 {
 	n, err := strconv.ParseInt(id, 10, 64)
 	require.NoError(t, err)
 	return float64(n)
-}
-
-func TestConfigRefusesTokenLiterals(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "c.json")
-	require.NoError(t, os.WriteFile(p, []byte(`{"formatVersion":1,"profiles":{"x":{"baseUrl":"https://127.0.0.1:1","timezone":"UTC",
-		"apps":{"顧客管理":{"appId":"1","token":"abcdef"}}}}}`), 0o644))
-	_, err := LoadConfig(p, "x")
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "env:NAME")
 }
 
 func TestInspectJob(t *testing.T) {
@@ -638,10 +634,15 @@ func TestValidate(t *testing.T) {
 }
 
 func TestExampleConfigLoads(t *testing.T) {
+	for _, v := range []string{"KSQL_FLOW_CUSTOMERS_API_TOKEN", "KSQL_FLOW_DEALS_API_TOKEN", "KSQL_FLOW_CSV_API_TOKEN", "KSQL_FLOW_LOG_WRITE_API_TOKEN"} {
+		t.Setenv(v, "tok-"+v)
+	}
 	p, err := LoadConfig(filepath.Join(pkgDir, "testdata", "config.example.json"), "sandbox")
 	require.NoError(t, err)
 	assert.Equal(t, "https://127.0.0.1:43123", p.BaseURL)
-	assert.Equal(t, map[string]string{"顧客管理": "105", "案件管理": "106", "KSQL_FLOW_TEST_CSV1": "107"}, p.appIDs())
+	assert.Equal(t, map[string]string{"顧客管理": "105", "案件管理": "106", "KSQL_FLOW_TEST_CSV1": "107", "KSQL_FLOW_JOB_LOG": "104"}, p.appIDs())
 	assert.Equal(t, "104", p.LogApp.AppID)
-	assert.Equal(t, defaultLimits, p.Limits)
+	assert.Equal(t, "tok-KSQL_FLOW_LOG_WRITE_API_TOKEN", p.LogApp.Token)
+	assert.EqualValues(t, 200000, *p.Limits.MaxReadRows)
+	assert.Nil(t, p.Limits.MaxTempRows)
 }

@@ -7,25 +7,28 @@
 //
 // capabilities --json, describe-profile, inspect-job, run (orchestrator and standalone
 // mode), validate, inspect-lock, force-unlock-job; flags, JSON documents, exit codes and
-// result codes as in the contract. Machine output is one JSON object and LF on stdout;
+// result codes as in the contract and the real kSQL-Flow 0.9.0's dist: describe-profile's
+// ids are integers; inspect-job exits 0 with its diagnostics in the document (an unreadable
+// file or config exits 1); every result carries input_files and output_files. Machine output is one JSON object and LF on stdout;
 // progress and errors go to stderr.
 //
 // # Config file (JSON)
 //
+// The real kSQL-Flow 0.9.0 format (its dist/config.js loadConfig; config.go says what is
+// checked and refused, in the real's words):
+//
 //	{
-//	  "formatVersion": 1,
 //	  "profiles": {
 //	    "sandbox": {
-//	      "baseUrl": "https://127.0.0.1:43123",          // trailing "/" is stripped
-//	      "guestSpaceId": null,                          // optional, reported only
-//	      "timezone": "Asia/Tokyo",                      // FlowNet requires non-null
-//	      "caFile": "/tmp/…/ca.pem",                     // optional; default SSL_CERT_FILE
+//	      "baseUrl": "https://127.0.0.1:43123",          // or env:NAME; trailing "/" dropped
+//	      "timezone": "Asia/Tokyo",                      // IANA; FlowNet requires one
 //	      "apps": {                                      // logical name -> app
-//	        "顧客管理": {"appId": "105", "token": "env:KSQL_FLOW_CUSTOMERS_API_TOKEN"},
-//	        "案件管理": {"appId": "106", "token": "env:KSQL_FLOW_DEALS_API_TOKEN"}
+//	        "顧客管理": {"id": 105, "tokens": ["env:KSQL_FLOW_CUSTOMERS_API_TOKEN"]},
+//	        "案件管理": {"id": 106, "tokens": ["env:KSQL_FLOW_DEALS_API_TOKEN"]},
+//	        "KSQL_FLOW_JOB_LOG": {"id": 104, "tokens": ["env:KSQL_FLOW_LOG_WRITE_API_TOKEN"]}
 //	      },
-//	      "logApp": {"name": "KSQL_FLOW_JOB_LOG", "appId": "104", "token": "env:KSQL_FLOW_LOG_WRITE_API_TOKEN"},
-//	      "limits": {"maxApiCalls": 10000, "maxReadRows": 1000000, "maxTempRows": 1000000, "batchTimeoutSec": 3600},
+//	      "logApp": "KSQL_FLOW_JOB_LOG",                 // a logical name of apps
+//	      "limits": {"maxApiCalls": 10000, "maxReadRows": 200000, "maxTempRows": null, "batchTimeoutSec": 3600},
 //	      "retry": {"maxAttempts": 1, "initialDelayMs": 0, "maxDelayMs": 0, "respectRetryAfter": true},
 //	      "httpTimeoutMs": 60000
 //	    }
@@ -36,14 +39,22 @@
 // testdata/config.example.json.) Decisions:
 //   - A logical app name is what follows `LAPP_` in SQL: `LAPP_顧客管理` reads apps["顧客管理"].
 //     The runner maps emulator roles to logical names: customers -> "顧客管理",
-//     deals -> "案件管理", csv -> "KSQL_FLOW_TEST_CSV1" (the name the CSV fixtures use).
-//   - Tokens are only `env:NAME` references (a literal is refused so no token sits in a file
-//     that may be archived). The log app token needs view/add/edit (the emulator's
-//     `ksqlflow` token); business apps need view. A variable may hold several
-//     comma-separated tokens, as kintone allows.
-//   - Zero or missing limits get the defaults shown above; describe-profile reports the
-//     effective values and never a token.
-//   - TLS: the emulator's CA is loaded explicitly from caFile or SSL_CERT_FILE (Go honours
+//     deals -> "案件管理", csv -> "KSQL_FLOW_TEST_CSV1" (the name the CSV fixtures use),
+//     log -> "JOB_LOG" (named by logApp).
+//   - Unknown keys are refused at every level, as the real refuses them; so is the
+//     pre-0.9.0 sandbox format (formatVersion, appId/token, logApp as an object, caFile),
+//     with a hint. Every env:NAME is resolved at load (an unset variable is an error, as in
+//     the real); a literal token is taken as the real takes it. An app's tokens (at most 9)
+//     are sent comma-joined. The log app token needs view/add/edit (the emulator's
+//     `ksqlflow` token); business apps need view.
+//   - Limits: positive integers or null (no limit); maxReadRows at most 200000;
+//     batchTimeoutSec defaults to 3600, retry to 5 attempts / 1000 ms / 60000 ms,
+//     httpTimeoutMs to 30000, as in the real. describe-profile reports them (null for none)
+//     and never a token.
+//   - What the stand-in does not do: auth types password/basic (refused, saying so),
+//     notifications (checked, never sent), logging (checked, no JSONL log), guestSpaceId
+//     (checked and reported, the API paths are not the guest space's).
+//   - TLS: the emulator's CA is loaded explicitly from SSL_CERT_FILE (Go honours
 //     SSL_CERT_FILE by itself only on Unix); the certificates of NODE_EXTRA_CA_CERTS are added
 //     to those roots as the Node kSQL-Flow adds them to its own (an unloadable file is ignored
 //     with a warning), so a proxy trusted through that variable alone is trusted here too.

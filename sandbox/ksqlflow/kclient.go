@@ -34,18 +34,15 @@ type conn struct {
 }
 
 // newConn builds the client with the tokens of the given logical apps (and the log app when
-// withLog). The CA comes from the profile's caFile or SSL_CERT_FILE, loaded explicitly so it
-// works on every OS, plus NODE_EXTRA_CA_CERTS as the Node kSQL-Flow reads it.
+// withLog). The CA comes from SSL_CERT_FILE, loaded explicitly so it works on every OS, plus
+// NODE_EXTRA_CA_CERTS as the Node kSQL-Flow reads it (the real config has no CA key).
 func newConn(p *Profile, logical []string, withLog bool) (*conn, error) {
-	ca := p.CAFile
-	if ca == "" {
-		ca = os.Getenv("SSL_CERT_FILE")
-	}
+	ca := os.Getenv("SSL_CERT_FILE")
 	hc, err := kintoneapi.HTTPClientWithCAs(ca, nodeExtraCACerts(os.Getenv("NODE_EXTRA_CA_CERTS"), os.Stderr))
 	if err != nil {
 		return nil, fmt.Errorf("TLS setup: %w", err)
 	}
-	hc.Timeout = time.Duration(p.HTTPTimeoutMs) * time.Millisecond
+	hc.Timeout = time.Duration(p.HTTPTimeoutMs * float64(time.Millisecond))
 	c := &conn{prof: p}
 	hc.Transport = countingTransport{base: hc.Transport, calls: &c.calls}
 	tokens := map[string]string{}
@@ -54,27 +51,26 @@ func newConn(p *Profile, logical []string, withLog bool) (*conn, error) {
 		if !ok {
 			return nil, fmt.Errorf("LAPP_%s is not a logical app of the profile", name)
 		}
-		tok, err := resolveToken(a.Token)
-		if err != nil {
-			return nil, fmt.Errorf("app %s: %w", name, err)
+		if a.Token == "" {
+			return nil, fmt.Errorf("アプリ ID %s の API トークンが config の apps に定義されていません", a.AppID)
 		}
-		tokens[a.AppID] = tok
+		tokens[a.AppID] = a.Token
 	}
 	if withLog {
 		if p.LogApp == nil {
 			return nil, fmt.Errorf("the profile has no logApp (the JOB log app is required)")
 		}
-		tok, err := resolveToken(p.LogApp.Token)
-		if err != nil {
-			return nil, fmt.Errorf("logApp: %w", err)
+		if p.LogApp.Token == "" {
+			return nil, fmt.Errorf("アプリ ID %s の API トークンが config の apps に定義されていません", p.LogApp.AppID)
 		}
-		tokens[p.LogApp.AppID] = tok
+		tokens[p.LogApp.AppID] = p.LogApp.Token
 	}
 	c.kc = kintoneapi.New(p.BaseURL, hc, tokens)
 	// kSQL-Flow answers kintone's 429 by its profile's retry policy (describe-profile's
-	// retry), not by the shared client's default: maxAttempts 1 sends once.
-	c.kc.Retry = kintoneapi.Retry{MaxAttempts: p.Retry.MaxAttempts,
-		Initial: time.Duration(p.Retry.InitialDelayMs) * time.Millisecond, Max: time.Duration(p.Retry.MaxDelayMs) * time.Millisecond,
+	// retry, default the real's 5 / 1000 ms / 60000 ms), not by the shared client's default:
+	// maxAttempts 1 sends once.
+	c.kc.Retry = kintoneapi.Retry{MaxAttempts: int(p.Retry.MaxAttempts),
+		Initial: time.Duration(p.Retry.InitialDelayMs * float64(time.Millisecond)), Max: time.Duration(p.Retry.MaxDelayMs * float64(time.Millisecond)),
 		IgnoreRetryAfter: !p.Retry.RespectRetryAfter}
 	return c, nil
 }

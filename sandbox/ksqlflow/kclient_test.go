@@ -14,8 +14,7 @@ import (
 
 // The kintone client backs off on 429 by the profile's retry policy, not the shared default.
 func TestConnRetriesByTheProfilePolicy(t *testing.T) {
-	t.Setenv("KSQL_TEST_TOKEN", "tok")
-	p := &Profile{BaseURL: "https://127.0.0.1:1", HTTPTimeoutMs: 1000, Apps: map[string]AppRef{"C": {AppID: "5", Token: "env:KSQL_TEST_TOKEN"}},
+	p := &Profile{BaseURL: "https://127.0.0.1:1", HTTPTimeoutMs: 1000, Apps: map[string]AppRef{"C": {ID: 5, AppID: "5", Token: "tok"}},
 		Retry: Retry{MaxAttempts: 4, InitialDelayMs: 200, MaxDelayMs: 3000, RespectRetryAfter: false}}
 	c, err := newConn(p, []string{"C"}, false)
 	require.NoError(t, err)
@@ -24,17 +23,16 @@ func TestConnRetriesByTheProfilePolicy(t *testing.T) {
 	p.Retry = Retry{MaxAttempts: 1, RespectRetryAfter: true}
 	c, err = newConn(p, []string{"C"}, false)
 	require.NoError(t, err)
-	assert.Equal(t, 1, c.kc.Retry.MaxAttempts, "the sandbox default profile sends once")
+	assert.Equal(t, 1, c.kc.Retry.MaxAttempts, "maxAttempts 1 sends once")
 }
 
 // The client trusts what NODE_EXTRA_CA_CERTS names on top of the system roots, as the Node
-// kSQL-Flow does: a profile without caFile and no SSL_CERT_FILE reaches the emulator through
+// kSQL-Flow does: with no SSL_CERT_FILE a profile reaches the emulator through
 // it alone, and a file that cannot be loaded is ignored with a warning (then TLS fails).
 func TestConnTrustsNodeExtraCACerts(t *testing.T) {
 	e := startEmu(t, nil)
 	p, err := LoadConfig(e.cfgPath, testProfile)
 	require.NoError(t, err)
-	p.CAFile = ""
 	t.Setenv("SSL_CERT_FILE", "")
 	read := func() error {
 		c, err := newConn(p, []string{"顧客管理"}, false)

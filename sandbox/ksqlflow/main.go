@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -153,7 +152,7 @@ type ProfileDescription struct {
 	LogApp        *LogAppDesc      `json:"logApp"`
 	Limits        Limits           `json:"limits"`
 	Retry         Retry            `json:"retry"`
-	HTTPTimeoutMs int              `json:"httpTimeoutMs"`
+	HTTPTimeoutMs float64          `json:"httpTimeoutMs"`
 }
 
 // LogAppDesc is describe-profile's logApp: the logical name and its app id.
@@ -188,9 +187,18 @@ func parseJSONOnly(fs *flag.FlagSet, cf commonFlags, args []string, stderr io.Wr
 	return true
 }
 
+// loadExplicit loads the profile of a machine-JSON command, which (as in the real) needs
+// --profile and --config spelled out, never the defaults.
+func loadExplicit(name string, cf commonFlags) (*Profile, error) {
+	if *cf.profile == "" || *cf.config == "" {
+		return nil, cfgErr("%s には --profile <p> と --config <path> が必要です", name)
+	}
+	return LoadConfig(*cf.config, *cf.profile)
+}
+
 // profileWithLogApp loads the profile of a job-lock command, which works on the JOB log app.
-func profileWithLogApp(cf commonFlags) (*Profile, error) {
-	p, err := LoadConfig(*cf.config, *cf.profile)
+func profileWithLogApp(name string, cf commonFlags) (*Profile, error) {
+	p, err := loadExplicit(name, cf)
 	if err == nil && p.LogApp == nil {
 		err = fmt.Errorf("profile %q has no logApp", *cf.profile)
 	}
@@ -203,12 +211,12 @@ func describeProfileCmd(args []string, stdout, stderr io.Writer) int {
 	if !parseJSONOnly(fs, cf, args, stderr) {
 		return 1
 	}
-	p, err := LoadConfig(*cf.config, *cf.profile)
+	p, err := loadExplicit("describe-profile", cf)
 	if err != nil {
 		fmt.Fprintf(stderr, "ksql-flow describe-profile: %v\n", err)
 		return 1
 	}
-	d, err := describe(p, *cf.profile)
+	d, err := describe(p, p.Name)
 	if err != nil {
 		fmt.Fprintf(stderr, "ksql-flow describe-profile: %v\n", err)
 		return 1
@@ -306,7 +314,7 @@ func inspectJobCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ksql-flow inspect-job: -f and --json are required")
 		return 1
 	}
-	p, err := LoadConfig(*cf.config, *cf.profile)
+	p, err := loadExplicit("inspect-job", cf)
 	if err != nil {
 		fmt.Fprintf(stderr, "ksql-flow inspect-job: %v\n", err)
 		return 1
@@ -336,7 +344,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	var apps map[string]string
 	var prof *Profile
-	if *cf.config != "" || *checkLog {
+	if *cf.config != "" || *cf.profile != "" || *checkLog {
 		p, err := LoadConfig(*cf.config, *cf.profile)
 		if err != nil {
 			fmt.Fprintf(stderr, "ksql-flow validate: %v\n", err)
@@ -430,7 +438,7 @@ func inspectLockCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ksql-flow inspect-lock: %v\n", err)
 		return 1
 	}
-	p, err := profileWithLogApp(cf)
+	p, err := profileWithLogApp(fs.Name(), cf)
 	if err != nil {
 		fmt.Fprintf(stderr, "ksql-flow inspect-lock: %v\n", err)
 		return 1
@@ -506,7 +514,7 @@ func forceUnlockCmd(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	p, err := profileWithLogApp(cf)
+	p, err := profileWithLogApp(fs.Name(), cf)
 	if err != nil {
 		fmt.Fprintf(stderr, "ksql-flow force-unlock-job: %v\n", err)
 		return 1
@@ -542,41 +550,18 @@ func forceUnlockCmd(args []string, stdout, stderr io.Writer) int {
 	return emit()
 }
 
-// describe builds the PROFILE_DESCRIPTION of a loaded profile.
+// describe builds the PROFILE_DESCRIPTION of a loaded profile: every app of the profile
+// (the log app's entry included), logApp as {name, appId}, the limits with null for none.
 func describe(p *Profile, name string) (ProfileDescription, error) {
 	d := ProfileDescription{FormatVersion: 1, Kind: "PROFILE_DESCRIPTION", Profile: name, BaseURL: normalizeBaseURL(p.BaseURL),
-		Timezone: p.Timezone, Apps: map[string]int64{}, Limits: p.Limits, Retry: p.Retry, HTTPTimeoutMs: p.HTTPTimeoutMs}
-	if p.GuestSpaceID != nil {
-		id, err := positiveID(*p.GuestSpaceID)
-		if err != nil {
-			return d, fmt.Errorf("profile %q: guestSpaceId: %w", name, err)
-		}
-		d.GuestSpaceID = &id
-	}
+		GuestSpaceID: p.GuestSpaceID, Timezone: p.Timezone, Apps: map[string]int64{}, Limits: p.Limits, Retry: p.Retry, HTTPTimeoutMs: p.HTTPTimeoutMs}
 	for app, a := range p.Apps {
-		id, err := positiveID(a.AppID)
-		if err != nil {
-			return d, fmt.Errorf("profile %q: app %q: %w", name, app, err)
-		}
-		d.Apps[app] = id
+		d.Apps[app] = a.ID
 	}
 	if p.LogApp != nil {
-		id, err := positiveID(p.LogApp.AppID)
-		if err != nil {
-			return d, fmt.Errorf("profile %q: logApp: %w", name, err)
-		}
-		d.LogApp = &LogAppDesc{Name: p.LogApp.Name, AppID: id}
+		d.LogApp = &LogAppDesc{Name: p.LogApp.Name, AppID: p.Apps[p.LogApp.Name].ID}
 	}
 	return d, nil
-}
-
-// positiveID reads a kintone id held as text as the positive integer it must be.
-func positiveID(s string) (int64, error) {
-	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || id <= 0 || id > 1<<53-1 {
-		return 0, fmt.Errorf("id %q must be a positive integer", s)
-	}
-	return id, nil
 }
 
 // normalizeBaseURL is the real kSQL-Flow's normalisation of baseUrl for describe-profile

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -130,23 +131,32 @@ func startEmu(t testing.TB, latency map[string]time.Duration) *emu {
 
 func (e *emu) writeConfig(t testing.TB, baseURL string) string {
 	t.Helper()
-	tz := "Asia/Tokyo"
-	cfg := Config{FormatVersion: 1, Profiles: map[string]*Profile{testProfile: {
-		BaseURL:  baseURL + "/",
-		Timezone: &tz,
-		CAFile:   e.srv.CAFile(),
-		Apps: map[string]AppRef{
-			"顧客管理": {AppID: e.apps["customers"].ID, Token: "env:" + envCustomers},
-			"案件管理": {AppID: e.apps["deals"].ID, Token: "env:" + envDeals},
+	// The real kSQL-Flow's format; the emulator's CA reaches the client through SSL_CERT_FILE.
+	t.Setenv("SSL_CERT_FILE", e.srv.CAFile())
+	cfg := map[string]any{"profiles": map[string]any{testProfile: map[string]any{
+		"baseUrl":  baseURL + "/",
+		"timezone": "Asia/Tokyo",
+		"apps": map[string]any{
+			"顧客管理":              appEntry(t, e.apps["customers"].ID, envCustomers),
+			"案件管理":              appEntry(t, e.apps["deals"].ID, envDeals),
+			"KSQL_FLOW_JOB_LOG": appEntry(t, e.apps["log"].ID, envLog),
 		},
-		LogApp: &LogAppRef{Name: "KSQL_FLOW_JOB_LOG", AppID: e.apps["log"].ID, Token: "env:" + envLog},
-		Limits: Limits{BatchTimeoutSec: 120},
+		"logApp": "KSQL_FLOW_JOB_LOG",
+		"limits": map[string]any{"batchTimeoutSec": 120},
+		"retry":  map[string]any{"maxAttempts": 1, "initialDelayMs": 0, "maxDelayMs": 0},
 	}}}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	require.NoError(t, err)
 	p := filepath.Join(t.TempDir(), "ksql-flow.json")
 	require.NoError(t, os.WriteFile(p, b, 0o644))
 	return p
+}
+
+// appEntry is one apps entry of the real format: integer id, token references.
+func appEntry(t testing.TB, id, tokenVar string) map[string]any {
+	n, err := strconv.ParseInt(id, 10, 64)
+	require.NoError(t, err)
+	return map[string]any{"id": n, "tokens": []string{"env:" + tokenVar}}
 }
 
 // logRecords returns every JOB log record, oldest first.

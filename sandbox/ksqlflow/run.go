@@ -211,10 +211,14 @@ func execute(o *runOpts, stopRequested func() bool, stderr io.Writer) *Execution
 		return finish(&failure{code: "VALIDATION_ERROR", category: cat, msg: fmt.Sprintf(format, a...)})
 	}
 
+	if o.profile == "" {
+		res.Profile = "default" // what the real names the profile of a startup failure
+	}
 	prof, err := LoadConfig(o.config, o.profile)
 	if err != nil {
 		return invalid("CONFIG", "%v", err)
 	}
+	o.profile, res.Profile = prof.Name, prof.Name // --profile, else defaultProfile
 	if o.orchestrator && !filepath.IsAbs(o.file) {
 		return invalid("CONFIG", "-f %s: orchestrator mode requires an absolute path", o.file)
 	}
@@ -279,7 +283,7 @@ func execute(o *runOpts, stopRequested func() bool, stderr io.Writer) *Execution
 		return finish(&failure{code: "LOCK_UNAVAILABLE", msg: fmt.Sprintf("working directory: %v", err)})
 	}
 	release, err := acquireLocalLock(cwd, localLock{PID: os.Getpid(), Host: host, Profile: o.profile, StartedAt: begin.UTC().Format(time.RFC3339Nano), BatchID: execID},
-		time.Duration(prof.Limits.BatchTimeoutSec)*time.Second)
+		prof.lockAge())
 	if err != nil {
 		var held *localLockHeld
 		if errors.As(err, &held) {
@@ -359,14 +363,17 @@ func execute(o *runOpts, stopRequested func() bool, stderr io.Writer) *Execution
 		res.StartedAt = strPtr(isoMillis(asOf))
 	}
 
-	timeout := time.Duration(prof.Limits.BatchTimeoutSec) * time.Second
+	timeout := time.Duration(limitOr(prof.Limits.BatchTimeoutSec)) * time.Second
 	if sc.Header.TimeoutSec != nil {
 		timeout = time.Duration(*sc.Header.TimeoutSec) * time.Second
 	}
-	rctx, cancel := context.WithTimeout(ctx, timeout)
+	rctx, cancel := context.WithCancel(ctx)
+	if timeout > 0 { // batchTimeoutSec null and no timeout header: no deadline
+		rctx, cancel = context.WithTimeout(ctx, timeout)
+	}
 	defer cancel()
 	done := 0
-	reader := &appReader{c: c, maxCalls: int64(prof.Limits.MaxAPICalls), stop: stopRequested}
+	reader := &appReader{c: c, maxCalls: limitOr(prof.Limits.MaxAPICalls), stop: stopRequested}
 	eng := &Engine{
 		Reader: reader,
 		Import: func(ctx context.Context, s *ImportStmt) (*Table, error) {
@@ -379,8 +386,8 @@ func execute(o *runOpts, stopRequested func() bool, stderr io.Writer) *Execution
 		},
 		AsOf:        asOf,
 		Loc:         prof.location(),
-		MaxReadRows: prof.Limits.MaxReadRows,
-		MaxTempRows: prof.Limits.MaxTempRows,
+		MaxReadRows: int(limitOr(prof.Limits.MaxReadRows)),
+		MaxTempRows: int(limitOr(prof.Limits.MaxTempRows)),
 		Boundary: func(i int) error {
 			done = i
 			if stopRequested() {
