@@ -233,7 +233,17 @@ func (l *networkLock) renew(ctx context.Context) error {
 	if l.uncertain != "" {
 		return coded(codeLeaseInterruptedCode, "%s", l.uncertain)
 	}
+	// Judged on the last confirmation before this heartbeat: a heartbeat that succeeds after
+	// the lease went unconfirmed for longer than lease - interval does not make it trustworthy
+	// again (the real product marks the lease uncertain on the failed control-plane writes
+	// of such an outage, which this model's store does not). Judged after the heartbeat, the
+	// success would move lastOK and hide the gap, and a failed timer heartbeat landing a few
+	// milliseconds before the threshold would hide it too: m7-02's recovery then ran on.
+	// The heartbeat itself may take the whole outage (its fence read retries until kintone
+	// answers), so the gap is measured to when it was written, from the confirmation before.
+	prev := l.lastOK
 	err := l.renewLocked(ctx)
+	stale := l.now().After(prev.Add(l.lease-l.heartbeat)) && (err != nil || l.lastOK.After(prev.Add(l.lease-l.heartbeat)))
 	if err != nil {
 		l.failures++
 		if ce, ok := err.(*codedError); ok && ce.Code != codeLockUnavailable {
@@ -247,7 +257,7 @@ func (l *networkLock) renew(ctx context.Context) error {
 	// Checked after a success too (the product checks only after a failure, but it also marks
 	// the lease uncertain on a control-plane write's transport failure, which this model's
 	// store does not; m7-02's recovery needs one or the other).
-	if l.uncertain == "" && l.now().After(l.lastOK.Add(l.lease-l.heartbeat)) {
+	if l.uncertain == "" && (stale || l.now().After(l.lastOK.Add(l.lease-l.heartbeat))) {
 		l.uncertain = "remaining lease is not longer than the heartbeat interval"
 	}
 	return err
