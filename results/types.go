@@ -86,8 +86,11 @@ type Scenario struct {
 	Notes []Note `json:"notes,omitempty"`
 	// Attempts are the NODE_ATTEMPT records the scenario's runs left, read just before the
 	// cleanup deleted them (for the timeline of index.html); absent when none were read.
-	Attempts []Attempt      `json:"attempts,omitempty"`
-	Traffic  map[string]int `json:"traffic"`
+	Attempts []Attempt `json:"attempts,omitempty"`
+	// Differential is the scenario's normalised record history and process outputs, read
+	// just before the cleanup, for `flowtest archive diff` (real vs reference FlowNet).
+	Differential *Differential  `json:"differential,omitempty"`
+	Traffic      map[string]int `json:"traffic"`
 	// TrafficLog is every kintone request that passed a fault proxy of the scenario (method,
 	// path, app, record id, field names, status, time; never a query string, header, body
 	// or token), per proxy in the order the requests ended.
@@ -309,10 +312,10 @@ type Run struct {
 	// Product is which kSQL-FlowNet the scenarios drove: the real product (a pinned npm
 	// package or a checkout by path) or flowtest's reference model. A sandbox run of the
 	// reference tested flowtest's model, not the product, and every reader must be able to tell.
-	Product *Product `json:"product,omitempty"`
-	OS            string      `json:"os"`
-	TagExpression string      `json:"tag_expression"`
-	Label         string      `json:"label,omitempty"`
+	Product       *Product `json:"product,omitempty"`
+	OS            string   `json:"os"`
+	TagExpression string   `json:"tag_expression"`
+	Label         string   `json:"label,omitempty"`
 	// Environment holds further facts for the acceptance record (e.g. "base_url",
 	// "apps": "state, audit, request, log"). Values are redacted like everything else.
 	Environment map[string]string `json:"environment,omitempty"`
