@@ -425,6 +425,25 @@ func (a *Archive) redactScenario(s *Scenario) *Scenario {
 		at.Node, at.Status, at.ResultCode, at.InvocationID = r.String(at.Node), r.String(at.Status), r.String(at.ResultCode), r.String(at.InvocationID)
 		return at
 	})
+	if s.Differential != nil {
+		c.Differential = &Differential{
+			Records: eachRedacted(s.Differential.Records, false, func(d DiffRecord) DiffRecord {
+				f := make(map[string]string, len(d.Fields))
+				for k, v := range d.Fields {
+					f[r.String(k)] = r.String(v)
+				}
+				return DiffRecord{App: r.String(d.App), Type: r.String(d.Type), Fields: f}
+			}),
+			Processes: eachRedacted(s.Differential.Processes, false, func(p DiffProcess) DiffProcess {
+				p.Name, p.StdoutHead = r.String(p.Name), r.Strings(p.StdoutHead)
+				if p.ExitCode != nil {
+					code := *p.ExitCode
+					p.ExitCode = &code
+				}
+				return p
+			}),
+		}
+	}
 	c.Waits = eachRedacted(s.Waits, false, func(w Wait) Wait {
 		w.Name, w.What, w.Outcome = r.String(w.Name), r.String(w.What), r.String(w.Outcome)
 		w.LastObservation, w.LastError = r.String(w.LastObservation), r.String(w.LastError)

@@ -91,8 +91,11 @@ type Scenario struct {
 	Notes []Note `json:"notes,omitempty"`
 	// Attempts are the NODE_ATTEMPT records the scenario's runs left, read just before the
 	// cleanup deleted them (for the timeline of index.html); absent when none were read.
-	Attempts []Attempt      `json:"attempts,omitempty"`
-	Traffic  map[string]int `json:"traffic"`
+	Attempts []Attempt `json:"attempts,omitempty"`
+	// Differential is the scenario's normalised record history and process outputs, read
+	// just before the cleanup, for `flowtest archive diff` (real vs reference FlowNet).
+	Differential *Differential  `json:"differential,omitempty"`
+	Traffic      map[string]int `json:"traffic"`
 	// TrafficLog is every kintone request that passed a fault proxy of the scenario (method,
 	// path, app, record id, field names, status, time; never a query string, header, body
 	// or token), per proxy in the order the requests ended.

@@ -55,18 +55,21 @@ type State struct {
 	// counter); nil counts nothing.
 	API *apicount.Counter
 
-	mu         sync.Mutex
-	domains    map[any]any // each step domain's typed state, by its *Key
-	notes      []results.Note
-	assertions []results.Assertion
-	barriers   []results.BarrierArrival
-	faults     []results.FaultFiring
-	waits      []results.Wait
-	attempts   []results.Attempt
-	traffic    map[string]int
-	trafficLog []results.TrafficLine
-	cleanups   []cleanup
-	summarize  bool // processes are recorded with output summaries only (SummarizeOutputs)
+	mu          sync.Mutex
+	domains     map[any]any // each step domain's typed state, by its *Key
+	notes       []results.Note
+	assertions  []results.Assertion
+	barriers    []results.BarrierArrival
+	faults      []results.FaultFiring
+	waits       []results.Wait
+	attempts    []results.Attempt
+	diffRecords []results.RawRecord // nil: not read
+	diffApps    map[string]string
+	diffScopes  []string
+	traffic     map[string]int
+	trafficLog  []results.TrafficLine
+	cleanups    []cleanup
+	summarize   bool // processes are recorded with output summaries only (SummarizeOutputs)
 }
 
 type cleanup struct {
@@ -192,6 +195,17 @@ func (s *State) ReleaseBarrier(id string, at time.Time) {
 func (s *State) SetAttempts(atts []results.Attempt) {
 	s.mu.Lock()
 	s.attempts = append([]results.Attempt(nil), atts...)
+	s.mu.Unlock()
+}
+
+// SetHistory keeps the scenario's state and audit records (read before the cleanup) and
+// the target's app ids by role; Evidence normalises them with the processes' outputs into
+// the record's differential history.
+func (s *State) SetHistory(recs []results.RawRecord, appIDs map[string]string, scopes []string) {
+	s.mu.Lock()
+	s.diffScopes = scopes
+	s.diffRecords = append([]results.RawRecord{}, recs...)
+	s.diffApps = appIDs
 	s.mu.Unlock()
 }
 
@@ -325,6 +339,9 @@ func (s *State) Evidence(rec *results.Scenario) {
 			rp.Signal = "still running when recorded"
 		}
 		rec.Processes = append(rec.Processes, rp)
+	}
+	if s.diffRecords != nil {
+		rec.Differential = results.NormaliseHistory(s.diffRecords, rec.Processes, s.diffApps, s.diffScopes)
 	}
 	if len(s.traffic) > 0 {
 		if rec.Traffic == nil {

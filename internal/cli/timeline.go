@@ -34,6 +34,7 @@ func (s *session) readAttempts(tgt *target.Target) func(ctx context.Context, st 
 			st.Note("timeline: node attempts not read", err.Error())
 			return
 		}
+		readHistory(ctx, c, tgt, st, []string{sc.ID(), sc.Hash8()})
 		recs, err := c.ScopeAttempts(ctx)
 		if err != nil {
 			st.Note("timeline: node attempts not read", err.Error())
@@ -64,4 +65,37 @@ func (s *session) readAttempts(tgt *target.Target) func(ctx context.Context, st 
 			st.SetAttempts(atts)
 		}
 	}
+}
+
+// readHistory reads the scenario's state and audit records for its differential history
+// (`flowtest archive diff`); what it cannot read becomes a note.
+func readHistory(ctx context.Context, c *hkintone.Client, tgt *target.Target, st *scenario.State, scopes []string) {
+	audit, state, err := c.ScopeRecords(ctx)
+	if err != nil {
+		st.Note("differential: records not read", err.Error())
+		return
+	}
+	raw := []results.RawRecord{}
+	for _, g := range []struct {
+		app  string
+		recs []kintoneapi.Record
+	}{{"state", state}, {"audit", audit}} {
+		sort.SliceStable(g.recs, func(i, j int) bool {
+			a, _ := strconv.Atoi(g.recs[i].ID())
+			b, _ := strconv.Atoi(g.recs[j].ID())
+			return a < b
+		})
+		for _, r := range g.recs {
+			rr := results.RawRecord{App: g.app, Fields: map[string]string{}, Types: map[string]string{}}
+			for code, f := range r {
+				rr.Fields[code], rr.Types[code] = r.Str(code), f.Type
+			}
+			raw = append(raw, rr)
+		}
+	}
+	apps := map[string]string{}
+	for role, a := range tgt.Apps {
+		apps[role] = a.ID
+	}
+	st.SetHistory(raw, apps, scopes)
 }

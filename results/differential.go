@@ -1,0 +1,398 @@
+package results
+
+// The differential record of a scenario (issue 41, item 5): the records its runs left in
+// the state and audit apps and its FlowNet processes' exit codes and stdout line heads, in a
+// normalised form, so that the same scenario run on the real and on the reference FlowNet
+// compares equal when the two behave alike. Normalising replaces what differs between any
+// two runs (record ids, revisions, timestamps, invocation/run ids, hosts, tokens, app ids)
+// with placeholders numbered in first-seen order: equal structure compares equal, and a
+// value referenced from two records keeps one placeholder in both.
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Differential is the normalised history of one scenario.
+type Differential struct {
+	Records   []DiffRecord  `json:"records"`
+	Processes []DiffProcess `json:"processes"`
+}
+
+// DiffRecord is one record, normalised: App is the app role ("state", "audit"), Type its
+// record_type, Fields every other compared field (sorted by code when encoded).
+type DiffRecord struct {
+	App    string            `json:"app"`
+	Type   string            `json:"type,omitempty"`
+	Fields map[string]string `json:"fields"`
+}
+
+// DiffProcess is one FlowNet process: its name, exit code and the normalised heads of its
+// stdout lines.
+type DiffProcess struct {
+	Name       string   `json:"name"`
+	ExitCode   *int     `json:"exit_code"`
+	StdoutHead []string `json:"stdout_head,omitempty"`
+}
+
+// RawRecord is a record as read: field code to value as a string, and field code to its
+// kintone field type (for the system fields, which are dropped).
+type RawRecord struct {
+	App    string
+	Fields map[string]string
+	Types  map[string]string
+}
+
+// dropTypes are kintone system fields: they differ per app and run and say nothing of FlowNet.
+var dropTypes = map[string]bool{"RECORD_NUMBER": true, "__ID__": true, "__REVISION__": true,
+	"CREATOR": true, "MODIFIER": true, "CREATED_TIME": true, "UPDATED_TIME": true, "STATUS_ASSIGNEE": true,
+	"STATUS": true, "CATEGORY": true}
+
+var (
+	reTime  = regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?`)
+	reHost  = regexp.MustCompile(`(?i)\b(https?://)?(127\.0\.0\.1|localhost|\[::1\])(:\d+)?`)
+	reUUID  = regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	reHexID = regexp.MustCompile(`(?i)\b[0-9a-f]{16,}\b`)
+	reNum   = regexp.MustCompile(`^-?\d+(\.\d+)?$`)
+	// reSize is a FILE field's byte size: an attached bundle's zip holds the run's names and
+	// times, so its size differs between two runs of one FlowNet too.
+	reSize = regexp.MustCompile(`"size":"\d+"`)
+)
+
+// isIDField says a field holds an identifier of one run (never compared by value). The
+// names a network definition gives (nodes, jobs, the network) are not: they are the same in
+// every run once the scope is replaced, and compared as text.
+func isIDField(code string) bool {
+	c := strings.ToLower(code)
+	switch {
+	case strings.HasSuffix(c, "node_id"), strings.HasSuffix(c, "node_ids"), c == "job_id", c == "network_id":
+		return false
+	case c == "id", c == "$id", c == "$revision", c == "revision", c == "host", c == "hostname", c == "pid":
+		return true
+	case strings.HasSuffix(c, "_id"), strings.HasSuffix(c, "_ids"), strings.Contains(c, "token"),
+		strings.HasSuffix(c, "_host"), strings.HasSuffix(c, "_key"), strings.HasSuffix(c, "_pid"):
+		return true
+	}
+	return false
+}
+
+// isReference says an id field names another record's id.
+func isReference(code string) bool {
+	c := strings.ToLower(code)
+	for _, p := range []string{"active_", "owner_", "parent_", "previous_", "blocked_", "resumed_", "source_", "latest_"} {
+		if strings.HasPrefix(c, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// isTimeField says a field holds a time or a duration of one run.
+func isTimeField(code string) bool {
+	c := strings.ToLower(code)
+	return strings.HasSuffix(c, "_at") || strings.HasSuffix(c, "_until") || strings.HasPrefix(c, "duration") ||
+		strings.HasSuffix(c, "_sec") || strings.HasSuffix(c, "_ms") || strings.HasSuffix(c, "_time") || c == "heartbeat"
+}
+
+// normaliser numbers identifiers in first-seen order across one scenario, per kind (the
+// field's last two words: node_attempt_id and active_attempt_id are both attempt_id), so
+// that one extra id of one kind does not renumber every id after it.
+type normaliser struct {
+	ids    map[string]string
+	count  map[string]int
+	order  []string // seen ids, longest first when replacing inside text
+	scopes []string // the scenario's scope id and its short markers, longest first
+}
+
+// idKind is the kind of the id a field holds.
+func idKind(code string) string {
+	c := strings.TrimPrefix(strings.ToLower(code), "$")
+	w := strings.Split(c, "_")
+	if len(w) > 2 {
+		w = w[len(w)-2:]
+	}
+	return strings.Join(w, "_")
+}
+
+func (n *normaliser) id(kind, v string) string {
+	if v == "" {
+		return ""
+	}
+	if p, ok := n.ids[v]; ok {
+		return p
+	}
+	n.count[kind]++
+	p := fmt.Sprintf("<%s#%d>", kind, n.count[kind])
+	n.ids[v] = p
+	n.order = append(n.order, v)
+	sort.SliceStable(n.order, func(i, j int) bool { return len(n.order[i]) > len(n.order[j]) })
+	return p
+}
+
+// text normalises free text (JSON in a field, a stdout line): JSON is re-encoded with its
+// keys sorted; times, hosts, the scenario's scope, UUID-like and long hex ids, and every id
+// already seen in an id field are replaced.
+func (n *normaliser) text(s string) string {
+	if t := strings.TrimSpace(s); strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
+		var v any
+		if json.Unmarshal([]byte(t), &v) == nil {
+			if b, err := json.Marshal(v); err == nil {
+				s = string(b)
+			}
+		}
+	}
+	s = n.unscope(s)
+	s = reSize.ReplaceAllString(s, `"size":"<size>"`)
+	s = reTime.ReplaceAllString(s, "<time>")
+	s = reHost.ReplaceAllString(s, "<host>")
+	for _, v := range n.order {
+		if len(v) >= 4 && !reNum.MatchString(v) {
+			s = strings.ReplaceAll(s, v, n.ids[v])
+		}
+	}
+	s = reUUID.ReplaceAllStringFunc(s, func(v string) string { return n.id("uuid", v) })
+	s = reHexID.ReplaceAllStringFunc(s, func(v string) string { return n.id("hex", v) })
+	return s
+}
+
+// unscope replaces the scenario's scope markers by "<scope>".
+func (n *normaliser) unscope(s string) string {
+	for _, m := range n.scopes {
+		if m != "" {
+			s = strings.ReplaceAll(s, m, "<scope>")
+		}
+	}
+	return s
+}
+
+// idValue normalises the value of an id field: the scope replaced, then numbered.
+func (n *normaliser) idValue(code, v string) string {
+	if u := n.unscope(v); u != v {
+		v = u
+		if !strings.ContainsAny(strings.ReplaceAll(v, "<scope>", ""), "0123456789") {
+			return v // a definition's name made unique by the scope: stable once it is replaced
+		}
+	}
+	return n.id(idKind(code), v)
+}
+
+// NormaliseHistory normalises the records (in the order read: by app, then creation) and
+// processes of one scenario. appIDs are the target's app ids, replaced by their roles
+// wherever they appear as a value; scopes are the scenario's scope id and its short
+// markers (they name the scenario's networks, jobs and principals, and differ per run),
+// replaced by "<scope>".
+func NormaliseHistory(recs []RawRecord, procs []Process, appIDs map[string]string, scopes []string) *Differential {
+	scopes = append([]string(nil), scopes...)
+	sort.SliceStable(scopes, func(i, j int) bool { return len(scopes[i]) > len(scopes[j]) })
+	n := &normaliser{ids: map[string]string{}, count: map[string]int{}, scopes: scopes}
+	byID := map[string]string{}
+	for role, id := range appIDs {
+		if id != "" {
+			byID[id] = "<app:" + role + ">"
+		}
+	}
+	d := &Differential{Records: []DiffRecord{}, Processes: []DiffProcess{}}
+	// First pass: number the ids of id fields in record order so that text seen later
+	// (a reason JSON naming a run) uses the same placeholders.
+	// Ids a record holds of itself come first, references to others (active_attempt_id,
+	// owner_invocation_id, …) after: a reference one FlowNet leaves empty then renumbers
+	// nothing.
+	for _, refs := range []bool{false, true} {
+		for _, r := range recs {
+			for _, code := range sortedKeys(r.Fields) {
+				if isReference(code) != refs || !isIDField(code) || dropTypes[r.Types[code]] {
+					continue
+				}
+				if _, app := byID[r.Fields[code]]; !app && !reNum.MatchString(r.Fields[code]) {
+					n.idValue(code, r.Fields[code])
+				}
+			}
+		}
+	}
+	for _, r := range recs {
+		out := DiffRecord{App: r.App, Type: r.Fields["record_type"], Fields: map[string]string{}}
+		for _, code := range sortedKeys(r.Fields) {
+			v := r.Fields[code]
+			switch {
+			case code == "record_type" || code == "$id" || code == "$revision" || dropTypes[r.Types[code]]:
+				continue
+			case byID[v] != "":
+				v = byID[v]
+			case v == "":
+			case isIDField(code):
+				v = n.idValue(code, v)
+			case isTimeField(code):
+				v = "<time>"
+			default:
+				v = n.text(v)
+			}
+			out.Fields[code] = v
+		}
+		d.Records = append(d.Records, out)
+	}
+	for _, p := range procs {
+		dp := DiffProcess{Name: p.Name, ExitCode: p.ExitCode}
+		for _, line := range strings.Split(strings.TrimRight(p.StdoutTail, "\n"), "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				dp.StdoutHead = append(dp.StdoutHead, lineHead(n.text(line)))
+			}
+		}
+		d.Processes = append(d.Processes, dp)
+	}
+	return d
+}
+
+// lineHead is the head of a stdout line: at most 80 characters.
+func lineHead(s string) string {
+	if r := []rune(s); len(r) > 80 {
+		return string(r[:80])
+	}
+	return s
+}
+
+func sortedKeys(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// Difference is one difference between two archives' differential records.
+type Difference struct {
+	Scenario string `json:"scenario"`
+	Path     string `json:"path"`
+	A        string `json:"a"`
+	B        string `json:"b"`
+}
+
+const absent = "<absent>"
+
+// DiffScenarios compares two scenarios' differential records (either may be nil: the
+// scenario was not run or not read on that side).
+func DiffScenarios(id string, a, b *Scenario) []Difference {
+	var out []Difference
+	add := func(path, va, vb string) {
+		if va != vb {
+			out = append(out, Difference{Scenario: id, Path: path, A: va, B: vb})
+		}
+	}
+	if a == nil || b == nil {
+		sa, sb := absent, absent
+		if a != nil {
+			sa = a.Status
+		}
+		if b != nil {
+			sb = b.Status
+		}
+		add("status", sa, sb)
+		return out
+	}
+	add("status", a.Status, b.Status)
+	da, db := a.Differential, b.Differential
+	if da == nil || db == nil {
+		if (da == nil) != (db == nil) {
+			add("differential", present(da != nil), present(db != nil))
+		}
+		return out
+	}
+	ga, gb := groupRecords(da.Records), groupRecords(db.Records)
+	for _, key := range unionKeys(ga, gb) {
+		ra, rb := ga[key], gb[key]
+		add(key+".count", fmt.Sprint(len(ra)), fmt.Sprint(len(rb)))
+		for i := 0; i < len(ra) || i < len(rb); i++ {
+			var fa, fb map[string]string
+			if i < len(ra) {
+				fa = ra[i].Fields
+			}
+			if i < len(rb) {
+				fb = rb[i].Fields
+			}
+			if fa == nil || fb == nil {
+				continue // counted above
+			}
+			for _, f := range unionKeys(fa, fb) {
+				va, oka := fa[f]
+				vb, okb := fb[f]
+				if !oka {
+					va = absent
+				}
+				if !okb {
+					vb = absent
+				}
+				add(fmt.Sprintf("%s[%d].%s", key, i, f), va, vb)
+			}
+		}
+	}
+	pa, pb := procGroups(da.Processes), procGroups(db.Processes)
+	for _, key := range unionKeys(pa, pb) {
+		la, lb := pa[key], pb[key]
+		add("process/"+key+".count", fmt.Sprint(len(la)), fmt.Sprint(len(lb)))
+		for i := 0; i < len(la) && i < len(lb); i++ {
+			p := fmt.Sprintf("process/%s[%d]", key, i)
+			add(p+".exit_code", exitText(la[i].ExitCode), exitText(lb[i].ExitCode))
+			ha, hb := la[i].StdoutHead, lb[i].StdoutHead
+			for j := 0; j < len(ha) || j < len(hb); j++ {
+				va, vb := absent, absent
+				if j < len(ha) {
+					va = ha[j]
+				}
+				if j < len(hb) {
+					vb = hb[j]
+				}
+				add(fmt.Sprintf("%s.stdout[%d]", p, j), va, vb)
+			}
+		}
+	}
+	return out
+}
+
+func present(b bool) string {
+	if b {
+		return "present"
+	}
+	return absent
+}
+
+func exitText(c *int) string {
+	if c == nil {
+		return "null"
+	}
+	return fmt.Sprint(*c)
+}
+
+func groupRecords(rs []DiffRecord) map[string][]DiffRecord {
+	g := map[string][]DiffRecord{}
+	for _, r := range rs {
+		k := r.App + "/" + r.Type
+		g[k] = append(g[k], r)
+	}
+	return g
+}
+
+func procGroups(ps []DiffProcess) map[string][]DiffProcess {
+	g := map[string][]DiffProcess{}
+	for _, p := range ps {
+		g[p.Name] = append(g[p.Name], p)
+	}
+	return g
+}
+
+func unionKeys[V any](a, b map[string]V) []string {
+	seen := map[string]bool{}
+	var ks []string
+	for _, m := range []map[string]V{a, b} {
+		for k := range m {
+			if !seen[k] {
+				seen[k] = true
+				ks = append(ks, k)
+			}
+		}
+	}
+	sort.Strings(ks)
+	return ks
+}

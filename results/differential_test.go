@@ -1,0 +1,71 @@
+package results
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func rawRun(runID, attemptID, at, status, host string, revision string) []RawRecord {
+	return []RawRecord{
+		{App: "state", Fields: map[string]string{"$id": "1" + revision, "$revision": revision, "record_type": "NETWORK_RUN",
+			"run_id": runID, "network_id": "net-" + runID[4:7], "status": status, "started_at": at,
+			"resolved_profile_snapshot": `{"base_url":"` + host + `","apps":{"A":"1"}}`,
+			"更新日時":                      at},
+			Types: map[string]string{"更新日時": "UPDATED_TIME", "$id": "__ID__", "$revision": "__REVISION__"}},
+		{App: "audit", Fields: map[string]string{"$id": "7" + revision, "record_type": "NODE_ATTEMPT", "run_id": runID,
+			"node_attempt_id": attemptID, "node_id": "load", "attempt_no": "1", "finished_at": at,
+			"reason": `{"run":"` + runID + `","at":"` + at + `"}`}},
+	}
+}
+
+func scen(id string, d *Differential) *Scenario {
+	return &Scenario{ID: id, Status: StatusPassed, Differential: d}
+}
+
+func TestNormaliseHistoryIgnoresIDsTimesHostsAndOrder(t *testing.T) {
+	code := 0
+	pa := []Process{{Name: "flownet-run", ExitCode: &code, StdoutTail: "run 0b5c7e3a-1111-4a4a-8a8a-123456789abc started at 2026-12-05T16:00:01Z\n"}}
+	pb := []Process{{Name: "flownet-run", ExitCode: &code, StdoutTail: "run 9f9f9f9f-2222-4b4b-8b8b-abcdefabcdef started at 2026-12-06T01:02:03.5Z\n"}}
+	a := NormaliseHistory(rawRun("run-aaa-1", "att-aaa", "2026-12-05T16:00:01Z", "SUCCESS", "http://127.0.0.1:4100", "3"), pa,
+		map[string]string{"state": "11"}, []string{"aaa"})
+	b := NormaliseHistory(rawRun("run-bbb-2", "att-bbb", "2026-12-06T01:02:03Z", "SUCCESS", "http://localhost:5999", "9"), pb,
+		map[string]string{"state": "22"}, []string{"bbb"})
+	if d := DiffScenarios("s", scen("s", a), scen("s", b)); len(d) != 0 {
+		ja, _ := json.MarshalIndent(a, "", " ")
+		t.Fatalf("differences %v\n%s", d, ja)
+	}
+	// The reason JSON names the run: it keeps the run's placeholder.
+	if got := a.Records[1].Fields["reason"]; got != `{"at":"<time>","run":"<run_id#1>"}` {
+		t.Errorf("reason = %q", got)
+	}
+	if _, ok := a.Records[0].Fields["更新日時"]; ok {
+		t.Error("a system field was kept")
+	}
+}
+
+func TestNormaliseHistoryKeepsAChangedStatus(t *testing.T) {
+	a := NormaliseHistory(rawRun("run-aaa-1", "att-aaa", "2026-12-05T16:00:01Z", "SUCCESS", "h", "1"), nil, nil, []string{"aaa"})
+	b := NormaliseHistory(rawRun("run-bbb-2", "att-bbb", "2026-12-05T16:00:01Z", "FAILED", "h", "1"), nil, nil, []string{"bbb"})
+	d := DiffScenarios("s", scen("s", a), scen("s", b))
+	if len(d) != 1 || d[0].Path != "state/NETWORK_RUN[0].status" || d[0].A != "SUCCESS" || d[0].B != "FAILED" {
+		t.Fatalf("differences %+v", d)
+	}
+}
+
+func TestDiffScenariosCountsRecordsExitCodesAndMissingScenarios(t *testing.T) {
+	zero, one := 0, 1
+	a := NormaliseHistory(rawRun("run-ccc", "a1", "", "SUCCESS", "", "1"), []Process{{Name: "p", ExitCode: &zero}}, nil, nil)
+	b := NormaliseHistory(rawRun("run-ccc", "a1", "", "SUCCESS", "", "1")[:1], []Process{{Name: "p", ExitCode: &one}}, nil, nil)
+	paths := map[string]bool{}
+	for _, d := range DiffScenarios("s", scen("s", a), scen("s", b)) {
+		paths[d.Path] = true
+	}
+	for _, p := range []string{"audit/NODE_ATTEMPT.count", "process/p[0].exit_code"} {
+		if !paths[p] {
+			t.Errorf("no difference at %s: %v", p, paths)
+		}
+	}
+	if d := DiffScenarios("s", scen("s", a), nil); len(d) != 1 || d[0].B != absent {
+		t.Errorf("missing scenario: %+v", d)
+	}
+}
