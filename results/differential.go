@@ -52,11 +52,15 @@ var dropTypes = map[string]bool{"RECORD_NUMBER": true, "__ID__": true, "__REVISI
 	"STATUS": true, "CATEGORY": true}
 
 var (
-	reTime  = regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?`)
-	reHost  = regexp.MustCompile(`(?i)\b(https?://)?(127\.0\.0\.1|localhost|\[::1\])(:\d+)?`)
-	reUUID  = regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
-	reHexID = regexp.MustCompile(`(?i)\b[0-9a-f]{16,}\b`)
-	reNum   = regexp.MustCompile(`^-?\d+(\.\d+)?$`)
+	reTime = regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?`)
+	reHost = regexp.MustCompile(`(?i)\b(https?://)?(127\.0\.0\.1|localhost|\[::1\])(:\d+)?`)
+	// A UUID may follow a prefix joined by '_' (netrun_…), where \b finds no boundary.
+	reUUID = regexp.MustCompile(`(?i)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	// Long hex ids and digests, and their 12-digit prefixes (kSQL-Flow's input_files sha256).
+	reHexID = regexp.MustCompile(`(?i)\b[0-9a-f]{12,}\b`)
+	// rePID is the process id of a FlowNet instance id (local-pid://<host>/<pid>).
+	rePID = regexp.MustCompile(`(local-pid://[^"\s/]*/)\d+`)
+	reNum = regexp.MustCompile(`^-?\d+(\.\d+)?$`)
 	// reSize is a FILE field's byte size: an attached bundle's zip holds the run's names and
 	// times, so its size differs between two runs of one FlowNet too.
 	reSize = regexp.MustCompile(`"size":"\d+"`)
@@ -148,6 +152,7 @@ func (n *normaliser) text(s string) string {
 	s = reSize.ReplaceAllString(s, `"size":"<size>"`)
 	s = reTime.ReplaceAllString(s, "<time>")
 	s = reHost.ReplaceAllString(s, "<host>")
+	s = rePID.ReplaceAllString(s, "${1}<pid>")
 	for _, v := range n.order {
 		if len(v) >= 4 && !reNum.MatchString(v) {
 			s = strings.ReplaceAll(s, v, n.ids[v])

@@ -69,3 +69,25 @@ func TestDiffScenariosCountsRecordsExitCodesAndMissingScenarios(t *testing.T) {
 		t.Errorf("missing scenario: %+v", d)
 	}
 }
+
+// What the real FlowNet prints beside the reference: a run id joined to its prefix by '_', a
+// poller's process id in its instance id, kSQL-Flow's 12-digit digest prefix. Each is
+// replaced; the words around them are still compared.
+func TestNormaliseTextPrefixedIDsPIDsAndShortDigests(t *testing.T) {
+	line := func(run, pid, sha, word string) []Process {
+		return []Process{{Name: "p", StdoutTail: "Run netrun_" + run + " finished " + word + "\n" +
+			`{"owner":"local-pid://KSQL_FLOW_TEST_x_poller/` + pid + `","sha256":"` + sha + `"}` + "\n"}}
+	}
+	a := NormaliseHistory(nil, line("65335acf-d36b-4f63-894a-6da475c82e0e", "23749", "16285ee49676", "ok"), nil, nil)
+	b := NormaliseHistory(nil, line("88e7ac27-f25a-4f3c-8119-9ad5d70f1899", "15218", "f3f2c592b5d6", "ok"), nil, nil)
+	if d := DiffScenarios("s", scen("s", a), scen("s", b)); len(d) != 0 {
+		t.Fatalf("differences %+v", d)
+	}
+	if got := a.Processes[0].StdoutHead[1]; got != `{"owner":"local-pid://KSQL_FLOW_TEST_x_poller/<pid>","sha256":"<hex#1>"}` {
+		t.Errorf("normalised line = %q", got)
+	}
+	c := NormaliseHistory(nil, line("88e7ac27-f25a-4f3c-8119-9ad5d70f1899", "15218", "f3f2c592b5d6", "late"), nil, nil)
+	if d := DiffScenarios("s", scen("s", a), scen("s", c)); len(d) != 1 {
+		t.Fatalf("a changed word: differences %+v", d)
+	}
+}
