@@ -87,7 +87,7 @@ func Variables() []VarSpec {
 		{VarConfirmedBy, KindText, "", false, "Confirmer for the force-unlock drill (m5-kill-unknown)."},
 		{VarFlowNetDir, KindPath, "flownet-dir", true, "kSQL-FlowNet checkout to test in live mode (its dist/cli/index.js is started)."},
 		{VarFlowNetBin, KindPath, "", true, "Launcher for the FlowNet CLI; default node."},
-		{VarProduct, KindText, "product", true, "Sandbox: the FlowNet the scenarios drive (default reference): auto (the pinned real product where it can run, else the reference, saying why), real (the pinned @rex0220/ksql-flownet of tools/flownet; blocked without a Node.js its engines accept), reference (flowtest's model), or a directory holding a FlowNet build (package.json and dist/cli/index.js)."},
+		{VarProduct, KindText, "product", true, "Sandbox: the FlowNet the scenarios drive (default auto): auto (the pinned real product where it can run, else the reference, saying why), real (the pinned @rex0220/ksql-flownet of tools/flownet; blocked without a Node.js its engines accept), reference (flowtest's model), or a directory holding a FlowNet build (package.json and dist/cli/index.js)."},
 		{VarNode, KindPath, "node", true, "Sandbox: the Node.js that runs the real FlowNet; default the one make flownet pins (Linux x64), else node on PATH; it must satisfy the product's engines."},
 		{VarFlowNetBinArgs, KindText, "", true, "Leading args for the FlowNet CLI (JSON array or whitespace-separated); default dist/cli/index.js inside FLOWTEST_FLOWNET_DIR."},
 		{safety.VarDenyList, KindText, "", true, "Extra production deny-list entries (app:ID, job:NAME, profile:NAME; comma-separated), added to the deny-list file."},

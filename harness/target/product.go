@@ -24,8 +24,9 @@ const (
 	ProductReal = "real"
 	// ProductReference is flowtest's Go model of FlowNet, which planted defects break.
 	ProductReference = "reference"
-	// DefaultProduct is the choice when none is given.
-	DefaultProduct = ProductReference
+	// DefaultProduct is the choice when none is given: the real product is the judge, so
+	// it runs wherever it can; planted defects and their controls ask for the reference.
+	DefaultProduct = ProductAuto
 )
 
 // PinnedFlowNetPackage is the npm package tools/flownet pins.

@@ -85,6 +85,11 @@ func TestFastDefectsAreCaught(t *testing.T) {
 // writeControlArchive writes an archive of two scenario records (a passed, b failed) whose
 // run.json names the sandbox digest given.
 func writeControlArchive(t *testing.T, target, digest string) string {
+	return writeControlArchiveOf(t, target, digest, "reference")
+}
+
+// writeControlArchiveOf is writeControlArchive of a run that drove the product kind given.
+func writeControlArchiveOf(t *testing.T, target, digest, product string) string {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "scenarios"), 0o755))
@@ -92,7 +97,7 @@ func writeControlArchive(t *testing.T, target, digest string) string {
 		rec := fmt.Sprintf(`{"schema_version":1,"id":%q,"status":%q,"status_reason":"x","duration_ms":1500,"series":"s","tags":[],"steps":[],"assertions":[],"processes":[],"barriers":[],"traffic":{},"cleanup":{"ok":true,"actions":[]}}`, id, status)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "scenarios", id+".json"), []byte(rec), 0o644))
 	}
-	run := fmt.Sprintf(`{"schema_version":1,"target":%q,"state":"complete","environment":{"sandbox_sha256":%q},"scenarios":[]}`, target, digest)
+	run := fmt.Sprintf(`{"schema_version":1,"target":%q,"state":"complete","environment":{"sandbox_sha256":%q},"product":{"kind":%q},"scenarios":[]}`, target, digest, product)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "run.json"), []byte(run), 0o644))
 	return dir
 }
@@ -120,6 +125,8 @@ func TestControlFromArchive(t *testing.T) {
 	assert.ErrorContains(t, err, "is not the correct sandbox of this checkout")
 	_, err = r.ControlFromArchive(writeControlArchive(t, "live", digest), sel)
 	assert.ErrorContains(t, err, `target "live"`)
+	_, err = r.ControlFromArchive(writeControlArchiveOf(t, "sandbox", digest, "real"), sel)
+	assert.ErrorContains(t, err, "a control needs the reference")
 
 	both := flowtest(t, nil, "defects", "--fast", "--no-control", "--control-from", t.TempDir())
 	assert.Equal(t, 2, both.code)

@@ -64,7 +64,7 @@ var configFlags = []struct{ name, usage string }{
 	{"base-url", "kintone base URL of a live tenant (https only)"},
 	{"concurrency", "scenarios at once, an integer of at least 1 (live mode refuses anything but 1)"},
 	{"flownet-dir", "kSQL-FlowNet checkout (live: the CLI is node <dir>/dist/cli/index.js)"},
-	{"product", "sandbox: the FlowNet the scenarios drive (default reference): auto (the pinned real product where Node.js allows, else the reference), real, reference, or a directory holding a FlowNet build"},
+	{"product", "sandbox: the FlowNet the scenarios drive (default auto): auto (the pinned real product where Node.js allows, else the reference), real, reference, or a directory holding a FlowNet build"},
 	{"node", "sandbox: the Node.js that runs the real FlowNet (default: the pinned one, else node on PATH)"},
 	{"denylist-file", "operator-maintained production deny list"},
 	{"lock-dir", "where the exclusive run lock lives"},

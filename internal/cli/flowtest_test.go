@@ -90,33 +90,52 @@ func archiveDir(t *testing.T, stdout string) string {
 	return ""
 }
 
-// acceptance is the one full run of the manifest on the sandbox in this package's tests:
-// TestAcceptanceSuiteOnSandbox judges it, and the fast planted defects take their control
-// from its archive instead of running the same scenarios again.
-var acceptance struct {
+// fullRun is one full run of the manifest on the sandbox, shared by the tests that judge it.
+type fullRun struct {
 	once sync.Once
 	r    result
 	dir  string
 }
 
+// acceptance is the full run on the reference FlowNet: TestAcceptanceSuiteOnSandbox judges
+// it, and the fast planted defects take their control from its archive (they break the
+// reference) instead of running the same scenarios again. realAcceptance is the full run on
+// the pinned real FlowNet (TestAcceptanceSuiteOnRealProduct); the differential check
+// compares the two.
+var acceptance, realAcceptance fullRun
+
 func acceptanceRun(t *testing.T) (result, string) {
 	t.Helper()
-	acceptance.once.Do(func() {
-		out, err := os.MkdirTemp("", "flowtest-acceptance-")
+	return acceptance.get(t, "reference")
+}
+
+func realAcceptanceRun(t *testing.T) (result, string) {
+	t.Helper()
+	return realAcceptance.get(t, "real")
+}
+
+func (f *fullRun) get(t *testing.T, product string) (result, string) {
+	t.Helper()
+	f.once.Do(func() {
+		out, err := os.MkdirTemp("", "flowtest-acceptance-"+product+"-")
 		if err != nil {
 			t.Fatal(err)
 		}
-		acceptance.r = flowtest(t, nil, "run", "--out", out)
-		acceptance.dir = archiveDir(t, acceptance.r.stdout)
-		if !filepath.IsAbs(acceptance.dir) {
-			acceptance.dir = filepath.Join(repoRoot(), acceptance.dir)
+		f.r = flowtest(t, nil, "run", "--product", product, "--out", out)
+		for _, line := range strings.Split(f.r.stdout, "\n") {
+			if i := strings.Index(line, "archive "); i >= 0 && strings.HasPrefix(line, "flowtest ") {
+				f.dir = strings.TrimSpace(line[i+len("archive "):])
+			}
+		}
+		if f.dir != "" && !filepath.IsAbs(f.dir) {
+			f.dir = filepath.Join(repoRoot(), f.dir)
 		}
 		cleanups = append(cleanups, func() { os.RemoveAll(out) })
 	})
-	if acceptance.dir == "" {
-		t.Fatalf("the acceptance run made no archive:\n%s\n%s", acceptance.r.stdout, acceptance.r.stderr)
+	if f.dir == "" {
+		t.Fatalf("the %s acceptance run made no archive (exit %d):\n%s\n%s", product, f.r.code, f.r.stdout, f.r.stderr)
 	}
-	return acceptance.r, acceptance.dir
+	return f.r, f.dir
 }
 
 // cleanups run after every test of the package (TestMain): what tests share outlives each.
@@ -177,6 +196,68 @@ func TestAcceptanceSuiteOnSandbox(t *testing.T) {
 	assert.Equal(t, 0, v.code, v.stdout+v.stderr)
 	assert.Contains(t, v.stdout, "matches its schema")
 	requireSchemaValid(t, dir) // every record of a full run
+}
+
+// The main job as `make run` runs it where Node.js is: the whole manifest on the pinned real
+// kSQL-FlowNet (on the kintone emulator, with the stand-in kSQL-Flow). Every scenario passes
+// or fails as a declared known product defect of this product version that still
+// reproduces; the run says which product ran. Where the real product cannot run, --product
+// real is refused as blocked and this test fails with the reason: not run is never passed.
+func TestAcceptanceSuiteOnRealProduct(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("acceptance run skipped in -short mode")
+	}
+	r, dir := realAcceptanceRun(t)
+	require.Equal(t, 0, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	assert.Regexp(t, `(?m)^product: @rex0220/ksql-flownet@1\.0\.0 \(pinned `, r.stdout)
+	data, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	require.NoError(t, err)
+	var run struct {
+		State   string `json:"state"`
+		Product struct {
+			Kind, Package, Version string
+		} `json:"product"`
+		Scenarios []struct{ ID, Status string } `json:"scenarios"`
+	}
+	require.NoError(t, json.Unmarshal(data, &run))
+	assert.Equal(t, "complete", run.State)
+	assert.Equal(t, "real", run.Product.Kind)
+	assert.Equal(t, "@rex0220/ksql-flownet", run.Product.Package)
+	assert.Equal(t, "1.0.0", run.Product.Version)
+	assert.Len(t, run.Scenarios, manifestSize(t))
+	for _, s := range run.Scenarios {
+		if s.Status == "passed" {
+			continue
+		}
+		var rec struct {
+			KnownDefect *struct{ ID, Outcome string } `json:"known_defect"`
+		}
+		data, err := os.ReadFile(filepath.Join(dir, "scenarios", s.ID+".json"))
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(data, &rec))
+		if rec.KnownDefect == nil || s.Status != "failed" || rec.KnownDefect.Outcome != "reproduced" {
+			t.Errorf("scenario %s: %s on the real product, not a reproduced known product defect (%+v)", s.ID, s.Status, rec.KnownDefect)
+		}
+	}
+	v := flowtest(t, nil, "archive", "verify", dir)
+	assert.Equal(t, 0, v.code, v.stdout+v.stderr)
+}
+
+// The reference FlowNet kept honest (issue 41, item 5): the same scenarios on the real and
+// on the reference FlowNet leave the same record history and FlowNet outputs once ids, times
+// and scopes are normalised; every difference is explained in
+// features/differential-known.yaml with its reason, and no explanation is stale.
+func TestDifferentialReferenceAgainstRealProduct(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("acceptance runs skipped in -short mode")
+	}
+	_, ref := acceptanceRun(t)
+	_, real := realAcceptanceRun(t)
+	d := flowtest(t, nil, "archive", "diff", ref, real)
+	assert.Equal(t, 0, d.code, "unexplained differences between the reference and the real FlowNet:\n%s%s", d.stdout, d.stderr)
+	assert.Regexp(t, fmt.Sprintf(`%d scenarios compared: 0 unexplained differences, \d+ explained, 0 stale explanations`, manifestSize(t)), d.stdout)
 }
 
 func TestListShowsTheManifest(t *testing.T) {

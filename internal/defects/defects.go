@@ -169,7 +169,9 @@ func (r *Run) runScenariosIn(dir, bin, features string, ids []string) (map[strin
 		return nil, 0, err
 	}
 	defer logf.Close()
-	err = proc.RunBound(r.selfCommand(logf, "run", "--sandbox-bin", bin, "--tags", strings.Join(tags, " or "), "--out", out,
+	// --product reference: a planted defect breaks the reference FlowNet, the default
+	// (auto) would drive the real one.
+	err = proc.RunBound(r.selfCommand(logf, "run", "--product", "reference", "--sandbox-bin", bin, "--tags", strings.Join(tags, " or "), "--out", out,
 		"--features", features, "--lock-dir", filepath.Join(dir, "lock"))) // a killed `flowtest defects` takes its runner along
 	code := 0
 	var ee *exec.ExitError
@@ -286,6 +288,11 @@ func (r *Run) ControlFromArchive(dir string, selected []Defect) ([]Row, error) {
 	}
 	if run.Target != "sandbox" {
 		return nil, fmt.Errorf("the archive ran on target %q; a control needs the sandbox", run.Target)
+	}
+	// The planted defects break the reference FlowNet: a control run on the real product
+	// says nothing of the model they break.
+	if run.Product != nil && run.Product.Kind != results.ProductReference {
+		return nil, fmt.Errorf("the archive drove the %s FlowNet; a control needs the reference (flowtest run --product reference)", run.Product.Kind)
 	}
 	work := filepath.Join(r.Work, "control")
 	if err := os.MkdirAll(work, 0o755); err != nil {

@@ -334,7 +334,7 @@ func (r *Run) explore(dir, bin, id string, args ...string) (*explorer.Report, st
 	}
 	defer logf.Close()
 	argv := append([]string{"explore", id}, args...)
-	argv = append(argv, "--sandbox-bin", bin, "--out", out, "--features", filepath.Join(r.Root, "features"), "--lock-dir", filepath.Join(dir, "lock"))
+	argv = append(argv, "--product", "reference", "--sandbox-bin", bin, "--out", out, "--features", filepath.Join(r.Root, "features"), "--lock-dir", filepath.Join(dir, "lock"))
 	err = proc.RunBound(r.selfCommand(logf, argv...))
 	var ee *exec.ExitError
 	switch {
