@@ -273,6 +273,7 @@ func (s *session) exploreRuns(ctx context.Context, tgt *target.Target, stdout io
 	}
 	fmt.Fprintf(stdout, "flowtest %s explore %s: target %s, strategy %s, seed %d, %d at once, archive %s\n",
 		Version, sp.id, tgt.Name, st.Name(), sp.seed, workers, dir)
+	fmt.Fprintf(stdout, "product: %s\n", tgt.Product.Label())
 	x := &exploreRunner{s: s, tgt: tgt, sp: sp, dir: dir, rsec: &runSecrets{red: red, secrets: secrets}}
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -299,6 +300,7 @@ func (s *session) exploreRuns(ctx context.Context, tgt *target.Target, stdout io
 	}
 	rep.Seed = sp.seed
 	rep.Via = sp.via
+	rep.Product = tgt.Product.Label()
 	replayCmd := func(file string) string { return fmt.Sprintf("flowtest explore %s --replay %s", sp.id, file) }
 	if werr := explorer.Write(dir, rep, replayCmd, s.gherkinSource(it, sp.processes)); werr != nil {
 		fmt.Fprintf(stdout, "flowtest explore: write the report: %v\n", werr)
@@ -461,6 +463,7 @@ func (x *exploreRunner) Run(ctx context.Context, n int, c explore.Chooser) (expl
 	run := &results.Run{
 		RunnerVersion: Version, Target: x.tgt.Name, Profile: x.tgt.Profile, OS: runtime.GOOS + "/" + runtime.GOARCH,
 		TagExpression: "@" + x.sp.id, Environment: x.tgt.Describe(), Start: time.Now().UTC(), Command: s.extras.command,
+		Product: productRecord(x.tgt),
 	}
 	run.Environment["explore_schedule"] = fmt.Sprint(k)
 	res := runner.Execute(ctx, runner.Options{

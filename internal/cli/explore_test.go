@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,7 +76,9 @@ func TestExploreRedirectFromTheManifest(t *testing.T) {
 
 // An exploration on the sandbox writes its report, README and page; a schedule's whole
 // order, given back as a replay file, releases the same writes in the same order: a
-// schedule is named by signatures, never by ids or arrival times.
+// schedule is named by signatures, never by ids or arrival times. It runs on the default
+// product, the real FlowNet (make tools installs it); TestExploreSameSeedSameOrders runs on
+// the reference: explore runs on both.
 func TestExploreOnTheSandboxAndTheReplayOfASchedule(t *testing.T) {
 	t.Parallel() // an end-to-end run that mostly waits
 	if testing.Short() {
@@ -86,6 +89,8 @@ func TestExploreOnTheSandboxAndTheReplayOfASchedule(t *testing.T) {
 	r := flowtest(t, nil, "explore", "p2-11-03-duplicates", "--schedules", "2", "--seed", "1", "--out", out)
 	require.Equal(t, 0, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	rep := read(out)
+	assert.Contains(t, r.stdout, "\nproduct: @rex0220/ksql-flownet@1.0.0 (pinned ")
+	assert.True(t, strings.HasPrefix(rep.Product, "@rex0220/ksql-flownet@1.0.0 "), "the report names the product: %q", rep.Product)
 	require.Equal(t, 2, rep.SchedulesRun)
 	assert.Equal(t, 2, rep.Passed, "the correct sandbox passes every schedule")
 	total := 0
@@ -143,9 +148,10 @@ func TestExploreSameSeedSameOrders(t *testing.T) {
 	orders := func(seed string) []string {
 		t.Helper()
 		out := t.TempDir()
-		r := flowtest(t, []string{"FLOWTEST_TIMEOUT_SCALE=" + scale}, "explore", "p2-11-03-duplicates", "--schedules", "4", "--seed", seed, "--out", out)
+		r := flowtest(t, []string{"FLOWTEST_TIMEOUT_SCALE=" + scale}, "explore", "p2-11-03-duplicates", "--product", "reference", "--schedules", "4", "--seed", seed, "--out", out)
 		require.Equal(t, 0, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 		rep := readExploreReport(t, out)
+		assert.True(t, strings.HasPrefix(rep.Product, "reference FlowNet"), "the report names the product: %q", rep.Product)
 		require.Len(t, rep.Schedules, 4)
 		slices.SortFunc(rep.Schedules, func(a, b explorer.ScheduleRun) int { return a.N - b.N })
 		var got []string

@@ -252,7 +252,7 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 	run := &results.Run{
 		RunnerVersion: Version, Target: tgt.Name, Profile: tgt.Profile,
 		SUT: results.SUTIdentity{Commit: f.sutCommit, Versions: tgt.Versions}, Product: productRecord(tgt),
-		OS:  runtime.GOOS + "/" + runtime.GOARCH, TagExpression: f.tags,
+		OS: runtime.GOOS + "/" + runtime.GOARCH, TagExpression: f.tags,
 		Environment: tgt.Describe(), Start: time.Now().UTC(), Command: s.extras.command,
 	}
 	if f.sutCommit != "" {

@@ -143,7 +143,9 @@ type Redirect struct {
 type Report struct {
 	Scenario string `json:"scenario"`
 	// Via is set when the command named another scenario whose entry redirects here.
-	Via           *Redirect      `json:"via,omitempty"`
+	Via *Redirect `json:"via,omitempty"`
+	// Product says which kSQL-FlowNet the schedules drove (the real product or the reference).
+	Product       string         `json:"product,omitempty"`
 	Strategy      string         `json:"strategy"`
 	Seed          uint64         `json:"seed"`
 	SchedulesRun  int            `json:"schedules_run"`

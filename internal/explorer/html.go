@@ -73,7 +73,8 @@ var pageTemplate = template.Must(template.New("explore").Parse(`<!DOCTYPE html>
 </head><body>
 <h1>Exploration of {{.Scenario}}</h1>
 <table>
-<tr><th>strategy</th><td>{{.Strategy}}, seed {{.Seed}}</td></tr>
+{{if .Product}}<tr><th>product</th><td>{{.Product}}</td></tr>
+{{end}}<tr><th>strategy</th><td>{{.Strategy}}, seed {{.Seed}}</td></tr>
 <tr><th>schedules run</th><td>{{.SchedulesRun}}</td></tr>
 <tr><th>distinct write orders</th><td>{{.DistinctOrder}} ({{.Duplicates}} seen before)</td></tr>
 <tr><th>passed with every invariant</th><td>{{.Passed}}</td></tr>

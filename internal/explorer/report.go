@@ -90,6 +90,9 @@ func Markdown(rep *Report) string {
 		fmt.Fprintf(&b, "Asked for %s, whose manifest entry redirects its exploration here (explore via %s): %s\n\n", v.From, v.To, mdtextLine(v.Reason))
 	}
 	fmt.Fprintf(&b, "| | |\n| --- | --- |\n")
+	if rep.Product != "" {
+		fmt.Fprintf(&b, "| product | %s |\n", mdtextLine(rep.Product))
+	}
 	fmt.Fprintf(&b, "| strategy | %s |\n| schedules run | %d |\n| distinct write orders | %d |\n| orders seen before | %d |\n",
 		rep.Strategy, rep.SchedulesRun, rep.DistinctOrder, rep.Duplicates)
 	fmt.Fprintf(&b, "| passed with every invariant | %d |\n| violations | %d |\n| elapsed | %.0f s (%.1f schedules/min) |\n",
