@@ -135,6 +135,14 @@ func agreement(wf workflow) []string {
 			if s.Env["SHARD"] != "${{ matrix.shard }}" || !strings.Contains(s.Run, `--shard "$SHARD/$FLOWTEST_SHARDS"`) {
 				probs = append(probs, "the shard's run step does not run --shard <matrix.shard>/FLOWTEST_SHARDS")
 			}
+			// The real product is the judge: the shards drive it, refused as blocked (not
+			// fallen back to the reference) where it cannot run.
+			if !strings.Contains(s.Run, "--product real") {
+				probs = append(probs, "the shard's run step does not drive the real FlowNet (--product real)")
+			}
+		}
+		if strings.HasPrefix(s.Run, "make build") && !strings.Contains(s.Run, "tools") {
+			probs = append(probs, "the shard's build step does not install the pinned tools (make build tools): the real FlowNet would be blocked")
 		}
 		if strings.HasPrefix(s.Uses, "actions/upload-artifact@") {
 			uploaded = true
@@ -193,6 +201,8 @@ func TestShardCountAndMergeInputsAgree(t *testing.T) {
 		"artifact renamed":        {"name: flowtest-shard-${{ matrix.shard }}", "name: shard-${{ matrix.shard }}"},
 		"merge without the count": {`-ne "$FLOWTEST_SHARDS"`, `-ne 3`},
 		"shard count hard-coded":  {`--shard "$SHARD/$FLOWTEST_SHARDS"`, `--shard "$SHARD/3"`},
+		"the reference driven":    {`--product real --shard`, `--shard`},
+		"tools not installed":     {"run: make build tools", "run: make build"},
 	} {
 		require.Contains(t, string(good), c.old, what)
 		assert.NotEmpty(t, agreement(parse(t, bytes.Replace(good, []byte(c.old), []byte(c.new), 1))), what)
