@@ -1,7 +1,8 @@
-# flowtest — build, run and test. `make run` is the main job (all 43 scenarios on the
-# sandbox); `make test` is the test suite (unit tests, runner self-tests and the acceptance
-# scenarios on the sandbox, and beside them the live-path rehearsal on a fast and a slow
-# stand-alone tenant).
+# flowtest — build, run and test. `make run` is the main job (all 43 scenarios and the extended
+# series on the sandbox, driving the pinned real kSQL-FlowNet where Node.js can run it); `make
+# test` is the test suite (unit tests, runner self-tests, the scenarios on the sandbox with the
+# real and with the reference FlowNet and the differential check between the two, and beside
+# them the live-path rehearsal on a fast and a slow stand-alone tenant).
 GO      ?= go
 BIN     := bin
 EXE     := $(shell $(GO) env GOEXE)
