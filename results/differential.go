@@ -109,6 +109,10 @@ type normaliser struct {
 	count  map[string]int
 	order  []string // seen ids, longest first when replacing inside text
 	scopes []string // the scenario's scope id and its short markers, longest first
+	// free is the prefix of the kinds of ids found in free text by their form alone (UUIDs,
+	// hex ids): "stdout_" while processes' output is normalised, so that an id a record's
+	// text held (often a field the archive redacts) shifts no number of those printed.
+	free string
 }
 
 // idKind is the kind of the id a field holds.
@@ -159,8 +163,8 @@ func (n *normaliser) text(s string) string {
 		}
 	}
 	s = reCanonicalKey.ReplaceAllStringFunc(s, func(v string) string { return n.id("canonical_key", v) })
-	s = reUUID.ReplaceAllStringFunc(s, func(v string) string { return n.id("uuid", v) })
-	s = reHexID.ReplaceAllStringFunc(s, func(v string) string { return n.id("hex", v) })
+	s = reUUID.ReplaceAllStringFunc(s, func(v string) string { return n.id(n.free+"uuid", v) })
+	s = reHexID.ReplaceAllStringFunc(s, func(v string) string { return n.id(n.free+"hex", v) })
 	return s
 }
 
@@ -246,6 +250,7 @@ func NormaliseHistory(recs []RawRecord, procs []Process, appIDs map[string]strin
 		}
 		d.Records = append(d.Records, out)
 	}
+	n.free = "stdout_"
 	for _, p := range procs {
 		dp := DiffProcess{Name: p.Name, ExitCode: p.ExitCode}
 		for _, line := range strings.Split(strings.TrimRight(p.StdoutTail, "\n"), "\n") {

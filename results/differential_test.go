@@ -2,6 +2,7 @@ package results
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -83,7 +84,7 @@ func TestNormaliseTextPrefixedIDsPIDsAndShortDigests(t *testing.T) {
 	if d := DiffScenarios("s", scen("s", a), scen("s", b)); len(d) != 0 {
 		t.Fatalf("differences %+v", d)
 	}
-	if got := a.Processes[0].StdoutHead[1]; got != `{"owner":"local-pid://KSQL_FLOW_TEST_x_poller/<pid>","sha256":"<hex#1>"}` {
+	if got := a.Processes[0].StdoutHead[1]; got != `{"owner":"local-pid://KSQL_FLOW_TEST_x_poller/<pid>","sha256":"<stdout_hex#1>"}` {
 		t.Errorf("normalised line = %q", got)
 	}
 	c := NormaliseHistory(nil, line("88e7ac27-f25a-4f3c-8119-9ad5d70f1899", "15218", "f3f2c592b5d6", "late"), nil, nil)
@@ -160,5 +161,30 @@ func TestDiffScenariosAlignsStdoutLines(t *testing.T) {
 	}
 	if d := alignLines(nil, []string{"x"}); len(d) != 1 || d[0] != (lineDiff{"b0", absent, "x"}) {
 		t.Errorf("a line only B printed: %+v", d)
+	}
+}
+
+// A UUID only a record's text held (a reason the archive redacts) shifts no number of the
+// UUIDs processes printed: one more such record on one side leaves the printed lines equal.
+func TestNormaliseStdoutUUIDsNumberedApartFromRecords(t *testing.T) {
+	out := func(event string) []Process {
+		return []Process{{Name: "close", StdoutTail: `{"event_id":"archive_` + event + `"}` + "\n"}}
+	}
+	extra := []RawRecord{{App: "audit", Fields: map[string]string{"record_type": "OPERATION_AUDIT",
+		"reason": `{"note":"repair 0b5c7e3a-1111-4a4a-8a8a-123456789abc"}`}}}
+	a := NormaliseHistory(nil, out("65335acf-d36b-4f63-894a-6da475c82e0e"), nil, nil)
+	b := NormaliseHistory(extra, out("88e7ac27-f25a-4f3c-8119-9ad5d70f1899"), nil, nil)
+	if got := b.Processes[0].StdoutHead[0]; got != `{"event_id":"archive_<stdout_uuid#1>"}` {
+		t.Errorf("printed line = %q", got)
+	}
+	for _, d := range DiffScenarios("s", scen("s", a), scen("s", b)) {
+		if strings.HasPrefix(d.Path, "process/") {
+			t.Errorf("printed lines differ: %+v", d)
+		}
+	}
+	// A UUID a record held and a process printed keeps the record's placeholder.
+	c := NormaliseHistory(extra, out("0b5c7e3a-1111-4a4a-8a8a-123456789abc"), nil, nil)
+	if got := c.Processes[0].StdoutHead[0]; got != `{"event_id":"archive_<uuid#1>"}` {
+		t.Errorf("a record's UUID printed = %q", got)
 	}
 }
