@@ -255,12 +255,28 @@ func NormaliseHistory(recs []RawRecord, procs []Process, appIDs map[string]strin
 		dp := DiffProcess{Name: p.Name, ExitCode: p.ExitCode}
 		for _, line := range strings.Split(strings.TrimRight(p.StdoutTail, "\n"), "\n") {
 			if line = strings.TrimSpace(line); line != "" {
-				dp.StdoutHead = append(dp.StdoutHead, lineHead(n.text(line)))
+				dp.StdoutHead = append(dp.StdoutHead, lineHead(n.text(idNumberLine(line))))
 			}
 		}
 		d.Processes = append(d.Processes, dp)
 	}
 	return d
+}
+
+// reKeyNumber is a line of pretty-printed JSON or of a "key: value" text form whose value is
+// a number: `"revision": 3,` or `revision: 3`.
+var reKeyNumber = regexp.MustCompile(`^("?)([A-Za-z_$]+)("?:\s*)-?\d+(,?)$`)
+
+// idNumberLine replaces the number of such a line when its key is an id field (records
+// never compare these by value either): a Network lock's business revision, printed by
+// status, counts the lease writes of the run that holds it, and how many heartbeats landed
+// before the status read is the timing of one run.
+func idNumberLine(line string) string {
+	m := reKeyNumber.FindStringSubmatch(line)
+	if m == nil || !isIDField(m[2]) {
+		return line
+	}
+	return m[1] + m[2] + m[3] + "<" + strings.ToLower(strings.TrimPrefix(m[2], "$")) + ">" + m[4]
 }
 
 // lineHead is the head of a stdout line: at most 80 characters.

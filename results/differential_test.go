@@ -188,3 +188,25 @@ func TestNormaliseStdoutUUIDsNumberedApartFromRecords(t *testing.T) {
 		t.Errorf("a record's UUID printed = %q", got)
 	}
 }
+
+// A status prints the Network lock's business revision: how many lease writes landed before
+// the read is the timing of one run. Its number is replaced, in the JSON and in the text
+// form; a number under a key that is no id (attempt_no) is still compared.
+func TestNormaliseStdoutIDNumbers(t *testing.T) {
+	out := func(rev, no string) []Process {
+		return []Process{{Name: "status", StdoutTail: `"lock": {` + "\n" + `  "revision": ` + rev + "\n" + "  revision: " + rev + "\n" +
+			`  "attempt_no": ` + no + ",\n"}}
+	}
+	a := NormaliseHistory(nil, out("3", "1"), nil, nil)
+	b := NormaliseHistory(nil, out("4", "1"), nil, nil)
+	if d := DiffScenarios("s", scen("s", a), scen("s", b)); len(d) != 0 {
+		t.Fatalf("differences %+v", d)
+	}
+	if got := a.Processes[0].StdoutHead; got[1] != `"revision": <revision>` || got[2] != "revision: <revision>" {
+		t.Errorf("normalised lines = %q", got)
+	}
+	c := NormaliseHistory(nil, out("4", "2"), nil, nil)
+	if d := DiffScenarios("s", scen("s", a), scen("s", c)); len(d) != 1 || d[0].A != `"attempt_no": 1,` {
+		t.Fatalf("a changed attempt_no: differences %+v", d)
+	}
+}
