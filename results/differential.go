@@ -109,6 +109,10 @@ type normaliser struct {
 	count  map[string]int
 	order  []string // seen ids, longest first when replacing inside text
 	scopes []string // the scenario's scope id and its short markers, longest first
+	// free is the prefix of the kinds of ids found in free text by their form alone (UUIDs,
+	// hex ids): "stdout_" while processes' output is normalised, so that an id a record's
+	// text held (often a field the archive redacts) shifts no number of those printed.
+	free string
 }
 
 // idKind is the kind of the id a field holds.
@@ -158,8 +162,9 @@ func (n *normaliser) text(s string) string {
 			s = strings.ReplaceAll(s, v, n.ids[v])
 		}
 	}
-	s = reUUID.ReplaceAllStringFunc(s, func(v string) string { return n.id("uuid", v) })
-	s = reHexID.ReplaceAllStringFunc(s, func(v string) string { return n.id("hex", v) })
+	s = reCanonicalKey.ReplaceAllStringFunc(s, func(v string) string { return n.id("canonical_key", v) })
+	s = reUUID.ReplaceAllStringFunc(s, func(v string) string { return n.id(n.free+"uuid", v) })
+	s = reHexID.ReplaceAllStringFunc(s, func(v string) string { return n.id(n.free+"hex", v) })
 	return s
 }
 
@@ -172,6 +177,13 @@ func (n *normaliser) unscope(s string) string {
 	}
 	return s
 }
+
+// reCanonicalKey is one of FlowNet's canonical keys (N1 lock key, R1 run key, S1, A1, J1: a
+// two-character prefix, ':' and 43 base64url characters of a SHA-256): each hashes names that
+// hold the scope, so it differs between any two runs. An N1 key is printed by
+// force-unlock-network but held by no record once the lock is released. Replaced after the ids
+// already seen, so that a key a record holds keeps that record's placeholder.
+var reCanonicalKey = regexp.MustCompile(`\b[A-Z]1:[A-Za-z0-9_-]{43}`)
 
 // idValue normalises the value of an id field: the scope replaced, then numbered.
 func (n *normaliser) idValue(code, v string) string {
@@ -238,16 +250,33 @@ func NormaliseHistory(recs []RawRecord, procs []Process, appIDs map[string]strin
 		}
 		d.Records = append(d.Records, out)
 	}
+	n.free = "stdout_"
 	for _, p := range procs {
 		dp := DiffProcess{Name: p.Name, ExitCode: p.ExitCode}
 		for _, line := range strings.Split(strings.TrimRight(p.StdoutTail, "\n"), "\n") {
 			if line = strings.TrimSpace(line); line != "" {
-				dp.StdoutHead = append(dp.StdoutHead, lineHead(n.text(line)))
+				dp.StdoutHead = append(dp.StdoutHead, lineHead(n.text(idNumberLine(line))))
 			}
 		}
 		d.Processes = append(d.Processes, dp)
 	}
 	return d
+}
+
+// reKeyNumber is a line of pretty-printed JSON or of a "key: value" text form whose value is
+// a number: `"revision": 3,` or `revision: 3`.
+var reKeyNumber = regexp.MustCompile(`^("?)([A-Za-z_$]+)("?:\s*)-?\d+(,?)$`)
+
+// idNumberLine replaces the number of such a line when its key is an id field (records
+// never compare these by value either): a Network lock's business revision, printed by
+// status, counts the lease writes of the run that holds it, and how many heartbeats landed
+// before the status read is the timing of one run.
+func idNumberLine(line string) string {
+	m := reKeyNumber.FindStringSubmatch(line)
+	if m == nil || !isIDField(m[2]) {
+		return line
+	}
+	return m[1] + m[2] + m[3] + "<" + strings.ToLower(strings.TrimPrefix(m[2], "$")) + ">" + m[4]
 }
 
 // lineHead is the head of a stdout line: at most 80 characters.
@@ -340,19 +369,87 @@ func DiffScenarios(id string, a, b *Scenario) []Difference {
 		for i := 0; i < len(la) && i < len(lb); i++ {
 			p := fmt.Sprintf("process/%s[%d]", key, i)
 			add(p+".exit_code", exitText(la[i].ExitCode), exitText(lb[i].ExitCode))
-			ha, hb := la[i].StdoutHead, lb[i].StdoutHead
-			for j := 0; j < len(ha) || j < len(hb); j++ {
-				va, vb := absent, absent
-				if j < len(ha) {
-					va = ha[j]
-				}
-				if j < len(hb) {
-					vb = hb[j]
-				}
-				add(fmt.Sprintf("%s.stdout[%d]", p, j), va, vb)
+			for _, d := range alignLines(la[i].StdoutHead, lb[i].StdoutHead) {
+				add(p+".stdout["+d.at+"]", d.a, d.b)
 			}
 		}
 	}
+	return out
+}
+
+// lineDiff is one stdout line that differs: at is its index in A, or "b<index in B>" for a
+// line only B printed.
+type lineDiff struct{ at, a, b string }
+
+// maxAlignCells bounds the table alignLines builds; longer outputs are compared line by line.
+const maxAlignCells = 4 << 20
+
+// alignLines compares two processes' stdout lines. The lines both printed in the same order
+// (a longest common subsequence) are matched; between two matched lines, the lines A and B
+// printed instead are paired in order (a changed line) and the rest reported against
+// <absent> (a line only one printed). One extra or missing line, or a block of them (a
+// status with one more node state, a null where the other prints an object), is then one
+// difference per line it concerns, not a shift of every line after it; every line that
+// differs is still reported.
+func alignLines(a, b []string) []lineDiff {
+	var out []lineDiff
+	pair := func(i, j int) {
+		switch {
+		case i < len(a) && j < len(b):
+			if a[i] != b[j] {
+				out = append(out, lineDiff{fmt.Sprint(i), a[i], b[j]})
+			}
+		case i < len(a):
+			out = append(out, lineDiff{fmt.Sprint(i), a[i], absent})
+		default:
+			out = append(out, lineDiff{fmt.Sprintf("b%d", j), absent, b[j]})
+		}
+	}
+	if (len(a)+1)*(len(b)+1) > maxAlignCells {
+		for j := 0; j < len(a) || j < len(b); j++ {
+			pair(j, j)
+		}
+		return out
+	}
+	// lcs[i][j] is the length of the longest common subsequence of a[i:] and b[j:].
+	w := len(b) + 1
+	lcs := make([]int32, (len(a)+1)*w)
+	for i := len(a) - 1; i >= 0; i-- {
+		for j := len(b) - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				lcs[i*w+j] = lcs[(i+1)*w+j+1] + 1
+			} else {
+				lcs[i*w+j] = max(lcs[(i+1)*w+j], lcs[i*w+j+1])
+			}
+		}
+	}
+	// flush reports the unmatched lines a[i0:i] and b[j0:j], paired in order.
+	flush := func(i0, i, j0, j int) {
+		for k := 0; i0+k < i || j0+k < j; k++ {
+			ia, jb := i0+k, j0+k
+			if ia >= i {
+				ia = len(a) // none left on A's side
+			}
+			if jb >= j {
+				jb = len(b)
+			}
+			pair(ia, jb)
+		}
+	}
+	i, j, i0, j0 := 0, 0, 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] == b[j] && lcs[i*w+j] == lcs[(i+1)*w+j+1]+1:
+			flush(i0, i, j0, j)
+			i, j = i+1, j+1
+			i0, j0 = i, j
+		case lcs[(i+1)*w+j] >= lcs[i*w+j+1]:
+			i++
+		default:
+			j++
+		}
+	}
+	flush(i0, len(a), j0, len(b))
 	return out
 }
 

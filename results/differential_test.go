@@ -2,6 +2,7 @@ package results
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -83,11 +84,129 @@ func TestNormaliseTextPrefixedIDsPIDsAndShortDigests(t *testing.T) {
 	if d := DiffScenarios("s", scen("s", a), scen("s", b)); len(d) != 0 {
 		t.Fatalf("differences %+v", d)
 	}
-	if got := a.Processes[0].StdoutHead[1]; got != `{"owner":"local-pid://KSQL_FLOW_TEST_x_poller/<pid>","sha256":"<hex#1>"}` {
+	if got := a.Processes[0].StdoutHead[1]; got != `{"owner":"local-pid://KSQL_FLOW_TEST_x_poller/<pid>","sha256":"<stdout_hex#1>"}` {
 		t.Errorf("normalised line = %q", got)
 	}
 	c := NormaliseHistory(nil, line("88e7ac27-f25a-4f3c-8119-9ad5d70f1899", "15218", "f3f2c592b5d6", "late"), nil, nil)
 	if d := DiffScenarios("s", scen("s", a), scen("s", c)); len(d) != 1 {
 		t.Fatalf("a changed word: differences %+v", d)
+	}
+}
+
+// force-unlock-network prints the N1 lock key it released, a hash of names that hold the
+// scope; once released, no record holds it. It is replaced; the words around it are compared.
+func TestNormaliseTextCanonicalKeys(t *testing.T) {
+	line := func(key, word string) []Process {
+		return []Process{{Name: "unlock", StdoutTail: "RELEASED: " + key + " (previous owner x, post revision 4).\n" + word + "\n"}}
+	}
+	a := NormaliseHistory(nil, line("N1:kOz4QzKgRzLe9ctgsdil3ndJOid6Ad3TsGa25ZScdKk", "If a Node was running"), nil, nil)
+	b := NormaliseHistory(nil, line("N1:uGrVjxmvBmFCisFNU0nNY3E9TP4tCmgWEI06uEbVJ4k", "If a Node was running"), nil, nil)
+	if d := DiffScenarios("s", scen("s", a), scen("s", b)); len(d) != 0 {
+		t.Fatalf("differences %+v", d)
+	}
+	if got := a.Processes[0].StdoutHead[0]; got != "RELEASED: <canonical_key#1> (previous owner x, post revision 4)." {
+		t.Errorf("normalised line = %q", got)
+	}
+	c := NormaliseHistory(nil, line("N1:uGrVjxmvBmFCisFNU0nNY3E9TP4tCmgWEI06uEbVJ4k", "Hint: resume"), nil, nil)
+	if d := DiffScenarios("s", scen("s", a), scen("s", c)); len(d) != 1 {
+		t.Fatalf("a changed hint: differences %+v", d)
+	}
+	// A key a record holds keeps that record's placeholder in the text.
+	recs := []RawRecord{{App: "state", Fields: map[string]string{"record_type": "NETWORK_RUN",
+		"record_key": "R1:AcvSC3qfJjTJ7Bl9T196ONpZfZtJZ_TQsk6OruCPWG0"}}}
+	d := NormaliseHistory(recs, []Process{{Name: "p", StdoutTail: "run R1:AcvSC3qfJjTJ7Bl9T196ONpZfZtJZ_TQsk6OruCPWG0\n"}}, nil, nil)
+	if got := d.Processes[0].StdoutHead[0]; got != "run <record_key#1>" {
+		t.Errorf("a record's key in text = %q", got)
+	}
+}
+
+// A status whose node_states hold one more object, or an object where the other holds null,
+// differs in those lines only: the lines after them are matched again, not shifted.
+func TestDiffScenariosAlignsStdoutLines(t *testing.T) {
+	proc := func(lines ...string) *Differential {
+		code := 0
+		return &Differential{Processes: []DiffProcess{{Name: "status", ExitCode: &code, StdoutHead: lines}}}
+	}
+	a := proc("{", `"node_states": [`, "{", `"node_id": "n1",`, `"active_attempt": null`, "}", "],", `"resume_run": null`, "}")
+	b := proc("{", `"node_states": [`, "{", `"node_id": "n1",`, `"active_attempt": {`, `"attempt_no": 1`, "}", "}", "],", `"resume_run": "r1"`, "}")
+	got := map[string][2]string{}
+	for _, d := range DiffScenarios("s", scen("s", a), scen("s", b)) {
+		got[d.Path] = [2]string{d.A, d.B}
+	}
+	want := map[string][2]string{
+		"process/status[0].stdout[4]":  {`"active_attempt": null`, `"active_attempt": {`},
+		"process/status[0].stdout[b5]": {absent, `"attempt_no": 1`},
+		"process/status[0].stdout[7]":  {`"resume_run": null`, `"resume_run": "r1"`},
+	}
+	// One of B's two closing braces is matched to A's; the other is the extra one.
+	for _, p := range []string{"process/status[0].stdout[b6]", "process/status[0].stdout[b7]"} {
+		if _, ok := got[p]; ok {
+			want[p] = [2]string{absent, "}"}
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("differences %v, want %v", got, want)
+	}
+	for p, v := range want {
+		if got[p] != v {
+			t.Errorf("%s = %q, want %q (all: %v)", p, got[p], v, got)
+		}
+	}
+	// Lines only A printed, at its end, and identical outputs.
+	if d := alignLines([]string{"x", "y", "z"}, []string{"x"}); len(d) != 2 || d[0] != (lineDiff{"1", "y", absent}) || d[1] != (lineDiff{"2", "z", absent}) {
+		t.Errorf("lines only A printed: %+v", d)
+	}
+	if d := alignLines([]string{"x", "y"}, []string{"x", "y"}); len(d) != 0 {
+		t.Errorf("equal outputs: %+v", d)
+	}
+	if d := alignLines(nil, []string{"x"}); len(d) != 1 || d[0] != (lineDiff{"b0", absent, "x"}) {
+		t.Errorf("a line only B printed: %+v", d)
+	}
+}
+
+// A UUID only a record's text held (a reason the archive redacts) shifts no number of the
+// UUIDs processes printed: one more such record on one side leaves the printed lines equal.
+func TestNormaliseStdoutUUIDsNumberedApartFromRecords(t *testing.T) {
+	out := func(event string) []Process {
+		return []Process{{Name: "close", StdoutTail: `{"event_id":"archive_` + event + `"}` + "\n"}}
+	}
+	extra := []RawRecord{{App: "audit", Fields: map[string]string{"record_type": "OPERATION_AUDIT",
+		"reason": `{"note":"repair 0b5c7e3a-1111-4a4a-8a8a-123456789abc"}`}}}
+	a := NormaliseHistory(nil, out("65335acf-d36b-4f63-894a-6da475c82e0e"), nil, nil)
+	b := NormaliseHistory(extra, out("88e7ac27-f25a-4f3c-8119-9ad5d70f1899"), nil, nil)
+	if got := b.Processes[0].StdoutHead[0]; got != `{"event_id":"archive_<stdout_uuid#1>"}` {
+		t.Errorf("printed line = %q", got)
+	}
+	for _, d := range DiffScenarios("s", scen("s", a), scen("s", b)) {
+		if strings.HasPrefix(d.Path, "process/") {
+			t.Errorf("printed lines differ: %+v", d)
+		}
+	}
+	// A UUID a record held and a process printed keeps the record's placeholder.
+	c := NormaliseHistory(extra, out("0b5c7e3a-1111-4a4a-8a8a-123456789abc"), nil, nil)
+	if got := c.Processes[0].StdoutHead[0]; got != `{"event_id":"archive_<uuid#1>"}` {
+		t.Errorf("a record's UUID printed = %q", got)
+	}
+}
+
+// A status prints the Network lock's business revision: how many lease writes landed before
+// the read is the timing of one run. Its number is replaced, in the JSON and in the text
+// form; a number under a key that is no id (attempt_no) is still compared.
+func TestNormaliseStdoutIDNumbers(t *testing.T) {
+	out := func(rev, no string) []Process {
+		return []Process{{Name: "status", StdoutTail: `"lock": {` + "\n" + `  "revision": ` + rev + "\n" + "  revision: " + rev + "\n" +
+			`  "attempt_no": ` + no + ",\n"}}
+	}
+	a := NormaliseHistory(nil, out("3", "1"), nil, nil)
+	b := NormaliseHistory(nil, out("4", "1"), nil, nil)
+	if d := DiffScenarios("s", scen("s", a), scen("s", b)); len(d) != 0 {
+		t.Fatalf("differences %+v", d)
+	}
+	if got := a.Processes[0].StdoutHead; got[1] != `"revision": <revision>` || got[2] != "revision: <revision>" {
+		t.Errorf("normalised lines = %q", got)
+	}
+	c := NormaliseHistory(nil, out("4", "2"), nil, nil)
+	if d := DiffScenarios("s", scen("s", a), scen("s", c)); len(d) != 1 || d[0].A != `"attempt_no": 1,` {
+		t.Fatalf("a changed attempt_no: differences %+v", d)
 	}
 }

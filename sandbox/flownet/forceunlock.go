@@ -79,7 +79,10 @@ func (c *cli) forceUnlockNetwork(args []string) int {
 		return c.fail(err, "FORCE_UNLOCK_NETWORK_FAILED")
 	}
 	fmt.Fprintf(c.stdout, "RELEASED: %s (previous owner %s, post revision %s).\n", res.lockKey, r.expectedOwner, res.postRevision)
-	fmt.Fprintln(c.stdout, "Hint: run-network --resume-run <run_id> adjudicates the attempts the previous owner left RUNNING; status shows what is left to resolve.")
+	// The product's hint line, word for word (it names resolve-node, although a resume is what
+	// adjudicates an attempt the previous owner left RUNNING: resolve-node takes only UNKNOWN or
+	// non-idempotent FAILED nodes).
+	fmt.Fprintln(c.stdout, "If a Node was running, use resolve-node to resolve it as UNKNOWN before resume.")
 	return 0
 }
 

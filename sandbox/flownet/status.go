@@ -1,10 +1,13 @@
 package flownet
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -180,7 +183,7 @@ func (c *cli) status(args []string) int {
 		return c.fail(err, "STATUS_FAILED")
 	}
 	if o.json {
-		b, _ := json.MarshalIndent(doc, "", "  ")
+		b, _ := marshalJS(doc, "  ")
 		fmt.Fprintln(c.stdout, string(b))
 	} else {
 		c.printStatusText(doc)
@@ -188,7 +191,26 @@ func (c *cli) status(args []string) int {
 	return 0
 }
 
+// marshalJS encodes v as JavaScript's JSON.stringify does (indent "" is the compact form):
+// '<', '>' and '&' are written as they are, not as \u escapes.
+func marshalJS(v any, indent string) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if indent != "" {
+		enc.SetIndent("", indent)
+	}
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
 func optStr(s string) *string { return strp(s) }
+
+// text is a text field as the product reads it (String(value ?? "")): never null, "" when
+// empty.
+func text(s string) *string { return &s }
 
 func (c *cli) buildStatus(ctx context.Context, o statusOptions) (*statusDoc, error) {
 	st, err := c.newStore(false, 0)
@@ -209,32 +231,26 @@ func (c *cli) buildStatus(ctx context.Context, o statusOptions) (*statusDoc, err
 	if len(locks) > 1 {
 		return nil, coded(codeMultipleRecords, "%d RUNNING network locks for %s", len(locks), o.networkID)
 	}
-	var lockOwnerRun string
+	var leaseExp time.Time
+	leaseOK := false
 	if len(locks) == 1 {
+		// The lock's text fields are printed as read ("" when empty, never null), as the
+		// product's lock reader does.
 		l := locks[0]
+		instance, ok := strings.CutPrefix(l.Str("status_reason"), "owner_instance_id=")
+		if !ok {
+			instance = ""
+		}
 		doc.Lock = &statusLock{RecordID: l.ID(), OwnerInvocationID: l.Str("owner_invocation_id"),
-			HeartbeatAt: optStr(l.Str("heartbeat_at")), LeaseExpiresAt: optStr(l.Str("lease_expires_at")),
-			Revision: atoi(l.Str("revision"))}
+			OwnerInstanceID: text(instance), HeartbeatAt: text(l.Str("heartbeat_at")),
+			LeaseExpiresAt: text(l.Str("lease_expires_at")), Revision: atoi(l.Str("revision"))}
 		if defect.StatusShowsLeaseToken {
 			doc.Lock.LeaseToken = l.Str("lease_token") // planted defect
 		}
-		if v, ok := strings.CutPrefix(l.Str("status_reason"), "owner_instance_id="); ok {
-			doc.Lock.OwnerInstanceID = optStr(v)
-		}
-		if exp, ok := parseTime(l.Str("lease_expires_at")); ok {
-			doc.Lock.StaleCandidate = now.After(exp.Add(kintoneDatetimeAllowance * time.Second))
-		}
-		if owner := l.Str("owner_invocation_id"); owner != "" {
-			inv, err := st.byKey(ctx, st.auditApp, "INV:"+owner)
-			if err != nil {
-				return nil, err
-			}
-			if inv != nil {
-				lockOwnerRun = inv.Str("run_id")
-			}
+		if leaseExp, leaseOK = parseTime(l.Str("lease_expires_at")); leaseOK {
+			doc.Lock.StaleCandidate = now.After(leaseExp.Add(kintoneDatetimeAllowance * time.Second))
 		}
 	}
-	liveLock := doc.Lock != nil && !doc.Lock.StaleCandidate
 
 	var runs []kintoneapi.Record
 	detail := o.runID != "" || o.businessKey != ""
@@ -270,18 +286,29 @@ func (c *cli) buildStatus(ctx context.Context, o statusOptions) (*statusDoc, err
 	for _, r := range mine {
 		sr := &statusRun{RunID: r.Str("run_id"), BusinessKey: r.Str("business_key"), Status: r.Str("status"),
 			ResumeAllowed: r.Str("resume_allowed") == "true", LifecycleStatus: r.Str("lifecycle_status"),
-			CreatedAt: optStr(r.Str("created_at")), StartedAt: optStr(r.Str("started_at")),
-			FinishedAt: optStr(r.Str("finished_at")), UpdatedAt: optStr(r.Str("updated_at"))}
+			CreatedAt: text(r.Str("created_at")), StartedAt: optStr(r.Str("started_at")),
+			FinishedAt: optStr(r.Str("finished_at")), UpdatedAt: text(r.Str("updated_at"))}
+		// Both modes read the Run's Invocations: the lock's owner among them (and its lease,
+		// with the DATETIME allowance, not run out) is what makes the Run LIVE.
+		invs, err := st.findExact(ctx, st.auditApp, `record_type in ("RUN_INVOCATION") and run_id in (`+q(sr.RunID)+`)`, "run_id", sr.RunID)
+		if err != nil {
+			return nil, err
+		}
 		hold, err := readHold(ctx, st, sr.RunID)
 		if err != nil {
 			return nil, err
 		}
 		sr.Hold = hold
 		if !IsTerminalRun(sr.Status) {
+			owned := false
+			for _, inv := range invs {
+				owned = owned || doc.Lock != nil && inv.Str("invocation_id") == doc.Lock.OwnerInvocationID
+			}
+			leaseLive := leaseOK && !now.After(leaseExp.Add(kintoneDatetimeAllowance*time.Second))
 			switch {
 			case hold != nil:
 				sr.Activity = "STOPPED"
-			case (liveLock || defect.ActivityIgnoresLeaseExpiry && doc.Lock != nil) && lockOwnerRun == sr.RunID: // the defect: a stale lock still counts as live
+			case owned && (leaseLive || defect.ActivityIgnoresLeaseExpiry): // the defect: a stale lock still counts as live
 				sr.Activity = "LIVE"
 			case sr.StartedAt == nil:
 				sr.Activity = "IDLE"
@@ -293,7 +320,7 @@ func (c *cli) buildStatus(ctx context.Context, o statusOptions) (*statusDoc, err
 			_, _ = st.update(ctx, st.stateApp, r.Str("record_key"), vals(map[string]any{"updated_at": r.Str("updated_at")}), r.Revision())
 		}
 		if detail {
-			if err := fillDetail(ctx, st, sr, r, doc); err != nil {
+			if err := fillDetail(ctx, st, sr, r, invs, doc); err != nil {
 				return nil, err
 			}
 		}
@@ -318,28 +345,35 @@ func readHold(ctx context.Context, st *store, runID string) (*statusHold, error)
 	return &statusHold{State: state, RequestedBy: optStr(by), RequestedAt: optStr(at)}, nil
 }
 
-func fillDetail(ctx context.Context, st *store, sr *statusRun, run kintoneapi.Record, doc *statusDoc) error {
-	invs, err := st.findExact(ctx, st.auditApp, `record_type in ("RUN_INVOCATION") and run_id in (`+q(sr.RunID)+`)`, "run_id", sr.RunID)
-	if err != nil {
-		return err
-	}
+// fillDetail adds the detail keys of one Run. Its Node States and Attempts are read as the
+// product reads them, with a query that has no `order by` (kintone's default order, $id
+// descending, and its default limit of 100); they are listed in that order.
+func fillDetail(ctx context.Context, st *store, sr *statusRun, run kintoneapi.Record, invs []kintoneapi.Record, doc *statusDoc) error {
 	sr.Invocations = []statusInvocation{}
 	for _, r := range invs { // findAll returns ascending $id
 		sr.Invocations = append(sr.Invocations, statusInvocation{r.Str("invocation_id"), r.Str("mode"), r.Str("status"), r.Str("result_code")})
 	}
-	atts, err := st.findExact(ctx, st.auditApp, `record_type in ("NODE_ATTEMPT") and run_id in (`+q(sr.RunID)+`)`, "run_id", sr.RunID)
+	states, err := st.find(ctx, st.stateApp, `record_type in ("NODE_STATE") and run_id in (`+q(sr.RunID)+`)`)
 	if err != nil {
 		return err
 	}
-	byNode := map[string][]kintoneapi.Record{}
+	states = kintoneapi.Where(states, "run_id", sr.RunID)
+	atts, err := st.find(ctx, st.auditApp, `record_type in ("NODE_ATTEMPT") and run_id in (`+q(sr.RunID)+`)`)
+	if err != nil {
+		return err
+	}
+	atts = kintoneapi.Where(atts, "run_id", sr.RunID)
+	// The Attempt Resolutions of the Run's Attempts (the product reads every resolution, then
+	// keeps those of this Run's Attempts).
+	resolutions, err := st.find(ctx, st.auditApp, `record_type in ("ATTEMPT_RESOLUTION")`)
+	if err != nil {
+		return err
+	}
 	byID := map[string]kintoneapi.Record{}
+	byNodeNo := map[string]kintoneapi.Record{}
 	for _, a := range atts {
-		byNode[a.Str("node_id")] = append(byNode[a.Str("node_id")], a)
 		byID[a.Str("node_attempt_id")] = a
-	}
-	states, err := st.findExact(ctx, st.stateApp, `record_type in ("NODE_STATE") and run_id in (`+q(sr.RunID)+`)`, "run_id", sr.RunID)
-	if err != nil {
-		return err
+		byNodeNo[a.Str("node_id")+"\x00"+a.Str("attempt_no")] = a
 	}
 	summary := func(a kintoneapi.Record) *attemptSummaryJSON {
 		if a == nil {
@@ -348,22 +382,18 @@ func fillDetail(ctx context.Context, st *store, sr *statusRun, run kintoneapi.Re
 		return &attemptSummaryJSON{a.Str("node_attempt_id"), atoi(a.Str("attempt_no")), a.Str("status"), a.Str("result_code")}
 	}
 	rec := &recoveryIdentifiers{ResolveNode: []runNodeRef{}}
-	incs := []inconsistency{}
 	sr.NodeStates = []statusNodeState{}
 	for _, s := range states {
 		node := s.Str("node_id")
-		var latest kintoneapi.Record
-		running := []string{}
-		for _, a := range byNode[node] {
-			if latest == nil || atoi(a.Str("attempt_no")) > atoi(latest.Str("attempt_no")) {
-				latest = a
-			}
-			if a.Str("status") == StatusRunning {
-				running = append(running, a.Str("node_attempt_id"))
-			}
-		}
 		activeID := s.Str("active_attempt_id")
-		active := byID[activeID]
+		var active, latest kintoneapi.Record
+		if activeID != "" {
+			active = byID[activeID]
+		}
+		// The latest attempt is the one whose number the Node State names.
+		if no := atoi(s.Str("latest_attempt_no")); no != 0 {
+			latest = byNodeNo[node+"\x00"+strconv.Itoa(no)]
+		}
 		ns := statusNodeState{NodeID: node, Status: s.Str("status"), StatusReason: optStr(s.Str("status_reason")),
 			Idempotent: s.Str("idempotent") == "true", LatestAttemptNo: atoi(s.Str("latest_attempt_no")),
 			ActiveAttemptID: optStr(activeID), LatestAttempt: summary(latest), ActiveAttempt: summary(active)}
@@ -371,33 +401,254 @@ func fillDetail(ctx context.Context, st *store, sr *statusRun, run kintoneapi.Re
 		if ns.Status == StatusUnknown || (ns.Status == StatusFailed && !ns.Idempotent) {
 			rec.ResolveNode = append(rec.ResolveNode, runNodeRef{sr.RunID, node})
 		}
-		switch {
-		case ns.Status == StatusRunning && activeID == "":
-			incs = append(incs, inconsistency{Code: "ACTIVE_ATTEMPT_ID_MISSING", NodeID: node, Detail: "RUNNING Node State has no active_attempt_id"})
-		case activeID != "" && active == nil:
-			incs = append(incs, inconsistency{Code: "ACTIVE_ATTEMPT_NOT_FOUND", NodeID: node, Detail: "active attempt " + activeID + " does not exist", AttemptIDs: []string{activeID}})
-		case active != nil && ns.Status != StatusRunning && active.Str("status") == StatusRunning:
-			incs = append(incs, inconsistency{Code: "STATE_TERMINAL_ATTEMPT_RUNNING", NodeID: node, Detail: "Node State is " + ns.Status + " but its active attempt is RUNNING", AttemptIDs: []string{activeID}})
-		case active != nil && ns.Status != StatusRunning && ns.Status != StatusWaiting && active.Str("status") != ns.Status:
-			incs = append(incs, inconsistency{Code: "STATE_ATTEMPT_STATUS_MISMATCH", NodeID: node, Detail: "Node State " + ns.Status + " vs active attempt " + active.Str("status"), AttemptIDs: []string{activeID}})
-		}
-		if len(running) > 1 {
-			incs = append(incs, inconsistency{Code: "MULTIPLE_RUNNING_ATTEMPTS", NodeID: node, Detail: fmt.Sprintf("%d attempts are RUNNING", len(running)), AttemptIDs: running})
-		}
-		if atoi(s.Str("revision")) != atoi(s.Revision()) {
-			incs = append(incs, inconsistency{Code: "REVISION_SERIES_INVERTED", NodeID: node, Detail: fmt.Sprintf("business revision %s differs from kintone $revision %s", s.Str("revision"), s.Revision())})
-		}
 	}
-	sort.Slice(sr.NodeStates, func(i, j int) bool { return sr.NodeStates[i].NodeID < sr.NodeStates[j].NodeID })
-	sr.Reconciliation = &statusReconcile{Inconsistencies: incs}
+	sr.Reconciliation = &statusReconcile{Inconsistencies: detectInconsistencies(run, states, atts, resolutions)}
 	if doc.Lock != nil {
 		rec.ForceUnlockNetwork = &forceUnlockIDs{NetworkID: doc.NetworkID, Profile: doc.Profile, ExpectedOwnerInvocationID: doc.Lock.OwnerInvocationID}
 	}
-	if sr.ResumeAllowed && sr.LifecycleStatus != "ARCHIVED" && sr.Status != StatusSuccess {
-		rec.RunNetwork.ResumeRun = optStr(sr.RunID)
-	}
+	// The product names the Run's own id here whatever its status: a resume of a SUCCESS Run
+	// is a NO-OP, of an ARCHIVED one a refusal, both of which run-network explains.
+	rec.RunNetwork.ResumeRun = optStr(sr.RunID)
 	sr.RecoveryIdentifiers = rec
 	return nil
+}
+
+// terminalAttempt and terminalState are the statuses detectInconsistencies treats as final.
+var (
+	terminalAttempt = map[string]bool{StatusSuccess: true, StatusFailed: true, StatusCancelled: true, StatusUnknown: true}
+	terminalState   = map[string]bool{StatusSuccess: true, StatusFailed: true, StatusBlocked: true, StatusSkipped: true, StatusCancelled: true, StatusUnknown: true}
+)
+
+// detectInconsistencies is the read-only inspection of a Run's records that status reports
+// (the checks a resume's reconciliation repairs or refuses on, none of them repaired here), in
+// the product's order: Attempts without a Node State; per Node State (in the order read) its
+// RUNNING attempts, business vs kintone revision, each Attempt's state_revision_before, then
+// its active attempt; then the Attempt Resolutions; then the Run's aggregate.
+func detectInconsistencies(run kintoneapi.Record, states, atts, resolutions []kintoneapi.Record) []inconsistency {
+	incs := []inconsistency{}
+	var nodeOrder []string
+	byNode := map[string][]kintoneapi.Record{}
+	for _, a := range atts {
+		n := a.Str("node_id")
+		if _, ok := byNode[n]; !ok {
+			nodeOrder = append(nodeOrder, n)
+		}
+		byNode[n] = append(byNode[n], a)
+	}
+	stateOf := map[string]kintoneapi.Record{}
+	for _, s := range states {
+		stateOf[s.Str("node_id")] = s
+	}
+	ids := func(rs []kintoneapi.Record) []string {
+		out := []string{}
+		for _, r := range rs {
+			out = append(out, r.Str("node_attempt_id"))
+		}
+		return out
+	}
+	unsafe := map[string]bool{}
+	for _, n := range nodeOrder {
+		if _, ok := stateOf[n]; !ok {
+			incs = append(incs, inconsistency{Code: "ATTEMPT_NODE_STATE_MISSING", NodeID: n,
+				Detail: "Node Attempts exist without a corresponding Node State", AttemptIDs: ids(byNode[n])})
+			unsafe[n] = true
+		}
+	}
+	for _, s := range states {
+		n := s.Str("node_id")
+		status, rev := s.Str("status"), atoi(s.Str("revision"))
+		var running []kintoneapi.Record
+		for _, a := range byNode[n] {
+			if a.Str("status") == StatusRunning {
+				running = append(running, a)
+			}
+		}
+		if len(running) > 1 {
+			incs = append(incs, inconsistency{Code: "MULTIPLE_RUNNING_ATTEMPTS", NodeID: n,
+				Detail: "one node has multiple RUNNING attempts", AttemptIDs: ids(running)})
+			unsafe[n] = true
+		}
+		if rev != atoi(s.Revision()) {
+			incs = append(incs, inconsistency{Code: "REVISION_SERIES_INVERTED", NodeID: n,
+				Detail: fmt.Sprintf("business revision %d differs from storage revision %d", rev, atoi(s.Revision()))})
+			unsafe[n] = true
+		}
+		for _, a := range byNode[n] {
+			id := a.Str("node_attempt_id")
+			before := strings.TrimSpace(a.Str("state_revision_before"))
+			switch {
+			case before == "":
+				incs = append(incs, inconsistency{Code: "REVISION_SERIES_UNDETERMINED", NodeID: n,
+					Detail: "Attempt " + id + " has no state_revision_before", AttemptIDs: []string{id}})
+				unsafe[n] = true
+			case atoi(before) >= rev:
+				code := "REVISION_SERIES_UNDETERMINED"
+				if atoi(before) > rev {
+					code = "REVISION_SERIES_INVERTED"
+				}
+				incs = append(incs, inconsistency{Code: code, NodeID: n,
+					Detail:     fmt.Sprintf("Attempt %s state_revision_before %d is not older than State revision %d", id, atoi(before), rev),
+					AttemptIDs: []string{id}})
+				unsafe[n] = true
+			}
+		}
+		activeID := s.Str("active_attempt_id")
+		if status == StatusRunning && activeID == "" {
+			incs = append(incs, inconsistency{Code: "ACTIVE_ATTEMPT_ID_MISSING", NodeID: n, Detail: "RUNNING Node State has no active_attempt_id"})
+			unsafe[n] = true
+			continue
+		}
+		if activeID == "" {
+			continue
+		}
+		var active []kintoneapi.Record
+		for _, a := range byNode[n] {
+			if a.Str("node_attempt_id") == activeID {
+				active = append(active, a)
+			}
+		}
+		if len(active) != 1 {
+			incs = append(incs, inconsistency{Code: "ACTIVE_ATTEMPT_NOT_FOUND", NodeID: n,
+				Detail: fmt.Sprintf("active attempt cardinality is %d", len(active)), AttemptIDs: []string{activeID}})
+			unsafe[n] = true
+			continue
+		}
+		if unsafe[n] {
+			continue
+		}
+		as := active[0].Str("status")
+		switch {
+		case terminalAttempt[as] && (as == status || status == StatusRunning):
+			incs = append(incs, inconsistency{Code: "TERMINAL_ATTEMPT_PENDING_APPLY", NodeID: n,
+				Detail: "terminal active Attempt has not been applied to Node State", AttemptIDs: []string{activeID}})
+		case terminalState[status] && as == StatusRunning:
+			incs = append(incs, inconsistency{Code: "STATE_TERMINAL_ATTEMPT_RUNNING", NodeID: n,
+				Detail: "Node State is terminal while its active Attempt is RUNNING", AttemptIDs: []string{activeID}})
+		case as != status:
+			incs = append(incs, inconsistency{Code: "STATE_ATTEMPT_STATUS_MISMATCH", NodeID: n,
+				Detail: fmt.Sprintf("State %s and Attempt %s do not match", status, as), AttemptIDs: []string{activeID}})
+		}
+	}
+	attemptByID := map[string]kintoneapi.Record{}
+	for _, a := range atts {
+		attemptByID[a.Str("node_attempt_id")] = a
+	}
+	var resOrder []string
+	resByAttempt := map[string][]kintoneapi.Record{}
+	for _, r := range resolutions {
+		id := r.Str("attempt_id")
+		if _, mine := attemptByID[id]; !mine {
+			continue
+		}
+		if _, ok := resByAttempt[id]; !ok {
+			resOrder = append(resOrder, id)
+		}
+		resByAttempt[id] = append(resByAttempt[id], r)
+	}
+	for _, id := range resOrder {
+		a := attemptByID[id]
+		n := a.Str("node_id")
+		outcomes := map[string]bool{}
+		for _, r := range resByAttempt[id] {
+			outcomes[r.Str("resolved_outcome")] = true
+		}
+		if len(outcomes) > 1 {
+			incs = append(incs, inconsistency{Code: "CONFLICTING_ATTEMPT_RESOLUTIONS", NodeID: n,
+				Detail: "Attempt " + id + " has conflicting Resolution outcomes", AttemptIDs: []string{id}})
+			continue
+		}
+		if as := a.Str("status"); as != StatusUnknown && as != StatusFailed {
+			incs = append(incs, inconsistency{Code: "RESOLUTION_ATTEMPT_NOT_UNKNOWN", NodeID: n,
+				Detail: "Resolution targets " + as + " Attempt " + id, AttemptIDs: []string{id}})
+			continue
+		}
+		s, ok := stateOf[n]
+		if !ok {
+			continue
+		}
+		if atoi(a.Str("attempt_no")) != atoi(s.Str("latest_attempt_no")) || unsafe[n] {
+			incs = append(incs, inconsistency{Code: "RESOLUTION_NOT_CURRENT_ATTEMPT", NodeID: n,
+				Detail: "Resolution attempt " + id + " is not the uniquely current State attempt", AttemptIDs: []string{id}})
+			continue
+		}
+		outcome, status := resByAttempt[id][0].Str("resolved_outcome"), s.Str("status")
+		if status == outcome {
+			continue
+		}
+		if status == StatusUnknown || status == StatusFailed && a.Str("status") == StatusFailed && s.Str("idempotent") != "true" {
+			incs = append(incs, inconsistency{Code: "ATTEMPT_RESOLUTION_PENDING_APPLY", NodeID: n,
+				Detail: "Resolution for Attempt " + id + " has not been applied to Node State", AttemptIDs: []string{id}})
+		} else {
+			incs = append(incs, inconsistency{Code: "RESOLUTION_STATE_NOT_UNKNOWN", NodeID: n,
+				Detail: "Resolution cannot be applied to State " + status, AttemptIDs: []string{id}})
+		}
+	}
+	statuses := make([]string, 0, len(states))
+	for _, s := range states {
+		statuses = append(statuses, s.Str("status"))
+	}
+	if agg := Aggregate(statuses, run.Str("started_at") != ""); agg != run.Str("status") {
+		incs = append(incs, inconsistency{Code: "RUN_AGGREGATE_MISMATCH",
+			Detail: fmt.Sprintf("Run status %s differs from computed %s", run.Str("status"), agg)})
+	}
+	return incs
+}
+
+// printStatusText prints the status as the product's text form does: the lock's keys one a
+// line, then per Run "- run_id: …" and every other key of the Run in the JSON's order, a
+// scalar as JavaScript's String() writes it (null as "null") and an object or array as compact
+// JSON.
+func (c *cli) printStatusText(doc *statusDoc) {
+	w := c.stdout
+	fmt.Fprintf(w, "Network: %s\nProfile: %s\n", doc.NetworkID, doc.Profile)
+	if doc.Lock == nil {
+		fmt.Fprintln(w, "Lock: none")
+	} else {
+		fmt.Fprintln(w, "Lock:")
+		printTextEntries(w, doc.Lock, "")
+	}
+	fmt.Fprintf(w, "Runs: %d\n", len(doc.Runs))
+	for _, r := range doc.Runs {
+		fmt.Fprintf(w, "- run_id: %s\n", r.RunID)
+		printTextEntries(w, r, "run_id")
+	}
+}
+
+// printTextEntries writes "  key: value" for each key of v's JSON object in order, skipping
+// skip.
+func printTextEntries(w io.Writer, v any, skip string) {
+	b, _ := marshalJS(v, "")
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return
+	}
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return
+		}
+		key, _ := kt.(string)
+		if key == skip {
+			continue
+		}
+		fmt.Fprintf(w, "  %s: %s\n", key, jsString(raw))
+	}
+}
+
+// jsString is String(value) of a JSON value as JavaScript writes it in the text form: a
+// string as itself, null, booleans and numbers as their JSON text, an object or array as its
+// compact JSON.
+func jsString(raw json.RawMessage) string {
+	var s string
+	if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
 }
 
 func deref(p *string) string {
@@ -405,50 +656,4 @@ func deref(p *string) string {
 		return "-"
 	}
 	return *p
-}
-
-func (c *cli) printStatusText(doc *statusDoc) {
-	w := c.stdout
-	fmt.Fprintf(w, "Network: %s\n", doc.NetworkID)
-	fmt.Fprintf(w, "Profile: %s\n", doc.Profile)
-	if doc.Lock == nil {
-		fmt.Fprintln(w, "Lock: none")
-	} else {
-		l := doc.Lock
-		fmt.Fprintln(w, "Lock:")
-		fmt.Fprintf(w, "  owner_invocation_id: %s\n  owner_instance_id: %s\n  heartbeat_at: %s\n  lease_expires_at: %s\n  stale_candidate: %t\n  revision: %d\n",
-			l.OwnerInvocationID, deref(l.OwnerInstanceID), deref(l.HeartbeatAt), deref(l.LeaseExpiresAt), l.StaleCandidate, l.Revision)
-	}
-	fmt.Fprintf(w, "Runs: %d\n", len(doc.Runs))
-	for _, r := range doc.Runs {
-		fmt.Fprintf(w, "- run_id: %s\n  business_key: %s\n  status: %s\n  lifecycle_status: %s\n  resume_allowed: %t\n",
-			r.RunID, r.BusinessKey, r.Status, r.LifecycleStatus, r.ResumeAllowed)
-		fmt.Fprintf(w, "  created_at: %s\n  started_at: %s\n  finished_at: %s\n", deref(r.CreatedAt), deref(r.StartedAt), deref(r.FinishedAt))
-		if r.Hold != nil {
-			fmt.Fprintf(w, "  hold: %s (requested_by %s)\n", r.Hold.State, deref(r.Hold.RequestedBy))
-		} else {
-			fmt.Fprintln(w, "  hold: none")
-		}
-		if r.Activity != "" {
-			fmt.Fprintf(w, "  activity: %s\n", r.Activity)
-		}
-		for _, inv := range r.Invocations {
-			fmt.Fprintf(w, "  invocation: %s mode=%s status=%s result_code=%s\n", inv.InvocationID, inv.Mode, inv.Status, inv.ResultCode)
-		}
-		for _, ns := range r.NodeStates {
-			fmt.Fprintf(w, "  node: %s status=%s reason=%s attempts=%d\n", ns.NodeID, ns.Status, deref(ns.StatusReason), ns.LatestAttemptNo)
-		}
-		if ri := r.RecoveryIdentifiers; ri != nil {
-			for _, rn := range ri.ResolveNode {
-				fmt.Fprintf(w, "  resolve_node: --run-id %s --node-id %s\n", rn.RunID, rn.NodeID)
-			}
-			if ri.ForceUnlockNetwork != nil {
-				fmt.Fprintf(w, "  force_unlock_network: %s --profile %s --expected-owner-invocation-id %s\n",
-					ri.ForceUnlockNetwork.NetworkID, ri.ForceUnlockNetwork.Profile, ri.ForceUnlockNetwork.ExpectedOwnerInvocationID)
-			}
-			if ri.RunNetwork.ResumeRun != nil {
-				fmt.Fprintf(w, "  run_network: --resume-run %s\n", *ri.RunNetwork.ResumeRun)
-			}
-		}
-	}
 }
