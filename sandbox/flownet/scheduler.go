@@ -124,7 +124,7 @@ func (e *execution) loadStates(ctx context.Context) error {
 				"record_type": "NODE_STATE", "run_id": e.runID, "node_state_id": "nodestate_" + uuid.NewString(),
 				"node_state_key": s1, "node_id": id, "job_id": nd.JobID, "status": StatusWaiting,
 				"idempotent": strconv.FormatBool(nd.Idempotent), "trigger_rule": "all_success",
-				"latest_attempt_no": 0, "revision": 1, "blocked_by": "[]", "created_at": now, "updated_at": now,
+				"latest_attempt_no": 0, "revision": 1, "blocked_by": "[]", "updated_at": now,
 			})
 			// Ours only with our node_state_id: another writer's Node State for the same node
 			// (a concurrent insert of the same key) has the same run_id and node_id, and
@@ -491,7 +491,7 @@ func (e *execution) checkHold(ctx context.Context) (bool, error) {
 		h["state"] = "ACCEPTED"
 		h["accepted_at"] = isoMillis(e.c.now())
 		b, _ := json.Marshal(h)
-		if _, err := e.st.update(ctx, e.st.stateApp, rec.Str("record_key"), vals(map[string]any{"status_reason": string(b), "updated_at": isoMillis(e.c.now())}), rec.Revision()); err != nil {
+		if _, err := e.st.update(ctx, e.st.stateApp, rec.Str("record_key"), vals(map[string]any{"status_reason": string(b)}), rec.Revision()); err != nil {
 			return false, fmt.Errorf("accept hold of Run %s: %w", e.runID, err)
 		}
 		return true, nil
