@@ -85,8 +85,9 @@
 //     kSQL-Flow is launched; so a child that leaves no result is UNKNOWN /
 //     NO_EXECUTION_RESULT unless the launch itself failed (CANCELLED / PREPARE_FAILED).
 //     runner_execution_started_at is copied from the JOB log.
-//   - A node back to WAITING after PREPARE_FAILED has its active_attempt_id cleared;
-//     terminal Node States keep it (resolve-node and orphan adjudication read it).
+//   - Only a RUNNING Node State names its active_attempt_id: every write to another status
+//     clears it, as the real FlowNet does (orphan adjudication reads it of RUNNING states
+//     only; resolve-node and status find a terminal node's Attempt by latest_attempt_no).
 //   - In RERUN_FROM mode the selected node and its descendants are reset to WAITING; other
 //     WAITING nodes run too (they are pending work), FAILED ones outside the selection stay.
 //   - kSQL-Flow children write stdout/stderr to <KSQL_FLOW_WORKDIR>/logs/<attempt>.log

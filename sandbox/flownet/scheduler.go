@@ -184,6 +184,11 @@ func (e *execution) putState(ctx context.Context, ns *nodeState, to string, fiel
 		return coded("INVALID_STATE_TRANSITION", "node %s: %s -> %s is not allowed", ns.node.ID, ns.status, to)
 	}
 	fields["status"] = to
+	if _, set := fields["active_attempt_id"]; !set && to != StatusRunning {
+		// Only a RUNNING Node State names an active Attempt: every other write clears it, as
+		// the real FlowNet does (a terminal node's Attempt is found by latest_attempt_no).
+		fields["active_attempt_id"] = ""
+	}
 	fields["revision"] = ns.bizRev + 1
 	fields["updated_at"] = isoMillis(e.c.now())
 	rev, err := e.st.update(ctx, e.st.stateApp, ns.key, vals(fields), ns.rev)
@@ -536,8 +541,12 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 	}
 	no++
 	attemptID := "attempt_" + uuid.NewString()
-	if defect.ResumeRestartsAttemptNo && e.mode == "RESUME" && ns.active != "" {
-		attemptID = ns.active // planted defect: the retry reuses the node's stale active_attempt_id; the insert adjudicates onto that old Attempt
+	if defect.ResumeRestartsAttemptNo && e.mode == "RESUME" {
+		for _, a := range e.attempts[ns.node.ID] {
+			if a.no == ns.latestNo {
+				attemptID = a.id // planted defect: the retry reuses the id of the node's latest Attempt; the insert adjudicates onto that old Attempt
+			}
+		}
 	}
 	a1, err := A1Key(e.runID, ns.node.ID, int64(no))
 	if err != nil {
