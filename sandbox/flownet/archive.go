@@ -119,7 +119,10 @@ func revOf(r kintoneapi.Record) *int {
 func (a *archiver) run(ctx context.Context) {
 	var lock *networkLock
 	if !defect.CloseWithoutNetworkLock { // planted defect: the CLOSE writes without holding the Network lock
-		l, err := acquireLock(ctx, a.st, a.profile, a.n.NetworkID, a.res.EventID, a.c.ownerInstance(), a.lease, a.hb, a.c.now)
+		// The CLOSE's lock names its owner instance by the host alone (KSQL_FLOWNET_HOST, else
+		// the hostname), as the real archive-run does: KSQL_FLOWNET_OWNER_INSTANCE_ID and the
+		// local-pid form are run-network's (product-contract §1.3, §1.9).
+		l, err := acquireLock(ctx, a.st, a.profile, a.n.NetworkID, a.res.EventID, a.c.host(), a.lease, a.hb, a.c.now)
 		if err != nil {
 			// Never acquired: nothing to release.
 			a.reject(errCode(err, codeLockUnavailable), nil, "%v", err)
@@ -161,8 +164,8 @@ func (a *archiver) decide(ctx context.Context, lock *networkLock) {
 	case run == nil:
 		a.reject("RUN_READ_FAILED", nil, "no Run with run_id %s", a.runID)
 		return
-	case run.Str("network_id") != a.n.NetworkID || run.Str("profile") != a.profile:
-		a.reject("RUN_READ_FAILED", nil, "Run %s belongs to network %s (profile %s), not %s (profile %s)", a.runID, run.Str("network_id"), run.Str("profile"), a.n.NetworkID, a.profile)
+	case run.Str("network_id") != a.n.NetworkID || runProfile(run) != a.profile:
+		a.reject("RUN_READ_FAILED", nil, "Run %s belongs to network %s (profile %s), not %s (profile %s)", a.runID, run.Str("network_id"), runProfile(run), a.n.NetworkID, a.profile)
 		return
 	}
 	status := run.Str("status")

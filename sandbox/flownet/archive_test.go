@@ -21,7 +21,7 @@ func (s *sandbox) putNetworkRun(runID, networkID, status string) {
 	s.t.Helper()
 	_, _, err := s.admin.AddRecord(context.Background(), s.apps["state"].ID, kintoneapi.Values(map[string]any{
 		"record_key": "R1:" + runID, "record_type": "NETWORK_RUN", "run_id": runID, "network_id": networkID,
-		"profile": testProfile, "status": status, "lifecycle_status": "ACTIVE", "resume_allowed": "true"}))
+		"resolved_profile_snapshot": `{"profile":"` + testProfile + `"}`, "status": status, "lifecycle_status": "ACTIVE", "resume_allowed": "true"}))
 	require.NoError(s.t, err)
 }
 

@@ -134,12 +134,11 @@ func (h holdRequest) stop(ctx context.Context, run, rec kintoneapi.Record) (stri
 	if rec == nil {
 		_, rev, err := h.st.insert(ctx, h.st.stateApp, "CANCEL:"+h.runID, vals(map[string]any{
 			"record_type": "CANCEL_REQUEST", "run_id": h.runID, "status_reason": doc.json(),
-			"created_at": now, "updated_at": now,
 		}), "run_id")
 		return holdRequested, rev, err
 	}
 	// Re-opening a RELEASED hold: a new STOP, so the previous acceptance and release go.
-	rev, err := h.st.update(ctx, h.st.stateApp, rec.Str("record_key"), vals(map[string]any{"status_reason": doc.json(), "updated_at": now}), rec.Revision())
+	rev, err := h.st.update(ctx, h.st.stateApp, rec.Str("record_key"), vals(map[string]any{"status_reason": doc.json()}), rec.Revision())
 	return holdRequested, rev, err
 }
 
@@ -156,6 +155,6 @@ func (h holdRequest) release(ctx context.Context, rec kintoneapi.Record) (string
 		doc.State = holdReleased // planted defect: the release fields are written, the state is not
 	}
 	doc.ReleasedAt, doc.ReleaseReason, doc.ReleaseRequestedBy = strp(now), strp(h.reason), strp(h.by)
-	rev, err := h.st.update(ctx, h.st.stateApp, rec.Str("record_key"), vals(map[string]any{"status_reason": doc.json(), "updated_at": now}), rec.Revision())
+	rev, err := h.st.update(ctx, h.st.stateApp, rec.Str("record_key"), vals(map[string]any{"status_reason": doc.json()}), rec.Revision())
 	return holdReleased, rev, err
 }

@@ -64,7 +64,7 @@ func (p *probeEnv) seedRun(runID, networkID, status, lifecycle string) {
 	p.t.Helper()
 	_, _, err := p.admin.AddRecord(context.Background(), p.apps["state"].ID, kintoneapi.Values(map[string]any{
 		"record_key": "R1:" + runID, "record_type": "NETWORK_RUN", "run_id": runID, "network_id": networkID, "business_key": "probe",
-		"profile": testProfile, "status": status, "lifecycle_status": lifecycle, "resume_allowed": "true",
+		"status": status, "lifecycle_status": lifecycle, "resume_allowed": "true",
 		"resolved_profile_snapshot": `{"profile":"` + testProfile + `"}`}))
 	require.NoError(p.t, err)
 }
@@ -507,7 +507,7 @@ func (p *probeEnv) seedR1Run(runID, businessKey, status string) {
 	require.NoError(p.t, err)
 	_, _, err = p.admin.AddRecord(context.Background(), p.apps["state"].ID, kintoneapi.Values(map[string]any{
 		"record_key": r1, "record_type": "NETWORK_RUN", "run_id": runID, "network_id": probeNet, "business_key": businessKey,
-		"profile": testProfile, "status": status, "lifecycle_status": "ACTIVE", "resume_allowed": "true"}))
+		"resolved_profile_snapshot": `{"profile":"` + testProfile + `"}`, "status": status, "lifecycle_status": "ACTIVE", "resume_allowed": "true"}))
 	require.NoError(p.t, err)
 }
 

@@ -52,9 +52,13 @@
 //     NETWORK_FILE_UNREADABLE (§12 gap 4). depends_on may be omitted (= []), trigger_rule
 //     defaults to all_success, idempotent is required.
 //   - Missing environment variables are `Error [CONFIG_MISSING]` naming every variable.
-//   - NETWORK_RUN also carries `profile` (the field exists in the app) so RUN_ID_MISMATCH,
-//     MAX_ACTIVE_RUNS and status can tell profiles apart. NETWORK_LOCK carries exactly the
-//     product's fields (§3.7); its released tombstone names no network, as on a live tenant.
+//   - State-app records carry the fields the real FlowNet 1.0.0 writes, no more: a Run's
+//     profile is the profile of its resolved_profile_snapshot (RUN_ID_MISMATCH,
+//     MAX_ACTIVE_RUNS and status tell profiles apart by it; the app's `profile` field is the
+//     lock's); a Node State has no created_at; a CANCEL_REQUEST is record_key, record_type,
+//     run_id and its status_reason JSON (no created_at/updated_at). NETWORK_LOCK carries
+//     exactly the product's fields (§3.7); its released tombstone names no network, as on a
+//     live tenant.
 //   - Repository codes (store.go, §2.6): 409 GAIA_CO02 is REVISION_CONFLICT; 400 GAIA_DA02
 //     re-reads the record — a newer revision or a missing record is REVISION_CONFLICT, the
 //     revision unchanged fails closed as REMOTE_ERROR and is not resent. An insert's CB_VA01
@@ -81,8 +85,9 @@
 //     kSQL-Flow is launched; so a child that leaves no result is UNKNOWN /
 //     NO_EXECUTION_RESULT unless the launch itself failed (CANCELLED / PREPARE_FAILED).
 //     runner_execution_started_at is copied from the JOB log.
-//   - A node back to WAITING after PREPARE_FAILED has its active_attempt_id cleared;
-//     terminal Node States keep it (resolve-node and orphan adjudication read it).
+//   - Only a RUNNING Node State names its active_attempt_id: every write to another status
+//     clears it, as the real FlowNet does (orphan adjudication reads it of RUNNING states
+//     only; resolve-node and status find a terminal node's Attempt by latest_attempt_no).
 //   - In RERUN_FROM mode the selected node and its descendants are reset to WAITING; other
 //     WAITING nodes run too (they are pending work), FAILED ones outside the selection stay.
 //   - kSQL-Flow children write stdout/stderr to <KSQL_FLOW_WORKDIR>/logs/<attempt>.log
@@ -186,7 +191,8 @@
 //
 // # archive-run (CLOSE; archive.go)
 //
-// Product-contract §1.9: the Network lock (owner = the event id `archive_<uuid>`, the
+// Product-contract §1.9: the Network lock (owner = the event id `archive_<uuid>`, owner
+// instance = KSQL_FLOWNET_HOST else the hostname, as the real archive-run names it, the
 // YAML's lease, never a take-over), the lease monitor, a tick (fenced heartbeat) before each write, a
 // revision-fenced PUT of lifecycle_status=ARCHIVED and updated_at, the RUN_ARCHIVED
 // OPERATION_AUDIT (OP:<event_id>, result_code RUN_ARCHIVED, run_id, resolved_at =

@@ -99,7 +99,8 @@ func TestStatusByRunIDIgnoresTokenMatches(t *testing.T) {
 			require.NoError(t, err)
 		}
 		add("state", map[string]any{"record_key": "R:" + k, "record_type": "NETWORK_RUN", "run_id": run, "network_id": "net",
-			"business_key": k, "status": StatusFailed, "resume_allowed": "true", "lifecycle_status": "ACTIVE"})
+			"business_key": k, "status": StatusFailed, "resume_allowed": "true", "lifecycle_status": "ACTIVE",
+			"resolved_profile_snapshot": `{"profile":"` + testProfile + `"}`})
 		add("state", map[string]any{"record_key": "STATE:" + k, "record_type": "NODE_STATE", "run_id": run, "node_id": "n1",
 			"status": StatusFailed, "idempotent": "true", "latest_attempt_no": 1, "revision": 1})
 		add("audit", map[string]any{"record_key": "INV:invoke_" + k, "record_type": "RUN_INVOCATION", "run_id": run,

@@ -246,13 +246,15 @@ func jobKeyMatches(got, want, profile string) bool {
 	return got == want
 }
 
-// runProfile is the profile a Run was created under.
+// runProfile is the profile a Run was created under: the profile of its
+// resolved_profile_snapshot, the only place a NETWORK_RUN record keeps it (the real FlowNet
+// writes no profile field on a Run); "" when the snapshot is missing or unreadable.
 func runProfile(run kintoneapi.Record) string {
 	var snap struct {
 		Profile string `json:"profile"`
 	}
-	if s := run.Str("resolved_profile_snapshot"); s != "" && json.Unmarshal([]byte(s), &snap) == nil && snap.Profile != "" {
+	if s := run.Str("resolved_profile_snapshot"); s != "" && json.Unmarshal([]byte(s), &snap) == nil {
 		return snap.Profile
 	}
-	return run.Str("profile")
+	return ""
 }

@@ -33,7 +33,6 @@ func (s *sandbox) putUnlockRun(runID, profile string, jobs map[string]string) {
 	run := map[string]any{"record_key": "R1:" + runID, "record_type": "NETWORK_RUN", "run_id": runID,
 		"network_id": "net_jobunlock", "status": StatusUnknown, "lifecycle_status": "ACTIVE", "resume_allowed": "true"}
 	if profile != "" {
-		run["profile"] = profile
 		run["resolved_profile_snapshot"] = `{"profile":"` + profile + `","timezone":"Asia/Tokyo"}`
 	}
 	_, _, err := s.admin.AddRecord(ctx, s.apps["state"].ID, kintoneapi.Values(run))

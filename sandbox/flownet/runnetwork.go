@@ -412,8 +412,8 @@ func (e *execution) admit(ctx context.Context, wc *Network, o runOptions, key De
 		adm.mode, adm.outcome = "NEW", "NEW"
 		return adm, e.prepareNew(ctx, wc, key, r1)
 	}
-	if run.Str("network_id") != wc.NetworkID || (run.Str("profile") != "" && run.Str("profile") != e.profile) {
-		return adm, coded("RUN_ID_MISMATCH", "Run %s belongs to network %s / profile %s", run.Str("run_id"), run.Str("network_id"), run.Str("profile"))
+	if run.Str("network_id") != wc.NetworkID || runProfile(run) != e.profile {
+		return adm, coded("RUN_ID_MISMATCH", "Run %s belongs to network %s / profile %s", run.Str("run_id"), run.Str("network_id"), runProfile(run))
 	}
 	e.runID = run.Str("run_id")
 	if run.Str("status") == StatusSuccess {
@@ -453,7 +453,7 @@ func (e *execution) checkActiveRuns(ctx context.Context, n *Network, r1 string) 
 	}
 	var active []string
 	for _, r := range runs {
-		if r.Str("record_key") == r1 || (r.Str("profile") != "" && r.Str("profile") != e.profile) {
+		if r.Str("record_key") == r1 || runProfile(r) != e.profile {
 			continue
 		}
 		if r.Str("resume_allowed") == "true" && r.Str("lifecycle_status") != "ARCHIVED" && r.Str("status") != StatusSuccess {
@@ -490,7 +490,7 @@ func (e *execution) prepareNew(ctx context.Context, wc *Network, key DerivedKey,
 	now := e.c.now()
 	rec := vals(map[string]any{
 		"record_type": "NETWORK_RUN", "run_id": e.runID, "network_id": wc.NetworkID, "business_key": key.BusinessKey,
-		"profile": e.profile, "status": StatusCreated, "lifecycle_status": "ACTIVE", "resume_allowed": "true",
+		"status": StatusCreated, "lifecycle_status": "ACTIVE", "resume_allowed": "true",
 		"definition_sha256": wc.DefinitionSHA256(), "source_bundle_sha256": sha256Hex(zipData),
 		"resolved_profile_sha256": prof.SHA256, "resolved_profile_snapshot": string(snap),
 		"ksql_flow_version": e.caps.KsqlFlowVersion, "engine_version": e.caps.EngineVersion,

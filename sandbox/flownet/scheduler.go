@@ -124,7 +124,7 @@ func (e *execution) loadStates(ctx context.Context) error {
 				"record_type": "NODE_STATE", "run_id": e.runID, "node_state_id": "nodestate_" + uuid.NewString(),
 				"node_state_key": s1, "node_id": id, "job_id": nd.JobID, "status": StatusWaiting,
 				"idempotent": strconv.FormatBool(nd.Idempotent), "trigger_rule": "all_success",
-				"latest_attempt_no": 0, "revision": 1, "blocked_by": "[]", "created_at": now, "updated_at": now,
+				"latest_attempt_no": 0, "revision": 1, "blocked_by": "[]", "updated_at": now,
 			})
 			// Ours only with our node_state_id: another writer's Node State for the same node
 			// (a concurrent insert of the same key) has the same run_id and node_id, and
@@ -184,6 +184,11 @@ func (e *execution) putState(ctx context.Context, ns *nodeState, to string, fiel
 		return coded("INVALID_STATE_TRANSITION", "node %s: %s -> %s is not allowed", ns.node.ID, ns.status, to)
 	}
 	fields["status"] = to
+	if _, set := fields["active_attempt_id"]; !set && to != StatusRunning {
+		// Only a RUNNING Node State names an active Attempt: every other write clears it, as
+		// the real FlowNet does (a terminal node's Attempt is found by latest_attempt_no).
+		fields["active_attempt_id"] = ""
+	}
 	fields["revision"] = ns.bizRev + 1
 	fields["updated_at"] = isoMillis(e.c.now())
 	rev, err := e.st.update(ctx, e.st.stateApp, ns.key, vals(fields), ns.rev)
@@ -491,7 +496,7 @@ func (e *execution) checkHold(ctx context.Context) (bool, error) {
 		h["state"] = "ACCEPTED"
 		h["accepted_at"] = isoMillis(e.c.now())
 		b, _ := json.Marshal(h)
-		if _, err := e.st.update(ctx, e.st.stateApp, rec.Str("record_key"), vals(map[string]any{"status_reason": string(b), "updated_at": isoMillis(e.c.now())}), rec.Revision()); err != nil {
+		if _, err := e.st.update(ctx, e.st.stateApp, rec.Str("record_key"), vals(map[string]any{"status_reason": string(b)}), rec.Revision()); err != nil {
 			return false, fmt.Errorf("accept hold of Run %s: %w", e.runID, err)
 		}
 		return true, nil
@@ -536,8 +541,12 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 	}
 	no++
 	attemptID := "attempt_" + uuid.NewString()
-	if defect.ResumeRestartsAttemptNo && e.mode == "RESUME" && ns.active != "" {
-		attemptID = ns.active // planted defect: the retry reuses the node's stale active_attempt_id; the insert adjudicates onto that old Attempt
+	if defect.ResumeRestartsAttemptNo && e.mode == "RESUME" {
+		for _, a := range e.attempts[ns.node.ID] {
+			if a.no == ns.latestNo {
+				attemptID = a.id // planted defect: the retry reuses the id of the node's latest Attempt; the insert adjudicates onto that old Attempt
+			}
+		}
 	}
 	a1, err := A1Key(e.runID, ns.node.ID, int64(no))
 	if err != nil {

@@ -271,7 +271,7 @@ func (c *cli) buildStatus(ctx context.Context, o statusOptions) (*statusDoc, err
 	}
 	var mine []kintoneapi.Record
 	for _, r := range runs {
-		if r.Str("network_id") == o.networkID && (r.Str("profile") == "" || r.Str("profile") == o.profile) {
+		if r.Str("network_id") == o.networkID && runProfile(r) == o.profile {
 			mine = append(mine, r)
 		}
 	}
