@@ -64,6 +64,11 @@ var (
 	// reSize is a FILE field's byte size: an attached bundle's zip holds the run's names and
 	// times, so its size differs between two runs of one FlowNet too.
 	reSize = regexp.MustCompile(`"size":"\d+"`)
+	// reArchive is the directory part of a file URL into the run's own archive (the steps
+	// give FlowNet the scenario's record there as evidence: file:///…/<run>/scenarios/<id>.json);
+	// the archive directory is named by the run's start time, so it differs between any two
+	// runs. What follows /scenarios/ (the scenario id, a #fragment) is still compared.
+	reArchive = regexp.MustCompile(`file://[^"\s#?]*/scenarios/`)
 )
 
 // isIDField says a field holds an identifier of one run (never compared by value). The
@@ -150,6 +155,7 @@ func (n *normaliser) text(s string) string {
 	}
 	s = n.unscope(s)
 	s = reSize.ReplaceAllString(s, `"size":"<size>"`)
+	s = reArchive.ReplaceAllString(s, "file://<archive>/scenarios/")
 	s = reTime.ReplaceAllString(s, "<time>")
 	s = reHost.ReplaceAllString(s, "<host>")
 	s = rePID.ReplaceAllString(s, "${1}<pid>")

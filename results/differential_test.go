@@ -91,3 +91,26 @@ func TestNormaliseTextPrefixedIDsPIDsAndShortDigests(t *testing.T) {
 		t.Fatalf("a changed word: differences %+v", d)
 	}
 }
+
+// An evidence reference into the run's own archive (a file URL of the scenario's record)
+// names the archive directory, which differs per run; the scenario file and fragment after it
+// are still compared.
+func TestNormaliseTextArchiveEvidenceRef(t *testing.T) {
+	rec := func(dir, frag string) []RawRecord {
+		ref := "file://" + dir + "/scenarios/m6-03.json"
+		return []RawRecord{{App: "audit", Fields: map[string]string{"record_type": "ATTEMPT_RESOLUTION", "evidence_ref": ref,
+			"reason": `{"stop_evidence_ref":"` + ref + frag + `"}`}}}
+	}
+	a := NormaliseHistory(rec("/tmp/ref2/2026-12-05/183324-all", "#stop"), nil, nil, nil)
+	b := NormaliseHistory(rec("/tmp/real2/2026-12-05/182920-all", "#stop"), nil, nil, nil)
+	if d := DiffScenarios("s", scen("s", a), scen("s", b)); len(d) != 0 {
+		t.Fatalf("differences %+v", d)
+	}
+	if got := a.Records[0].Fields["evidence_ref"]; got != "file://<archive>/scenarios/m6-03.json" {
+		t.Errorf("evidence_ref = %q", got)
+	}
+	c := NormaliseHistory(rec("/tmp/real2/2026-12-05/182920-all", "#other"), nil, nil, nil)
+	if d := DiffScenarios("s", scen("s", a), scen("s", c)); len(d) != 1 {
+		t.Fatalf("a changed fragment: differences %+v", d)
+	}
+}
