@@ -175,10 +175,8 @@
 //     unknown state fails closed). The audit JSON's post_release_revision is a number;
 //     record_id is the lock's $id; the audit record has no run_id.
 //   - resolve-node: the ATTEMPT_RESOLUTION record carries the app's fields and, in its
-//     reason, the whole resolution as JSON (event_type, resolution_type, run_id, node_id,
-//     attempt_id, attempt_no, previous_status, resolved_outcome, state_revision_before,
-//     reason, evidence_ref, stop_confirmed_by, stop_evidence_ref, requested_by, approved_by,
-//     service_principal, resolved_at): the app has no fields for the stop confirmation.
+//     reason, what the app has no field for as JSON (resolution_type, reason,
+//     stop_confirmed_by, stop_evidence_ref, resolved_at: the keys the real FlowNet writes).
 //     The Node State gets status = outcome, status_reason = resolution type, an empty
 //     active_attempt_id and blocked_by, and business revision + 1; the Run's aggregate is
 //     left for the next run-network to recompute. The printed revision is the Node State's

@@ -41,7 +41,9 @@ type execution struct {
 	attempts map[string][]*attemptRec // node id -> attempts
 
 	brakeNodes          []string
-	notes               []string // appended to the Invocation reason
+	notes               []string // appended to the Invocation reason at close (after invsets.go's notes)
+	invSelected         []string // the selected_node_ids the Invocation was created with
+	sets                invSets  // the node sets and reason notes the close writes (invsets.go)
 	finalWriteConfirmed bool
 	timeout             time.Duration
 	// beforeLock: what two planted defects looked up before the lock and admission trusts
@@ -145,7 +147,7 @@ func (e *execution) loadStates(ctx context.Context) error {
 
 // createInvocation inserts the RUN_INVOCATION record (RUNNING / PENDING).
 func (e *execution) createInvocation(ctx context.Context, reason string, selected, preserved, blocked []string) error {
-	e.invReason = reason
+	e.invReason, e.invSelected = reason, selected
 	rec := vals(map[string]any{
 		"record_type": "RUN_INVOCATION", "run_id": e.runID, "invocation_id": e.invID, "mode": e.mode,
 		"status": StatusRunning, "result_code": CodePending, "requested_by": e.c.requestedBy(), "host": e.c.host(),
@@ -165,10 +167,16 @@ func (e *execution) createInvocation(ctx context.Context, reason string, selecte
 
 func (e *execution) finishInvocation(ctx context.Context, status, code string) error {
 	reason := e.invReason
-	if len(e.notes) > 0 {
-		reason += "; " + strings.Join(e.notes, "; ")
+	if note := e.closeNote(); note != "" {
+		reason += "; " + note
 	}
 	rec := vals(map[string]any{"status": status, "result_code": code, "finished_at": isoMillis(e.c.now()), "reason": reason})
+	if e.sets.started {
+		// The scheduler's sets replace the ones admission foresaw (invsets.go).
+		rec["selected_node_ids"] = kintoneapi.Field{Value: jsonArray(e.sets.sel.list())}
+		rec["preserved_node_ids"] = kintoneapi.Field{Value: jsonArray(e.sets.pres.list())}
+		rec["blocked_node_ids"] = kintoneapi.Field{Value: jsonArray(e.sets.bl.list())}
+	}
 	rev, err := e.st.update(ctx, e.st.auditApp, "INV:"+e.invID, rec, e.invRev)
 	if err != nil {
 		return fmt.Errorf("finalise Invocation %s: %w", e.invID, err)
@@ -313,9 +321,11 @@ func (e *execution) schedule(ctx context.Context) (agg, status, code string, err
 	if d, derr := e.kf.describeTimeout(); derr == nil {
 		e.timeout = d
 	}
+	excluded := e.startSets()
 	for _, id := range e.order {
 		ns := e.states[id]
 		if ns.status != StatusWaiting {
+			e.settledNode(ns, excluded)
 			continue
 		}
 		var failedDeps []string
@@ -344,17 +354,20 @@ func (e *execution) schedule(ctx context.Context) (agg, status, code string, err
 			if err := e.putState(ctx, ns, StatusBlocked, map[string]any{"blocked_by": blockedBy, "status_reason": CodeAllSuccessNotMet, "finished_at": isoMillis(e.c.now())}); err != nil {
 				return "", "", "", err
 			}
+			e.sets.bl.add(id)
 			if _, err := e.aggregateAfterTick(ctx, false); err != nil {
 				return "", "", "", err
 			}
 			continue
 		}
+		e.sets.sel.add(id) // to start, or deferred behind a pending upstream
 		if deferred {
 			continue
 		}
 		if stop, err := e.checkHold(ctx); err != nil {
 			return "", "", "", err
 		} else if stop {
+			e.sets.holdNote = "cancel request CANCEL:" + e.runID + " accepted"
 			agg, err := e.updateRun(ctx, false)
 			return agg, StatusCancelled, CodeStopRequested, err
 		}
@@ -453,7 +466,7 @@ func (e *execution) prepareResumeStates(ctx context.Context) error {
 			if c, n, fires := RetryBrake(sums); fires {
 				reason := RetryBrakeReason(c, n)
 				e.brakeNodes = append(e.brakeNodes, id)
-				e.notes = append(e.notes, "retry brake "+id+"="+reason)
+				e.sets.brakeReasons = append(e.sets.brakeReasons, reason)
 				if ns.reason != reason {
 					if err := e.writeTick(ctx); err != nil {
 						return err
@@ -547,6 +560,9 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 		"record_type": "NODE_ATTEMPT", "run_id": e.runID, "invocation_id": e.invID, "node_attempt_id": attemptID,
 		"attempt_key": a1, "node_id": ns.node.ID, "job_id": ns.node.JobID, "attempt_no": no,
 		"status": StatusRunning, "result_code": CodePending, "state_revision_before": ns.bizRev,
+		// Counts start at 0 (the real FlowNet's createAttempt): an attempt finalised without
+		// a result keeps them, it never leaves them empty.
+		"read_count": 0, "written_count": 0,
 	})
 	_, rev, err := e.st.insert(ctx, e.st.auditApp, "ATT:"+attemptID, rec, "node_attempt_id")
 	if err != nil {
@@ -705,13 +721,13 @@ func (e *execution) adjudicateOrphans(ctx context.Context) error {
 				return fmt.Errorf("adjudicate Attempt %s: %w", a.id, err)
 			}
 			a.rev, a.status, a.code = rev, out.AttemptStatus, out.AttemptCode
-			e.notes = append(e.notes, fmt.Sprintf("orphan adjudication %s=%s/%s", id, out.AttemptStatus, out.AttemptCode))
+			e.adjudicatedNote(a.id, out.AttemptStatus, out.AttemptCode)
 		case a.status != StatusRunning:
 			out = Outcome{a.status, a.code, a.status, a.code}
 			if a.code == CodePrepareFailed {
 				out.NodeStatus = StatusWaiting
 			}
-			e.notes = append(e.notes, "reconciled "+id+" from terminal active attempt")
+			// Copied without a note: the real FlowNet's reconciliation leaves the reason alone.
 		default:
 			continue
 		}
@@ -732,8 +748,12 @@ func jobLogStatus(r kintoneapi.Record) string {
 	return r.Str("status")
 }
 
-// finalizeOtherInvocations closes Invocations of this Run left RUNNING by a process that
-// lost its lease or died: CANCELLED / NETWORK_LEASE_INTERRUPTED, with a reconciliation audit.
+// finalizeOtherInvocations closes Invocations of this Run left RUNNING (the app has no
+// CREATED status, the product's other unterminated one) by a
+// process that lost its lease or died: CANCELLED / NETWORK_LEASE_INTERRUPTED, the reason
+// suffixed "; finalized as an abandoned invocation during reconciliation", and a
+// RECONCILIATION_REPAIR audit whose JSON is the real FlowNet's (before and after carry the
+// Invocation record's $revision).
 func (e *execution) finalizeOtherInvocations(ctx context.Context) error {
 	recs, err := e.st.findExact(ctx, e.st.auditApp, `record_type in ("RUN_INVOCATION") and run_id in (`+q(e.runID)+`) and status in ("RUNNING")`, "run_id", e.runID)
 	if err != nil {
@@ -748,16 +768,18 @@ func (e *execution) finalizeOtherInvocations(ctx context.Context) error {
 			return err
 		}
 		now := isoMillis(e.c.now())
-		if _, err := e.st.update(ctx, e.st.auditApp, r.Str("record_key"), vals(map[string]any{"status": StatusCancelled, "result_code": codeLeaseInterruptedCode, "finished_at": now}), r.Revision()); err != nil {
+		rev, err := e.st.update(ctx, e.st.auditApp, r.Str("record_key"), vals(map[string]any{"status": StatusCancelled, "result_code": codeLeaseInterruptedCode, "finished_at": now,
+			"reason": r.Str("reason") + "; finalized as an abandoned invocation during reconciliation"}), r.Revision())
+		if err != nil {
 			return fmt.Errorf("finalise stale Invocation %s: %w", r.Str("invocation_id"), err)
 		}
 		eventID := uuid.NewString()
 		audit := map[string]any{
 			"event_id": eventID, "event_type": "RECONCILIATION_REPAIR", "repair_type": "INVOCATION_FINALIZED",
 			"run_id": e.runID, "target_type": "RUN_INVOCATION", "target_id": r.Str("invocation_id"),
-			"before": map[string]any{"status": r.Str("status"), "result_code": r.Str("result_code")},
-			"after":  map[string]any{"status": StatusCancelled, "result_code": codeLeaseInterruptedCode},
-			"basis":  "invocation " + e.invID + " holds the network lock", "occurred_at": now,
+			"before": map[string]any{"status": r.Str("status"), "result_code": r.Str("result_code"), "revision": atoi(r.Revision())},
+			"after":  map[string]any{"status": StatusCancelled, "result_code": codeLeaseInterruptedCode, "revision": atoi(rev)},
+			"basis":  "the current Network lock owner makes an older unterminated invocation unable to continue", "occurred_at": now,
 		}
 		b, _ := json.Marshal(audit)
 		if err := e.writeTick(ctx); err != nil {
