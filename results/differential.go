@@ -69,6 +69,10 @@ var (
 	// the archive directory is named by the run's start time, so it differs between any two
 	// runs. What follows /scenarios/ (the scenario id, a #fragment) is still compared.
 	reArchive = regexp.MustCompile(`file://[^"\s#?]*/scenarios/`)
+	// reLockKey is a canonical Network lock key (N1: and the base64url SHA-256 of profile and
+	// network id): the network id holds the scenario's scope, so the key differs per run even
+	// where the lock record itself is not read (an audit's JSON names it).
+	reLockKey = regexp.MustCompile(`\bN1:[A-Za-z0-9_-]{43}`)
 )
 
 // isIDField says a field holds an identifier of one run (never compared by value). The
@@ -164,6 +168,7 @@ func (n *normaliser) text(s string) string {
 			s = strings.ReplaceAll(s, v, n.ids[v])
 		}
 	}
+	s = reLockKey.ReplaceAllStringFunc(s, func(v string) string { return n.id("lock_key", v) })
 	s = reUUID.ReplaceAllStringFunc(s, func(v string) string { return n.id("uuid", v) })
 	s = reHexID.ReplaceAllStringFunc(s, func(v string) string { return n.id("hex", v) })
 	return s

@@ -114,3 +114,20 @@ func TestNormaliseTextArchiveEvidenceRef(t *testing.T) {
 		t.Fatalf("a changed fragment: differences %+v", d)
 	}
 }
+
+// A canonical Network lock key in an audit's JSON hashes the network id, which holds the
+// scenario's scope: it is numbered like an id.
+func TestNormaliseTextCanonicalLockKey(t *testing.T) {
+	rec := func(key string) []RawRecord {
+		return []RawRecord{{App: "audit", Fields: map[string]string{"record_type": "OPERATION_AUDIT",
+			"reason": `{"lock_key":"` + key + `","profile":"e2e"}`}}}
+	}
+	a := NormaliseHistory(rec("N1:2X9MwTRAjWX3C51YS9VqNxTjtcvor8ayQk6Phk5Oa4s"), nil, nil, nil)
+	b := NormaliseHistory(rec("N1:3fXSiSGbOpeW5ZPJ7s1CvQV4e3qt3dahli6_5txk7xQ"), nil, nil, nil)
+	if d := DiffScenarios("s", scen("s", a), scen("s", b)); len(d) != 0 {
+		t.Fatalf("differences %+v", d)
+	}
+	if got := a.Records[0].Fields["reason"]; got != `{"lock_key":"<lock_key#1>","profile":"e2e"}` {
+		t.Errorf("reason = %q", got)
+	}
+}

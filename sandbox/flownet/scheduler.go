@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -69,6 +68,7 @@ type attemptRec struct {
 	no           int
 	status, code string
 	invocationID string
+	executionID  string
 }
 
 // allowedTransitions is the repository guard of §3.2 (resolution-only moves excluded).
@@ -258,7 +258,8 @@ func (e *execution) loadAttempts(ctx context.Context) error {
 	e.attempts = map[string][]*attemptRec{}
 	for _, r := range recs {
 		a := &attemptRec{key: r.Str("record_key"), rev: r.Revision(), id: r.Str("node_attempt_id"), no: atoi(r.Str("attempt_no")),
-			status: r.Str("status"), code: r.Str("result_code"), invocationID: r.Str("invocation_id")}
+			status: r.Str("status"), code: r.Str("result_code"), invocationID: r.Str("invocation_id"),
+			executionID: r.Str("execution_id")}
 		e.attempts[r.Str("node_id")] = append(e.attempts[r.Str("node_id")], a)
 	}
 	return nil
@@ -610,7 +611,9 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 
 	fields := map[string]any{"status": out.AttemptStatus, "result_code": out.AttemptCode, "finished_at": isoMillis(e.c.now())}
 	if jl != nil {
+		// The JOB log's start marker: its time, and its execution id where no result names one.
 		fields["runner_execution_started_at"] = jl.Str("runner_execution_started_at")
+		fields["execution_id"] = jl.Str("execution_id")
 	}
 	if obs.Result != nil {
 		res := *obs.Result
@@ -655,21 +658,20 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 }
 
 func noResultMessage(rr runResult, obs Observation) string {
-	var b strings.Builder
+	// The real FlowNet 1.0.0's words for a missing or unusable result (its result
+	// classifier); kSQL-Flow's stderr is not kept in the audit.
 	switch {
 	case rr.LaunchErr != nil:
-		fmt.Fprintf(&b, "kSQL-Flow could not be started: %v", rr.LaunchErr)
-	case obs.ResultInvalid != nil:
-		fmt.Fprintf(&b, "invalid execution result: %v", obs.ResultInvalid)
+		return fmt.Sprintf("kSQL-Flow could not be started: %v", rr.LaunchErr)
 	case rr.ForcedKill:
-		b.WriteString("kSQL-Flow was killed after the grace period")
+		return "process exceeded its grace period and was forcibly terminated"
+	case obs.ResultInvalid != nil:
+		return fmt.Sprintf("invalid execution result: %v", obs.ResultInvalid)
+	case rr.ResultRaw != nil:
+		return "result file is not complete JSON"
 	default:
-		fmt.Fprintf(&b, "no execution result (exit %d)", rr.Exit)
+		return "result file does not exist or could not be read"
 	}
-	if t := tail(rr.Stderr, 1000); t != "" {
-		b.WriteString("; stderr: " + t)
-	}
-	return b.String()
 }
 
 // jobLog reads the JOB-log row of an attempt (nil when there is none; more than one is an
@@ -706,12 +708,19 @@ func (e *execution) adjudicateOrphans(ctx context.Context) error {
 			out = OrphanOutcome(jobLogStatus(jl), jl != nil)
 			fields["status"], fields["result_code"] = out.AttemptStatus, out.AttemptCode
 			fields["finished_at"] = isoMillis(e.c.now())
+			// As the real FlowNet adjudicates: the Attempt keeps its own start marker (the JOB
+			// log is evidence, not a write to it), takes the JOB log's execution id when it has
+			// none, and an UNKNOWN one says why.
 			if jl != nil {
-				fields["runner_execution_started_at"] = jl.Str("runner_execution_started_at")
-				fields["execution_id"] = jl.Str("execution_id")
+				if a.executionID == "" {
+					fields["execution_id"] = jl.Str("execution_id")
+				}
 				if f := jl.Str("finished_at"); f != "" {
 					fields["finished_at"] = f
 				}
+			}
+			if out.AttemptStatus == StatusUnknown {
+				fields["error_message"] = "orphan RUNNING attempt had no terminal execution result"
 			}
 			if err := e.writeTick(ctx); err != nil {
 				return err
