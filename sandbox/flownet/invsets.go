@@ -29,6 +29,17 @@ type invSets struct {
 	adjudicated   []string // "<attempt id>=<STATUS>(<CODE>)"
 	brakeReasons  []string
 	holdNote      string
+	ioFailureCode string // INPUT_FILE_MISSING, INPUT_FILE_MUTATED or OUTPUT_PATH_REJECTED of a node that failed before it started
+}
+
+// finalCode is the Invocation's result code for the aggregate's status and code: a FAILED
+// Invocation whose last IO failure was a missing or mutated input or a rejected output
+// reports that code, as the real FlowNet does.
+func (e *execution) finalCode(status, code string) string {
+	if status == StatusFailed && e.sets.ioFailureCode != "" {
+		return e.sets.ioFailureCode
+	}
+	return code
 }
 
 // idList is a list of node ids without repeats, in the order of first insertion.

@@ -387,7 +387,7 @@ func (e *execution) schedule(ctx context.Context) (agg, status, code string, err
 		return "", "", "", err
 	}
 	status, code = InvocationFinal(agg)
-	return agg, status, code, nil
+	return agg, status, e.finalCode(status, code), nil
 }
 
 // leaseLost stops the scheduler when the lease can no longer be trusted. One successful
