@@ -373,7 +373,7 @@ func (e *execution) failBeforeStart(ctx context.Context, ns *nodeState, att *att
 	if err := e.putState(ctx, ns, StatusFailed, map[string]any{"status_reason": code, "finished_at": isoMillis(e.c.now())}); err != nil {
 		return err
 	}
-	_, err = e.updateRun(ctx, false)
+	_, err = e.writeAggregate(ctx) // after the node, as after any settled node
 	return err
 }
 

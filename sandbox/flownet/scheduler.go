@@ -216,6 +216,18 @@ func (e *execution) putState(ctx context.Context, ns *nodeState, to string, fiel
 
 // updateRun recomputes the aggregate and writes it when it changed (§3.1).
 func (e *execution) updateRun(ctx context.Context, startNow bool) (string, error) {
+	return e.updateRunWith(ctx, startNow, false)
+}
+
+// writeAggregate recomputes the aggregate and writes it even when it is unchanged: the real
+// FlowNet 1.0.0 PUTs the Run after every node it settles (executed or BLOCKED) and once more
+// when the scheduler ends, so the Run's $revision (which audits record, e.g. RUN_ARCHIVED's
+// run_revision_before) counts those writes.
+func (e *execution) writeAggregate(ctx context.Context) (string, error) {
+	return e.updateRunWith(ctx, false, true)
+}
+
+func (e *execution) updateRunWith(ctx context.Context, startNow, always bool) (string, error) {
 	var statuses []string
 	for _, id := range e.order {
 		statuses = append(statuses, e.states[id].status)
@@ -235,9 +247,10 @@ func (e *execution) updateRun(ctx context.Context, startNow bool) (string, error
 	} else if !IsTerminalRun(agg) && fin != "" {
 		fields["finished_at"] = ""
 	}
-	if len(fields) == 0 {
+	if len(fields) == 0 && !always {
 		return agg, nil
 	}
+	fields["status"] = agg
 	fields["updated_at"] = isoMillis(e.c.now())
 	rev, err := e.st.update(ctx, e.st.stateApp, e.run.Str("record_key"), vals(fields), e.runRev)
 	if err != nil {
@@ -422,12 +435,12 @@ func (e *execution) aggregateAfterTick(ctx context.Context, afterNode bool) (str
 		if !e.finalWriteConfirmed {
 			return "", stop
 		}
-		if _, err := e.updateRun(ctx, false); err != nil {
+		if _, err := e.writeAggregate(ctx); err != nil {
 			return "", err
 		}
 		return "", stop
 	}
-	return e.updateRun(ctx, false)
+	return e.writeAggregate(ctx)
 }
 
 // describeTimeout is the per-run timeout from describe-profile's limits.batchTimeoutSec.
@@ -538,10 +551,10 @@ func (e *execution) pollHoldWhileRunning(ctx context.Context) (stop func()) {
 
 // runNode executes one node: Attempt (RUNNING/PENDING) → Node State RUNNING → Attempt
 // execution_started_at → kSQL-Flow → Attempt terminal → Node State terminal → Run aggregate.
+//
+// The Run is not written when a node starts (the real FlowNet marks it RUNNING once, when the
+// scheduler starts a Run that never started, and otherwise recomputes it after the node).
 func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
-	if _, err := e.updateRun(ctx, true); err != nil {
-		return err
-	}
 	no := ns.latestNo
 	for _, a := range e.attempts[ns.node.ID] {
 		if a.no > no {
@@ -573,9 +586,6 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 	e.attempts[ns.node.ID] = append(e.attempts[ns.node.ID], att)
 	if err := e.putState(ctx, ns, StatusRunning, map[string]any{"active_attempt_id": attemptID, "latest_attempt_no": no,
 		"started_at": isoMillis(e.c.now()), "finished_at": "", "status_reason": "", "blocked_by": "[]"}); err != nil {
-		return err
-	}
-	if _, err := e.updateRun(ctx, true); err != nil {
 		return err
 	}
 	// CSV inputs (io.go): path rules and baselines, before the start marker.
