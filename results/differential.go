@@ -73,6 +73,10 @@ var (
 	// network id): the network id holds the scenario's scope, so the key differs per run even
 	// where the lock record itself is not read (an audit's JSON names it).
 	reLockKey = regexp.MustCompile(`\bN1:[A-Za-z0-9_-]{43}`)
+	// reAppRequest is the request record's $id in the requester FlowNet names for a request
+	// from the request app (app-request:<$id>:<creator>): a kintone record id, which differs
+	// between any two runs on a tenant.
+	reAppRequest = regexp.MustCompile(`\bapp-request:(\d+):`)
 )
 
 // isIDField says a field holds an identifier of one run (never compared by value). The
@@ -169,6 +173,11 @@ func (n *normaliser) text(s string) string {
 		}
 	}
 	s = reLockKey.ReplaceAllStringFunc(s, func(v string) string { return n.id("lock_key", v) })
+	s = reAppRequest.ReplaceAllStringFunc(s, func(v string) string {
+		// Keyed apart from the bare number (another record's id may be the same number);
+		// the key never occurs in text, so only this pattern replaces it.
+		return "app-request:" + n.id("request_id", "app-request#"+reAppRequest.FindStringSubmatch(v)[1]) + ":"
+	})
 	s = reUUID.ReplaceAllStringFunc(s, func(v string) string { return n.id("uuid", v) })
 	s = reHexID.ReplaceAllStringFunc(s, func(v string) string { return n.id("hex", v) })
 	return s

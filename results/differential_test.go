@@ -131,3 +131,29 @@ func TestNormaliseTextCanonicalLockKey(t *testing.T) {
 		t.Errorf("reason = %q", got)
 	}
 }
+
+// The requester of a request-app START names the request record's $id, a record id of one
+// run: it is numbered in first-seen order, the creator after it is still compared.
+func TestNormaliseTextAppRequestRecordID(t *testing.T) {
+	rec := func(id, who string) []RawRecord {
+		return []RawRecord{{App: "audit", Fields: map[string]string{"record_type": "RUN_INVOCATION",
+			"requested_by": "app-request:" + id + ":" + who}}}
+	}
+	a := NormaliseHistory(rec("3", "Administrator"), nil, nil, nil)
+	b := NormaliseHistory(rec("4", "Administrator"), nil, nil, nil)
+	if d := DiffScenarios("s", scen("s", a), scen("s", b)); len(d) != 0 {
+		t.Fatalf("differences %+v", d)
+	}
+	if got := a.Records[0].Fields["requested_by"]; got != "app-request:<request_id#1>:Administrator" {
+		t.Errorf("requested_by = %q", got)
+	}
+	// Seen twice in one scenario, it keeps its placeholder.
+	two := NormaliseHistory(append(rec("3", "x"), rec("3", "y")...), nil, nil, nil)
+	if got := two.Records[1].Fields["requested_by"]; got != "app-request:<request_id#1>:y" {
+		t.Errorf("second requested_by = %q", got)
+	}
+	c := NormaliseHistory(rec("4", "someone"), nil, nil, nil)
+	if d := DiffScenarios("s", scen("s", a), scen("s", c)); len(d) != 1 {
+		t.Fatalf("another creator: differences %+v", d)
+	}
+}
