@@ -85,6 +85,12 @@
 //     terminal Node States keep it (resolve-node and orphan adjudication read it).
 //   - In RERUN_FROM mode the selected node and its descendants are reset to WAITING; other
 //     WAITING nodes run too (they are pending work), FAILED ones outside the selection stay.
+//   - The Invocation is created with the sets admission foresees and closed with the ones
+//     the scheduler settled (selected, preserved, blocked; its reason suffixed with orphan
+//     adjudications, the retry brake or an accepted hold): invsets.go. A plain resume of a
+//     network without inputs creates it before the resumable checks, and admission recomputes
+//     a stale Run aggregate with a RUN_AGGREGATE_RECOMPUTED audit: reconcile.go. The Run
+//     aggregate is written after every settled node and at the end, not when a node starts.
 //   - kSQL-Flow children write stdout/stderr to <KSQL_FLOW_WORKDIR>/logs/<attempt>.log
 //     rather than a pipe, so an orphaned child can finish after FlowNet dies (m6-05/m6-06).
 //   - Lease monitor (as the real FlowNet 1.0.0's): its timer starts with the scheduler, and
