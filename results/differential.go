@@ -64,6 +64,15 @@ var (
 	// reSize is a FILE field's byte size: an attached bundle's zip holds the run's names and
 	// times, so its size differs between two runs of one FlowNet too.
 	reSize = regexp.MustCompile(`"size":"\d+"`)
+	// reArchive is the directory part of a file URL into the run's own archive (the steps
+	// give FlowNet the scenario's record there as evidence: file:///…/<run>/scenarios/<id>.json);
+	// the archive directory is named by the run's start time, so it differs between any two
+	// runs. What follows /scenarios/ (the scenario id, a #fragment) is still compared.
+	reArchive = regexp.MustCompile(`file://[^"\s#?]*/scenarios/`)
+	// reAppRequest is the request record's $id in the requester FlowNet names for a request
+	// from the request app (app-request:<$id>:<creator>): a kintone record id, which differs
+	// between any two runs on a tenant.
+	reAppRequest = regexp.MustCompile(`\bapp-request:(\d+):`)
 )
 
 // isIDField says a field holds an identifier of one run (never compared by value). The
@@ -154,6 +163,7 @@ func (n *normaliser) text(s string) string {
 	}
 	s = n.unscope(s)
 	s = reSize.ReplaceAllString(s, `"size":"<size>"`)
+	s = reArchive.ReplaceAllString(s, "file://<archive>/scenarios/")
 	s = reTime.ReplaceAllString(s, "<time>")
 	s = reHost.ReplaceAllString(s, "<host>")
 	s = rePID.ReplaceAllString(s, "${1}<pid>")
@@ -163,6 +173,11 @@ func (n *normaliser) text(s string) string {
 		}
 	}
 	s = reCanonicalKey.ReplaceAllStringFunc(s, func(v string) string { return n.id("canonical_key", v) })
+	s = reAppRequest.ReplaceAllStringFunc(s, func(v string) string {
+		// Keyed apart from the bare number (another record's id may be the same number);
+		// the key never occurs in text, so only this pattern replaces it.
+		return "app-request:" + n.id("request_id", "app-request#"+reAppRequest.FindStringSubmatch(v)[1]) + ":"
+	})
 	s = reUUID.ReplaceAllStringFunc(s, func(v string) string { return n.id(n.free+"uuid", v) })
 	s = reHexID.ReplaceAllStringFunc(s, func(v string) string { return n.id(n.free+"hex", v) })
 	return s

@@ -210,3 +210,69 @@ func TestNormaliseStdoutIDNumbers(t *testing.T) {
 		t.Fatalf("a changed attempt_no: differences %+v", d)
 	}
 }
+
+// An evidence reference into the run's own archive (a file URL of the scenario's record)
+// names the archive directory, which differs per run; the scenario file and fragment after it
+// are still compared.
+func TestNormaliseTextArchiveEvidenceRef(t *testing.T) {
+	rec := func(dir, frag string) []RawRecord {
+		ref := "file://" + dir + "/scenarios/m6-03.json"
+		return []RawRecord{{App: "audit", Fields: map[string]string{"record_type": "ATTEMPT_RESOLUTION", "evidence_ref": ref,
+			"reason": `{"stop_evidence_ref":"` + ref + frag + `"}`}}}
+	}
+	a := NormaliseHistory(rec("/tmp/ref2/2026-12-05/183324-all", "#stop"), nil, nil, nil)
+	b := NormaliseHistory(rec("/tmp/real2/2026-12-05/182920-all", "#stop"), nil, nil, nil)
+	if d := DiffScenarios("s", scen("s", a), scen("s", b)); len(d) != 0 {
+		t.Fatalf("differences %+v", d)
+	}
+	if got := a.Records[0].Fields["evidence_ref"]; got != "file://<archive>/scenarios/m6-03.json" {
+		t.Errorf("evidence_ref = %q", got)
+	}
+	c := NormaliseHistory(rec("/tmp/real2/2026-12-05/182920-all", "#other"), nil, nil, nil)
+	if d := DiffScenarios("s", scen("s", a), scen("s", c)); len(d) != 1 {
+		t.Fatalf("a changed fragment: differences %+v", d)
+	}
+}
+
+// A canonical Network lock key in an audit's JSON hashes the network id, which holds the
+// scenario's scope: it is numbered like an id.
+func TestNormaliseTextCanonicalLockKey(t *testing.T) {
+	rec := func(key string) []RawRecord {
+		return []RawRecord{{App: "audit", Fields: map[string]string{"record_type": "OPERATION_AUDIT",
+			"reason": `{"lock_key":"` + key + `","profile":"e2e"}`}}}
+	}
+	a := NormaliseHistory(rec("N1:2X9MwTRAjWX3C51YS9VqNxTjtcvor8ayQk6Phk5Oa4s"), nil, nil, nil)
+	b := NormaliseHistory(rec("N1:3fXSiSGbOpeW5ZPJ7s1CvQV4e3qt3dahli6_5txk7xQ"), nil, nil, nil)
+	if d := DiffScenarios("s", scen("s", a), scen("s", b)); len(d) != 0 {
+		t.Fatalf("differences %+v", d)
+	}
+	if got := a.Records[0].Fields["reason"]; got != `{"lock_key":"<canonical_key#1>","profile":"e2e"}` {
+		t.Errorf("reason = %q", got)
+	}
+}
+
+// The requester of a request-app START names the request record's $id, a record id of one
+// run: it is numbered in first-seen order, the creator after it is still compared.
+func TestNormaliseTextAppRequestRecordID(t *testing.T) {
+	rec := func(id, who string) []RawRecord {
+		return []RawRecord{{App: "audit", Fields: map[string]string{"record_type": "RUN_INVOCATION",
+			"requested_by": "app-request:" + id + ":" + who}}}
+	}
+	a := NormaliseHistory(rec("3", "Administrator"), nil, nil, nil)
+	b := NormaliseHistory(rec("4", "Administrator"), nil, nil, nil)
+	if d := DiffScenarios("s", scen("s", a), scen("s", b)); len(d) != 0 {
+		t.Fatalf("differences %+v", d)
+	}
+	if got := a.Records[0].Fields["requested_by"]; got != "app-request:<request_id#1>:Administrator" {
+		t.Errorf("requested_by = %q", got)
+	}
+	// Seen twice in one scenario, it keeps its placeholder.
+	two := NormaliseHistory(append(rec("3", "x"), rec("3", "y")...), nil, nil, nil)
+	if got := two.Records[1].Fields["requested_by"]; got != "app-request:<request_id#1>:y" {
+		t.Errorf("second requested_by = %q", got)
+	}
+	c := NormaliseHistory(rec("4", "someone"), nil, nil, nil)
+	if d := DiffScenarios("s", scen("s", a), scen("s", c)); len(d) != 1 {
+		t.Fatalf("another creator: differences %+v", d)
+	}
+}

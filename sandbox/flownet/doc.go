@@ -90,6 +90,12 @@
 //     only; resolve-node and status find a terminal node's Attempt by latest_attempt_no).
 //   - In RERUN_FROM mode the selected node and its descendants are reset to WAITING; other
 //     WAITING nodes run too (they are pending work), FAILED ones outside the selection stay.
+//   - The Invocation is created with the sets admission foresees and closed with the ones
+//     the scheduler settled (selected, preserved, blocked; its reason suffixed with orphan
+//     adjudications, the retry brake or an accepted hold): invsets.go. A plain resume of a
+//     network without inputs creates it before the resumable checks, and admission recomputes
+//     a stale Run aggregate with a RUN_AGGREGATE_RECOMPUTED audit: reconcile.go. The Run
+//     aggregate is written after every settled node and at the end, not when a node starts.
 //   - kSQL-Flow children write stdout/stderr to <KSQL_FLOW_WORKDIR>/logs/<attempt>.log
 //     rather than a pipe, so an orphaned child can finish after FlowNet dies (m6-05/m6-06).
 //   - Lease monitor (as the real FlowNet 1.0.0's): its timer starts with the scheduler, and
@@ -180,10 +186,8 @@
 //     unknown state fails closed). The audit JSON's post_release_revision is a number;
 //     record_id is the lock's $id; the audit record has no run_id.
 //   - resolve-node: the ATTEMPT_RESOLUTION record carries the app's fields and, in its
-//     reason, the whole resolution as JSON (event_type, resolution_type, run_id, node_id,
-//     attempt_id, attempt_no, previous_status, resolved_outcome, state_revision_before,
-//     reason, evidence_ref, stop_confirmed_by, stop_evidence_ref, requested_by, approved_by,
-//     service_principal, resolved_at): the app has no fields for the stop confirmation.
+//     reason, what the app has no field for as JSON (resolution_type, reason,
+//     stop_confirmed_by, stop_evidence_ref, resolved_at: the keys the real FlowNet writes).
 //     The Node State gets status = outcome, status_reason = resolution type, an empty
 //     active_attempt_id and blocked_by, and business revision + 1; the Run's aggregate is
 //     left for the next run-network to recompute. The printed revision is the Node State's

@@ -145,7 +145,9 @@ func resolveInputs(ioDir string, nd Node, vals map[string]string) ([]nodeInput, 
 			return nil, coded(codeInputPathRejected, "input %s resolves outside the IO root", name)
 		}
 		if !exists {
-			return nil, coded(codeInputFileMissing, "input %s does not exist", name)
+			// The real FlowNet's words: it finds the missing file walking the path's
+			// components.
+			return nil, coded(codeInputFileMissing, "input path component is unavailable")
 		}
 		data, err := os.ReadFile(real)
 		if err != nil {
@@ -351,10 +353,11 @@ func withOutputPaths(summary string, outs []nodeOutput) string {
 // Attempt FAILED with the code, no start marker, node FAILED.
 func (e *execution) failBeforeStart(ctx context.Context, ns *nodeState, att *attemptRec, cause error) error {
 	code := errCode(cause, codeInputPathRejected)
+	// The message alone, as the real FlowNet keeps it (the code is the result_code).
 	msg := cause.Error()
 	var ce *codedError
 	if errors.As(cause, &ce) {
-		msg = ce.Code + ": " + ce.Msg
+		msg = ce.Msg
 	}
 	var err error
 	if att.rev, err = e.st.update(ctx, e.st.auditApp, att.key, vals(map[string]any{
@@ -363,10 +366,14 @@ func (e *execution) failBeforeStart(ctx context.Context, ns *nodeState, att *att
 		return fmt.Errorf("finalise Attempt %s: %w", att.id, err)
 	}
 	att.status, att.code = StatusFailed, code
+	if code == codeInputFileMissing || code == codeInputFileMutated || code == codeOutputPathRejected {
+		// A FAILED Invocation reports this code instead of NODE_FAILED_OR_BLOCKED (invsets.go).
+		e.sets.ioFailureCode = code
+	}
 	if err := e.putState(ctx, ns, StatusFailed, map[string]any{"status_reason": code, "finished_at": isoMillis(e.c.now())}); err != nil {
 		return err
 	}
-	_, err = e.updateRun(ctx, false)
+	_, err = e.writeAggregate(ctx) // after the node, as after any settled node
 	return err
 }
 

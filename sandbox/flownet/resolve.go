@@ -172,13 +172,12 @@ func (c *cli) resolve(ctx context.Context, st *store, r resolveRequest) (int, er
 
 	resolvedAt := isoMillis(c.now())
 	kind := r.resolutionType()
+	// The reason JSON holds what the app has no field for (the real FlowNet 1.0.0 writes
+	// these five keys and no more): the resolution type, the reason, the stop confirmation and
+	// the time.
 	doc := map[string]any{
-		"event_type": "ATTEMPT_RESOLVED", "resolution_type": kind,
-		"run_id": r.runID, "node_id": r.nodeID, "attempt_id": att.Str("node_attempt_id"), "attempt_no": latestNo,
-		"previous_status": status, "resolved_outcome": r.to, "state_revision_before": atoi(ns.Str("revision")),
-		"reason": r.reason, "evidence_ref": r.evidenceRef, "stop_confirmed_by": r.stopConfirmedBy, "stop_evidence_ref": r.stopEvidence,
-		"requested_by": r.requestedBy, "approved_by": nullable(r.approvedBy), "service_principal": r.servicePrincipal,
-		"resolved_at": resolvedAt,
+		"resolution_type": kind, "reason": r.reason, "stop_confirmed_by": r.stopConfirmedBy,
+		"stop_evidence_ref": r.stopEvidence, "resolved_at": resolvedAt,
 	}
 	b, _ := json.Marshal(doc)
 	if _, _, err := st.insert(ctx, st.auditApp, resolutionKey(att.Str("node_attempt_id"), resolvedAt), vals(map[string]any{

@@ -426,11 +426,6 @@ func (e *execution) admit(ctx context.Context, wc *Network, o runOptions, key De
 	if !o.resume && o.resumeRun == "" {
 		return adm, &codedError{Code: "RUN_ALREADY_EXISTS", Msg: fmt.Sprintf("an unfinished Run %s exists for business key %s; use --resume to continue it", e.runID, run.Str("business_key")), Blocking: []string{e.runID}}
 	}
-	// Planted defects: an archived Run is resumed; the lifecycle was checked before the lock only.
-	archived := run.Str("lifecycle_status") == "ARCHIVED" && !defect.ArchivedRunResumable && !e.beforeLock.archivedChecked
-	if archived || run.Str("resume_allowed") == "false" {
-		return adm, coded("RUN_NOT_RESUMABLE", "Run %s is not resumable (lifecycle_status=%s, resume_allowed=%s)", e.runID, run.Str("lifecycle_status"), run.Str("resume_allowed"))
-	}
 	hold, _, err := e.holdState(ctx, e.runID)
 	if err != nil {
 		return adm, err
@@ -441,6 +436,19 @@ func (e *execution) admit(ctx context.Context, wc *Network, o runOptions, key De
 	adm.mode, adm.outcome = "RESUME", "RESUME"
 	if o.rerunFrom != "" {
 		adm.mode = "RERUN_FROM"
+	} else if !hasInputs(wc) {
+		// As the real FlowNet: a plain resume of a network without CSV inputs records its
+		// Invocation before the remaining checks, so a refusal from here on (not resumable,
+		// profile or bundle mismatch) closes that Invocation FAILED with its code.
+		e.mode = "RESUME"
+		if err := e.createResumeInvocationFromStates(ctx); err != nil {
+			return adm, err
+		}
+	}
+	// Planted defects: an archived Run is resumed; the lifecycle was checked before the lock only.
+	archived := run.Str("lifecycle_status") == "ARCHIVED" && !defect.ArchivedRunResumable && !e.beforeLock.archivedChecked
+	if archived || run.Str("resume_allowed") == "false" {
+		return adm, coded("RUN_NOT_RESUMABLE", "Run %s is not resumable (lifecycle_status=%s, resume_allowed=%s)", e.runID, run.Str("lifecycle_status"), run.Str("resume_allowed"))
 	}
 	return adm, e.prepareResume(ctx, run, adm.mode, o.rerunFrom)
 }
@@ -548,6 +556,9 @@ func (e *execution) prepareResume(ctx context.Context, run kintoneapi.Record, mo
 	if err := e.loadRun(ctx, run, false); err != nil {
 		return err
 	}
+	if err := e.reconcileAggregate(ctx); err != nil { // reconcile.go
+		return err
+	}
 	var selected map[string]bool
 	if mode == "RERUN_FROM" {
 		if e.net.Node(rerunFrom) == nil {
@@ -571,19 +582,23 @@ func (e *execution) prepareResume(ctx context.Context, run kintoneapi.Record, mo
 		}
 		e.rerunSet = selected
 	}
+	if e.invRecID != "" {
+		return nil // created before the checks (admit)
+	}
 	var sel, pres, blocked []string
-	for _, id := range e.order {
-		ns := e.states[id]
-		switch {
-		case selected != nil && selected[id]:
-			sel = append(sel, id)
-		case ns.status == StatusSuccess:
-			pres = append(pres, id)
-		case ns.status == StatusUnknown || ((ns.status == StatusFailed || ns.status == StatusCancelled) && !ns.node.Idempotent):
-			blocked = append(blocked, id)
-		case selected == nil:
-			sel = append(sel, id)
+	if mode == "RERUN_FROM" {
+		// The selection only, in definition order: the real FlowNet records no preserved or
+		// blocked nodes for a --rerun-from until its close.
+		for _, id := range e.order {
+			if selected[id] {
+				sel = append(sel, id)
+			}
 		}
+	} else {
+		sel, pres, blocked = resumeSets(e.order, func(id string) (string, bool) {
+			ns := e.states[id]
+			return ns.status, ns.node.Idempotent
+		})
 	}
 	reason := "resume incomplete run"
 	if mode == "RERUN_FROM" {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -41,7 +40,9 @@ type execution struct {
 	attempts map[string][]*attemptRec // node id -> attempts
 
 	brakeNodes          []string
-	notes               []string // appended to the Invocation reason
+	notes               []string // appended to the Invocation reason at close (after invsets.go's notes)
+	invSelected         []string // the selected_node_ids the Invocation was created with
+	sets                invSets  // the node sets and reason notes the close writes (invsets.go)
 	finalWriteConfirmed bool
 	timeout             time.Duration
 	// beforeLock: what two planted defects looked up before the lock and admission trusts
@@ -67,6 +68,7 @@ type attemptRec struct {
 	no           int
 	status, code string
 	invocationID string
+	executionID  string
 }
 
 // allowedTransitions is the repository guard of §3.2 (resolution-only moves excluded).
@@ -145,7 +147,7 @@ func (e *execution) loadStates(ctx context.Context) error {
 
 // createInvocation inserts the RUN_INVOCATION record (RUNNING / PENDING).
 func (e *execution) createInvocation(ctx context.Context, reason string, selected, preserved, blocked []string) error {
-	e.invReason = reason
+	e.invReason, e.invSelected = reason, selected
 	rec := vals(map[string]any{
 		"record_type": "RUN_INVOCATION", "run_id": e.runID, "invocation_id": e.invID, "mode": e.mode,
 		"status": StatusRunning, "result_code": CodePending, "requested_by": e.c.requestedBy(), "host": e.c.host(),
@@ -165,10 +167,16 @@ func (e *execution) createInvocation(ctx context.Context, reason string, selecte
 
 func (e *execution) finishInvocation(ctx context.Context, status, code string) error {
 	reason := e.invReason
-	if len(e.notes) > 0 {
-		reason += "; " + strings.Join(e.notes, "; ")
+	if note := e.closeNote(); note != "" {
+		reason += "; " + note
 	}
 	rec := vals(map[string]any{"status": status, "result_code": code, "finished_at": isoMillis(e.c.now()), "reason": reason})
+	if e.sets.started {
+		// The scheduler's sets replace the ones admission foresaw (invsets.go).
+		rec["selected_node_ids"] = kintoneapi.Field{Value: jsonArray(e.sets.sel.list())}
+		rec["preserved_node_ids"] = kintoneapi.Field{Value: jsonArray(e.sets.pres.list())}
+		rec["blocked_node_ids"] = kintoneapi.Field{Value: jsonArray(e.sets.bl.list())}
+	}
 	rev, err := e.st.update(ctx, e.st.auditApp, "INV:"+e.invID, rec, e.invRev)
 	if err != nil {
 		return fmt.Errorf("finalise Invocation %s: %w", e.invID, err)
@@ -213,6 +221,18 @@ func (e *execution) putState(ctx context.Context, ns *nodeState, to string, fiel
 
 // updateRun recomputes the aggregate and writes it when it changed (§3.1).
 func (e *execution) updateRun(ctx context.Context, startNow bool) (string, error) {
+	return e.updateRunWith(ctx, startNow, false)
+}
+
+// writeAggregate recomputes the aggregate and writes it even when it is unchanged: the real
+// FlowNet 1.0.0 PUTs the Run after every node it settles (executed or BLOCKED) and once more
+// when the scheduler ends, so the Run's $revision (which audits record, e.g. RUN_ARCHIVED's
+// run_revision_before) counts those writes.
+func (e *execution) writeAggregate(ctx context.Context) (string, error) {
+	return e.updateRunWith(ctx, false, true)
+}
+
+func (e *execution) updateRunWith(ctx context.Context, startNow, always bool) (string, error) {
 	var statuses []string
 	for _, id := range e.order {
 		statuses = append(statuses, e.states[id].status)
@@ -232,9 +252,10 @@ func (e *execution) updateRun(ctx context.Context, startNow bool) (string, error
 	} else if !IsTerminalRun(agg) && fin != "" {
 		fields["finished_at"] = ""
 	}
-	if len(fields) == 0 {
+	if len(fields) == 0 && !always {
 		return agg, nil
 	}
+	fields["status"] = agg
 	fields["updated_at"] = isoMillis(e.c.now())
 	rev, err := e.st.update(ctx, e.st.stateApp, e.run.Str("record_key"), vals(fields), e.runRev)
 	if err != nil {
@@ -255,7 +276,8 @@ func (e *execution) loadAttempts(ctx context.Context) error {
 	e.attempts = map[string][]*attemptRec{}
 	for _, r := range recs {
 		a := &attemptRec{key: r.Str("record_key"), rev: r.Revision(), id: r.Str("node_attempt_id"), no: atoi(r.Str("attempt_no")),
-			status: r.Str("status"), code: r.Str("result_code"), invocationID: r.Str("invocation_id")}
+			status: r.Str("status"), code: r.Str("result_code"), invocationID: r.Str("invocation_id"),
+			executionID: r.Str("execution_id")}
 		e.attempts[r.Str("node_id")] = append(e.attempts[r.Str("node_id")], a)
 	}
 	return nil
@@ -318,9 +340,11 @@ func (e *execution) schedule(ctx context.Context) (agg, status, code string, err
 	if d, derr := e.kf.describeTimeout(); derr == nil {
 		e.timeout = d
 	}
+	excluded := e.startSets()
 	for _, id := range e.order {
 		ns := e.states[id]
 		if ns.status != StatusWaiting {
+			e.settledNode(ns, excluded)
 			continue
 		}
 		var failedDeps []string
@@ -349,17 +373,20 @@ func (e *execution) schedule(ctx context.Context) (agg, status, code string, err
 			if err := e.putState(ctx, ns, StatusBlocked, map[string]any{"blocked_by": blockedBy, "status_reason": CodeAllSuccessNotMet, "finished_at": isoMillis(e.c.now())}); err != nil {
 				return "", "", "", err
 			}
+			e.sets.bl.add(id)
 			if _, err := e.aggregateAfterTick(ctx, false); err != nil {
 				return "", "", "", err
 			}
 			continue
 		}
+		e.sets.sel.add(id) // to start, or deferred behind a pending upstream
 		if deferred {
 			continue
 		}
 		if stop, err := e.checkHold(ctx); err != nil {
 			return "", "", "", err
 		} else if stop {
+			e.sets.holdNote = "cancel request CANCEL:" + e.runID + " accepted"
 			agg, err := e.updateRun(ctx, false)
 			return agg, StatusCancelled, CodeStopRequested, err
 		}
@@ -378,7 +405,7 @@ func (e *execution) schedule(ctx context.Context) (agg, status, code string, err
 		return "", "", "", err
 	}
 	status, code = InvocationFinal(agg)
-	return agg, status, code, nil
+	return agg, status, e.finalCode(status, code), nil
 }
 
 // leaseLost stops the scheduler when the lease can no longer be trusted. One successful
@@ -413,12 +440,12 @@ func (e *execution) aggregateAfterTick(ctx context.Context, afterNode bool) (str
 		if !e.finalWriteConfirmed {
 			return "", stop
 		}
-		if _, err := e.updateRun(ctx, false); err != nil {
+		if _, err := e.writeAggregate(ctx); err != nil {
 			return "", err
 		}
 		return "", stop
 	}
-	return e.updateRun(ctx, false)
+	return e.writeAggregate(ctx)
 }
 
 // describeTimeout is the per-run timeout from describe-profile's limits.batchTimeoutSec.
@@ -458,7 +485,7 @@ func (e *execution) prepareResumeStates(ctx context.Context) error {
 			if c, n, fires := RetryBrake(sums); fires {
 				reason := RetryBrakeReason(c, n)
 				e.brakeNodes = append(e.brakeNodes, id)
-				e.notes = append(e.notes, "retry brake "+id+"="+reason)
+				e.sets.brakeReasons = append(e.sets.brakeReasons, reason)
 				if ns.reason != reason {
 					if err := e.writeTick(ctx); err != nil {
 						return err
@@ -529,10 +556,10 @@ func (e *execution) pollHoldWhileRunning(ctx context.Context) (stop func()) {
 
 // runNode executes one node: Attempt (RUNNING/PENDING) → Node State RUNNING → Attempt
 // execution_started_at → kSQL-Flow → Attempt terminal → Node State terminal → Run aggregate.
+//
+// The Run is not written when a node starts (the real FlowNet marks it RUNNING once, when the
+// scheduler starts a Run that never started, and otherwise recomputes it after the node).
 func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
-	if _, err := e.updateRun(ctx, true); err != nil {
-		return err
-	}
 	no := ns.latestNo
 	for _, a := range e.attempts[ns.node.ID] {
 		if a.no > no {
@@ -556,6 +583,9 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 		"record_type": "NODE_ATTEMPT", "run_id": e.runID, "invocation_id": e.invID, "node_attempt_id": attemptID,
 		"attempt_key": a1, "node_id": ns.node.ID, "job_id": ns.node.JobID, "attempt_no": no,
 		"status": StatusRunning, "result_code": CodePending, "state_revision_before": ns.bizRev,
+		// Counts start at 0 (the real FlowNet's createAttempt): an attempt finalised without
+		// a result keeps them, it never leaves them empty.
+		"read_count": 0, "written_count": 0,
 	})
 	_, rev, err := e.st.insert(ctx, e.st.auditApp, "ATT:"+attemptID, rec, "node_attempt_id")
 	if err != nil {
@@ -565,9 +595,6 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 	e.attempts[ns.node.ID] = append(e.attempts[ns.node.ID], att)
 	if err := e.putState(ctx, ns, StatusRunning, map[string]any{"active_attempt_id": attemptID, "latest_attempt_no": no,
 		"started_at": isoMillis(e.c.now()), "finished_at": "", "status_reason": "", "blocked_by": "[]"}); err != nil {
-		return err
-	}
-	if _, err := e.updateRun(ctx, true); err != nil {
 		return err
 	}
 	// CSV inputs (io.go): path rules and baselines, before the start marker.
@@ -603,7 +630,9 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 
 	fields := map[string]any{"status": out.AttemptStatus, "result_code": out.AttemptCode, "finished_at": isoMillis(e.c.now())}
 	if jl != nil {
+		// The JOB log's start marker: its time, and its execution id where no result names one.
 		fields["runner_execution_started_at"] = jl.Str("runner_execution_started_at")
+		fields["execution_id"] = jl.Str("execution_id")
 	}
 	if obs.Result != nil {
 		res := *obs.Result
@@ -648,21 +677,20 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 }
 
 func noResultMessage(rr runResult, obs Observation) string {
-	var b strings.Builder
+	// The real FlowNet 1.0.0's words for a missing or unusable result (its result
+	// classifier); kSQL-Flow's stderr is not kept in the audit.
 	switch {
 	case rr.LaunchErr != nil:
-		fmt.Fprintf(&b, "kSQL-Flow could not be started: %v", rr.LaunchErr)
-	case obs.ResultInvalid != nil:
-		fmt.Fprintf(&b, "invalid execution result: %v", obs.ResultInvalid)
+		return fmt.Sprintf("kSQL-Flow could not be started: %v", rr.LaunchErr)
 	case rr.ForcedKill:
-		b.WriteString("kSQL-Flow was killed after the grace period")
+		return "process exceeded its grace period and was forcibly terminated"
+	case obs.ResultInvalid != nil:
+		return fmt.Sprintf("invalid execution result: %v", obs.ResultInvalid)
+	case rr.ResultRaw != nil:
+		return "result file is not complete JSON"
 	default:
-		fmt.Fprintf(&b, "no execution result (exit %d)", rr.Exit)
+		return "result file does not exist or could not be read"
 	}
-	if t := tail(rr.Stderr, 1000); t != "" {
-		b.WriteString("; stderr: " + t)
-	}
-	return b.String()
 }
 
 // jobLog reads the JOB-log row of an attempt (nil when there is none; more than one is an
@@ -699,12 +727,19 @@ func (e *execution) adjudicateOrphans(ctx context.Context) error {
 			out = OrphanOutcome(jobLogStatus(jl), jl != nil)
 			fields["status"], fields["result_code"] = out.AttemptStatus, out.AttemptCode
 			fields["finished_at"] = isoMillis(e.c.now())
+			// As the real FlowNet adjudicates: the Attempt keeps its own start marker (the JOB
+			// log is evidence, not a write to it), takes the JOB log's execution id when it has
+			// none, and an UNKNOWN one says why.
 			if jl != nil {
-				fields["runner_execution_started_at"] = jl.Str("runner_execution_started_at")
-				fields["execution_id"] = jl.Str("execution_id")
+				if a.executionID == "" {
+					fields["execution_id"] = jl.Str("execution_id")
+				}
 				if f := jl.Str("finished_at"); f != "" {
 					fields["finished_at"] = f
 				}
+			}
+			if out.AttemptStatus == StatusUnknown {
+				fields["error_message"] = "orphan RUNNING attempt had no terminal execution result"
 			}
 			if err := e.writeTick(ctx); err != nil {
 				return err
@@ -714,13 +749,13 @@ func (e *execution) adjudicateOrphans(ctx context.Context) error {
 				return fmt.Errorf("adjudicate Attempt %s: %w", a.id, err)
 			}
 			a.rev, a.status, a.code = rev, out.AttemptStatus, out.AttemptCode
-			e.notes = append(e.notes, fmt.Sprintf("orphan adjudication %s=%s/%s", id, out.AttemptStatus, out.AttemptCode))
+			e.adjudicatedNote(a.id, out.AttemptStatus, out.AttemptCode)
 		case a.status != StatusRunning:
 			out = Outcome{a.status, a.code, a.status, a.code}
 			if a.code == CodePrepareFailed {
 				out.NodeStatus = StatusWaiting
 			}
-			e.notes = append(e.notes, "reconciled "+id+" from terminal active attempt")
+			// Copied without a note: the real FlowNet's reconciliation leaves the reason alone.
 		default:
 			continue
 		}
@@ -741,8 +776,12 @@ func jobLogStatus(r kintoneapi.Record) string {
 	return r.Str("status")
 }
 
-// finalizeOtherInvocations closes Invocations of this Run left RUNNING by a process that
-// lost its lease or died: CANCELLED / NETWORK_LEASE_INTERRUPTED, with a reconciliation audit.
+// finalizeOtherInvocations closes Invocations of this Run left RUNNING (the app has no
+// CREATED status, the product's other unterminated one) by a
+// process that lost its lease or died: CANCELLED / NETWORK_LEASE_INTERRUPTED, the reason
+// suffixed "; finalized as an abandoned invocation during reconciliation", and a
+// RECONCILIATION_REPAIR audit whose JSON is the real FlowNet's (before and after carry the
+// Invocation record's $revision).
 func (e *execution) finalizeOtherInvocations(ctx context.Context) error {
 	recs, err := e.st.findExact(ctx, e.st.auditApp, `record_type in ("RUN_INVOCATION") and run_id in (`+q(e.runID)+`) and status in ("RUNNING")`, "run_id", e.runID)
 	if err != nil {
@@ -757,16 +796,18 @@ func (e *execution) finalizeOtherInvocations(ctx context.Context) error {
 			return err
 		}
 		now := isoMillis(e.c.now())
-		if _, err := e.st.update(ctx, e.st.auditApp, r.Str("record_key"), vals(map[string]any{"status": StatusCancelled, "result_code": codeLeaseInterruptedCode, "finished_at": now}), r.Revision()); err != nil {
+		rev, err := e.st.update(ctx, e.st.auditApp, r.Str("record_key"), vals(map[string]any{"status": StatusCancelled, "result_code": codeLeaseInterruptedCode, "finished_at": now,
+			"reason": r.Str("reason") + "; finalized as an abandoned invocation during reconciliation"}), r.Revision())
+		if err != nil {
 			return fmt.Errorf("finalise stale Invocation %s: %w", r.Str("invocation_id"), err)
 		}
 		eventID := uuid.NewString()
 		audit := map[string]any{
 			"event_id": eventID, "event_type": "RECONCILIATION_REPAIR", "repair_type": "INVOCATION_FINALIZED",
 			"run_id": e.runID, "target_type": "RUN_INVOCATION", "target_id": r.Str("invocation_id"),
-			"before": map[string]any{"status": r.Str("status"), "result_code": r.Str("result_code")},
-			"after":  map[string]any{"status": StatusCancelled, "result_code": codeLeaseInterruptedCode},
-			"basis":  "invocation " + e.invID + " holds the network lock", "occurred_at": now,
+			"before": map[string]any{"status": r.Str("status"), "result_code": r.Str("result_code"), "revision": atoi(r.Revision())},
+			"after":  map[string]any{"status": StatusCancelled, "result_code": codeLeaseInterruptedCode, "revision": atoi(rev)},
+			"basis":  "the current Network lock owner makes an older unterminated invocation unable to continue", "occurred_at": now,
 		}
 		b, _ := json.Marshal(audit)
 		if err := e.writeTick(ctx); err != nil {
