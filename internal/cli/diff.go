@@ -35,14 +35,18 @@ const defaultKnownDiffs = "features/differential-known.yaml"
 type diffFlags struct{ known string }
 
 func (f *diffFlags) bind(fs *flag.FlagSet) {
-	fs.StringVar(&f.known, "known", defaultKnownDiffs, "explained differences: a YAML list of {scenario: ID or \"*\", path: pattern (* matches any text), reason: why}")
+	fs.StringVar(&f.known, "known", defaultKnownDiffs, "explained differences: a YAML list of {scenario: ID or \"*\", path: pattern (* matches any text), reason: why, race: true when timing decides whether it shows}")
 }
 
-// knownDiff is one explained difference.
+// knownDiff is one explained difference. Race marks a difference that timing decides (a
+// free race the scenario accepts either way): when the race falls the same way on both
+// sides the entry matches nothing, which is no sign that it is out of date, so it is
+// reported as unmatched, not stale.
 type knownDiff struct {
 	Scenario string `yaml:"scenario"`
 	Path     string `yaml:"path"`
 	Reason   string `yaml:"reason"`
+	Race     bool   `yaml:"race"`
 	used     bool
 }
 
@@ -166,14 +170,22 @@ func cmdDiff(inv invocation, f *diffFlags, fset *flag.FlagSet, args []string) in
 			}
 		}
 	}
-	stale := 0
+	stale, sameRace := 0, 0
 	for _, k := range known {
-		if !k.used {
+		switch {
+		case k.used:
+		case k.Race:
+			sameRace++
+			fmt.Fprintf(stdout, "race fell the same way: %s %s: matches no difference this time\n", k.Scenario, k.Path)
+		default:
 			stale++
 			fmt.Fprintf(stdout, "stale: %s %s (%s): matches no difference\n", k.Scenario, k.Path, k.Reason)
 		}
 	}
 	fmt.Fprintf(stdout, "%d scenarios compared: %d unexplained differences, %d explained, %d stale explanations", len(ids), unexplained, explained, stale)
+	if sameRace > 0 {
+		fmt.Fprintf(stdout, ", %d race explanations unmatched", sameRace)
+	}
 	if unread > 0 {
 		fmt.Fprintf(stdout, ", %d scenarios without a differential history on one side", unread)
 	}

@@ -63,12 +63,19 @@ func TestArchiveDiffReportsAndExplainsDifferences(t *testing.T) {
 - scenario: d-03
   path: status
   reason: no longer true
+- scenario: d-02
+  path: process/archive*
+  reason: a race that fell the same way this time
+  race: true
 `), 0o644))
 	r = flowtest(t, nil, "archive", "diff", "--known", known, a, b)
 	require.Equal(t, 0, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stdout, "    known: the two FlowNets judge the run differently\n")
 	assert.Contains(t, r.stdout, "stale: d-03 status (no longer true): matches no difference")
-	assert.Contains(t, r.stdout, "0 unexplained differences, 4 explained, 1 stale explanations")
+	assert.Contains(t, r.stdout, "0 unexplained differences, 4 explained, 1 stale explanations, 1 race explanations unmatched")
+	// An unmatched race entry is no stale one: the race fell the same way on both sides.
+	assert.Contains(t, r.stdout, "race fell the same way: d-02 process/archive*: matches no difference this time")
+	assert.NotContains(t, r.stdout, "stale: d-02")
 
 	require.NoError(t, os.WriteFile(known, []byte("- scenario: d-01\n  path: status\n"), 0o644))
 	r = flowtest(t, nil, "archive", "diff", "--known", known, a, b)
