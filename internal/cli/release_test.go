@@ -41,7 +41,7 @@ func TestReleaseGateOnSandbox(t *testing.T) {
 	lock := t.TempDir()
 
 	// The last accepting run: M5 and m6-01 pass on the correct sandbox at c0.
-	acc := flowtest(t, nil, "run", "--tags", "@m5 or @m6-01-resume-identity", "--sut-commit", c0,
+	acc := flowtest(t, nil, "run", "--product", "reference", "--tags", "@m5 or @m6-01-resume-identity", "--sut-commit", c0,
 		"--sandbox-bin", correct, "--out", results, "--lock-dir", lock)
 	require.Equal(t, 0, acc.code, acc.stdout+acc.stderr)
 	accepting := archiveDir(t, acc.stdout)
@@ -58,7 +58,7 @@ carry_over:
     justification: "M5 drives the scheduler only; nothing under src/io changed"
 `), 0o644))
 	g := flowtest(t, nil, "gate", "run", gateFile, "--sut-commit", c1, "--sut-repo", repo, "--since-archive", accepting, "--durations-from", accepting,
-		"--sandbox-bin", filepath.Join(broken, "flowsandbox"+exe()), "--out", results, "--lock-dir", lock)
+		"--product", "reference", "--sandbox-bin", filepath.Join(broken, "flowsandbox"+exe()), "--out", results, "--lock-dir", lock)
 	require.Equal(t, exitGateFail, g.code, g.stdout+g.stderr)
 	assert.Contains(t, g.stdout, "gate demo: FAIL")
 	assert.Contains(t, g.stdout, "ETA from the durations of "+accepting, "the progress line of a gate run")

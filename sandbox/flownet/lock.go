@@ -298,6 +298,13 @@ func (l *networkLock) renewLocked(ctx context.Context) error {
 	return nil
 }
 
+// uncertainNow says the lease is no longer trusted (see renew).
+func (l *networkLock) uncertainNow() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.uncertain != ""
+}
+
 // confirm tries one heartbeat even when the lease is marked uncertain: success proves the
 // lock is still ours, which allows the just-finished work to be closed with
 // NETWORK_LEASE_INTERRUPTED (FINAL_WRITE_CONFIRMED, §3.7) instead of being left open.

@@ -434,8 +434,24 @@ func (e *execution) writeTick(ctx context.Context) error {
 // the aggregate of the just-finished node is written first, and the stop is an ordinary
 // close with NETWORK_LEASE_INTERRUPTED. afterNode: the tick after a node, which the planted
 // defect next-node-despite-lost-lease ignores, as it ignores the one before the next node.
+//
+// A tick that succeeds but finds the lease went unconfirmed too long (lock.uncertainNow)
+// is the real FlowNet's FINAL_WRITE_CONFIRMED state: a heartbeat after an uncertain lease
+// confirmed the lock, and the product's scheduler then stops right after this node's
+// aggregate, before it looks at the next node (so the next node is never selected: m7-02's
+// closed Invocation names only the node that ran).
 func (e *execution) aggregateAfterTick(ctx context.Context, afterNode bool) (string, error) {
-	if err := e.lock.tick(ctx); err != nil && !(afterNode && defect.NextNodeDespiteLostLease) {
+	err := e.lock.tick(ctx)
+	if err == nil && e.lock.uncertainNow() && !(afterNode && defect.NextNodeDespiteLostLease) {
+		// The tick's heartbeat was the confirmation: no second one.
+		e.lock.stopHeartbeat()
+		e.finalWriteConfirmed = true
+		if _, err := e.writeAggregate(ctx); err != nil {
+			return "", err
+		}
+		return "", coded(codeLeaseInterruptedCode, "the lease was confirmed only after it went unconfirmed for longer than the lease less one heartbeat interval")
+	}
+	if err != nil && !(afterNode && defect.NextNodeDespiteLostLease) {
 		stop := e.leaseLost(ctx, err)
 		if !e.finalWriteConfirmed {
 			return "", stop
