@@ -83,7 +83,8 @@ func isIDField(code string) bool {
 	switch {
 	case strings.HasSuffix(c, "node_id"), strings.HasSuffix(c, "node_ids"), c == "job_id", c == "network_id":
 		return false
-	case c == "id", c == "$id", c == "$revision", c == "revision", c == "host", c == "hostname", c == "pid":
+	case c == "id", c == "$id", c == "$revision", c == "revision", c == "host", c == "hostname", c == "pid",
+		c == "post_release_revision": // the lock's $revision after a force-unlock: counts heartbeats
 		return true
 	case strings.HasSuffix(c, "_id"), strings.HasSuffix(c, "_ids"), strings.Contains(c, "token"),
 		strings.HasSuffix(c, "_host"), strings.HasSuffix(c, "_key"), strings.HasSuffix(c, "_pid"):
@@ -163,6 +164,7 @@ func (n *normaliser) text(s string) string {
 	}
 	s = n.unscope(s)
 	s = reSize.ReplaceAllString(s, `"size":"<size>"`)
+	s = rePostReleaseRevision.ReplaceAllString(s, `"post_release_revision":"<revision>"`)
 	s = reArchive.ReplaceAllString(s, "file://<archive>/scenarios/")
 	s = reTime.ReplaceAllString(s, "<time>")
 	s = reHost.ReplaceAllString(s, "<host>")
@@ -254,6 +256,11 @@ func NormaliseHistory(recs []RawRecord, procs []Process, appIDs map[string]strin
 			case byID[v] != "":
 				v = byID[v]
 			case v == "":
+			case code == "revision" && r.Fields["record_type"] == "NETWORK_LOCK":
+				// The lock's business revision counts its heartbeats: how many landed is the
+				// timing of one run. Not numbered either, which would shift the numbers the
+				// Node States' revisions (counts of state writes) are given after it.
+				v = "<lock_revision>"
 			case isIDField(code):
 				v = n.idValue(code, v)
 			case isTimeField(code):
@@ -270,6 +277,7 @@ func NormaliseHistory(recs []RawRecord, procs []Process, appIDs map[string]strin
 		dp := DiffProcess{Name: p.Name, ExitCode: p.ExitCode}
 		for _, line := range strings.Split(strings.TrimRight(p.StdoutTail, "\n"), "\n") {
 			if line = strings.TrimSpace(line); line != "" {
+				line = rePostRevision.ReplaceAllString(line, "${1}<revision>")
 				dp.StdoutHead = append(dp.StdoutHead, lineHead(n.text(idNumberLine(line))))
 			}
 		}
@@ -277,6 +285,13 @@ func NormaliseHistory(recs []RawRecord, procs []Process, appIDs map[string]strin
 	}
 	return d
 }
+
+// rePostRevision is force-unlock-network's "post revision <n>": the lock record's kintone
+// $revision after the release, which counts the heartbeats written before it (timing).
+var rePostRevision = regexp.MustCompile(`(post revision )\d+`)
+
+// rePostReleaseRevision is the same $revision in force-unlock's audit JSON.
+var rePostReleaseRevision = regexp.MustCompile(`"post_release_revision":\d+`)
 
 // reKeyNumber is a line of pretty-printed JSON or of a "key: value" text form whose value is
 // a number: `"revision": 3,` or `revision: 3`.

@@ -104,7 +104,7 @@ func TestNormaliseTextCanonicalKeys(t *testing.T) {
 	if d := DiffScenarios("s", scen("s", a), scen("s", b)); len(d) != 0 {
 		t.Fatalf("differences %+v", d)
 	}
-	if got := a.Processes[0].StdoutHead[0]; got != "RELEASED: <canonical_key#1> (previous owner x, post revision 4)." {
+	if got := a.Processes[0].StdoutHead[0]; got != "RELEASED: <canonical_key#1> (previous owner x, post revision <revision>)." {
 		t.Errorf("normalised line = %q", got)
 	}
 	c := NormaliseHistory(nil, line("N1:uGrVjxmvBmFCisFNU0nNY3E9TP4tCmgWEI06uEbVJ4k", "Hint: resume"), nil, nil)
@@ -274,5 +274,45 @@ func TestNormaliseTextAppRequestRecordID(t *testing.T) {
 	c := NormaliseHistory(rec("4", "someone"), nil, nil, nil)
 	if d := DiffScenarios("s", scen("s", a), scen("s", c)); len(d) != 1 {
 		t.Fatalf("another creator: differences %+v", d)
+	}
+}
+
+// A Network lock's business revision and force-unlock's "post revision" count heartbeats
+// (timing): replaced, and they shift no number a Node State's revision is given; Node
+// States' revisions are still compared (numbered, like ids).
+func TestNormaliseLockRevisionsAreTiming(t *testing.T) {
+	hist := func(lockRev, unlockRev, nodeRev string) *Differential {
+		recs := []RawRecord{
+			{App: "state", Fields: map[string]string{"record_type": "NETWORK_LOCK", "revision": lockRev}},
+			{App: "state", Fields: map[string]string{"record_type": "NODE_STATE", "revision": nodeRev}},
+		}
+		return NormaliseHistory(recs, []Process{{Name: "unlock", StdoutTail: "RELEASED: k (previous owner o, post revision " + unlockRev + ").\n"}}, nil, nil)
+	}
+	a, b := hist("3", "4", "3"), hist("7", "5", "3")
+	if d := DiffScenarios("s", scen("s", a), scen("s", b)); len(d) != 0 {
+		t.Fatalf("differences %+v", d)
+	}
+	// force-unlock's audit holds the same $revision in its JSON.
+	audit := func(rev string) *Differential {
+		return NormaliseHistory([]RawRecord{{App: "audit", Fields: map[string]string{"record_type": "OPERATION_AUDIT",
+			"reason": `{"event_type":"NETWORK_LOCK_FORCE_RELEASED","post_release_revision":` + rev + `}`}}}, nil, nil, nil)
+	}
+	if d := DiffScenarios("s", scen("s", audit("4")), scen("s", audit("5"))); len(d) != 0 {
+		t.Errorf("post_release_revision: differences %+v", d)
+	}
+	if got := a.Records[0].Fields["revision"]; got != "<lock_revision>" {
+		t.Errorf("lock revision = %q", got)
+	}
+	// Revisions are numbered like ids: two Node States at one revision against two at
+	// different ones is still a difference.
+	two := func(r1, r2 string) *Differential {
+		return NormaliseHistory([]RawRecord{
+			{App: "state", Fields: map[string]string{"record_type": "NETWORK_LOCK", "revision": r1 + "9"}},
+			{App: "state", Fields: map[string]string{"record_type": "NODE_STATE", "revision": r1}},
+			{App: "state", Fields: map[string]string{"record_type": "NODE_STATE", "revision": r2}},
+		}, nil, nil, nil)
+	}
+	if d := DiffScenarios("s", scen("s", two("3", "3")), scen("s", two("3", "4"))); len(d) != 1 {
+		t.Errorf("Node States' revisions: differences %+v", d)
 	}
 }

@@ -78,7 +78,9 @@ func (s *csvIOState) inputFile() (path, sha256 string, size int) { return s.inpu
 
 // rewrittenFrom is the CSV input's sha256 and size before its last rewrite ("" when it was
 // never rewritten).
-func (s *csvIOState) rewrittenFrom() (sha256 string, size int) { return s.before.sha256, s.before.bytes }
+func (s *csvIOState) rewrittenFrom() (sha256 string, size int) {
+	return s.before.sha256, s.before.bytes
+}
 
 // adopt makes data, written at path, the CSV input (an export copied back as an input).
 func (s *csvIOState) adopt(path string, data []byte) {

@@ -50,6 +50,7 @@ var csvReceiptKey = scenario.NewKey[csvReceiptState]("csv-receipt")
 //     bytes, rows, encoding}]}: a node with outputs only;
 //   - KSQL_FLOWNET_IO_AUDIT {version, kind, baseline, input_files, output_files}: a node
 //     with both.
+//
 // Which kind a node's summary must be follows from the rendered network (its inputs and
 // outputs). S§2.8.2 and S§2.9.2 back the kinds, the input's source, rows, encoding and
 // 64-hex baseline sha256, the sink, sha256, rows, encoding and bytes > 0; §1.3.3 "CSV
