@@ -83,8 +83,7 @@ func isIDField(code string) bool {
 	switch {
 	case strings.HasSuffix(c, "node_id"), strings.HasSuffix(c, "node_ids"), c == "job_id", c == "network_id":
 		return false
-	case c == "id", c == "$id", c == "$revision", c == "revision", c == "host", c == "hostname", c == "pid",
-		c == "post_release_revision": // the lock's $revision after a force-unlock: counts heartbeats
+	case c == "id", c == "$id", c == "$revision", c == "revision", c == "host", c == "hostname", c == "pid":
 		return true
 	case strings.HasSuffix(c, "_id"), strings.HasSuffix(c, "_ids"), strings.Contains(c, "token"),
 		strings.HasSuffix(c, "_host"), strings.HasSuffix(c, "_key"), strings.HasSuffix(c, "_pid"):

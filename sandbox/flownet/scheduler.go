@@ -442,26 +442,24 @@ func (e *execution) writeTick(ctx context.Context) error {
 // closed Invocation names only the node that ran).
 func (e *execution) aggregateAfterTick(ctx context.Context, afterNode bool) (string, error) {
 	err := e.lock.tick(ctx)
-	if err == nil && e.lock.uncertainNow() && !(afterNode && defect.NextNodeDespiteLostLease) {
-		// The tick's heartbeat was the confirmation: no second one.
-		e.lock.stopHeartbeat()
-		e.finalWriteConfirmed = true
-		if _, err := e.writeAggregate(ctx); err != nil {
-			return "", err
-		}
-		return "", coded(codeLeaseInterruptedCode, "the lease was confirmed only after it went unconfirmed for longer than the lease less one heartbeat interval")
-	}
-	if err != nil && !(afterNode && defect.NextNodeDespiteLostLease) {
-		stop := e.leaseLost(ctx, err)
-		if !e.finalWriteConfirmed {
+	var stop error
+	switch {
+	case afterNode && defect.NextNodeDespiteLostLease:
+	case err != nil:
+		if stop = e.leaseLost(ctx, err); !e.finalWriteConfirmed {
 			return "", stop
 		}
-		if _, err := e.writeAggregate(ctx); err != nil {
-			return "", err
-		}
-		return "", stop
+	case e.lock.uncertainNow():
+		// The tick's heartbeat was the confirmation: no second one (leaseLost would send it).
+		e.lock.stopHeartbeat()
+		e.finalWriteConfirmed = true
+		stop = coded(codeLeaseInterruptedCode, "the lease was confirmed only after it went unconfirmed for longer than the lease less one heartbeat interval")
 	}
-	return e.writeAggregate(ctx)
+	agg, err := e.writeAggregate(ctx)
+	if err != nil || stop == nil {
+		return agg, err
+	}
+	return "", stop
 }
 
 // describeTimeout is the per-run timeout from describe-profile's limits.batchTimeoutSec.
