@@ -20,10 +20,10 @@ import (
 //   - every string or number under a key naming a credential (…token, …secret, …password,
 //     authorization, cookie, api key) becomes "[REDACTED:<KEY>]", whatever its value (tokens
 //     captured at run time are not in the environment);
-//   - every other string, and every key, goes through String; a number holding a secret becomes
-//     a redacted string.
+//   - every other string, and every key, goes through String (a replacement stays inside
+//     its string); numbers, literals and the structure are never rewritten otherwise.
 //
-// The result then goes through Bytes as a backstop. Input that is not JSON is an error.
+// Input that is not JSON is an error.
 func (r *Redactor) JSON(data []byte) ([]byte, error) { return r.jsonDoc(data, true) }
 
 func (r *Redactor) jsonDoc(data []byte, indent bool) ([]byte, error) {
@@ -47,7 +47,10 @@ func (r *Redactor) jsonDoc(data []byte, indent bool) ([]byte, error) {
 		return nil, errors.New("redact json: empty document")
 	}
 	w.buf.WriteByte('\n')
-	return r.text(w.buf.Bytes()), nil
+	// No byte-level pass over the whole document: every key and string went through String
+	// above, and a rule applied to the document's bytes could rewrite a number, a literal or
+	// a key's quotes and leave it invalid.
+	return w.buf.Bytes(), nil
 }
 
 type jsonFrame struct {
