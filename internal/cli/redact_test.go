@@ -7,7 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ksqlflow/flowtest/results"
+	"github.com/ksqlflow/flowtest/results/redact"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -49,4 +52,43 @@ func TestSettingsNamedLikeSecretsKeepTheArchiveValid(t *testing.T) {
 	assert.Contains(t, string(junit), `failures="0"`)
 	v := flowtest(t, env, "archive", "verify", dir)
 	assert.Equal(t, 0, v.code, v.stdout+v.stderr)
+}
+
+// evidenceArchive is a finished one-scenario archive written without knowing token (under
+// another environment), whose command line holds it.
+func evidenceArchive(t *testing.T, status, token string) string {
+	t.Helper()
+	a, err := results.Create(t.TempDir(), "ev", time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), redact.New(nil, nil))
+	require.NoError(t, err)
+	start := time.Date(2026, 12, 1, 10, 0, 1, 0, time.UTC)
+	s := &results.Scenario{SchemaVersion: results.SchemaVersion, ID: "a-01", Feature: "f", Series: "a", Tags: []string{"@a-01"},
+		Status: status, Start: start, End: start.Add(time.Second), DurationMS: 1000}
+	if status == results.StatusFailed {
+		s.Reason = "assertion failed"
+	}
+	require.NoError(t, a.WriteScenario(s))
+	require.NoError(t, a.Finish(&results.Run{Target: "sandbox", RunOrder: []string{"a-01"}, End: time.Now(),
+		Command: []string{"flowtest", "run", "--tags", "@a-01", "--sut-commit", token}}))
+	return a.Dir()
+}
+
+// What `flowtest evidence` prints and writes passes this environment's redactor, and its
+// --out file is leak-checked (issue 42: every file flowtest writes).
+func TestEvidenceIsRedacted(t *testing.T) {
+	const token = "Ev1dence-T0ken-7a6b5c4d3e"
+	before, after := evidenceArchive(t, results.StatusFailed, token), evidenceArchive(t, results.StatusPassed, token)
+	out := filepath.Join(t.TempDir(), "test-evidence.md")
+	env := []string{"KINTONE_API_TOKEN=" + token}
+	r := flowtest(t, env, "evidence", "--before", before, "--after", after, "--out", out)
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	for what, text := range map[string]string{"stdout": r.stdout, "stderr": r.stderr, "--out": string(data)} {
+		assert.NotContains(t, text, token, what)
+	}
+	assert.Contains(t, string(data), "[REDACTED:KINTONE_API_TOKEN]")
+	j := flowtest(t, env, "evidence", "--before", before, "--after", after, "--json")
+	require.Equal(t, 0, j.code, j.stdout+j.stderr)
+	assert.NotContains(t, j.stdout, token)
+	assert.True(t, json.Valid([]byte(j.stdout)), j.stdout)
 }

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -207,4 +209,13 @@ func sensitiveValues(file string, data []byte) []Leak {
 			}
 		}
 	}
+}
+
+// VerifyFiles scans files written outside an archive (VerifyFiles) for everything r redacts
+// now: its secrets, those added at run time included, and its app ids.
+func (r *Redactor) VerifyFiles(paths []string) ([]Leak, error) {
+	r.mu.Lock()
+	secrets := maps.Clone(r.secrets)
+	r.mu.Unlock()
+	return VerifyFiles(paths, secrets, slices.Collect(maps.Keys(r.apps)))
 }
