@@ -26,10 +26,22 @@ import (
 // Input that is not JSON is an error.
 func (r *Redactor) JSON(data []byte) ([]byte, error) { return r.jsonDoc(data, true) }
 
+// JSONText redacts a JSON document whose keys are flowtest's own (an exploration's report,
+// where "reason" is a scenario's failure, not a request reason body): every key and string
+// goes through String, and no rule looks at the key a value sits under. The document stays
+// valid and keeps its key order; it is re-emitted indented.
+func (r *Redactor) JSONText(data []byte) ([]byte, error) {
+	w := &jsonWriter{r: r, indent: true, textOnly: true}
+	return r.writeJSON(data, w)
+}
+
 func (r *Redactor) jsonDoc(data []byte, indent bool) ([]byte, error) {
+	return r.writeJSON(data, &jsonWriter{r: r, indent: indent})
+}
+
+func (r *Redactor) writeJSON(data []byte, w *jsonWriter) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	w := &jsonWriter{r: r, indent: indent}
 	for {
 		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) {
@@ -65,6 +77,7 @@ type jsonFrame struct {
 type jsonWriter struct {
 	r        *Redactor
 	indent   bool
+	textOnly bool // JSONText: no rule by key
 	buf      bytes.Buffer
 	stack    []*jsonFrame
 	topLevel int
@@ -174,6 +187,9 @@ func (w *jsonWriter) close(d byte) {
 }
 
 func (w *jsonWriter) redactValue(v, key, parent, sensitive string) string {
+	if w.textOnly {
+		return w.r.String(v)
+	}
 	if sensitive == "" && isSensitiveKey(key) {
 		sensitive = key
 	}

@@ -326,3 +326,14 @@ func TestRedactSecretSplitAcrossLineBreak(t *testing.T) {
 	// Text without the split is untouched.
 	assert.Equal(t, "Zm9vY\nmFy other", r.String("Zm9vY\nmFy other"))
 }
+
+// JSONText applies the text rules to every string and no rule by key: a failure "reason" of
+// flowtest's own stays readable, a secret in it does not.
+func TestJSONText(t *testing.T) {
+	r := New(map[string]string{"K_TOKEN": "tok-123456789"}, map[string]string{"4257": "state"})
+	out, err := r.JSONText([]byte(`{"reason":"step failed: tok-123456789 refused","token_count":2,"n":1,"ok":true,"url":"/k/v1/records.json?app=4257"}`))
+	require.NoError(t, err)
+	assert.Equal(t, "{\n  \"reason\": \"step failed: [REDACTED:K_TOKEN] refused\",\n  \"token_count\": 2,\n  \"n\": 1,\n  \"ok\": true,\n  \"url\": \"/k/v1/records.json?app=app:state\"\n}\n", string(out))
+	_, err = r.JSONText([]byte(`{"a":`))
+	assert.Error(t, err)
+}
