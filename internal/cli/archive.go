@@ -186,7 +186,11 @@ func cmdPack(inv invocation, f *packFlags, fset *flag.FlagSet, args []string) in
 	}
 	// A pack inside the folder it seals would change that folder (and its digest file with
 	// it): the sealed archive would no longer be the folder.
-	if err := flagcheck.NotInside("--out", dst, []string{dir}, "the archive being packed"); err != nil {
+	err := flagcheck.CreatableFile("--out", dst)
+	if err == nil {
+		err = flagcheck.NotInside("--out", dst, []string{dir}, "the archive being packed")
+	}
+	if err != nil {
 		return exitFor(stderr, "archive pack", err)
 	}
 	// Links and special files are refused before anything reads the folder: the leak scan

@@ -180,8 +180,12 @@ func TestArchivePackRefusesAPackInsideTheFolder(t *testing.T) {
 		assert.NoFileExists(t, dst+".sha256")
 	}
 	assert.NoDirExists(t, filepath.Join(dir, "logs"))
+	file := writeFile(t, "plain.txt", "x")
+	r := flowtest(t, nil, "archive", "pack", "--out", filepath.Join(file, "p.tar.gz"), dir)
+	assert.Equal(t, 2, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, "cannot be created: "+file+" is a file")
 	beside := filepath.Join(filepath.Dir(dir), "beside.tar.gz")
-	r := flowtest(t, nil, "archive", "pack", "--out", beside, dir)
+	r = flowtest(t, nil, "archive", "pack", "--out", beside, dir)
 	require.Equal(t, 0, r.code, r.stdout+r.stderr)
 }
 
