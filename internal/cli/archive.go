@@ -184,8 +184,8 @@ func cmdPack(inv invocation, f *packFlags, fset *flag.FlagSet, args []string) in
 		fmt.Fprintf(stderr, "flowtest archive pack: --out %q: the pack's name must end in %s\n", dst, pack.PackExt)
 		return runner.ExitRefused
 	}
-	// A pack inside the folder it seals would change that folder (and its digest file with
-	// it): the sealed archive would no longer be the folder.
+	// --out must be a file that can be written, and not inside the folder it seals: the pack
+	// and its digest file would change that folder, which would no longer be what was sealed.
 	err := flagcheck.CreatableFile("--out", dst)
 	if err == nil {
 		err = flagcheck.NotInside("--out", dst, []string{dir}, "the archive being packed")
