@@ -198,6 +198,7 @@ func TestBlockedAndInterruptedReports(t *testing.T) {
 func TestFailedScenariosIncludesBlockedAndInterrupted(t *testing.T) {
 	a, err := Create(t.TempDir(), "x", time.Now(), testRedactor())
 	require.NoError(t, err)
+	a.SetOrder([]string{"a", "b", "c", "d", "e"}) // the rows follow run_order, as a run's do
 	for id, st := range map[string]string{"a": StatusFailed, "b": StatusBlocked, "c": StatusInterrupted, "d": StatusPassed, "e": StatusNotRun} {
 		s := sampleScenario(id, st)
 		require.NoError(t, a.WriteScenario(s))

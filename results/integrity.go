@@ -231,6 +231,12 @@ func (c *integrity) crossCheck(run *Run, records map[string]*record, complete bo
 			continue
 		}
 		file := path.Clean(row.File)
+		if path.Dir(file) != ScenarioDir {
+			// Anything else would be read (or found missing) outside the records, or outside
+			// the archive: "../x.json".
+			c.add("run.json", "scenario row %d (%s) names %q, not a record in %s/", i+1, row.ID, row.File, ScenarioDir)
+			continue
+		}
 		if listedFile[file] {
 			c.add("run.json", "two scenario rows name the record %s", file)
 			continue
@@ -351,6 +357,10 @@ func (c *integrity) checkReports(run *Run, complete bool) {
 		file := run.Gate.File
 		if file == "" {
 			file = GateFile
+		}
+		if !filepath.IsLocal(filepath.FromSlash(file)) {
+			c.add("run.json", "the gate record %q is outside the archive", file)
+			return
 		}
 		g := &GateRecord{}
 		if _, ok := c.readJSON(file, g, true); ok && g.Verdict != run.Gate.Verdict {

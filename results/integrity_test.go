@@ -108,6 +108,16 @@ func brokenArchives() []brokenArchive {
 				m["gate"] = map[string]any{"name": "r2", "verdict": "PASS", "file": GateFile}
 			})
 		}, []string{"gate.json: missing"}},
+		{"a row naming a file outside the records", func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, "run.json"), func(m map[string]any) {
+				m["scenarios"].([]any)[0].(map[string]any)["file"] = "../other/scenarios/p2-16-01.json"
+			})
+		}, []string{`run.json: scenario row 1 (p2-16-01) names "../other/scenarios/p2-16-01.json", not a record in scenarios/`}},
+		{"a gate record outside the archive", func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, "run.json"), func(m map[string]any) {
+				m["gate"] = map[string]any{"name": "r2", "verdict": "PASS", "file": "../gate.json"}
+			})
+		}, []string{`run.json: the gate record "../gate.json" is outside the archive`}},
 	}
 }
 

@@ -13,11 +13,13 @@ import (
 
 // FailedScenarios returns, in run order, the ids of the scenarios whose file in the archive
 // says "failed", "blocked" or "interrupted" — every scenario that ran without passing (for
-// `flowtest run --rerun <dir>`). It reads the scenario files, not run.json,
-// so it also works on an archive of an interrupted run. Files being written (temporary names)
-// are skipped; a file that is not valid JSON, or of a newer schema, is an error.
+// `flowtest run --rerun <dir>`). The archive is read only when it passes CheckReadable, so
+// its records and run.json agree (a failure that only one of them shows would otherwise be
+// dropped from the rerun, or run though it passed); the ids come from the records, which
+// also holds for an interrupted run, whose run.json may lack the last ones. Files being
+// written (temporary names) are skipped.
 func FailedScenarios(archiveDir string) ([]string, error) {
-	scen, run, err := ReadArchive(archiveDir)
+	scen, run, err := ReadVerified(archiveDir)
 	if err != nil {
 		return nil, err
 	}

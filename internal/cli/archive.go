@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/ksqlflow/flowtest/harness/config"
+	"github.com/ksqlflow/flowtest/internal/flagcheck"
 	"github.com/ksqlflow/flowtest/results"
 	"github.com/ksqlflow/flowtest/results/pack"
 	"github.com/ksqlflow/flowtest/results/redact"
@@ -132,6 +133,24 @@ func schemaProblems(dir string, stdout, stderr io.Writer) bool {
 	return false
 }
 
+// refuseMembers prints every member of an archive folder that is a link or a special file
+// (results.Members), one line each, and returns an error when there was one or the folder
+// cannot be walked.
+func refuseMembers(stderr io.Writer, cmd, dir string) error {
+	_, probs, err := results.Members(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "flowtest %s: %v\n", cmd, err)
+		return err
+	}
+	for _, p := range probs {
+		fmt.Fprintf(stderr, "flowtest %s: refused: %s: %s\n", cmd, dir, p)
+	}
+	if len(probs) > 0 {
+		return fmt.Errorf("%d member(s) of %s refused", len(probs), dir)
+	}
+	return nil
+}
+
 // packFlags are the flags of `flowtest archive pack`.
 type packFlags struct {
 	archiveFlags
@@ -163,6 +182,20 @@ func cmdPack(inv invocation, f *packFlags, fset *flag.FlagSet, args []string) in
 		dst = dir + pack.PackExt
 	} else if !pack.IsPack(dst) {
 		fmt.Fprintf(stderr, "flowtest archive pack: --out %q: the pack's name must end in %s\n", dst, pack.PackExt)
+		return runner.ExitRefused
+	}
+	// --out must be a file that can be written, and not inside the folder it seals: the pack
+	// and its digest file would change that folder, which would no longer be what was sealed.
+	err := flagcheck.CreatableFile("--out", dst)
+	if err == nil {
+		err = flagcheck.NotInside("--out", dst, []string{dir}, "the archive being packed")
+	}
+	if err != nil {
+		return exitFor(stderr, "archive pack", err)
+	}
+	// Links and special files are refused before anything reads the folder: the leak scan
+	// does not follow a link, so a secret behind one would be sealed unseen.
+	if err := refuseMembers(stderr, "archive pack", dir); err != nil {
 		return runner.ExitRefused
 	}
 	env, appIDs, err := f.scanInputs(uses)

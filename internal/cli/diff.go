@@ -133,7 +133,9 @@ func cmdDiff(inv invocation, f *diffFlags, fset *flag.FlagSet, args []string) in
 		if err != nil {
 			return exitFor(stderr, "archive diff", err)
 		}
-		scen, _, err := results.ReadArchive(dir)
+		// Both sides are verified first: a difference of two archives that do not hold
+		// together would be a difference of whichever files the reader read.
+		scen, _, err := results.ReadVerified(dir)
 		if err != nil {
 			fmt.Fprintf(stderr, "flowtest archive diff: %v\n", err)
 			return runner.ExitRefused

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ksqlflow/flowtest/internal/flagcheck"
 	"github.com/ksqlflow/flowtest/results/evidence"
 	"github.com/ksqlflow/flowtest/results/redact"
 	"github.com/ksqlflow/flowtest/runner"
@@ -42,6 +43,17 @@ func cmdEvidence(inv invocation, f *evidenceFlags, fset *flag.FlagSet, args []st
 	if fset.NArg() > 0 || f.before == "" || f.after == "" {
 		return refuseUsage(stderr, "evidence")
 	}
+	if f.out != "" {
+		// Refused before anything is read or printed: a table that cannot be written, or one
+		// written into an archive it compares, is no evidence.
+		err := flagcheck.CreatableFile("--out", f.out)
+		if err == nil {
+			err = flagcheck.NotInside("--out", f.out, []string{f.before, f.after}, "the archive")
+		}
+		if err != nil {
+			return exitFor(stderr, "evidence", err)
+		}
+	}
 	limits := map[string]string{}
 	if m, err := runner.LoadManifest(os.DirFS(f.features), "manifest.yaml"); err == nil {
 		for _, e := range m.Scenarios {
@@ -70,7 +82,8 @@ func cmdEvidence(inv invocation, f *evidenceFlags, fset *flag.FlagSet, args []st
 		stdout.Write(md)
 	}
 	if f.out != "" {
-		if err := os.MkdirAll(filepath.Dir(f.out), 0o755); err == nil {
+		err := os.MkdirAll(filepath.Dir(f.out), 0o755)
+		if err == nil {
 			err = os.WriteFile(f.out, md, 0o644)
 		}
 		if err != nil {

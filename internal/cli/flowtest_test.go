@@ -355,13 +355,7 @@ func TestCheckPrintsEveryCheck(t *testing.T) {
 // --rerun selects the scenarios that failed in an earlier archive, read from its scenario
 // files.
 func TestRerunSelectsWhatFailed(t *testing.T) {
-	prev := t.TempDir()
-	require.NoError(t, os.MkdirAll(filepath.Join(prev, "scenarios"), 0o755))
-	for id, status := range map[string]string{"m5-resume": "failed", "m5-mid-failure": "passed", "m6-02-unknown-isolation": "failed"} {
-		rec := fmt.Sprintf(`{"schema_version":1,"id":%q,"status":%q,"series":"m5","tags":[],"steps":[],"assertions":[],"processes":[],"barriers":[],"traffic":{},"cleanup":{"ok":true,"actions":[]}}`, id, status)
-		require.NoError(t, os.WriteFile(filepath.Join(prev, "scenarios", id+".json"), []byte(rec), 0o644))
-	}
-	require.NoError(t, os.WriteFile(filepath.Join(prev, "run.json"), []byte(`{"schema_version":1,"state":"complete","scenarios":[]}`), 0o644))
+	prev := archiveWith(t, map[string]string{"m5-resume": "failed", "m5-mid-failure": "passed", "m6-02-unknown-isolation": "failed"})
 	r := flowtest(t, nil, "run", "--dry-run", "--rerun", prev)
 	require.Equal(t, 0, r.code, r.stdout+r.stderr)
 	assert.Regexp(t, `m5-resume\s+m5\s+yes`, r.stdout)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ksqlflow/flowtest/internal/flagcheck"
 	"github.com/ksqlflow/flowtest/results"
 	"github.com/ksqlflow/flowtest/results/merge"
 	"github.com/ksqlflow/flowtest/results/redact"
@@ -38,15 +39,21 @@ func cmdMerge(inv invocation, f *mergeFlags, fset *flag.FlagSet, args []string) 
 	if err := creatableDir("--out", f.out); err != nil {
 		return exitFor(stderr, "archive merge", err)
 	}
+	// The merged archive would land inside a shard and change the input it was merged from.
+	if err := flagcheck.NotInside("--out", f.out, fset.Args(), "the shard archive"); err != nil {
+		return exitFor(stderr, "archive merge", err)
+	}
 	env, appIDs, err := f.scanInputs(uses)
 	if err != nil {
 		return exitFor(stderr, "archive merge", err)
 	}
 	var in []merge.MergeInput
 	for _, dir := range fset.Args() {
-		scen, run, err := results.ReadArchive(dir)
+		// Every shard is verified before any is merged: a record that says failed where
+		// run.json says passed would otherwise make a merged run.json that says passed.
+		scen, run, err := results.ReadVerified(dir)
 		if err != nil {
-			fmt.Fprintf(stderr, "flowtest archive merge: %v\n", err)
+			fmt.Fprintf(stderr, "flowtest archive merge: refused: %v\n", err)
 			return runner.ExitRefused
 		}
 		in = append(in, merge.MergeInput{Dir: dir, Run: run, Scenarios: scen})

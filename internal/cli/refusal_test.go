@@ -8,13 +8,14 @@ package cli
 // connections).
 
 import (
-	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -91,17 +92,16 @@ func writeFile(t *testing.T, name, content string) string {
 	return p
 }
 
-// archiveWith writes a minimal archive whose scenario files have the given statuses.
+// archiveWith writes a finished archive whose scenario records have the given statuses (in
+// id order): a whole one, since --rerun reads only archives that pass the integrity check.
 func archiveWith(t *testing.T, statuses map[string]string) string {
 	t.Helper()
-	dir := t.TempDir()
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "scenarios"), 0o755))
-	for id, status := range statuses {
-		rec := fmt.Sprintf(`{"schema_version":1,"id":%q,"status":%q,"series":"m5","tags":[],"steps":[],"assertions":[],"processes":[],"barriers":[],"traffic":{},"cleanup":{"ok":true,"actions":[]}}`, id, status)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "scenarios", id+".json"), []byte(rec), 0o644))
+	ids := slices.Sorted(maps.Keys(statuses))
+	shard := make([]scenarioRow, len(ids))
+	for i, id := range ids {
+		shard[i] = scenarioRow{id, statuses[id], ""}
 	}
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "run.json"), []byte(`{"schema_version":1,"state":"complete","scenarios":[]}`), 0o644))
-	return dir
+	return archiveOf(t, shard)
 }
 
 const oneScenarioManifest = "schema_version: 1\nscenarios:\n  - {id: a, series: s, acceptance: [\"1\"]}\n  - {id: b, series: s}\n"

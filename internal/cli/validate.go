@@ -240,6 +240,12 @@ func (f *runFlags) validate(uses map[string]flagUse, withRun bool) error {
 	if err := creatableDir("--out", f.out); err != nil {
 		return err
 	}
+	if given("rerun") {
+		// The new archive would be written into the one whose failures it reruns.
+		if err := flagcheck.NotInside("--out", f.out, []string{f.rerun}, "the --rerun archive"); err != nil {
+			return err
+		}
+	}
 	if given("shard") {
 		if _, _, err := runner.ParseShard(f.shard); err != nil {
 			return refuse("--shard %q: %v", f.shard, err)

@@ -1,7 +1,8 @@
 // Package flagcheck holds the generic rules of flowtest's flag validation: the record of
 // which flags were given and with which raw values (the flag package keeps only the last, and
 // cannot tell a default from a value given), the refusal of a flag given twice, and the path
-// rules (an existing file, an existing directory, a directory that exists or can be created).
+// rules (an existing file, an existing directory, a directory that exists or can be created,
+// a file that can be written, an output that is not inside a folder the command reads).
 // The path checks return a refusal (internal/refusal): a wrong flag value stops the command
 // before anything starts. The rules of particular flags stay with the commands (internal/cli).
 package flagcheck
@@ -135,37 +136,107 @@ func CreatableDir(flagName, p string) error {
 	if err != nil {
 		return refusal.New("%s %q: %v", flagName, p, err)
 	}
+	if why := dirProblem(p, abs, true); why != "" {
+		return refusal.New("%s %q: %s", flagName, p, why)
+	}
+	return nil
+}
+
+// CreatableFile accepts a path a command may write a file at: not empty, not a directory,
+// and its directory one CreatableDir accepts (a directory that is a regular file is refused
+// here, before anything is printed or written).
+func CreatableFile(flagName, p string) error {
+	if strings.TrimSpace(p) == "" {
+		return refusal.New("%s %q: empty path", flagName, p)
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return refusal.New("%s %q: %v", flagName, p, err)
+	}
+	if st, err := os.Stat(abs); err == nil && st.IsDir() {
+		return refusal.New("%s %q: a directory, not a file", flagName, p)
+	}
+	if why := dirProblem(filepath.Dir(p), filepath.Dir(abs), false); why != "" {
+		return refusal.New("%s %q: %s", flagName, p, why)
+	}
+	return nil
+}
+
+// dirProblem says why the directory p (abs: absolute) can neither be used nor created (""
+// when it can); self tells whether the flag names p itself or a file in it.
+func dirProblem(p, abs string, self bool) string {
 	dir := abs
 	for {
 		st, err := os.Stat(dir)
 		if err == nil {
 			if !st.IsDir() {
-				if dir == abs {
-					return refusal.New("%s %q: a file, not a directory", flagName, p)
+				if dir == abs && self {
+					return "a file, not a directory"
 				}
-				return refusal.New("%s %q: cannot be created: %s is a file", flagName, p, dir)
+				return "cannot be created: " + dir + " is a file"
 			}
 			break
 		}
 		// Missing, or a component is a file (ENOTDIR): look further up.
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return refusal.New("%s %q: cannot be created: no existing parent directory", flagName, p)
+			return "cannot be created: no existing parent directory"
 		}
 		dir = parent
 	}
 	probe, err := os.CreateTemp(dir, ".flowtest-probe-*")
 	if err != nil {
-		what := "is not writable"
-		if dir != abs {
-			what = "(its nearest existing parent " + dir + ") is not writable"
+		if dir == abs {
+			return "cannot be created: " + p + " is not writable"
 		}
-		return refusal.New("%s %q: cannot be created: %s %s", flagName, p, p, what)
+		return "cannot be created: " + p + " (its nearest existing parent " + dir + ") is not writable"
 	}
 	name := probe.Name()
 	probe.Close()
 	os.Remove(name)
+	return ""
+}
+
+// NotInside refuses a path to be written that is one of the folders a command reads, or lies
+// inside one (a pack written into the folder it seals, a merged archive or an evidence table
+// written into a shard or an archive it compares would change the input it vouches for).
+// Paths are compared after making them absolute and resolving the links of their existing
+// part; what names each input (e.g. "the archive being packed").
+func NotInside(flagName, p string, inputs []string, what string) error {
+	out, err := resolved(p)
+	if err != nil {
+		return refusal.New("%s %q: %v", flagName, p, err)
+	}
+	for _, in := range inputs {
+		dir, err := resolved(in)
+		if err != nil {
+			return refusal.New("%s %q: %v", flagName, in, err)
+		}
+		if rel, err := filepath.Rel(dir, out); err == nil && filepath.IsLocal(rel) || out == dir {
+			return refusal.New("%s %q: inside %s %s; write it elsewhere", flagName, p, what, in)
+		}
+	}
 	return nil
+}
+
+// resolved is p absolute, with the links of its longest existing prefix resolved.
+func resolved(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	var rest []string
+	for dir := abs; ; {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(append([]string{real}, rest...)...), nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return abs, nil
+		}
+		rest = append([]string{filepath.Base(dir)}, rest...)
+		dir = parent
+	}
 }
 
 func unwrapPath(err error) error {

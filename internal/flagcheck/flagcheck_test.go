@@ -81,6 +81,12 @@ func TestPathRulesRefuse(t *testing.T) {
 		{CreatableDir("--out", ""), `--out "": empty path`},
 		{CreatableDir("--out", file), `: a file, not a directory`},
 		{CreatableDir("--out", filepath.Join(file, "sub")), `: cannot be created: ` + file + ` is a file`},
+		{CreatableFile("--out", filepath.Join(dir, "a", "ev.md")), ""},
+		{CreatableFile("--out", file), ""},
+		{CreatableFile("--out", " "), `--out " ": empty path`},
+		{CreatableFile("--out", dir), `: a directory, not a file`},
+		{CreatableFile("--out", filepath.Join(file, "ev.md")), `--out "` + filepath.Join(file, "ev.md") + `": cannot be created: ` + file + ` is a file`},
+		{CreatableFile("--out", filepath.Join(file, "x", "ev.md")), `: cannot be created: ` + file + ` is a file`},
 	} {
 		if c.want == "" {
 			assert.NoError(t, c.err)
@@ -102,5 +108,40 @@ func TestPathRulesRefuse(t *testing.T) {
 		err := CreatableDir("--out", filepath.Join(ro, "new"))
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "(its nearest existing parent "+ro+") is not writable")
+		err = CreatableFile("--out", filepath.Join(ro, "ev.md"))
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), ro+" is not writable")
 	}
+}
+
+// A file written into a folder the command reads would change its own input: refused,
+// also through a link and for the folder itself.
+func TestNotInsideRefusesAnOutputInsideAnInput(t *testing.T) {
+	root := t.TempDir()
+	in := filepath.Join(root, "archive")
+	require.NoError(t, os.MkdirAll(filepath.Join(in, "logs"), 0o755))
+	link := filepath.Join(root, "latest")
+	require.NoError(t, os.Symlink(in, link))
+	for _, c := range []struct {
+		out  string
+		want string
+	}{
+		{filepath.Join(root, "archive.tar.gz"), ""},
+		{filepath.Join(root, "archive-2", "x"), ""},
+		{in, `--out "` + in + `": inside the archive being packed ` + in + `; write it elsewhere`},
+		{filepath.Join(in, "self.tar.gz"), `: inside the archive being packed`},
+		{filepath.Join(in, "new", "deeper", "x"), `: inside the archive being packed`},
+		{filepath.Join(link, "logs", "x"), `: inside the archive being packed`},
+		{filepath.Join(in, "..", "archive", "x"), `: inside the archive being packed`},
+	} {
+		err := NotInside("--out", c.out, []string{in}, "the archive being packed")
+		if c.want == "" {
+			assert.NoError(t, err, c.out)
+			continue
+		}
+		require.Error(t, err, c.out)
+		assert.Contains(t, err.Error(), c.want)
+		assert.True(t, refusal.Is(err))
+	}
+	assert.Error(t, NotInside("--out", filepath.Join(in, "x"), []string{link}, "an input"), "the input given through a link")
 }

@@ -128,11 +128,12 @@ func sinceArchive(t *testing.T, commit, target string, passed ...string) string 
 	t.Helper()
 	a, err := results.Create(t.TempDir(), "m5", time.Now(), redact.New(nil, nil))
 	require.NoError(t, err)
+	a.SetOrder(passed) // a whole archive: --since-archive reads only one that passes CheckIntegrity
 	for _, id := range passed {
 		now := time.Now().UTC()
-		require.NoError(t, a.WriteScenario(&results.Scenario{ID: id, Series: strings.SplitN(id, "-", 2)[0], Status: results.StatusPassed, Start: now, End: now}))
+		require.NoError(t, a.WriteScenario(&results.Scenario{SchemaVersion: results.SchemaVersion, ID: id, Series: strings.SplitN(id, "-", 2)[0], Status: results.StatusPassed, Start: now, End: now}))
 	}
-	require.NoError(t, a.Finish(&results.Run{Target: target, SUT: results.SUTIdentity{Commit: commit}, End: time.Now()}))
+	require.NoError(t, a.Finish(&results.Run{Target: target, SUT: results.SUTIdentity{Commit: commit}, RunOrder: passed, End: time.Now()}))
 	return a.Dir()
 }
 
@@ -234,4 +235,23 @@ func TestPlanGateCarryOver(t *testing.T) {
 	var ue refusal.Error
 	require.ErrorAs(t, err, &ue)
 	assert.Contains(t, err.Error(), "--sut-commit")
+}
+
+// Issue 42 (every input verified first): a --since-archive whose record of a scenario says
+// failed while its run.json says passed carries nothing over; it is refused, naming the file.
+func TestPlanGateRefusesASinceArchiveThatDoesNotHoldTogether(t *testing.T) {
+	items := manifestItems(t)
+	g := demoGate(t, items)
+	docs, c0, c1 := gatetest.TwoCommitRepo(t, "docs/notes.md")
+	since := sinceArchive(t, c0, "sandbox", m5...)
+	rec := filepath.Join(since, results.ScenarioDir, "m5-resume.json")
+	data, err := os.ReadFile(rec)
+	require.NoError(t, err)
+	edited := strings.Replace(string(data), `"status": "passed"`, `"status": "failed"`, 1)
+	require.NotEqual(t, string(data), edited, "the record's status is rewritten")
+	require.NoError(t, os.WriteFile(rec, []byte(edited), 0o644))
+	_, _, err = planGate(context.Background(), g, items, "sandbox", c1, docs, since)
+	require.Error(t, err)
+	assert.True(t, refusal.Is(err), "%v", err)
+	assert.ErrorContains(t, err, "scenarios/m5-resume.json: status failed, run.json says passed for m5-resume")
 }

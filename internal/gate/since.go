@@ -28,7 +28,9 @@ func readSince(dir string) (*sinceEvidence, error) {
 	if err != nil {
 		return nil, err
 	}
-	scen, run, err := results.ReadArchive(abs)
+	// Verified first (links, integrity): a pass carried over from a record that its run.json
+	// contradicts would be evidence of nothing.
+	scen, run, err := results.ReadVerified(abs)
 	if err != nil {
 		return nil, err
 	}

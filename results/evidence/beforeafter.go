@@ -77,11 +77,13 @@ type BeforeAfterSide struct {
 // passes only when the scenario failed before and passes after; passing on both sides does
 // not demonstrate the fix. limits holds the known limits of each scenario (the manifest's).
 func CompareArchives(beforeDir, afterDir string, limits map[string]string) (*BeforeAfter, error) {
-	bs, brun, err := results.ReadArchive(beforeDir)
+	// Each archive is verified first (links, integrity): evidence of a fix read from a record
+	// that run.json contradicts would be evidence of nothing.
+	bs, brun, err := results.ReadVerified(beforeDir)
 	if err != nil {
 		return nil, fmt.Errorf("--before: %w", err)
 	}
-	as, arun, err := results.ReadArchive(afterDir)
+	as, arun, err := results.ReadVerified(afterDir)
 	if err != nil {
 		return nil, fmt.Errorf("--after: %w", err)
 	}

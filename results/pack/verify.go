@@ -29,7 +29,7 @@ type VerifyOptions struct {
 // holds a SHA256SUMS (an unpacked pack), checked against it. Secrets come from o.Env, app ids
 // from the caller's configuration. It prints one line per problem ("file:offset: kind" for a
 // leak, never the value) and returns 1 on a problem, 0 when clean, 2 when the input cannot be
-// read.
+// read or holds a member no archive holds (a link, a device, a pipe: results.Members).
 func VerifyMainWith(target string, o VerifyOptions, stdout, stderr io.Writer) int {
 	secrets := redact.SecretsFromEnv(o.Env)
 	dir := target
@@ -55,6 +55,20 @@ func VerifyMainWith(target string, o VerifyOptions, stdout, stderr io.Writer) in
 		manifestNote = fmt.Sprintf("pack %s: sha256 %s, %d file(s) in %s/, %s", target, pc.SHA256, pc.Files, pc.Folder, detached)
 		dir = tmp
 	} else if err == nil && st.IsDir() {
+		// A link or a special file is refused before the folder is read, as a pack holding one
+		// is (VerifyPack): the leak scan does not follow a link, so what is behind one would
+		// pass unseen, and a pipe would block the reader.
+		_, refused, err := results.Members(target)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		for _, p := range refused {
+			fmt.Fprintf(stderr, "archive verify: refused: %s: %s\n", target, p)
+		}
+		if len(refused) > 0 {
+			return 2
+		}
 		probs, present, err := CheckManifestDir(target)
 		if err != nil {
 			fmt.Fprintln(stderr, err)

@@ -31,3 +31,22 @@ func TestVerifyMain(t *testing.T) {
 	assert.Equal(t, 1, VerifyMain(t.TempDir(), env, nil, &out, &errb))
 	assert.Contains(t, out.String(), "integrity: run.json: missing")
 }
+
+// A link to a file outside the archive, holding a secret, is refused (exit 2) as the same
+// archive is by `archive pack`: the leak scan does not follow links, so "no leaks" would be
+// said of a file it never read.
+func TestVerifyRefusesALinkOutOfTheArchive(t *testing.T) {
+	dir := archivetest.Finished(t)
+	secret := filepath.Join(t.TempDir(), "flownet.env")
+	require.NoError(t, os.WriteFile(secret, []byte("KSQL_FLOWNET_STATE_API_TOKEN="+archivetest.Token+"\n"), 0o600))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "logs"), 0o755))
+	require.NoError(t, os.Symlink(secret, filepath.Join(dir, "logs", "flownet.log")))
+
+	env := map[string]string{"KSQL_FLOWNET_STATE_API_TOKEN": archivetest.Token}
+	var out, errb strings.Builder
+	assert.Equal(t, 2, VerifyMain(dir, env, nil, &out, &errb), out.String()+errb.String())
+	assert.Contains(t, errb.String(), "archive verify: refused: "+dir+": logs/flownet.log: a symbolic link (to "+secret+")")
+	assert.NotContains(t, out.String(), "no leaks")
+	_, err := Pack(dir, dir+PackExt)
+	assert.ErrorContains(t, err, "logs/flownet.log is not a regular file", "pack refuses it too")
+}
