@@ -52,6 +52,9 @@ func cmdEvidence(inv invocation, f *evidenceFlags, fset *flag.FlagSet, args []st
 		fmt.Fprintf(stderr, "flowtest evidence: %v\n", err)
 		return runner.ExitRefused
 	}
+	if err := inv.stopped("the evidence rows"); err != nil {
+		return exitFor(stderr, "evidence", err)
+	}
 	md := ba.Markdown()
 	if f.asJSON {
 		data, err := json.MarshalIndent(ba, "", "  ")
