@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"path/filepath"
@@ -128,7 +129,17 @@ func cmdSweep(inv invocation, sf *sweepFlags, fset *flag.FlagSet, args []string)
 	var failed bool
 	var stopped error // the interruption of --delete: the record still says what was deleted
 	if sf.delete {
-		failed, stopped = sw.DeleteAll(ctx, found, func(sc *sweep.Scope) {
+		// The first signal stops before the next scope; the second cuts the one under way.
+		abort, cancelAbort := context.WithCancel(context.Background())
+		defer cancelAbort()
+		go func() {
+			select {
+			case <-inv.again:
+				cancelAbort()
+			case <-abort.Done():
+			}
+		}()
+		failed, stopped = sw.DeleteAll(ctx, abort, found, func(sc *sweep.Scope) {
 			fmt.Fprintf(stdout, "flowtest sweep: %s %s\n", sc.Action, sc.Head)
 		})
 	}

@@ -204,18 +204,19 @@ const Interrupted = "not deleted: the sweep was interrupted before this scope"
 
 // DeleteAll deletes every listed scope of found (a left one stays), one scope after
 // another, and sets each one's Action: deleted, or failed with why. Before each scope it
-// checks ctx: once cancelled (SIGINT/SIGTERM) it deletes nothing more, marks the scopes not
-// reached (Why: Interrupted) and returns refusal.Interrupted; a scope being deleted is
-// finished first, so that no scope is left half swept by the interrupt. done, if set, is
-// told of each scope as it is finished (the console's progress on a slow tenant). failed
-// says whether a delete failed.
-func (sw *Sweeper) DeleteAll(ctx context.Context, found []Scope, done func(*Scope)) (failed bool, err error) {
+// checks stop: once cancelled (the first SIGINT/SIGTERM) it deletes nothing more, marks the
+// scopes not reached (Why: Interrupted) and returns refusal.Interrupted. The scope under way
+// is finished first, so that an interrupt leaves no scope half swept, unless abort is
+// cancelled too (the second signal): then its deletes stop at once and it is recorded as
+// failed, with the records deleted so far. done, if set, is told of each scope as it is
+// finished (the console's progress on a slow tenant). failed says whether a delete failed.
+func (sw *Sweeper) DeleteAll(stop, abort context.Context, found []Scope, done func(*Scope)) (failed bool, err error) {
 	for i := range found {
 		sc := &found[i]
 		if sc.Action == "left" {
 			continue
 		}
-		if ctx.Err() != nil {
+		if stop.Err() != nil {
 			for j := i; j < len(found); j++ {
 				if found[j].Action != "left" {
 					found[j].Why = Interrupted
@@ -223,9 +224,7 @@ func (sw *Sweeper) DeleteAll(ctx context.Context, found []Scope, done func(*Scop
 			}
 			return failed, refusal.Interrupted("interrupted: %d scope(s) not deleted", countListed(found[i:]))
 		}
-		// The scope's own deletes run to their end whatever the signal: a scope is swept
-		// whole or not at all by this sweep.
-		if err := sw.Delete(context.WithoutCancel(ctx), sc); err != nil {
+		if err := sw.Delete(abort, sc); err != nil {
 			sc.Action, sc.Why = "failed", err.Error()
 			failed = true
 		} else {

@@ -192,7 +192,7 @@ func TestFindLiveRunnersLeavesThisProcessOut(t *testing.T) {
 	assert.True(t, live.Since.IsZero())
 }
 
-// A signal during --delete (ctx cancelled) stops the sweep before the next scope: the scope
+// A signal during --delete (stop cancelled) stops the sweep before the next scope: the scope
 // being deleted is finished, the rest are untouched and marked as not reached, and the error
 // is an interruption (exit 130), not a failure.
 func TestDeleteAllStopsAtTheNextScopeWhenInterrupted(t *testing.T) {
@@ -213,7 +213,7 @@ func TestDeleteAllStopsAtTheNextScopeWhenInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var finished []string
-	failed, err := sw.DeleteAll(ctx, found, func(sc *Scope) {
+	failed, err := sw.DeleteAll(ctx, context.Background(), found, func(sc *Scope) {
 		finished = append(finished, sc.Head)
 		cancel() // Ctrl-C while the first scope was being deleted
 	})
@@ -262,4 +262,38 @@ func TestWriteRecordLeavesNoHalfFile(t *testing.T) {
 		names = append(names, e.Name())
 	}
 	assert.ElementsMatch(t, []string{RecordFile, "ok.json"}, names, "the failed write's temporary file is gone")
+}
+
+// A second signal (abort cancelled) cuts the scope under way: it is recorded as failed, not
+// as deleted, and nothing after it is touched.
+func TestDeleteAllAbortCutsTheScopeUnderWay(t *testing.T) {
+	tn := startTenant(t)
+	now := time.Now().UTC()
+	for _, label := range []string{"sweep_a", "sweep_b"} {
+		tn.plantRun(t, newScope(t, label, now.Add(-3*time.Hour)), time.Time{})
+	}
+	sw, err := New(tn.tgt, tn.apps)
+	require.NoError(t, err)
+	found, _, err := sw.Find(context.Background(), FindOptions{Now: now, OlderThan: time.Hour})
+	require.NoError(t, err)
+	require.Len(t, found, 2)
+	stop, cancelStop := context.WithCancel(context.Background())
+	abort, cancelAbort := context.WithCancel(context.Background())
+	cancelStop()
+	cancelAbort()
+	// Both signals came before the first scope: nothing is deleted.
+	_, err = sw.DeleteAll(stop, abort, found, nil)
+	assert.True(t, refusal.IsInterrupted(err), "%v", err)
+	assert.Equal(t, 2, tn.count(t, "state"))
+
+	// The second signal while the first scope is deleted: that scope fails, the next is not reached.
+	stop2, cancelStop2 := context.WithCancel(context.Background())
+	defer cancelStop2()
+	failed, err := sw.DeleteAll(stop2, abort, found, func(*Scope) { cancelStop2() })
+	assert.True(t, refusal.IsInterrupted(err), "%v", err)
+	assert.True(t, failed)
+	assert.Equal(t, "failed", found[0].Action)
+	assert.Contains(t, found[0].Why, "context canceled")
+	assert.Equal(t, Interrupted, found[1].Why)
+	assert.Equal(t, 2, tn.count(t, "state"), "a delete cut before its first request deletes nothing")
 }
