@@ -23,6 +23,9 @@ type Feature struct {
 	Feature  string // feature name
 	Tags     []string
 	StepText []string // "Given …" lines, for dry runs and pre-filled step records
+	// StepLines are the file lines of those steps (parallel to StepText; 0 when unknown), so a
+	// refusal of a step names where it is written.
+	StepLines []int64
 	// Row is the line of the Examples row when the scenario is one row of a Scenario Outline
 	// (each row, or each Examples block of one row, carries its own manifest id); else 0.
 	Row int64
@@ -136,13 +139,17 @@ func DiscoverNamed(fsys fs.FS, root string, m *Manifest, prefix string) (map[str
 				// row's values instead of <placeholders> (and the step records must match the
 				// text godog reports); the keyword comes from the step in the file.
 				for _, ps := range p.Steps {
-					kw := ""
+					kw, line := "", int64(0)
 					if len(ps.AstNodeIds) > 0 {
 						if st := ft.FindStep(ps.AstNodeIds[0]); st != nil {
 							kw = strings.TrimSpace(st.Keyword) + " "
+							if st.Location != nil {
+								line = st.Location.Line
+							}
 						}
 					}
 					f.StepText = append(f.StepText, kw+ps.Text)
+					f.StepLines = append(f.StepLines, line)
 				}
 				if len(p.AstNodeIds) > 1 {
 					// An Examples row: godog selects by the Outline's line, so the row is

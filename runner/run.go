@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -103,12 +104,42 @@ type Result struct {
 	Code        int
 	Scenarios   []*results.Scenario
 	Interrupted bool
+	// FormatFiles are the --format files written (redacted, outside the archive), sorted, for
+	// the caller's leak check of everything the run wrote.
+	FormatFiles []string
 }
 
 type runState struct {
 	mu          sync.Mutex
 	running     map[*scenario.State]context.CancelFunc // the scenarios running now
 	interrupted bool
+	formatFiles []string // --format files written (Result.FormatFiles)
+	formatErrs  []error
+}
+
+func (rs *runState) formatsWritten(files []string, err error) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.formatFiles = append(rs.formatFiles, files...)
+	if err != nil {
+		rs.formatErrs = append(rs.formatErrs, err)
+	}
+}
+
+// byteRedactor is what the --format files need of the archive's redactor.
+type byteRedactor interface{ Bytes([]byte) []byte }
+
+type noRedaction struct{}
+
+func (noRedaction) Bytes(b []byte) []byte { return b }
+
+// redactor is the archive's redactor, which the --format files go through as well; without
+// an archive (tests only) nothing is redacted.
+func (o Options) redactor() byteRedactor {
+	if o.Archive == nil {
+		return noRedaction{}
+	}
+	return o.Archive.Redactor()
 }
 
 // Execute runs the items that are marked to run, in order, up to o.Concurrency at once, and
@@ -219,7 +250,13 @@ func Execute(ctx context.Context, o Options) Result {
 	res.Scenarios = recs
 	rs.mu.Lock()
 	res.Interrupted = rs.interrupted
+	res.FormatFiles = slices.Sorted(slices.Values(rs.formatFiles))
+	formatErrs := rs.formatErrs
 	rs.mu.Unlock()
+	for _, err := range formatErrs {
+		fmt.Fprintf(o.Progress, "ERROR writing a format file: %v\n", err)
+		res.Code = ExitFailed
+	}
 	if res.Code == ExitPassed && !ranAny(res.Scenarios) && Count(o.Items).Selected > 0 {
 		res.Code = ExitNothingRan
 	}
@@ -371,7 +408,12 @@ func runOne(parent context.Context, o Options, rs *runState, it Item) (rec *resu
 
 	steps := newStepLog(it.Feature.StepText)
 	var hookErrs hookErrors
-	code, panicked := runSuite(ctx, o, it, st, steps, &hookErrs)
+	var files []formatFile
+	code, panicked := runSuite(ctx, o, it, st, steps, &hookErrs, &files)
+	if len(files) > 0 {
+		written, err := publishFormats(files, o.redactor())
+		rs.formatsWritten(written, err)
+	}
 
 	rec.Steps = steps.records()
 	if len(rec.Steps) > 0 && !rec.Steps[0].Start.IsZero() {
@@ -435,7 +477,9 @@ func finish(o Options, rec *results.Scenario) {
 	fmt.Fprintln(o.Progress, line)
 }
 
-func runSuite(ctx context.Context, o Options, it Item, st *scenario.State, steps *stepLog, hookErrs *hookErrors) (code int, panicked any) {
+// runSuite runs the scenario's godog suite. The files of --format name:path are written
+// into the scenario's work dir and listed in files, for publishFormats.
+func runSuite(ctx context.Context, o Options, it Item, st *scenario.State, steps *stepLog, hookErrs *hookErrors, files *[]formatFile) (code int, panicked any) {
 	defer func() {
 		if p := recover(); p != nil {
 			panicked = fmt.Sprintf("%v\n%s", p, debug.Stack())
@@ -448,7 +492,15 @@ func runSuite(ctx context.Context, o Options, it Item, st *scenario.State, steps
 	defer logFile.Close()
 	formats := []string{"pretty"}
 	for _, f := range o.Formats {
-		formats = append(formats, perScenarioFormat(f, it.ID))
+		if ff, ok := fileFormat(f, it.ID, st.WorkDir, len(*files)); ok {
+			if err := os.MkdirAll(filepath.Dir(ff.work), 0o755); err != nil {
+				return 1, fmt.Sprintf("--format %s: %v", f, err)
+			}
+			*files = append(*files, ff)
+			formats = append(formats, ff.name+":"+ff.work)
+			continue
+		}
+		formats = append(formats, f)
 	}
 	reg := func(sc *godog.ScenarioContext) {
 		registry := stepdef.Registry{SC: sc, Timeout: o.StepTimeout, OnHookError: hookErrs.add}
@@ -505,6 +557,65 @@ func perScenarioFormat(f, id string) string {
 	}
 	ext := filepath.Ext(path)
 	return name + ":" + strings.TrimSuffix(path, ext) + "-" + id + ext
+}
+
+// formatFile is one scenario's file of a --format name:path. godog writes it raw into the
+// scenario's work dir (work); publishFormats copies it through the archive's redactor to
+// dest, the per-scenario name of path (perScenarioFormat). godog writes formatter output
+// straight to the file, so redacting on the way out is the one place every format (junit,
+// cucumber, pretty, …) passes.
+type formatFile struct {
+	name, work, dest string
+}
+
+// fileFormat is the formatFile of format f for scenario id, the n-th of the scenario; false
+// for a formatter without a file (its output goes to the scenario's log).
+func fileFormat(f, id, workDir string, n int) (formatFile, bool) {
+	name, dest, ok := strings.Cut(perScenarioFormat(f, id), ":")
+	if !ok || dest == "" {
+		return formatFile{}, false
+	}
+	work := filepath.Join(workDir, "formats", fmt.Sprintf("%d-%s", n, safeName(filepath.Base(dest))))
+	return formatFile{name: name, work: work, dest: dest}, true
+}
+
+// publishFormats writes each scenario format file to its destination through red: the raw
+// file stays in the work dir, the destination is replaced atomically (a reader never sees a
+// half-written or unredacted file). It returns the destinations written.
+func publishFormats(files []formatFile, red byteRedactor) ([]string, error) {
+	var written []string
+	var errs []error
+	for _, f := range files {
+		data, err := os.ReadFile(f.work)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--format %s:%s: godog wrote no file: %w", f.name, f.dest, err))
+			continue
+		}
+		if err := writeFileAtomic(f.dest, red.Bytes(data)); err != nil {
+			errs = append(errs, fmt.Errorf("--format %s:%s: %w", f.name, f.dest, err))
+			continue
+		}
+		written = append(written, f.dest)
+	}
+	return written, errors.Join(errs...)
+}
+
+func writeFileAtomic(dst string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".tmp-"+filepath.Base(dst)+"-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), dst)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
 }
 
 // stepLog keeps one record per step of the scenario, pre-filled as skipped.

@@ -35,6 +35,10 @@ func TestMain(m *testing.M) {
 		time.Sleep(5 * time.Minute)
 		os.Exit(0)
 	}
+	if os.Getenv("FLOWTEST_SELFTEST_CHILD") == "print-token" { // a writer that shows its token
+		os.Stderr.WriteString("writer token " + os.Getenv("FLOWTEST_SELFTEST_TOKEN") + " refused\n")
+		os.Exit(1)
+	}
 	os.Exit(m.Run())
 }
 

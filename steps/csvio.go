@@ -37,10 +37,10 @@ import (
 type csvIODomain struct{}
 
 func (d csvIODomain) register(reg stepdef.Registry) {
-	reg.Step(`^the network fixture "([^"]+)" for the scope's CSV rows in "(UTF8|SJIS)"$`, d.theCSVFixture)
-	reg.Step(`^the network fixture "([^"]+)" for the scope's CSV rows in "(UTF8|SJIS)" as network "([^"]+)"$`, d.theCSVFixtureAs)
-	reg.Step(`^the network fixture "([^"]+)" for the scope's CSV rows in "(UTF8|SJIS)" in a fresh sub-scope "([^"]+)"$`, d.theCSVFixtureInASubScope)
-	reg.Step(`^the network fixture "([^"]+)" for the scope's CSV rows in "(UTF8|SJIS)" in a fresh sub-scope "([^"]+)" as network "([^"]+)"$`, d.theCSVFixtureInASubScopeAs)
+	reg.Step(exprCSVFixture, d.theCSVFixture)
+	reg.Step(exprCSVFixtureAs, d.theCSVFixtureAs)
+	reg.Step(exprCSVFixtureInSubScope, d.theCSVFixtureInASubScope)
+	reg.Step(exprCSVFixtureInSubScopeAs, d.theCSVFixtureInASubScopeAs)
 	reg.Step(`^the scope's IO root holds no CSV input$`, d.ioRootWithoutInput)
 	reg.Step(`^the scope's CSV input holds (\d+) rows in UTF-8, the first value starting with "([^"]+)"$`, d.inputWithFirstValue)
 	reg.Step(`^the scope's CSV input holds (\d+) rows in UTF-8$`, d.inputHoldsRows)

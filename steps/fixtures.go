@@ -20,11 +20,11 @@ import (
 type fixtureDomain struct{}
 
 func (d fixtureDomain) register(reg stepdef.Registry) {
-	reg.Step(`^the network fixture "([^"]+)"$`, d.theNetworkFixture)
-	reg.Step(`^the network fixture "([^"]+)" with node "([^"]+)" running "([^"]+)"$`, d.theNetworkFixtureWithSwap)
-	reg.Step(`^the network fixture "([^"]+)" in a fresh sub-scope "([^"]+)"$`, d.theNetworkFixtureInASubScope)
+	reg.Step(exprNetworkFixture, d.theNetworkFixture)
+	reg.Step(exprNetworkFixtureWithSwap, d.theNetworkFixtureWithSwap)
+	reg.Step(exprNetworkFixtureInSubScope, d.theNetworkFixtureInASubScope)
 	reg.Step(`^the working copy of the SQL of node "([^"]+)" has "([^"]+)" replaced by "([^"]+)"$`, d.editTheWorkingCopy)
-	reg.Step(`^the network fixture "([^"]+)" as network "([^"]+)"$`, d.theNetworkFixtureAs)
+	reg.Step(exprNetworkFixtureAs, d.theNetworkFixtureAs)
 	reg.Step(`^the scenario turns to network "([^"]+)"$`, d.turnsToNetwork)
 }
 
@@ -35,7 +35,7 @@ func (d fixtureDomain) register(reg stepdef.Registry) {
 type fixtureState struct {
 	cur      *scope.Scope // the scope the scenario uses now (its own, or a trial sub-scope)
 	network  *scope.Rendered
-	name     string                     // fixture file name, for re-rendering under a trial scope
+	name     string                     // fixture file inside features/fixtures/networks, for re-rendering under a trial scope
 	swap     map[string]string          // fixture node -> SQL swapped in
 	labelled map[string]*scope.Rendered // networks rendered "as network <label>"
 }
@@ -73,12 +73,18 @@ func (fixtureDomain) theNetworkFixtureAs(ctx context.Context, name, label string
 	if _, dup := f.labelled[label]; dup {
 		return fmt.Errorf("a network labelled %q was already rendered in this scenario", label)
 	}
-	src := filepath.Join(sc.suite.FixturesDir, "networks", name)
-	r, err := f.cur.Render(src, filepath.Join(sc.st.WorkDir, "network-"+f.cur.Hash8()+"-"+label), scope.RenderOptions{NetworkIDSuffix: "_" + label})
+	if err := plainLabel(label); err != nil {
+		return err
+	}
+	src, err := sc.suite.fixtureFile(scope.FixtureNetworks, name)
+	if err != nil {
+		return err
+	}
+	r, err := f.cur.Render(src.Path, filepath.Join(sc.st.WorkDir, "network-"+f.cur.Hash8()+"-"+label), scope.RenderOptions{NetworkIDSuffix: "_" + label, SQLFolder: sc.suite.sqlFolder()})
 	if err != nil {
 		return fmt.Errorf("render fixture %s as network %q: %w", name, label, err)
 	}
-	f.network, f.name, f.swap = &r, name, nil
+	f.network, f.name, f.swap = &r, src.Name, nil
 	if f.labelled == nil {
 		f.labelled = map[string]*scope.Rendered{}
 	}
@@ -196,20 +202,27 @@ func (fixtureDomain) editTheWorkingCopy(ctx context.Context, name, old, replacem
 // render writes the fixture (and its SQL) into the scenario work dir with the scope's
 // identifiers.
 func (f *fixtureState) render(sc *scene, name string, swap map[string]string) error {
-	src := filepath.Join(sc.suite.FixturesDir, "networks", name)
-	opts := scope.RenderOptions{}
+	src, err := sc.suite.fixtureFile(scope.FixtureNetworks, name)
+	if err != nil {
+		return err
+	}
+	opts := scope.RenderOptions{SQLFolder: sc.suite.sqlFolder()}
 	if len(swap) > 0 {
 		opts.SwapSQL = map[string]string{}
 		for node, sql := range swap {
-			opts.SwapSQL[node] = filepath.Join(sc.suite.FixturesDir, "jobs", sql)
+			file, err := sc.suite.fixtureFile(scope.FixtureJobs, sql)
+			if err != nil {
+				return err
+			}
+			opts.SwapSQL[node] = file.Path
 		}
 	}
-	dst := filepath.Join(sc.st.WorkDir, "network-"+f.cur.Hash8()+"-"+strings.TrimSuffix(name, ".yaml"))
-	r, err := f.cur.Render(src, dst, opts)
+	dst := filepath.Join(sc.st.WorkDir, "network-"+f.cur.Hash8()+"-"+strings.TrimSuffix(src.Name, ".yaml"))
+	r, err := f.cur.Render(src.Path, dst, opts)
 	if err != nil {
 		return fmt.Errorf("render fixture %s: %w", name, err)
 	}
-	f.network, f.name, f.swap = &r, name, swap
+	f.network, f.name, f.swap = &r, src.Name, swap
 	return nil
 }
 
@@ -322,17 +335,23 @@ func (f *fixtureState) checkIdentifiers(sc *scene) error {
 // when label is set; the rendered SQL passes the preflight's fixture rules again, and the
 // identifiers made are checked like the preflight's.
 func (f *fixtureState) renderReplacing(sc *scene, name, label string, replace map[string]string) error {
-	src := filepath.Join(sc.suite.FixturesDir, "networks", name)
-	opts := scope.RenderOptions{SQLReplace: replace}
-	dst := filepath.Join(sc.st.WorkDir, "network-"+f.cur.Hash8()+"-"+strings.TrimSuffix(name, ".yaml"))
+	src, err := sc.suite.fixtureFile(scope.FixtureNetworks, name)
+	if err != nil {
+		return err
+	}
+	opts := scope.RenderOptions{SQLReplace: replace, SQLFolder: sc.suite.sqlFolder()}
+	dst := filepath.Join(sc.st.WorkDir, "network-"+f.cur.Hash8()+"-"+strings.TrimSuffix(src.Name, ".yaml"))
 	if label != "" {
 		if _, dup := f.labelled[label]; dup {
 			return fmt.Errorf("a network labelled %q was already rendered in this scenario", label)
 		}
+		if err := plainLabel(label); err != nil {
+			return err
+		}
 		opts.NetworkIDSuffix = "_" + label
 		dst = filepath.Join(sc.st.WorkDir, "network-"+f.cur.Hash8()+"-"+label)
 	}
-	r, err := f.cur.Render(src, dst, opts)
+	r, err := f.cur.Render(src.Path, dst, opts)
 	if err != nil {
 		return fmt.Errorf("render fixture %s: %w", name, err)
 	}
@@ -348,7 +367,7 @@ func (f *fixtureState) renderReplacing(sc *scene, name, label string, replace ma
 			return fmt.Errorf("rendered SQL of %s: %w", n.FixtureID, err)
 		}
 	}
-	f.network, f.name, f.swap = &r, name, nil
+	f.network, f.name, f.swap = &r, src.Name, nil
 	if label != "" {
 		if f.labelled == nil {
 			f.labelled = map[string]*scope.Rendered{}

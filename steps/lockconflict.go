@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ksqlflow/flowtest/harness/proc"
+	"github.com/ksqlflow/flowtest/harness/scope"
 	"github.com/ksqlflow/flowtest/harness/stepdef"
 	"github.com/ksqlflow/flowtest/harness/target"
 	"github.com/ksqlflow/flowtest/harness/wait"
@@ -20,8 +21,8 @@ import (
 type lockConflictDomain struct{}
 
 func (d lockConflictDomain) register(reg stepdef.Registry) {
-	reg.Step(`^FlowNet runs the network while the holder, a standalone kSQL-Flow, holds the job lock of node "([^"]+)" with "([^"]+)"$`, d.runWhileTheHolderHoldsTheLock)
-	reg.Step(`^FlowNet resumes the run by its id as "([^"]+)" while the holder, a standalone kSQL-Flow, holds the job lock of node "([^"]+)" with "([^"]+)"$`, d.resumeWhileTheHolderHoldsTheLock)
+	reg.Step(exprRunWhileHolderHoldsLock, d.runWhileTheHolderHoldsTheLock)
+	reg.Step(exprResumeWhileHolderHoldsLock, d.resumeWhileTheHolderHoldsTheLock)
 }
 
 // Lock-conflict ordering trials (the original's MAX_ORDER_ATTEMPTS).
@@ -153,8 +154,12 @@ func lockConflictTrial(ctx context.Context, names trialNames, name, sql string, 
 	if err := sc.st.Assert("holder's working directory against FlowNet's (case-insensitive)", "different", dir+" | "+fnDir, !same); err != nil {
 		return out, err
 	}
-	sqlPath := filepath.Join(dir, "job", sql)
-	jobID, err := fx.scope().RenderSQL(filepath.Join(sc.suite.FixturesDir, "jobs", sql), sqlPath, node.FixtureJobID, nil)
+	src, err := sc.suite.fixtureFile(scope.FixtureJobs, sql)
+	if err != nil {
+		return out, err
+	}
+	sqlPath := filepath.Join(dir, "job", filepath.FromSlash(src.Name))
+	jobID, err := fx.scope().RenderSQL(src.Path, sqlPath, node.FixtureJobID, nil)
 	if err != nil {
 		return out, fmt.Errorf("render %s: %w", sql, err)
 	}

@@ -5,6 +5,7 @@
 //
 //	suite.go         the Suite every scenario shares, the domain list, the scene, BeforeScenario
 //	fixtures.go      the network fixture and the scope it is rendered with
+//	fixturefiles.go  the steps that read a fixture file, resolved inside its folder for them and the preflight
 //	processes.go     named processes: who is "the FlowNet run", "the holder", …
 //	flownet.go       the one FlowNet command runner (every subcommand)
 //	runs.go          FlowNet runs: start, resume, exit codes, output, identity
@@ -61,7 +62,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"regexp"
 
 	"github.com/cucumber/godog"
 
@@ -222,29 +222,3 @@ func (s *Suite) BeforeScenario(ctx context.Context, st *scenario.State) error {
 	}
 	return nil
 }
-
-// FixturesOf lists the network fixtures and SQL files a scenario's steps name, so the
-// preflight can render and check them before anything runs.
-func FixturesOf(stepTexts []string) (networks []string, sqls []string) {
-	seenN, seenS := map[string]bool{}, map[string]bool{}
-	for _, t := range stepTexts {
-		for _, m := range networkRef.FindAllString(t, -1) {
-			if !seenN[m] {
-				seenN[m] = true
-				networks = append(networks, m)
-			}
-		}
-		for _, m := range sqlRef.FindAllString(t, -1) {
-			if !seenS[m] {
-				seenS[m] = true
-				sqls = append(sqls, m)
-			}
-		}
-	}
-	return networks, sqls
-}
-
-var (
-	networkRef = regexp.MustCompile(`network-[a-z0-9-]+\.yaml`)
-	sqlRef     = regexp.MustCompile(`[a-z0-9-]+\.sql`)
-)

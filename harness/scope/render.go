@@ -28,6 +28,10 @@ type RenderOptions struct {
 	// SQLReplace replaces literal placeholder tokens in every copied SQL file
 	// (e.g. "__CSV1_ENCODING__" -> "UTF8"), after the header rewrite.
 	SQLReplace map[string]string
+	// SQLFolder, when set, is the folder every SQL file of a node (its sql: path or a swap)
+	// must resolve inside, symlinks followed (features/fixtures/jobs for the steps and the
+	// preflight): a fixture cannot make a run read a file from elsewhere.
+	SQLFolder string
 }
 
 // Rendered describes a network rendered into a scenario's work dir.
@@ -180,6 +184,11 @@ func (s *Scope) Render(srcNetworkYAML, dstDir string, opts RenderOptions) (Rende
 		} else {
 			ni.absoluteIn = filepath.IsAbs(filepath.FromSlash(sqlRaw.Value))
 			ni.srcSQL = resolve(yamlDir, sqlRaw.Value)
+		}
+		if opts.SQLFolder != "" {
+			if _, _, err := within(opts.SQLFolder, ni.srcSQL); err != nil {
+				return failAt(sqlRaw.Line, "node %q: sql %s %v", id.Value, ni.srcSQL, err)
+			}
 		}
 		infos = append(infos, ni)
 	}

@@ -23,7 +23,7 @@ func cmdCheck(inv invocation, f *checkFlags, fs *flag.FlagSet, args []string) in
 		return code
 	}
 	defer s.close()
-	red := s.consoleRedactor()
+	red := s.consoleRedactor(stderr, "check")
 	stdout, stderr = redactConsole(stdout, red), redactConsole(stderr, red)
 	static := s.staticReport()
 	rep := static

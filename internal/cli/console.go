@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -32,7 +33,9 @@ func redactConsole(w io.Writer, red *redact.Redactor) io.Writer {
 
 // consoleRedactor is the redactor of the configuration known before a target is resolved:
 // every secret of the environment and configuration, and the configured live app ids by role.
-func (s *session) consoleRedactor() *redact.Redactor {
+// A variable named like a secret whose value is not one (redact.NotSecret) is named on warn,
+// once per command, so the operator learns it is not redacted (its value is never printed).
+func (s *session) consoleRedactor(warn io.Writer, command string) *redact.Redactor {
 	secrets := redact.SecretsFromEnv(envMap(os.Environ()))
 	for k, v := range s.cfg.Secrets() {
 		secrets[k] = v
@@ -41,5 +44,9 @@ func (s *session) consoleRedactor() *redact.Redactor {
 	for role, a := range s.cfg.LiveApps() {
 		apps[a.ID] = string(role)
 	}
-	return redact.New(secrets, apps)
+	red := redact.New(secrets, apps)
+	for _, w := range red.Warnings() {
+		fmt.Fprintf(warn, "flowtest %s: warning: %s\n", command, w)
+	}
+	return red
 }

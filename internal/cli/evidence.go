@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 
 	"github.com/ksqlflow/flowtest/results/evidence"
+	"github.com/ksqlflow/flowtest/results/redact"
 	"github.com/ksqlflow/flowtest/runner"
 )
 
@@ -55,7 +56,12 @@ func cmdEvidence(inv invocation, f *evidenceFlags, fset *flag.FlagSet, args []st
 	if err := inv.stopped("the evidence rows"); err != nil {
 		return exitFor(stderr, "evidence", err)
 	}
-	md := ba.Markdown()
+	// The archives were redacted when written, perhaps under another environment: what this
+	// command prints and writes passes this environment's redactor too, and --out is
+	// leak-checked.
+	red := redact.New(redact.SecretsFromEnv(envMap(os.Environ())), nil)
+	stdout = redactConsole(stdout, red)
+	md := red.Bytes(ba.Markdown())
 	if f.asJSON {
 		data, err := json.MarshalIndent(ba, "", "  ")
 		if err != nil {
@@ -72,6 +78,10 @@ func cmdEvidence(inv invocation, f *evidenceFlags, fset *flag.FlagSet, args []st
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "flowtest evidence: --out: %v\n", err)
+			return runner.ExitFailed
+		}
+		if !filesLeakFree(stderr, []string{f.out}, redact.SecretsFromEnv(envMap(os.Environ())), nil) {
+			fmt.Fprintf(stderr, "flowtest evidence: --out %s holds a secret (above)\n", f.out)
 			return runner.ExitFailed
 		}
 	}

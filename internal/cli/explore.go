@@ -314,7 +314,7 @@ func (s *session) exploreRuns(ctx context.Context, tgt *target.Target, stdout io
 	rep.Via = sp.via
 	rep.Product = tgt.Product.Label()
 	replayCmd := func(file string) string { return fmt.Sprintf("flowtest explore %s --replay %s", sp.id, file) }
-	if werr := explorer.Write(dir, rep, replayCmd, s.gherkinSource(it, sp.processes)); werr != nil {
+	if werr := explorer.Write(dir, rep, replayCmd, s.gherkinSource(it, sp.processes), red); werr != nil {
 		fmt.Fprintf(stdout, "flowtest explore: write the report: %v\n", werr)
 		return runner.ExitFailed
 	}

@@ -38,7 +38,7 @@ func newLiveSetup(t *testing.T) *liveSetup {
 	apps := tenant.Apps
 	s := &liveSetup{sb: sb, baseURL: tenant.BaseURL, caFile: tenant.CAFile, apps: apps,
 		features: featuresDir(t, "schema_version: 1\nscenarios:\n  - {id: r, series: s}\n",
-			map[string]string{"x/r.feature": "Feature: r\n  @r @s\n  Scenario: r\n    Given x\n"}),
+			map[string]string{"x/r.feature": "Feature: r\n  @r @s\n  Scenario: r\n    Then exactly one run exists for the business key\n"}),
 		env: map[string]string{
 			"KSQL_SPIKE_BASE_URL": tenant.BaseURL, "FLOWTEST_CA_FILE": tenant.CAFile,
 			"KSQL_SPIKE_APP_EXEC": apps["state"].ID, "KSQL_SPIKE_APP_AUDIT": apps["audit"].ID, "KSQL_E2E_LOG_APP_ID": apps["log"].ID,

@@ -62,44 +62,52 @@ func prepare(items []runner.Item, fixturesDir, profile, dir, confirmer string) (
 		if it.Needs.Has(runner.NeedConfirmer) && confirmer == "" { // the scope's principal confirms
 			add(safety.IdentOther, sc.Principal("confirmer"))
 		}
-		networks, sqls := steps.FixturesOf(it.Feature.StepText)
-		for _, n := range networks {
-			r, err := sc.Render(filepath.Join(fixturesDir, "networks", n), filepath.Join(dir, it.ID, strings.TrimSuffix(n, ".yaml")), scope.RenderOptions{})
+		for i, ref := range steps.FixturesOf(it.Feature.StepText) {
+			// The step's own resolver: the preflight checks the file the step will read, and a
+			// path that leaves its folder is refused here, before anything starts.
+			file, err := scope.ResolveFixture(fixturesDir, ref.Kind, ref.Name)
 			if err != nil {
-				return nil, fmt.Errorf("scenario %s: fixture %s: %w", it.ID, n, err)
+				return nil, fmt.Errorf("scenario %s (%s): %s: %w", it.ID, stepWhere(it.Feature, ref.At), ref.Step, err)
+			}
+			if ref.Kind == scope.FixtureJobs {
+				data, err := os.ReadFile(file.Path)
+				if err != nil {
+					return nil, fmt.Errorf("scenario %s: fixture SQL %s: %w", it.ID, file.Name, err)
+				}
+				p.fixtures = append(p.fixtures, safety.Fixture{Scenario: it.ID, Kind: safety.FixtureSQL, Path: file.Path, Content: data})
+				continue
+			}
+			dst := filepath.Join(dir, it.ID, fmt.Sprintf("%d-%s", i, strings.TrimSuffix(filepath.Base(file.Path), ".yaml")))
+			r, err := sc.Render(file.Path, dst, scope.RenderOptions{SQLFolder: steps.SQLFolder(fixturesDir)})
+			if err != nil {
+				return nil, fmt.Errorf("scenario %s (%s): %s: %w", it.ID, stepWhere(it.Feature, ref.At), ref.Step, err)
 			}
 			add(safety.IdentNetworkID, r.NetworkID)
 			for _, node := range r.Nodes {
 				add(safety.IdentNodeID, node.ID)
 				add(safety.IdentJobID, node.JobID)
 			}
-			for _, file := range r.Files {
-				data, err := os.ReadFile(file)
+			for _, rendered := range r.Files {
+				data, err := os.ReadFile(rendered)
 				if err != nil {
-					return nil, fmt.Errorf("scenario %s: read rendered %s: %w", it.ID, file, err)
+					return nil, fmt.Errorf("scenario %s: read rendered %s: %w", it.ID, rendered, err)
 				}
-				fx := safety.Fixture{Scenario: it.ID, Path: file, Content: data}
+				fx := safety.Fixture{Scenario: it.ID, Path: rendered, Content: data}
 				switch {
-				case file == r.Path:
-					fx.Kind, fx.Name = safety.FixtureNetwork, n
+				case rendered == r.Path:
+					// The allow-list holds the resolved file's name in its folder, not the
+					// step's argument: a link inside the folder counts as its target.
+					fx.Kind, fx.Name = safety.FixtureNetwork, file.Name
 					for _, node := range r.Nodes {
 						fx.JobIDs = append(fx.JobIDs, node.FixtureJobID)
 					}
-				case strings.HasSuffix(file, ".sql"):
+				case strings.HasSuffix(rendered, ".sql"):
 					fx.Kind = safety.FixtureSQL
 				default:
 					continue
 				}
 				p.fixtures = append(p.fixtures, fx)
 			}
-		}
-		for _, s := range sqls {
-			src := filepath.Join(fixturesDir, "jobs", s)
-			data, err := os.ReadFile(src)
-			if err != nil {
-				return nil, fmt.Errorf("scenario %s: fixture SQL %s: %w", it.ID, s, err)
-			}
-			p.fixtures = append(p.fixtures, safety.Fixture{Scenario: it.ID, Kind: safety.FixtureSQL, Path: src, Content: data})
 		}
 		for _, id := range sc.Identifiers() {
 			if !hasIdent(p.idents, it.ID, id) {
@@ -108,6 +116,15 @@ func prepare(items []runner.Item, fixturesDir, profile, dir, confirmer string) (
 		}
 	}
 	return p, nil
+}
+
+// stepWhere is file:line of a scenario's step i (the scenario's line when unknown).
+func stepWhere(f *runner.Feature, i int) string {
+	line := f.Line
+	if i < len(f.StepLines) && f.StepLines[i] > 0 {
+		line = f.StepLines[i]
+	}
+	return fmt.Sprintf("%s:%d", f.Path, line)
 }
 
 func hasIdent(list []safety.Identifier, scenario, v string) bool {

@@ -321,7 +321,7 @@ func TestRefusalDetectorsWork(t *testing.T) {
 
 	srv, requests := countingServer(t)
 	features := featuresDir(t, "schema_version: 1\nscenarios:\n  - {id: r, series: s, needs: [request-app]}\n",
-		map[string]string{"x/r.feature": "Feature: r\n  @r @s\n  Scenario: r\n    Given x\n"})
+		map[string]string{"x/r.feature": "Feature: r\n  @r @s\n  Scenario: r\n    Then exactly one run exists for the business key\n"})
 	env := []string{"KSQL_SPIKE_BASE_URL=" + srv.URL, "KSQL_SPIKE_APP_EXEC=101", "KSQL_SPIKE_APP_AUDIT=102", "KSQL_E2E_LOG_APP_ID=103",
 		"KSQL_E2E_REQUEST_APP_ID=104", "KSQL_SPIKE_TOKEN_EXEC=t1", "KSQL_SPIKE_TOKEN_EXEC_RO=t2", "KSQL_SPIKE_TOKEN_AUDIT=t3",
 		"KSQL_SPIKE_TOKEN_AUDIT_RO=t4", "KSQL_E2E_TOKEN_LOGS=t5", "KSQL_E2E_TOKEN_LOGS_RO=t6", "KSQL_E2E_TOKEN_REQUESTS=t7", "KSQL_E2E_TOKEN_REQUESTS_RO=t8"}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ksqlflow/flowtest/harness/target"
 	"github.com/ksqlflow/flowtest/internal/rehearse"
+	"github.com/ksqlflow/flowtest/results/redact"
 	"github.com/ksqlflow/flowtest/runner"
 )
 
@@ -88,7 +89,14 @@ func cmdRehearse(inv invocation, f *rehearseFlags, fset *flag.FlagSet, args []st
 		return exitFor(stderr, "rehearse", err)
 	}
 	code = rehearsalCode(rep)
-	if err := rep.Save(); err != nil {
+	// Through a redactor of the operator's environment, and leak-checked: the tenants' own
+	// tokens stay in their work dirs, but a problem line quotes a live run's output.
+	secrets := redact.SecretsFromEnv(envMap(os.Environ()))
+	path, err := rep.Save(redact.New(secrets, nil).JSON)
+	if err == nil && !filesLeakFree(stderr, []string{path}, secrets, nil) {
+		err = fmt.Errorf("%s holds a secret (above)", path)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "flowtest rehearse: %v\n", err)
 		if code == runner.ExitPassed {
 			code = runner.ExitFailed

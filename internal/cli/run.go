@@ -51,7 +51,7 @@ func runWith(name string, flags *runFlags, fs *flag.FlagSet, args []string, stdo
 	s.extras = extras
 	defer s.close()
 	s.tty = terminalOf(stdout) // before the redactor hides the file behind a writer
-	red := s.consoleRedactor()
+	red := s.consoleRedactor(stderr, name)
 	stdout, stderr = redactConsole(stdout, red), redactConsole(stderr, red)
 	f := s.flags
 	var err error
@@ -307,6 +307,8 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 	switch {
 	case !leakFree(stdout, arch.Dir(), secrets, appIDs):
 		return runner.ExitFailed, res
+	case !filesLeakFree(stdout, res.FormatFiles, secrets, appIDs):
+		return runner.ExitFailed, res
 	case !archiveWhole(stdout, arch.Dir()) && res.Code != runner.ExitInterrupted:
 		return runner.ExitFailed, res
 	}
@@ -351,6 +353,26 @@ func leakFree(w io.Writer, dir string, secrets map[string]string, appIDs []strin
 	case len(leaks) > 0:
 		for _, l := range leaks {
 			fmt.Fprintf(w, "archive leak: %s\n", l)
+		}
+		return false
+	}
+	return true
+}
+
+// filesLeakFree scans files written outside the archive (the --format files, an evidence
+// table) the way leakFree scans an archive, and says what it found.
+func filesLeakFree(w io.Writer, files []string, secrets map[string]string, appIDs []string) bool {
+	if len(files) == 0 {
+		return true
+	}
+	leaks, err := redact.VerifyFiles(files, secrets, appIDs)
+	switch {
+	case err != nil:
+		fmt.Fprintf(w, "leak check: %v\n", err)
+		return false
+	case len(leaks) > 0:
+		for _, l := range leaks {
+			fmt.Fprintf(w, "leak: %s\n", l)
 		}
 		return false
 	}

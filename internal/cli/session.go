@@ -125,11 +125,15 @@ func (s *session) close() {
 // (the request-app and csv-io apps and tokens are checked inside safety, from
 // Input.ScenarioNeeds).
 func (s *session) needChecks() []safety.Check {
-	return []safety.Check{
+	checks := []safety.Check{
 		preflight.ConfirmerCheck(s.in.Target, s.items, s.flags.confirmedBy),
 		preflight.IODirCheck(s.in.Target, s.items, s.cfg.Get(config.VarIODir), os.Stat),
 		preflight.CSVAppCheck(s.in.Target, s.items, s.cfg.FlowConfig(), s.cfg.Profile(), s.cfg.Get(safety.VarAppCSV), preflight.LiveDescriber(s.cfg)),
 	}
+	// Every step of the selection matches one definition, on every target, before the first
+	// scenario starts (what `flowtest steps` finds from the same library).
+	defs, err := stepLibrary()
+	return append(checks, preflight.StepsDefined(defs, err, s.items)...)
 }
 
 // staticReport is the safety preflight plus flowtest's own need rules and, live and only

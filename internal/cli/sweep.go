@@ -54,7 +54,7 @@ func cmdSweep(inv invocation, sf *sweepFlags, fset *flag.FlagSet, args []string)
 		return exitFor(stderr, "sweep", err)
 	}
 	defer s.close()
-	red := s.consoleRedactor()
+	red := s.consoleRedactor(stderr, "sweep")
 	stdout, stderr = redactConsole(stdout, red), redactConsole(stderr, red)
 
 	// The same safety preflight as run (deny list, profile, prefix, https, …).

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ksqlflow/flowtest/harness/explore"
 	"github.com/ksqlflow/flowtest/harness/faultproxy"
+	"github.com/ksqlflow/flowtest/results/redact"
 )
 
 // duplicateStarts is a fake of p2-11-03's race: two pollers each claim their request, try
@@ -157,7 +158,7 @@ func TestAViolationIsFoundShrunkWrittenAndReplaysToTheSameFailure(t *testing.T) 
 	assert.Contains(t, progress.String(), "VIOLATION invariant lock-intervals-disjoint")
 
 	dir := t.TempDir()
-	require.NoError(t, Write(dir, rep, func(f string) string { return "flowtest explore fake --replay " + f }, nil))
+	require.NoError(t, Write(dir, rep, func(f string) string { return "flowtest explore fake --replay " + f }, nil, redact.New(nil, nil)))
 	f, err := LoadReplay(filepath.Join(dir, rep.Violations[0].File))
 	require.NoError(t, err)
 	assert.Equal(t, "invariant lock-intervals-disjoint", f.Failure)
@@ -202,7 +203,7 @@ func TestARedirectIsRecordedInTheReportAndTheReadme(t *testing.T) {
 	dir := t.TempDir()
 	rep := &Report{Scenario: "free", Strategy: "random", Branches: map[string]int{},
 		Via: &Redirect{From: "forced", To: "free", Reason: "its barriers force one order"}}
-	require.NoError(t, Write(dir, rep, nil, nil))
+	require.NoError(t, Write(dir, rep, nil, nil, redact.New(nil, nil)))
 	data, err := os.ReadFile(filepath.Join(dir, "explore.json"))
 	require.NoError(t, err)
 	var back Report
@@ -222,4 +223,27 @@ func TestFailureNamesEveryWayASchedulesFailed(t *testing.T) {
 	assert.Equal(t, "invariant one-claim-per-request,puts-fenced", ScheduleRun{Passed: true, Violations: inv}.Failure())
 	assert.Equal(t, "assertion outcome of the race", ScheduleRun{Assertion: "outcome of the race"}.Failure())
 	assert.Equal(t, "scenario failed", ScheduleRun{}.Failure())
+}
+
+// Every file of an exploration passes the run's redactor (issue 42): a token a failing
+// process printed, quoted by the schedule's failure, is not in explore.json nor in the replay
+// file, whose failure text ("reason") stays readable.
+func TestWriteRedacts(t *testing.T) {
+	const token = "Expl0re-T0ken-1a2b3c4d5e"
+	dir := t.TempDir()
+	sched := ScheduleRun{N: 2, Assertion: "outcomes", Reason: "failed: writer printed " + token}
+	rep := &Report{Scenario: "fake", Strategy: "random", Branches: map[string]int{}, Schedules: []ScheduleRun{sched},
+		Violations: []Violating{{Schedule: sched, Replay: []explore.Signature{{Process: "poller A", Method: "PUT", Role: "request"}}}}}
+	red := redact.New(map[string]string{"KINTONE_TOKEN": token}, nil)
+	require.NoError(t, Write(dir, rep, func(f string) string { return "flowtest explore fake --replay " + f }, nil, red))
+	for _, name := range []string{"explore.json", "schedules/2.json"} {
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+		require.NoError(t, err)
+		assert.NotContains(t, string(data), token, name)
+		assert.Contains(t, string(data), "failed: writer printed [REDACTED:KINTONE_TOKEN]", name)
+		assert.True(t, json.Valid(data), name)
+	}
+	f, err := LoadReplay(filepath.Join(dir, "schedules", "2.json"))
+	require.NoError(t, err)
+	assert.Equal(t, "fake", f.Scenario)
 }

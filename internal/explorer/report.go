@@ -37,11 +37,18 @@ func LoadReplay(path string) (ReplayFile, error) {
 	return f, nil
 }
 
+// Redactor is what every file Write writes passes through (results/redact's Redactor, with
+// the run's secrets): a failure or a step's text may quote a process's output.
+type Redactor interface {
+	JSONText(data []byte) ([]byte, error) // text rules only: "reason" here is a failure
+	String(s string) string
+}
+
 // Write puts explore.json and one schedules/<n>.json per violation into dir, fills in each
 // violation's file and replay command, and, given the scenario's source, writes beside the
 // replay file of each shrunk violation the scenario whose barriers force it
-// (schedules/<n>.feature), or notes why it cannot.
-func Write(dir string, rep *Report, command func(file string) string, src *GherkinSource) error {
+// (schedules/<n>.feature), or notes why it cannot. Every file passes red.
+func Write(dir string, rep *Report, command func(file string) string, src *GherkinSource, red Redactor) error {
 	for i := range rep.Violations {
 		v := &rep.Violations[i]
 		rel := filepath.ToSlash(filepath.Join("schedules", fmt.Sprintf("%d.json", v.Schedule.N)))
@@ -50,7 +57,7 @@ func Write(dir string, rep *Report, command func(file string) string, src *Gherk
 			v.Command = command(filepath.Join(dir, rel))
 		}
 		f := ReplayFile{Scenario: rep.Scenario, Replay: v.Replay, Failure: v.Schedule.failure(), Reason: v.Schedule.Reason, Command: v.Command}
-		if err := writeJSON(filepath.Join(dir, rel), f); err != nil {
+		if err := writeJSON(filepath.Join(dir, rel), f, red); err != nil {
 			return err
 		}
 		if src == nil || !v.Shrunk {
@@ -64,22 +71,25 @@ func Write(dir string, rep *Report, command func(file string) string, src *Gherk
 		v.Gherkin = strings.TrimSuffix(rel, ".json") + ".feature"
 		j := joiningOf(*src, v.Schedule.N)
 		v.Joins = &j
-		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(v.Gherkin)), []byte(text), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(v.Gherkin)), []byte(red.String(text)), 0o644); err != nil {
 			return err
 		}
 	}
-	return writeJSON(filepath.Join(dir, "explore.json"), rep)
+	return writeJSON(filepath.Join(dir, "explore.json"), rep, red)
 }
 
-func writeJSON(path string, v any) error {
+func writeJSON(path string, v any, red Redactor) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	data, err := json.MarshalIndent(v, "", "  ")
+	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(data, '\n'), 0o644)
+	if data, err = red.JSONText(data); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return os.WriteFile(path, data, 0o644)
 }
 
 // Markdown is the README section of an exploration.

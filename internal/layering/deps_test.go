@@ -63,7 +63,7 @@ var rules = map[string][]string{
 	"internal/gate/gatetest":       {},
 	"internal/gate":                {"harness/proc", "internal/refusal", "internal/yamlerr", "results", "results/pack", "runner", "runner/tagexpr"},
 	"internal/defects":             {"harness/explore", "harness/proc", "internal/excerpt", "internal/explorer", "internal/refusal", "results", "runner"},
-	"internal/preflight":           {"harness/apicount", "harness/config", "harness/faultproxy", "harness/ksqlprofile", "harness/proc", "harness/scope", "harness/target", "kintoneapi", "runner", "safety"},
+	"internal/preflight":           {"harness/apicount", "harness/config", "harness/faultproxy", "harness/ksqlprofile", "harness/proc", "harness/scope", "harness/stepdef", "harness/stepindex", "harness/target", "kintoneapi", "runner", "safety"},
 	"internal/rehearse":            {"harness/proc", "harness/wait", "harness/workdir", "internal/excerpt", "internal/refusal", "results", "runner"},
 	"internal/isolation":           {"harness/scenario", "harness/target"},
 	"internal/ksqlwrap":            {"internal/refusal", "steps"},

@@ -235,13 +235,18 @@ func Run(interrupt context.Context, killed <-chan struct{}, o Options, stdout, s
 // Interrupted tells whether a signal cut the live runs short (their archives say so).
 func (r *Report) Interrupted() bool { return r.Verdict == "INTERRUPTED" }
 
-// Save writes the report as rehearsal.json beside the tenants' archives.
-func (r *Report) Save() error {
+// Save writes the report as rehearsal.json beside the tenants' archives, through redact (a
+// redactor's JSON: every file flowtest writes passes one), and returns the file's path.
+func (r *Report) Save(redact func([]byte) ([]byte, error)) (string, error) {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
-		return err
+		return "", err
 	}
-	return os.WriteFile(filepath.Join(r.dir, "rehearsal.json"), append(data, '\n'), 0o644)
+	if data, err = redact(data); err != nil {
+		return "", fmt.Errorf("rehearsal.json: %w", err)
+	}
+	path := filepath.Join(r.dir, "rehearsal.json")
+	return path, os.WriteFile(path, data, 0o644)
 }
 
 func speedText(d time.Duration) string {

@@ -346,7 +346,7 @@ func Print(w io.Writer, rec *Record) {
 }
 
 // WriteRecord writes sweep.json, redacted like an archive file, into a dated folder under
-// out, and returns that folder.
+// out, checks it for leaks, and returns that folder.
 func WriteRecord(out string, now time.Time, rec *Record, red *redact.Redactor) (string, error) {
 	data, err := json.Marshal(rec)
 	if err != nil {
@@ -360,6 +360,15 @@ func WriteRecord(out string, now time.Time, rec *Record, red *redact.Redactor) (
 	if err != nil {
 		return "", err
 	}
+	path := filepath.Join(dir, RecordFile)
 	// Whole or not at all: a sweep stopped while writing leaves no half record.
-	return dir, results.WriteFileAtomic(filepath.Join(dir, RecordFile), clean)
+	if err := results.WriteFileAtomic(path, clean); err != nil {
+		return dir, err
+	}
+	// What was written is checked for what the redactor knows, as a run checks its archive.
+	leaks, err := red.VerifyFiles([]string{path})
+	if err == nil && len(leaks) > 0 {
+		err = fmt.Errorf("%s holds what should have been redacted: %s", path, leaks[0])
+	}
+	return dir, err
 }

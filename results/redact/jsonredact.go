@@ -20,16 +20,28 @@ import (
 //   - every string or number under a key naming a credential (…token, …secret, …password,
 //     authorization, cookie, api key) becomes "[REDACTED:<KEY>]", whatever its value (tokens
 //     captured at run time are not in the environment);
-//   - every other string, and every key, goes through String; a number holding a secret becomes
-//     a redacted string.
+//   - every other string, and every key, goes through String (a replacement stays inside
+//     its string); numbers, literals and the structure are never rewritten otherwise.
 //
-// The result then goes through Bytes as a backstop. Input that is not JSON is an error.
+// Input that is not JSON is an error.
 func (r *Redactor) JSON(data []byte) ([]byte, error) { return r.jsonDoc(data, true) }
 
+// JSONText redacts a JSON document whose keys are flowtest's own (an exploration's report,
+// where "reason" is a scenario's failure, not a request reason body): every key and string
+// goes through String, and no rule looks at the key a value sits under. The document stays
+// valid and keeps its key order; it is re-emitted indented.
+func (r *Redactor) JSONText(data []byte) ([]byte, error) {
+	w := &jsonWriter{r: r, indent: true, textOnly: true}
+	return r.writeJSON(data, w)
+}
+
 func (r *Redactor) jsonDoc(data []byte, indent bool) ([]byte, error) {
+	return r.writeJSON(data, &jsonWriter{r: r, indent: indent})
+}
+
+func (r *Redactor) writeJSON(data []byte, w *jsonWriter) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	w := &jsonWriter{r: r, indent: indent}
 	for {
 		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) {
@@ -47,7 +59,10 @@ func (r *Redactor) jsonDoc(data []byte, indent bool) ([]byte, error) {
 		return nil, errors.New("redact json: empty document")
 	}
 	w.buf.WriteByte('\n')
-	return r.text(w.buf.Bytes()), nil
+	// No byte-level pass over the whole document: every key and string went through String
+	// above, and a rule applied to the document's bytes could rewrite a number, a literal or
+	// a key's quotes and leave it invalid.
+	return w.buf.Bytes(), nil
 }
 
 type jsonFrame struct {
@@ -62,6 +77,7 @@ type jsonFrame struct {
 type jsonWriter struct {
 	r        *Redactor
 	indent   bool
+	textOnly bool // JSONText: no rule by key
 	buf      bytes.Buffer
 	stack    []*jsonFrame
 	topLevel int
@@ -171,6 +187,9 @@ func (w *jsonWriter) close(d byte) {
 }
 
 func (w *jsonWriter) redactValue(v, key, parent, sensitive string) string {
+	if w.textOnly {
+		return w.r.String(v)
+	}
 	if sensitive == "" && isSensitiveKey(key) {
 		sensitive = key
 	}

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -24,10 +26,11 @@ type Leak struct {
 func (l Leak) String() string { return fmt.Sprintf("%s:%d: %s", l.File, l.Offset, l.Kind) }
 
 // Verify scans every file under dir (temporary files included) for the secret values
-// (name -> value; empty values ignored) in every encoding redaction handles, for values
-// spelled with \u escapes inside JSON strings, for raw app ids in the positions redaction
-// rewrites (see appHits), and, in .json files, for values under credential keys that are not
-// placeholders. Placeholders "[REDACTED:…]" themselves are never reported.
+// (name -> value; empty values and values NotSecret rejects ignored) in every encoding
+// redaction handles, also split across a line break, for values spelled with \u escapes
+// inside JSON strings, for raw app ids in the positions redaction rewrites (see appHits),
+// and, in .json files, for values under credential keys that are not placeholders.
+// Placeholders "[REDACTED:…]" themselves are never reported.
 func Verify(dir string, secrets map[string]string, appIDs []string) ([]Leak, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -36,22 +39,7 @@ func Verify(dir string, secrets map[string]string, appIDs []string) ([]Leak, err
 	if !st.IsDir() {
 		return nil, fmt.Errorf("verify archive: %s is not a directory", dir)
 	}
-	clean := map[string]string{}
-	for k, v := range secrets {
-		if v != "" {
-			clean[k] = v
-		}
-	}
-	m := newMatcher(secretPatterns(clean))
-	apps := map[string]string{}
-	var idLens [32]bool
-	for _, id := range appIDs {
-		id = strings.TrimSpace(id)
-		if allDigits(id) && len(id) < len(idLens) {
-			apps[id] = "?"
-			idLens[len(id)] = true
-		}
-	}
+	sc := newLeakScanner(secrets, appIDs)
 	var leaks []Leak
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -66,19 +54,64 @@ func Verify(dir string, secrets map[string]string, appIDs []string) ([]Leak, err
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)
-		leaks = append(leaks, scanForLeaks(rel, data, m, apps, &idLens)...)
+		leaks = append(leaks, sc.scan(rel, data)...)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	sortLeaks(leaks)
+	return leaks, nil
+}
+
+// VerifyFiles is Verify for files flowtest wrote outside an archive (the --format files, an
+// evidence table): each path is scanned as Verify scans an archive's file, and a leak names
+// the path as given. A path that cannot be read is an error.
+func VerifyFiles(paths []string, secrets map[string]string, appIDs []string) ([]Leak, error) {
+	sc := newLeakScanner(secrets, appIDs)
+	var leaks []Leak
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("verify file: %w", err)
+		}
+		leaks = append(leaks, sc.scan(filepath.ToSlash(p), data)...)
+	}
+	sortLeaks(leaks)
+	return leaks, nil
+}
+
+func sortLeaks(leaks []Leak) {
 	sort.SliceStable(leaks, func(i, j int) bool {
 		if leaks[i].File != leaks[j].File {
 			return leaks[i].File < leaks[j].File
 		}
 		return leaks[i].Offset < leaks[j].Offset
 	})
-	return leaks, nil
+}
+
+// leakScanner holds what a leak scan looks for.
+type leakScanner struct {
+	m      *matcher
+	apps   map[string]string
+	idLens [32]bool
+}
+
+func newLeakScanner(secrets map[string]string, appIDs []string) *leakScanner {
+	clean, _ := keepSecrets(secrets) // the redactor's rule: what it keeps is not a leak
+	sc := &leakScanner{m: newMatcher(secretPatterns(clean)), apps: map[string]string{}}
+	for _, id := range appIDs {
+		id = strings.TrimSpace(id)
+		if allDigits(id) && len(id) < len(sc.idLens) {
+			sc.apps[id] = "?"
+			sc.idLens[len(id)] = true
+		}
+	}
+	return sc
+}
+
+func (sc *leakScanner) scan(file string, data []byte) []Leak {
+	return scanForLeaks(file, data, sc.m, sc.apps, &sc.idLens)
 }
 
 func scanForLeaks(file string, data []byte, m *matcher, apps map[string]string, idLens *[32]bool) []Leak {
@@ -176,4 +209,13 @@ func sensitiveValues(file string, data []byte) []Leak {
 			}
 		}
 	}
+}
+
+// VerifyFiles scans files written outside an archive (VerifyFiles) for everything r redacts
+// now: its secrets, those added at run time included, and its app ids.
+func (r *Redactor) VerifyFiles(paths []string) ([]Leak, error) {
+	r.mu.Lock()
+	secrets := maps.Clone(r.secrets)
+	r.mu.Unlock()
+	return VerifyFiles(paths, secrets, slices.Collect(maps.Keys(r.apps)))
 }

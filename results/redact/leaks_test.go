@@ -70,3 +70,54 @@ func TestVerifyExactOffsetAndCredentialKeys(t *testing.T) {
 	assert.Equal(t, Leak{File: "other.json", Offset: 33, Kind: "unredacted value under credential key X-Cybozu-API-Token"}, leaks[0])
 	assert.Equal(t, Leak{File: "run.json", Offset: 16, Kind: "secret A_TOKEN (raw)"}, leaks[1])
 }
+
+// The leak scan finds a secret split across a line break, raw or as a JSON escape (a record's
+// stderr tail), and names where it starts (issue 42).
+func TestVerifyFindsSecretSplitAcrossLineBreak(t *testing.T) {
+	secret := "Zm9vYmFy-token-0123456789"
+	secrets := map[string]string{"W_TOKEN": secret}
+	for name, content := range map[string]string{
+		"raw LF":        "pre " + secret[:10] + "\n" + secret[10:] + " post",
+		"raw CRLF":      "pre " + secret[:10] + "\r\n" + secret[10:] + " post",
+		"json \\n":      `{"stderr_tail":"pre ` + secret[:10] + `\n` + secret[10:] + ` post"}`,
+		"json \\r\\n":   `{"stderr_tail":"pre ` + secret[:10] + `\r\n` + secret[10:] + ` post"}`,
+		"three lines":   "pre " + secret[:4] + "\n" + secret[4:12] + "\n" + secret[12:],
+		"base64, split": "pre " + b64(secret)[:20] + "\n" + b64(secret)[20:],
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "x.json"), []byte(content), 0o644))
+			leaks, err := Verify(dir, secrets, nil)
+			require.NoError(t, err)
+			require.Len(t, leaks, 1)
+			assert.Equal(t, "x.json", leaks[0].File)
+			assert.Equal(t, int64(strings.Index(content, "pre ")+4), leaks[0].Offset)
+			assert.Contains(t, leaks[0].Kind, "W_TOKEN")
+		})
+	}
+	// The same lines, redacted, are clean.
+	dir := t.TempDir()
+	red := New(secrets, nil)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "x.txt"), []byte(red.String("pre "+secret[:10]+"\n"+secret[10:]+" post")), 0o644))
+	leaks, err := Verify(dir, secrets, nil)
+	require.NoError(t, err)
+	assert.Empty(t, leaks)
+}
+
+// VerifyFiles scans files outside an archive (the --format files) and names each as given;
+// a value that is not a secret (NotSecret) is never a leak.
+func TestVerifyFiles(t *testing.T) {
+	dir := t.TempDir()
+	junit := filepath.Join(dir, "out-a.xml")
+	clean := filepath.Join(dir, "out-b.xml")
+	require.NoError(t, os.WriteFile(junit, []byte(`<failure message="stderr: Zm9vYmFy-token-0123456789"/>`), 0o644))
+	require.NoError(t, os.WriteFile(clean, []byte(`<testsuite tests="1" failures="0" time="true"/>`), 0o644))
+	secrets := map[string]string{"W_TOKEN": "Zm9vYmFy-token-0123456789", "FEATURE_TOKEN_REFRESH": "true"}
+	leaks, err := VerifyFiles([]string{junit, clean}, secrets, nil)
+	require.NoError(t, err)
+	require.Len(t, leaks, 1)
+	assert.Equal(t, filepath.ToSlash(junit), leaks[0].File)
+	assert.Equal(t, int64(len(`<failure message="stderr: `)), leaks[0].Offset)
+	_, err = VerifyFiles([]string{filepath.Join(dir, "missing.xml")}, secrets, nil)
+	assert.ErrorContains(t, err, "missing.xml")
+}

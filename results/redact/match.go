@@ -193,6 +193,7 @@ type matcher struct {
 	fbits  uint
 	ngrams int
 	short  []int32 // indexes of the patterns shorter than gramLen
+	maxLen int     // the longest pattern's length (splitOccurrences' window)
 	hints  bool    // the key-word hints are part of the short DFA
 	dfa    *dfa    // over the short patterns (and hints); nil when there are none
 }
@@ -207,6 +208,7 @@ type gramRef struct {
 type span struct {
 	start, end int
 	p          *pattern
+	split      bool // a line break splits it: the replacement keeps the breaks (lineBreaks)
 }
 
 // newMatcher indexes the patterns. Empty patterns are dropped (an empty secret must not match
@@ -251,6 +253,7 @@ func (m *matcher) add(pats []pattern) {
 		}
 		idx := int32(len(m.pats))
 		m.pats = append(m.pats, &p)
+		m.maxLen = max(m.maxLen, len(p.text))
 		m.byText[string(p.text)] = idx
 		if len(p.text) < gramLen {
 			m.short = append(m.short, idx)
@@ -362,6 +365,9 @@ func (m *matcher) scanHint(data []byte) (out []span, hint bool) {
 	if m.ngrams > 0 {
 		m.gramOccurrences(data, emit)
 	}
+	m.splitOccurrences(data, func(start, end int, p *pattern) {
+		occ = append(occ, span{start: start, end: end, p: p, split: true})
+	})
 	m.mu.RUnlock()
 	if len(occ) == 0 {
 		return nil, hint
@@ -391,10 +397,100 @@ func (m *matcher) scanHint(data []byte) (out []span, hint bool) {
 			if last.end > sp.end {
 				sp.end = last.end
 			}
+			sp.split = sp.split || last.split
 		}
 		out = append(out, sp)
 	}
 	return out, hint
+}
+
+// splitOccurrences finds the occurrences a line break splits (a token printed across two
+// lines of a log, "half1\nhalf2"): data is scanned again with every line break removed — CR,
+// LF, and their JSON escapes \r and \n, as a stored tail holds them — and each occurrence that
+// spanned a removed break is emitted at its place in data. Callers hold m.mu for reading.
+func (m *matcher) splitOccurrences(data []byte, emit func(start, end int, p *pattern)) {
+	if m.maxLen < 2 || bytes.IndexAny(data, "\r\n") < 0 && !bytes.Contains(data, []byte(`\n`)) && !bytes.Contains(data, []byte(`\r`)) {
+		return
+	}
+	// cuts[i]: bytes were removed just before joined[at]; shift is the total removed so far.
+	type cut struct{ at, shift int }
+	var cuts []cut
+	joined := make([]byte, 0, len(data))
+	for i := 0; i < len(data); {
+		n := breakLen(data, i)
+		if n == 0 {
+			joined = append(joined, data[i])
+			i++
+			continue
+		}
+		shift := n
+		if len(cuts) > 0 {
+			shift += cuts[len(cuts)-1].shift
+		}
+		if len(cuts) > 0 && cuts[len(cuts)-1].at == len(joined) {
+			cuts[len(cuts)-1].shift = shift // consecutive breaks (CR LF, blank lines): one cut
+		} else {
+			cuts = append(cuts, cut{at: len(joined), shift: shift})
+		}
+		i += n
+	}
+	if len(cuts) == 0 {
+		return
+	}
+	// orig maps joined[j] to its index in data.
+	orig := func(j int) int {
+		k := sort.Search(len(cuts), func(k int) bool { return cuts[k].at > j })
+		if k == 0 {
+			return j
+		}
+		return j + cuts[k-1].shift
+	}
+	// An occurrence across the cut at joined[at] lies within at-maxLen+1 … at+maxLen-1: only
+	// those windows are scanned (merged where they overlap), not the whole text again.
+	L := m.maxLen
+	for w := 0; w < len(cuts); {
+		lo, hi := max(0, cuts[w].at-L+1), min(len(joined), cuts[w].at+L-1)
+		for w++; w < len(cuts) && cuts[w].at-L+1 <= hi; w++ {
+			hi = min(len(joined), cuts[w].at+L-1)
+		}
+		split := func(start, end int, p *pattern) {
+			start, end = start+lo, end+lo
+			s, e := orig(start), orig(end-1)+1
+			if e-s != end-start { // a break was removed inside: data alone does not hold it whole
+				emit(s, e, p)
+			}
+		}
+		m.dfa.occurrences(joined[lo:hi], split)
+		if m.ngrams > 0 {
+			m.gramOccurrences(joined[lo:hi], split)
+		}
+	}
+}
+
+// breakLen is the length of the line break at data[i]: 1 for CR or LF, 2 for a JSON escape
+// \r or \n, 0 for anything else.
+func breakLen(data []byte, i int) int {
+	switch {
+	case data[i] == '\n' || data[i] == '\r':
+		return 1
+	case data[i] == '\\' && i+1 < len(data) && (data[i+1] == 'n' || data[i+1] == 'r'):
+		return 2
+	}
+	return 0
+}
+
+// lineBreaks returns the line breaks in b, in order (what a split secret's replacement keeps).
+func lineBreaks(b []byte) []byte {
+	var out []byte
+	for i := 0; i < len(b); {
+		if n := breakLen(b, i); n > 0 {
+			out = append(out, b[i:i+n]...)
+			i += n
+			continue
+		}
+		i++
+	}
+	return out
 }
 
 // gramOccurrences finds the long patterns; callers hold m.mu for reading.
@@ -428,6 +524,9 @@ func (m *matcher) replace(data []byte, spans []span) []byte {
 	for _, sp := range spans {
 		b.Write(data[prev:sp.start])
 		b.WriteString(sp.p.repl)
+		if sp.split {
+			b.Write(lineBreaks(data[sp.start:sp.end])) // the text keeps its lines
+		}
 		prev = sp.end
 	}
 	b.Write(data[prev:])

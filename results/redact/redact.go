@@ -33,16 +33,18 @@ func SecretsFromEnv(env map[string]string) map[string]string {
 type Redactor struct {
 	mu      sync.Mutex // guards secrets and reasons (Warnings, Secrets)
 	secrets map[string]string
+	skipped map[string]string // name -> why its value is not a secret (NotSecret)
 	reasons map[string]bool
 	apps    map[string]string // app id -> role
 	idLens  [32]bool          // lengths of app ids, to skip most digit runs cheaply
 	m       *matcher
 }
 
-// NewRedactor builds a redactor for secrets (env name -> value) and apps (app id -> role,
-// e.g. "4257" -> "state"). Empty secret values and empty app ids are ignored.
+// New builds a redactor for secrets (env name -> value) and apps (app id -> role, e.g.
+// "4257" -> "state"). Empty app ids, and secret values that are empty or that NotSecret
+// rejects, are ignored.
 func New(secrets map[string]string, apps map[string]string) *Redactor {
-	r := &Redactor{secrets: map[string]string{}, reasons: map[string]bool{}, apps: map[string]string{},
+	r := &Redactor{secrets: map[string]string{}, skipped: map[string]string{}, reasons: map[string]bool{}, apps: map[string]string{},
 		m: (&matcher{}).withHints()}
 	for id, role := range apps {
 		id = strings.TrimSpace(id)
@@ -63,15 +65,19 @@ func (r *Redactor) AddSecret(name, value string) {
 	r.AddSecrets(map[string]string{name: value})
 }
 
-// AddSecrets registers several secrets (name -> value) at once; empty values are ignored.
+// AddSecrets registers several secrets (name -> value) at once; empty values are ignored, and
+// so is a value NotSecret rejects (Warnings names it).
 func (r *Redactor) AddSecrets(secrets map[string]string) {
+	kept, skipped := keepSecrets(secrets)
 	var pats []pattern
 	r.mu.Lock()
-	for name, v := range secrets {
-		if v != "" {
-			r.secrets[name] = v
-			pats = append(pats, secretValuePatterns(name, v)...)
-		}
+	for name, why := range skipped {
+		r.skipped[name] = why
+	}
+	for name, v := range kept {
+		r.secrets[name] = v
+		delete(r.skipped, name)
+		pats = append(pats, secretValuePatterns(name, v)...)
 	}
 	r.mu.Unlock()
 	r.m.add(pats)
@@ -107,16 +113,14 @@ func (r *Redactor) Roles() map[string]string {
 	return maps.Clone(r.apps)
 }
 
-// Warnings lists secrets short enough to over-redact unrelated text (they are still
-// redacted: a leak is worse than an unreadable record).
+// Warnings names, in order, each variable registered as a secret whose value NotSecret
+// rejected, and why; never the value.
 func (r *Redactor) Warnings() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var w []string
-	for _, name := range slices.Sorted(maps.Keys(r.secrets)) {
-		if len(r.secrets[name]) < 8 {
-			w = append(w, "secret "+name+" is shorter than 8 characters; redaction will also hit unrelated text")
-		}
+	for _, name := range slices.Sorted(maps.Keys(r.skipped)) {
+		w = append(w, name+" is not treated as a secret (its value is "+r.skipped[name]+"; "+SecretRule+"): it is not redacted")
 	}
 	return w
 }

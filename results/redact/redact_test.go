@@ -105,8 +105,8 @@ func TestRedactSubstringSecretsLongestFirst(t *testing.T) {
 	assert.Equal(t, "x [REDACTED:LONG_TOKEN] y", r.String("x abcdefgh12345678 y"))
 	assert.Equal(t, "x [REDACTED:SHORT_TOKEN] y", r.String("x defgh123 y"))
 	// A secret overlapping the start of another: nothing of either may survive.
-	r2 := New(map[string]string{"A_TOKEN": "abcdefgh12345678", "B_TOKEN": "zzzabcde"}, nil)
-	out := r2.String("-zzzabcdefgh12345678-")
+	r2 := New(map[string]string{"A_TOKEN": "abcdefgh12345678", "B_TOKEN": "zZzabcde"}, nil)
+	out := r2.String("-zZzabcdefgh12345678-")
 	assert.Equal(t, "-[REDACTED:A_TOKEN]-", out)
 }
 
@@ -120,8 +120,8 @@ func TestRedactEmptySecretIgnored(t *testing.T) {
 
 func TestRedactIdempotentAndPlaceholdersSafe(t *testing.T) {
 	// A secret that occurs inside the placeholder text itself.
-	r := New(map[string]string{"A_TOKEN": "REDACTED", "B_TOKEN": "s3cr3t-value"}, nil)
-	once := r.String("x s3cr3t-value REDACTED y")
+	r := New(map[string]string{"A_TOKEN": "DACTED:B_T", "B_TOKEN": "s3cr3t-value"}, nil)
+	once := r.String("x s3cr3t-value DACTED:B_T y")
 	assert.Equal(t, "x [REDACTED:B_TOKEN] [REDACTED:A_TOKEN] y", once)
 	assert.Equal(t, once, r.String(once))
 }
@@ -194,14 +194,42 @@ func TestRedactJSONFields(t *testing.T) {
 	assert.Error(t, err)
 }
 
-func TestRedactNumberHoldingSecret(t *testing.T) {
-	r := New(map[string]string{"PIN_PASSWORD": "48291377"}, nil)
-	out, err := r.JSON([]byte(`{"n": 1148291377, "m": 5}`))
+// A variable named like a secret whose value is a setting (issue 42: FEATURE_TOKEN_REFRESH=true,
+// CACHE_TOKEN_TTL=1) is not a secret: JSON keeps its numbers, literals and keys, and the
+// warning names the variable, never the value.
+func TestSettingsNamedLikeSecretsAreNotSecrets(t *testing.T) {
+	r := New(map[string]string{"FEATURE_TOKEN_REFRESH": "true", "CACHE_TOKEN_TTL": "1", "PIN_PASSWORD": "48291377",
+		"TOKEN_ROTATION": "2026-12-06T10:00:00Z", "TOKEN_MODE": "SLIDING_WINDOW", "REAL_TOKEN": "Zm9vYmFy-token-0123"}, nil)
+	in := `{"schema_version":1,"ok":true,"n":1148291377,"at":"2026-12-06T10:00:00Z","mode":"SLIDING_WINDOW","t":"x Zm9vYmFy-token-0123 y"}`
+	out, err := r.JSON([]byte(in))
 	require.NoError(t, err)
 	var v map[string]any
-	require.NoError(t, json.Unmarshal(out, &v))
-	assert.Equal(t, "11[REDACTED:PIN_PASSWORD]", v["n"])
-	assert.Equal(t, float64(5), v["m"])
+	require.NoError(t, json.Unmarshal(out, &v), string(out))
+	assert.Equal(t, map[string]any{"schema_version": float64(1), "ok": true, "n": float64(1148291377), "at": "2026-12-06T10:00:00Z",
+		"mode": "SLIDING_WINDOW", "t": "x [REDACTED:REAL_TOKEN] y"}, v)
+	w := strings.Join(r.Warnings(), "\n")
+	for _, name := range []string{"FEATURE_TOKEN_REFRESH", "CACHE_TOKEN_TTL", "PIN_PASSWORD", "TOKEN_ROTATION", "TOKEN_MODE"} {
+		assert.Contains(t, w, name)
+	}
+	assert.NotContains(t, w, "REAL_TOKEN")
+	assert.NotContains(t, w, "48291377")
+	assert.NotContains(t, w, "SLIDING_WINDOW")
+	assert.Len(t, r.Warnings(), 5)
+}
+
+func TestNotSecret(t *testing.T) {
+	for v, want := range map[string]string{
+		"true": "shorter than 8 characters", "1": "shorter than 8 characters", "": "shorter than 8 characters",
+		"86400000": "a number", "-1.5e+10": "a number", "0x1F2E3D4C": "a number", "1_000_000": "a number",
+		"1h30m0s5ms": "a duration", "2026-12-06": "a date or time", "2026-12-06T10:00:00+09:00": "a date or time",
+		"2026-12-06 10:00:00": "a date or time", "10:00:00.123": "a date or time",
+		"disabled": "a one-case word of up to 16 letters", "SLIDING_WINDOW": "a one-case word of up to 16 letters", "read-only": "a one-case word of up to 16 letters",
+		// Secrets.
+		"Zm9vYmFyLXRva2VuLTAxMjM0NTY3ODk": "", "s3cr3t-value": "", "Password": "", "p@ss word/with+chars": "",
+		"correcthorsebatterystaple": "", "abcdefgh12345678": "", "12345678x": "",
+	} {
+		assert.Equal(t, want, NotSecret(v), "value %q", v)
+	}
 }
 
 func TestReason(t *testing.T) {
@@ -216,8 +244,8 @@ func TestReason(t *testing.T) {
 }
 
 func TestArgv(t *testing.T) {
-	r := New(map[string]string{"A_TOKEN": "env-token-value"}, map[string]string{"4257": "state"})
-	got := r.Argv([]string{"node", "cli", "--app", "4257", "--api-token", "runtime-captured", "--x=env-token-value", "--count", "4257", "--token=abc"})
+	r := New(map[string]string{"A_TOKEN": "env-token-v4lue"}, map[string]string{"4257": "state"})
+	got := r.Argv([]string{"node", "cli", "--app", "4257", "--api-token", "runtime-captured", "--x=env-token-v4lue", "--count", "4257", "--token=abc"})
 	assert.Equal(t, []string{"node", "cli", "--app", "app:state", "--api-token", "[REDACTED:API-TOKEN]", "--x=[REDACTED:A_TOKEN]", "--count", "4257", "--token=abc"}, got)
 	assert.Nil(t, r.Argv(nil))
 }
@@ -276,4 +304,36 @@ func TestRedactorAddWhileRedacting(t *testing.T) {
 	wg.Wait()
 	out := r.String("w0-token-000-Zx9q w3-token-049-Zx9q")
 	assert.NotContains(t, out, "token-0")
+}
+
+// A token a process printed across two lines (issue 42): the stored tail must not hold it
+// whole, whatever the line ending, and the lines stay lines.
+func TestRedactSecretSplitAcrossLineBreak(t *testing.T) {
+	secret := "Zm9vYmFy-token-0123456789"
+	r := New(map[string]string{"W_TOKEN": secret}, nil)
+	for _, br := range []string{"\n", "\r\n", "\n\n"} {
+		in := "writer token " + secret[:9] + br + secret[9:] + " end\nnext line"
+		out := r.Tail(in, 8<<10)
+		assert.Equal(t, "writer token [REDACTED:W_TOKEN]"+br+" end\nnext line", out, "break %q", br)
+		assert.Equal(t, out, r.String(out), "redacting twice changes nothing")
+	}
+	// Inside a JSON document's string (a child's --json output): the escaped break.
+	out, err := r.JSON([]byte(`{"stderr_tail":"a ` + secret[:5] + `\n` + secret[5:] + ` b","n":1}`))
+	require.NoError(t, err)
+	var v map[string]any
+	require.NoError(t, json.Unmarshal(out, &v))
+	assert.Equal(t, "a [REDACTED:W_TOKEN]\n b", v["stderr_tail"])
+	// Text without the split is untouched.
+	assert.Equal(t, "Zm9vY\nmFy other", r.String("Zm9vY\nmFy other"))
+}
+
+// JSONText applies the text rules to every string and no rule by key: a failure "reason" of
+// flowtest's own stays readable, a secret in it does not.
+func TestJSONText(t *testing.T) {
+	r := New(map[string]string{"K_TOKEN": "tok-123456789"}, map[string]string{"4257": "state"})
+	out, err := r.JSONText([]byte(`{"reason":"step failed: tok-123456789 refused","token_count":2,"n":1,"ok":true,"url":"/k/v1/records.json?app=4257"}`))
+	require.NoError(t, err)
+	assert.Equal(t, "{\n  \"reason\": \"step failed: [REDACTED:K_TOKEN] refused\",\n  \"token_count\": 2,\n  \"n\": 1,\n  \"ok\": true,\n  \"url\": \"/k/v1/records.json?app=app:state\"\n}\n", string(out))
+	_, err = r.JSONText([]byte(`{"a":`))
+	assert.Error(t, err)
 }
