@@ -21,6 +21,8 @@ func main() {
 	if self, err := os.Executable(); err == nil {
 		proc.SetKeeper(self, proc.KeeperCommand) // started with the first child, if any
 	}
+	// Caught, not fatal: cli.Main reads them once and hands every command a context the first
+	// cancels (exit 130 at the command's next step, nothing half-written).
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	// A reader that goes away (`flowtest run | grep -m1 …`) must not kill the runner mid-scenario

@@ -222,6 +222,9 @@ func cmdPack(inv invocation, f *packFlags, fset *flag.FlagSet, args []string) in
 		fmt.Fprintf(stderr, "flowtest archive pack: refused: %d integrity problem(s) in %s\n", len(broken), dir)
 		return runner.ExitFailed
 	}
+	if err := inv.stopped("the pack"); err != nil {
+		return exitFor(stderr, "archive pack", err)
+	}
 	write := pack.Pack
 	if f.force {
 		write = pack.PackReplace

@@ -13,6 +13,7 @@
 package cli
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/ksqlflow/flowtest/internal/ksqlwrap"
+	"github.com/ksqlflow/flowtest/internal/refusal"
 	"github.com/ksqlflow/flowtest/runner"
 	"github.com/ksqlflow/flowtest/steps"
 )
@@ -32,7 +34,66 @@ var Version = "0.1.0-dev"
 type invocation struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
-	sigs           <-chan os.Signal
+	// ctx is cancelled by the first SIGINT/SIGTERM: a command that loops or does I/O stops
+	// at its next step, leaves no file written by halves and exits 130
+	// (refusal.Interrupted); again is closed by the second, for what must then stop at once.
+	ctx   context.Context
+	again <-chan struct{}
+	// sigs relays every signal to the run path's runner and the kSQL-Flow wrapper, which act
+	// on each one themselves (the runner: stop the scenarios, then kill their children).
+	sigs <-chan os.Signal
+}
+
+// watchInterrupts is the process's one reader of its signals: it cancels ctx on the first,
+// closes again on the second, and relays each to the returned channel (dropped when nobody
+// reads it: a command that does not is told by ctx). A signal already waiting (Ctrl-C while
+// the process started) is taken before the command starts. stop ends the watch.
+func watchInterrupts(sigs <-chan os.Signal) (ctx context.Context, again <-chan struct{}, relay <-chan os.Signal, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	second, out, done := make(chan struct{}), make(chan os.Signal, 4), make(chan struct{})
+	n := 0
+	take := func(s os.Signal) {
+		n++
+		switch n {
+		case 1:
+			cancel()
+		case 2:
+			close(second)
+		}
+		select {
+		case out <- s:
+		default:
+		}
+	}
+	for pending := true; pending; {
+		select {
+		case s := <-sigs:
+			take(s)
+		default:
+			pending = false
+		}
+	}
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case s := <-sigs:
+				take(s)
+			}
+		}
+	}()
+	return ctx, second, out, func() { close(done); cancel() }
+}
+
+// stopped is the interruption of a command that a signal stopped before what (nothing of it
+// written), nil while no signal came: the check of a command whose steps are each short
+// and write whole, between them.
+func (inv invocation) stopped(what string) error {
+	if inv.ctx != nil && inv.ctx.Err() != nil {
+		return refusal.Interrupted("interrupted before %s; nothing was written", what)
+	}
+	return nil
 }
 
 // runFunc runs a command with the arguments after its name and returns its exit code.
@@ -202,7 +263,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan 
 	if c == nil {
 		return unknownCommand(stderr, "flowtest", args)
 	}
-	inv := invocation{stdin: stdin, stdout: stdout, stderr: stderr, sigs: sigs}
+	ctx, again, relay, stop := watchInterrupts(sigs)
+	defer stop()
+	inv := invocation{stdin: stdin, stdout: stdout, stderr: stderr, ctx: ctx, again: again, sigs: relay}
 	if c.flags == nil {
 		return c.run(inv, rest)
 	}

@@ -146,3 +146,53 @@ func TestHelpOfAnUnknownCommandIsRefused(t *testing.T) {
 	assert.Contains(t, e.String(), "verify, pack, merge")
 	assert.Empty(t, o.String())
 }
+
+// Each command accepts only its own flags: for every command and every flag another command
+// declares and it does not, parsing refuses the flag as undefined, naming it and the command
+// (sweep took --tags and --concurrency and ignored them; explore took --shard). -h follows
+// the flag, so a command that wrongly accepted it would print its help and exit 0, never run.
+func TestEachCommandRefusesTheFlagsOfOthers(t *testing.T) {
+	all := map[string]bool{}
+	for i := range commands {
+		for _, name := range declaredFlags(&commands[i]) {
+			all[name] = true
+		}
+	}
+	// The flags these commands took and ignored (or refused only after parsing): now none
+	// of theirs.
+	ignored := map[string][]string{
+		"sweep":    {"tags", "rerun", "allow-empty", "confirmed-by", "concurrency", "product", "node", "timeout-scale", "api-budget", "lock-dir"},
+		"check":    {"sandbox-bin", "product", "node", "lock-dir", "timeout-scale"},
+		"explore":  {"tags", "rerun", "allow-empty", "shard", "repeat", "format", "sut-commit", "durations-from"},
+		"gate run": {"tags", "rerun", "allow-empty", "repeat", "shard"},
+		"list":     {"env-file", "sandbox-bin", "confirmed-by"},
+	}
+	for name, flags := range ignored {
+		c := commandNamed(name)
+		require.NotNil(t, c, name)
+		for _, f := range flags {
+			assert.NotContains(t, declaredFlags(c), f, "%s declares --%s, which it does not act on", name, f)
+			assert.True(t, all[f], "--%s is some command's flag", f)
+		}
+	}
+	for i := range commands {
+		c := &commands[i]
+		if c.hidden || c.flags == nil {
+			continue
+		}
+		own := map[string]bool{}
+		for _, name := range declaredFlags(c) {
+			own[name] = true
+		}
+		for name := range all {
+			if own[name] {
+				continue
+			}
+			var o, e bytes.Buffer
+			code := Main(append(commandWords(c), "--"+name+"=x", "-h"), nil, &o, &e, nil)
+			assert.Equal(t, 2, code, "%s --%s: refused", c.name, name)
+			assert.Contains(t, e.String(), "flag provided but not defined: -"+name, "%s --%s", c.name, name)
+			assert.Contains(t, e.String(), "flowtest "+c.name, "the refusal of --%s names %s", name, c.name)
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 
 	"github.com/ksqlflow/flowtest/internal/defects"
@@ -32,7 +31,7 @@ func (f *defectsFlags) bind(fs *flag.FlagSet) {
 }
 
 func cmdDefects(inv invocation, f *defectsFlags, fset *flag.FlagSet, args []string) int {
-	stdout, stderr, sigs := inv.stdout, inv.stderr, inv.sigs
+	stdout, stderr, ctx := inv.stdout, inv.stderr, inv.ctx
 	if code, ok := parseKeepingRepeats(fset, args); !ok {
 		return code
 	}
@@ -81,18 +80,7 @@ func cmdDefects(inv invocation, f *defectsFlags, fset *flag.FlagSet, args []stri
 		fmt.Fprintf(stderr, "flowtest defects: %v\n", err)
 		return runner.ExitFailed
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var interrupted atomic.Bool
-	go func() {
-		select {
-		case <-sigs:
-			interrupted.Store(true)
-			fmt.Fprintln(stderr, "flowtest defects: interrupted; stopping the current run")
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	defer context.AfterFunc(ctx, func() { fmt.Fprintln(stderr, "flowtest defects: interrupted; stopping the current run") })()
 	r := &defects.Run{Root: root, GoBin: f.goBin, Self: self, Work: work, Log: &runner.LockedWriter{W: stdout}, Ctx: ctx}
 	start := time.Now()
 	fmt.Fprintf(stdout, "flowtest defects: %d of %d planted defects (%s), work dir %s\n", len(selected), len(cat.Defects), defects.CatalogueFile, work)
@@ -138,7 +126,7 @@ func cmdDefects(inv invocation, f *defectsFlags, fset *flag.FlagSet, args []stri
 	fmt.Fprintf(stdout, "\n%d caught, %d escaped, %d not yet covered by a scenario; wall time %s\n", caught, escaped, pending, time.Since(start).Round(100*time.Millisecond))
 	code := runner.ExitPassed
 	switch {
-	case interrupted.Load():
+	case ctx.Err() != nil:
 		code = runner.ExitInterrupted
 	case controlBad:
 		fmt.Fprintln(stdout, "the control run failed: a scenario that fails on the correct sandbox proves nothing about a defect")

@@ -165,7 +165,7 @@ func TestCrashDrillHeldLockIsSweptOnceItsLeaseRunsOut(t *testing.T) {
 	// The tenant-activity check passes again (`check`: the scenario itself takes a minute
 	// more, waiting for a lease of its own; the other kill points rerun theirs).
 	check := flowtest(t, st.env, "check", "--target", "live", "--env-file", filepath.Join(st.envDir, ".env"), "--confirmed-by", "drill",
-		"--lock-dir", filepath.Join(dir, "locks"), "--tags", tags)
+		"--tags", tags)
 	assert.Equal(t, 0, check.code, check.stdout+check.stderr)
 	assert.Regexp(t, `PASS +tenant-activity`, check.stdout)
 }

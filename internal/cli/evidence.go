@@ -65,6 +65,9 @@ func cmdEvidence(inv invocation, f *evidenceFlags, fset *flag.FlagSet, args []st
 		fmt.Fprintf(stderr, "flowtest evidence: %v\n", err)
 		return runner.ExitRefused
 	}
+	if err := inv.stopped("the evidence rows"); err != nil {
+		return exitFor(stderr, "evidence", err)
+	}
 	// The archives were redacted when written, perhaps under another environment: what this
 	// command prints and writes passes this environment's redactor too, and --out is
 	// leak-checked.

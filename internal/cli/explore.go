@@ -44,6 +44,8 @@ type exploreSpec struct {
 	processes  []string
 	// via: the manifest redirected `flowtest explore <via.From>` to id (explore: {via: …}).
 	via *explorer.Redirect
+	// interrupt is the command's (invocation.ctx): cancelled, no new schedule starts.
+	interrupt context.Context
 }
 
 // requested is the scenario the command named (the redirect's source, else the explored one).
@@ -62,10 +64,10 @@ func (sp *exploreSpec) bind(fs *flag.FlagSet) {
 	fs.Var((*positiveDurationFlag)(&sp.budget), "time", "run schedules for `D`, a duration (e.g. 10m), instead of a number of them")
 	fs.StringVar(&sp.strategy, "strategy", sp.strategy, "which held write is released next: random (seeded), pct (bugs of depth --depth) or dfs (orders with at most --bound preemptions)")
 	fs.Var((*positiveIntFlag)(&sp.depth), "depth", "pct: the depth `d` of the orderings it aims at")
-	fs.Var((*intFlag)(&sp.bound), "bound", "dfs: the preemption bound `b`")
+	fs.Var((*countFlag)(&sp.bound), "bound", "dfs: the preemption bound `b` (0 or more)")
 	fs.Var((*uint64Flag)(&sp.seed), "seed", "seed `S` of the strategy's choices")
 	fs.StringVar(&sp.replay, "replay", "", "run once the schedule of `FILE` (schedules/<n>.json of an earlier exploration)")
-	fs.Var((*intFlag)(&sp.shrinkRuns), "shrink-runs", "`n` runs at most spent shrinking a violating schedule")
+	fs.Var((*countFlag)(&sp.shrinkRuns), "shrink-runs", "`n` runs at most spent shrinking a violating schedule (0: no shrinking)")
 }
 
 // exploreFlags are what `flowtest explore` declares: its own flags and the run flags, which
@@ -77,14 +79,21 @@ type exploreFlags struct {
 
 func (f *exploreFlags) bind(fs *flag.FlagSet) {
 	f.exploreSpec.bind(fs)
-	f.run.bind(fs)
+	f.run.bindNamed(fs, exploreRunFlagNames...)
 }
 
 // exploreCommand is the table's explore: explore's own flags may stand anywhere among the
-// run flags, so cmdExplore splits them (parseExploreArgs) and the run path parses the rest;
-// the set the table declares is only printed.
-func exploreCommand(inv invocation, _ *exploreFlags, _ *flag.FlagSet, args []string) int {
-	return cmdExplore(args, inv.stdout, inv.stderr, inv.sigs)
+// run flags, so cmdExplore splits them (parseExploreArgs) and the run path parses the rest.
+// The set the table declares parses the flags after the id first, so that a flag explore
+// does not take (a run flag it would ignore, --shard, --tags) is refused as by every other
+// command, not handed to the run path, which knows every run flag.
+func exploreCommand(inv invocation, _ *exploreFlags, fs *flag.FlagSet, args []string) int {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		if _, code, ok := parseFlags(fs, "explore", args[1:], inv.stderr, "format"); !ok {
+			return code
+		}
+	}
+	return cmdExplore(inv, args)
 }
 
 // parseExploreArgs takes `<id>` (first), explore's flags and their values out of args, and
@@ -134,7 +143,7 @@ func parseExploreArgs(args []string) (exploreSpec, []string, error) {
 type (
 	positiveIntFlag      int
 	positiveDurationFlag time.Duration
-	intFlag              int
+	countFlag            int // 0 or more
 	uint64Flag           uint64
 )
 
@@ -160,11 +169,14 @@ func (p *positiveDurationFlag) Set(s string) error {
 	return err
 }
 
-func (p *intFlag) String() string { return strconv.Itoa(int(*p)) }
+func (p *countFlag) String() string { return strconv.Itoa(int(*p)) }
 
-func (p *intFlag) Set(s string) error {
+func (p *countFlag) Set(s string) error {
 	n, err := strconv.Atoi(s)
-	*p = intFlag(n)
+	if err == nil && n < 0 {
+		err = errors.New("want 0 or more")
+	}
+	*p = countFlag(n)
 	return err
 }
 
@@ -178,10 +190,11 @@ func (p *uint64Flag) Set(s string) error {
 
 // cmdExplore is `flowtest explore <id> …`: the run path with the scenario selected by its tag
 // and the session executing an exploration instead of one run.
-func cmdExplore(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
+func cmdExplore(inv invocation, args []string) int {
+	stderr := inv.stderr
 	if len(args) > 0 && slices.Contains([]string{"-h", "-help", "--help"}, args[0]) {
-		// The run flags' help, under explore's usage line from the table.
-		return runCommand("explore", args[:1], stdout, stderr, sigs, runExtras{})
+		// The help of the table's row (newFlagSet's Usage).
+		return runCommand("explore", args[:1], inv, runExtras{})
 	}
 	sp, rest, err := parseExploreArgs(args)
 	if err != nil {
@@ -203,7 +216,8 @@ func cmdExplore(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) 
 		}
 	}
 	runArgs := append([]string{"--tags", "@" + sp.id}, rest...)
-	return runCommand("explore", runArgs, stdout, stderr, sigs,
+	sp.interrupt = inv.ctx
+	return runCommand("explore", runArgs, inv,
 		runExtras{command: append([]string{"flowtest", "explore"}, args...), label: "explore-" + sp.id, explore: &sp})
 }
 
@@ -232,7 +246,7 @@ func exploreRedirect(id string, rest []string) *explorer.Redirect {
 }
 
 // exploreRuns is the session's execution under `flowtest explore`.
-func (s *session) exploreRuns(ctx context.Context, tgt *target.Target, stdout io.Writer, sigs <-chan os.Signal) int {
+func (s *session) exploreRuns(ctx context.Context, tgt *target.Target, stdout io.Writer) int {
 	sp := s.extras.explore
 	var it runner.Item
 	for _, i := range s.items {
@@ -278,14 +292,12 @@ func (s *session) exploreRuns(ctx context.Context, tgt *target.Target, stdout io
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() {
-		select {
-		case <-sigs:
+	if sp.interrupt != nil {
+		defer context.AfterFunc(sp.interrupt, func() {
 			fmt.Fprintln(stdout, "flowtest explore: interrupted: no new schedule starts")
 			cancel()
-		case <-ctx.Done():
-		}
-	}()
+		})()
+	}
 	var rep *explorer.Report
 	if sp.replay != "" {
 		f, _ := explorer.LoadReplay(sp.replay) // read by cmdExplore already

@@ -38,12 +38,14 @@ func TestExploreArgsSplitOwnFlagsFromRunFlags(t *testing.T) {
 
 func TestExploreArgsRefusals(t *testing.T) {
 	for args, want := range map[string][]string{
-		"name the scenario first": {"--schedules", "3"},
-		"not both":                {"x", "--schedules", "3", "--time", "1m"},
-		"unknown strategy":        {"x", "--strategy", "chaos"},
-		"needs a value":           {"x", "--seed"},
-		"positive integer":        {"x", "--schedules", "0"},
-		"dfs needs a preemption":  {"x", "--strategy", "dfs", "--bound", "-1"},
+		"name the scenario first":            {"--schedules", "3"},
+		"not both":                           {"x", "--schedules", "3", "--time", "1m"},
+		"unknown strategy":                   {"x", "--strategy", "chaos"},
+		"needs a value":                      {"x", "--seed"},
+		"positive integer":                   {"x", "--schedules", "0"},
+		`--bound "-1": want 0 or more`:       {"x", "--strategy", "dfs", "--bound", "-1"},
+		`--shrink-runs "-1": want 0 or more`: {"x", "--shrink-runs", "-1"},
+		`--depth "-2": want a positive`:      {"x", "--strategy", "pct", "--depth", "-2"},
 	} {
 		_, _, err := parseExploreArgs(want)
 		if assert.Error(t, err, "%v", want) {
@@ -51,7 +53,7 @@ func TestExploreArgsRefusals(t *testing.T) {
 		}
 	}
 	var out, errb bytes.Buffer
-	assert.Equal(t, 2, cmdExplore([]string{"x", "--replay", "/nonexistent/1.json"}, &out, &errb, nil))
+	assert.Equal(t, 2, cmdExplore(invocation{stdout: &out, stderr: &errb}, []string{"x", "--replay", "/nonexistent/1.json"}))
 	assert.Contains(t, errb.String(), "replay file")
 }
 

@@ -1,7 +1,7 @@
 package cli
 
 // The run path's flags, each declared once. run, check, sweep, gate run and explore take a
-// group of them, list, steps, gate show and evidence the ones that choose scenarios, and
+// group of them (each the flags it acts on, no more), list, steps, gate show and evidence the ones that choose scenarios, and
 // rehearse the ones it forwards to its live runs; every command binds its group on the flag
 // set of its row in the command table (commands.go), so `-h` and `flowtest help <command>`
 // print what the command parses.
@@ -147,13 +147,44 @@ func withConfigFlags(decls map[string]func(f *runFlags, fs *flag.FlagSet)) map[s
 
 // The groups of run flags, by the commands that take them.
 var (
-	// commonFlagNames: list, and the start of every group below.
+	// commonFlagNames: the start of every group below.
 	commonFlagNames = []string{"target", "tags", "env-file", "features", "rerun", "sandbox-bin", "confirmed-by"}
 	// sessionFlagNames open a session (check, sweep): the configuration and the empty selection too.
 	sessionFlagNames = slices.Concat(commonFlagNames, configFlagNames(), []string{"allow-empty"})
-	// runFlagNames: run, gate run, explore.
+	// runFlagNames: run.
 	runFlagNames = slices.Concat(sessionFlagNames, []string{"out", "dry-run", "step-timeout", "format", "sut-commit", "keep-workdirs", "shard", "durations-from", "sandbox-read-latency", "repeat"})
+
+	// Each command takes only the flags it acts on: a flag it would ignore is refused as
+	// undefined rather than accepted and dropped (check printing the concurrency of a flag
+	// the run would not use, sweep taking --tags and selecting nothing).
+
+	// listFlagNames: list.
+	listFlagNames = []string{"target", "tags", "features", "rerun"}
+	// checkFlagNames: check starts no sandbox (--sandbox-bin, --product, --node), takes no
+	// lock (--lock-dir) and waits for nothing (--timeout-scale).
+	checkFlagNames = without(sessionFlagNames, "sandbox-bin", "product", "node", "lock-dir", "timeout-scale")
+	// sweepFlagNames: sweep selects and runs no scenario (--tags, --rerun, --allow-empty,
+	// --confirmed-by, --concurrency, --product, --node, --timeout-scale, --api-budget) and
+	// takes no run lock (--lock-dir); its --out is its own.
+	sweepFlagNames = without(sessionFlagNames, "tags", "rerun", "allow-empty", "confirmed-by", "concurrency", "product", "node", "timeout-scale", "api-budget", "lock-dir")
+	// gateRunFlagNames: the gate definition and its carry-over rules decide what runs.
+	gateRunFlagNames = without(runFlagNames, "tags", "rerun", "allow-empty", "repeat", "shard")
+	// exploreRunFlagNames: explore names its one scenario (not --tags, --rerun,
+	// --allow-empty, --shard), runs it once per schedule (not --repeat), writes its own
+	// report (not --format, --sut-commit) and shows no ETA (not --durations-from).
+	exploreRunFlagNames = without(runFlagNames, "tags", "rerun", "allow-empty", "shard", "repeat", "format", "sut-commit", "durations-from")
 )
+
+// without is names less drop, in order.
+func without(names []string, drop ...string) []string {
+	var out []string
+	for _, n := range names {
+		if !slices.Contains(drop, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 func configFlagNames() []string {
 	names := make([]string, len(configFlags))
@@ -201,12 +232,13 @@ func setDefault(fs *flag.FlagSet, name, value string) {
 	fl.DefValue = value
 }
 
-// checkFlags are check's: a session's, without the run's own.
+// checkFlags are check's: a session's that the preflight reads.
 type checkFlags struct{ runFlags }
 
-func (f *checkFlags) bind(fs *flag.FlagSet) { f.bindNamed(fs, sessionFlagNames...) }
+func (f *checkFlags) bind(fs *flag.FlagSet) { f.bindNamed(fs, checkFlagNames...) }
 
-// listFlags are list's: the scenarios and their target.
+// listFlags are list's: the scenarios and their target. list reads no configuration
+// (--env-file), starts nothing (--sandbox-bin) and confirms nothing (--confirmed-by).
 type listFlags struct{ runFlags }
 
-func (f *listFlags) bind(fs *flag.FlagSet) { f.bindNamed(fs, commonFlagNames...) }
+func (f *listFlags) bind(fs *flag.FlagSet) { f.bindNamed(fs, listFlagNames...) }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ksqlflow/flowtest/internal/gate"
+	"github.com/ksqlflow/flowtest/internal/refusal"
 	"github.com/ksqlflow/flowtest/results"
 	"github.com/ksqlflow/flowtest/runner"
 )
@@ -143,13 +144,13 @@ type gateRunFlags struct {
 var gateOnlyFlags = []string{"sut-repo", "since-archive"}
 
 func (f *gateRunFlags) bind(fs *flag.FlagSet) {
-	f.runFlags.bind(fs)
+	f.bindNamed(fs, gateRunFlagNames...) // --durations-from stays: without --shard it only gives the progress line its ETA
 	fs.StringVar(&f.sutRepo, "sut-repo", "", "the SUT's git repository `DIR`: the carry-over rules read git diff --stat there (required)")
 	fs.StringVar(&f.since, "since-archive", "", "archive of the last accepting run: carried-over scenarios point to their passing records there")
 }
 
 func cmdGateRun(inv invocation, f *gateRunFlags, fset *flag.FlagSet, args []string) int {
-	stdout, stderr, sigs := inv.stdout, inv.stderr, inv.sigs
+	stdout, stderr := inv.stdout, inv.stderr
 	name, rest := splitGateName(args)
 	uses, code, ok := parseFlags(fset, "gate run", rest, stderr, "format")
 	if !ok {
@@ -158,13 +159,6 @@ func cmdGateRun(inv invocation, f *gateRunFlags, fset *flag.FlagSet, args []stri
 	name, ok = gateNamed(name, fset)
 	if !ok {
 		return refuseUsage(stderr, "gate run")
-	}
-	// --durations-from stays: without --shard it only gives the progress line its ETA.
-	for _, bad := range []string{"tags", "rerun", "allow-empty", "repeat", "shard"} {
-		if _, given := uses[bad]; given {
-			fmt.Fprintf(stderr, "flowtest gate run: --%s cannot be given: the gate definition and its carry-over rules decide what runs\n", bad)
-			return runner.ExitRefused
-		}
 	}
 	switch {
 	case strings.TrimSpace(f.sutCommit) == "":
@@ -180,13 +174,16 @@ func cmdGateRun(inv invocation, f *gateRunFlags, fset *flag.FlagSet, args []stri
 	if err != nil {
 		return exitFor(stderr, "gate run", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(inv.ctx, 2*time.Minute) // the SUT's git; a signal stops it
 	defer cancel()
 	repo, err := gate.OpenGit(f.sutRepo)
 	if err != nil {
 		return exitFor(stderr, "gate run", err)
 	}
 	rec, runIDs, err := gate.Plan(ctx, g, items, f.target, f.sutCommit, repo, f.since)
+	if err != nil && inv.ctx.Err() != nil {
+		err = refusal.Interrupted("interrupted while planning the gate (%v); nothing ran", err)
+	}
 	if err != nil {
 		return exitFor(stderr, "gate run", err)
 	}
@@ -208,7 +205,7 @@ func cmdGateRun(inv invocation, f *gateRunFlags, fset *flag.FlagSet, args []stri
 	}
 	fwd = append(fwd, "--tags", strings.Join(tags, " or "), "--sut-commit", rec.SUT.Commit)
 	command := append([]string{"flowtest", "gate", "run", name}, rest...)
-	code = runCommand("gate run", fwd, stdout, stderr, sigs, runExtras{gate: rec, label: "gate-" + g.Name, command: command})
+	code = runCommand("gate run", fwd, inv, runExtras{gate: rec, label: "gate-" + g.Name, command: command})
 	if f.dryRun {
 		return code // the plan above and the run's dry run: nothing ran, no record
 	}

@@ -85,7 +85,7 @@ func (s *liveSetup) check(t *testing.T, change map[string]string) result {
 			env = append(env, k+"="+v)
 		}
 	}
-	return flowtest(t, env, "check", "--target", "live", "--features", s.features, "--lock-dir", t.TempDir())
+	return flowtest(t, env, "check", "--target", "live", "--features", s.features)
 }
 
 // The live preflight proves the setup read-only: a complete setup passes; a missing CA,

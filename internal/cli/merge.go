@@ -63,6 +63,9 @@ func cmdMerge(inv invocation, f *mergeFlags, fset *flag.FlagSet, args []string) 
 		fmt.Fprintf(stderr, "flowtest archive merge: refused: %v\n", err)
 		return runner.ExitRefused
 	}
+	if err := inv.stopped("the merged archive"); err != nil {
+		return exitFor(stderr, "archive merge", err)
+	}
 	secrets := redact.SecretsFromEnv(env)
 	arch, err := results.Create(f.out, "merged-"+label(merged.Run.TagExpression), time.Now(), redact.New(secrets, nil))
 	if err != nil {

@@ -100,7 +100,15 @@ func cmdList(inv invocation, f *listFlags, fs *flag.FlagSet, args []string) int 
 	if err := c.validate(uses); err != nil {
 		return exitFor(stderr, "list", err)
 	}
-	items, _, _, err := c.plan()
+	items, _, expr, err := c.plan()
+	if err == nil {
+		// The run's own check of the expression: a tag no scenario carries is refused here
+		// as run refuses it (with the closest tags), not listed as an empty or narrowed
+		// selection. An empty selection is listed: it says what run would refuse.
+		if err = runner.CheckSelection(items, c.tags, expr, c.rerun, true); err != nil {
+			err = refuse("%v", err)
+		}
+	}
 	if err != nil {
 		return exitFor(stderr, "list", err)
 	}

@@ -225,8 +225,8 @@ func TestEveryWrongInputIsRefusedBeforeAnythingRuns(t *testing.T) {
 			out := filepath.Join(work, "results")
 			require.NoError(t, os.Mkdir(out, 0o755))
 			args := append([]string(nil), c.args...)
-			if args[0] == "run" || args[0] == "check" {
-				if !has(args, "--out") && args[0] == "run" {
+			if args[0] == "run" { // check takes neither --lock-dir nor --sandbox-bin: it locks and starts nothing
+				if !has(args, "--out") {
 					args = append(args, "--out", out)
 				}
 				if !has(args, "--lock-dir") && !hasPrefix(c.env, "FLOWTEST_LOCK_DIR=") {
@@ -325,7 +325,7 @@ func TestRefusalDetectorsWork(t *testing.T) {
 	env := []string{"KSQL_SPIKE_BASE_URL=" + srv.URL, "KSQL_SPIKE_APP_EXEC=101", "KSQL_SPIKE_APP_AUDIT=102", "KSQL_E2E_LOG_APP_ID=103",
 		"KSQL_E2E_REQUEST_APP_ID=104", "KSQL_SPIKE_TOKEN_EXEC=t1", "KSQL_SPIKE_TOKEN_EXEC_RO=t2", "KSQL_SPIKE_TOKEN_AUDIT=t3",
 		"KSQL_SPIKE_TOKEN_AUDIT_RO=t4", "KSQL_E2E_TOKEN_LOGS=t5", "KSQL_E2E_TOKEN_LOGS_RO=t6", "KSQL_E2E_TOKEN_REQUESTS=t7", "KSQL_E2E_TOKEN_REQUESTS_RO=t8"}
-	c := flowtest(t, env, "check", "--target", "live", "--features", features, "--lock-dir", t.TempDir())
+	c := flowtest(t, env, "check", "--target", "live", "--features", features)
 	assert.Equal(t, 2, c.code, c.stdout+c.stderr)
 	// The setup probe of the tenant (livesetup.go) runs once the safety rules pass and is
 	// refused here (the test server's certificate is not trusted).

@@ -40,7 +40,7 @@ func (f *rehearseFlags) bind(fs *flag.FlagSet) {
 // cmdRehearse is `flowtest rehearse` (internal/rehearse): its flags and selection are checked
 // here, once, so that a typo is refused before any tenant starts.
 func cmdRehearse(inv invocation, f *rehearseFlags, fset *flag.FlagSet, args []string) int {
-	stdout, stderr, sigs := inv.stdout, inv.stderr, inv.sigs
+	stdout, stderr := inv.stdout, inv.stderr
 	uses, code, ok := parseFlags(fset, "rehearse", args, stderr)
 	if !ok {
 		return code
@@ -80,11 +80,11 @@ func cmdRehearse(inv invocation, f *rehearseFlags, fset *flag.FlagSet, args []st
 	if err != nil {
 		return exitFor(stderr, "rehearse", fmt.Errorf("find the flowtest binary: %w", err))
 	}
-	rep, err := rehearse.Run(rehearse.Options{
+	rep, err := rehearse.Run(inv.ctx, inv.again, rehearse.Options{
 		Latency: f.latency, Shards: f.shards, Tags: f.tags, Label: label(f.tags), Features: f.features, Out: f.out,
 		SandboxBin: sb, Self: self, ConfirmedBy: f.confirmedBy, DurationsFrom: f.durationsDir,
 		StepTimeout: f.given("step-timeout"), TimeoutScale: f.given("timeout-scale"), AllowEmpty: f.allowEmpty, KeepWorkDirs: f.keepWorkDirs,
-	}, stdout, stderr, sigs)
+	}, stdout, stderr)
 	if err != nil {
 		return exitFor(stderr, "rehearse", err)
 	}

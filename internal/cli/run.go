@@ -32,13 +32,14 @@ func cmdRun(inv invocation, f *runFlags, fs *flag.FlagSet, args []string) int {
 
 // runCommand is the run path for the run flags `flowtest gate run` and `flowtest explore`
 // hand on, under their command's name; extras is what they add (the gate record, the
-// exploration).
-func runCommand(name string, args []string, stdout, stderr io.Writer, sigs <-chan os.Signal, extras runExtras) int {
+// exploration). It parses every run flag: the command refused those it does not take with
+// its own set first, and adds some itself (--tags).
+func runCommand(name string, args []string, inv invocation, extras runExtras) int {
 	fs := newFlagSet(name)
 	var f runFlags
 	f.bind(fs)
-	fs.SetOutput(stderr)
-	return runWith(name, &f, fs, args, stdout, stderr, sigs, extras)
+	fs.SetOutput(inv.stderr)
+	return runWith(name, &f, fs, args, inv.stdout, inv.stderr, inv.sigs, extras)
 }
 
 // runWith is the run path over args parsed into fs, on which the flags of flags are bound.
@@ -184,7 +185,7 @@ func resolvedOf(t *target.Target) safety.Resolved {
 // --repeat N, N times (repeat.go).
 func (s *session) execute(ctx context.Context, tgt *target.Target, stdout io.Writer, sigs <-chan os.Signal) int {
 	if s.extras.explore != nil {
-		return s.exploreRuns(ctx, tgt, stdout, sigs)
+		return s.exploreRuns(ctx, tgt, stdout)
 	}
 	if s.flags.repeat > 1 {
 		return s.repeatRuns(ctx, tgt, stdout, sigs)

@@ -104,7 +104,11 @@ func openSession(f runFlags) (*session, error) {
 	in := cfg.SafetyInput(prep.idents, prep.fixtures)
 	in.Scenarios = prep.selected
 	in.ScenarioNeeds = safetyNeeds(items)
-	return &session{flags: f, items: items, fsys: fsys, cfg: cfg, prep: prep, in: in, workDir: work, work: wd, durations: durations, api: apicount.New()}, nil
+	s := &session{flags: f, items: items, fsys: fsys, cfg: cfg, prep: prep, in: in, workDir: work, work: wd, durations: durations, api: apicount.New()}
+	// The preflight (check's PASS line too) judges the concurrency the run will use: on the
+	// sandbox the default when none is configured, not the configuration's 1.
+	s.in.Concurrency = s.concurrency()
+	return s, nil
 }
 
 // close removes the run-level work dir (rendered preflight fixtures, the emulator's data and

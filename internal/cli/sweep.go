@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/ksqlflow/flowtest/harness/target"
+	"github.com/ksqlflow/flowtest/internal/refusal"
 	"github.com/ksqlflow/flowtest/internal/sweep"
 	"github.com/ksqlflow/flowtest/runner"
 	"github.com/ksqlflow/flowtest/safety"
 )
 
-// sweepFlags are the flags of `flowtest sweep`: a session's (the same preflight as run), how
-// old a leftover must be, and whether to delete it.
+// sweepFlags are the flags of `flowtest sweep`: the target and its configuration (the same
+// preflight as run), how old a leftover must be, and whether to delete it.
 type sweepFlags struct {
 	runFlags
 	olderThan time.Duration
@@ -22,7 +23,7 @@ type sweepFlags struct {
 }
 
 func (f *sweepFlags) bind(fs *flag.FlagSet) {
-	f.bindNamed(fs, sessionFlagNames...)
+	f.bindNamed(fs, sweepFlagNames...)
 	fs.DurationVar(&f.olderThan, "older-than", time.Hour, "only scopes made longer ago than this (a positive duration); keep it above the longest run of a runner on another machine")
 	fs.BoolVar(&f.delete, "delete", false, "delete what is listed (default: list only)")
 	fs.StringVar(&f.out, "out", "test-results", "results root: the sweep record goes to <out>/<YYYY-MM-DD>/<HHMMSS>-sweep/sweep.json")
@@ -62,7 +63,7 @@ func cmdSweep(inv invocation, sf *sweepFlags, fset *flag.FlagSet, args []string)
 		safety.FormatViolations(stderr, static)
 		return runner.ExitRefused
 	}
-	ctx := context.Background()
+	ctx := inv.ctx // the first SIGINT/SIGTERM stops the sweep at its next step
 	var tgt *target.Target
 	if s.in.Target == safety.TargetSandbox {
 		bin, err := target.FindSandboxBinary(f.sandboxBin)
@@ -72,6 +73,9 @@ func cmdSweep(inv invocation, sf *sweepFlags, fset *flag.FlagSet, args []string)
 		}
 		// A fresh emulator holds nothing: sweeping it proves the command, nothing more.
 		if tgt, err = target.StartSandbox(ctx, target.SandboxOptions{Bin: bin, WorkDir: filepath.Join(s.workDir, "sandbox"), Profile: s.cfg.Profile()}); err != nil {
+			if ctx.Err() != nil {
+				return exitFor(stderr, "sweep", refusal.Interrupted("interrupted before anything was read; nothing was deleted"))
+			}
 			fmt.Fprintf(stderr, "flowtest sweep: %v\n", err)
 			return runner.ExitRefused
 		}
@@ -107,8 +111,7 @@ func cmdSweep(inv invocation, sf *sweepFlags, fset *flag.FlagSet, args []string)
 	rec.LiveRunners = live.Runners
 	found, skipped, err := sw.Find(ctx, sweep.FindOptions{Now: now, OlderThan: sf.olderThan, Live: live})
 	if err != nil {
-		fmt.Fprintf(stderr, "flowtest sweep: %v\n", err)
-		return runner.ExitFailed
+		return exitFor(stderr, "sweep", err) // interrupted: 130, nothing was deleted or written
 	}
 	rec.Skipped = skipped
 	// Every scope the sweep would delete passes the run's own identifier rules first.
@@ -123,18 +126,22 @@ func cmdSweep(inv invocation, sf *sweepFlags, fset *flag.FlagSet, args []string)
 		fmt.Fprintf(stderr, "flowtest sweep: refused: %v\n", err)
 		return runner.ExitRefused
 	}
-	failed := false
-	for i := range found {
-		sc := &found[i]
-		if sc.Action == "left" || !sf.delete {
-			continue
-		}
-		if err := sw.Delete(ctx, sc); err != nil {
-			sc.Action, sc.Why = "failed", err.Error()
-			failed = true
-			continue
-		}
-		sc.Action = "deleted"
+	var failed bool
+	var stopped error // the interruption of --delete: the record still says what was deleted
+	if sf.delete {
+		// The first signal stops before the next scope; the second cuts the one under way.
+		abort, cancelAbort := context.WithCancel(context.Background())
+		defer cancelAbort()
+		go func() {
+			select {
+			case <-inv.again:
+				cancelAbort()
+			case <-abort.Done():
+			}
+		}()
+		failed, stopped = sw.DeleteAll(ctx, abort, found, func(sc *sweep.Scope) {
+			fmt.Fprintf(stdout, "flowtest sweep: %s %s\n", sc.Action, sc.Head)
+		})
 	}
 	rec.Scopes = found
 	sweep.Print(stdout, rec)
@@ -144,7 +151,10 @@ func cmdSweep(inv invocation, sf *sweepFlags, fset *flag.FlagSet, args []string)
 		return runner.ExitFailed
 	}
 	fmt.Fprintf(stdout, "flowtest sweep: record %s\n", filepath.Join(dir, sweep.RecordFile))
-	if failed {
+	switch {
+	case stopped != nil:
+		return exitFor(stderr, "sweep", stopped)
+	case failed:
 		return runner.ExitFailed
 	}
 	return runner.ExitPassed

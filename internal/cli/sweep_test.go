@@ -6,9 +6,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +22,7 @@ import (
 	hkintone "github.com/ksqlflow/flowtest/harness/kintone"
 	"github.com/ksqlflow/flowtest/harness/runlock"
 	"github.com/ksqlflow/flowtest/harness/scope"
+	"github.com/ksqlflow/flowtest/harness/wait"
 	"github.com/ksqlflow/flowtest/harness/workdir"
 	"github.com/ksqlflow/flowtest/internal/rehearse"
 	"github.com/ksqlflow/flowtest/internal/sweep"
@@ -248,4 +251,73 @@ func TestSweepRefusesABadOlderThan(t *testing.T) {
 	r := flowtest(t, nil, "sweep", "--older-than", "-5m")
 	assert.Equal(t, 2, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stderr, "--older-than -5m0s: want a positive duration")
+}
+
+// Ctrl-C stops a live `sweep --delete` (it used to be caught and ignored), whether it comes
+// while the sweep reads the leftovers of sixty dead runs (as soon as its work dir exists: its
+// signals are caught by then) or once it has deleted the first scope. It exits 130; what it
+// deleted is what its record says, written whole, and every scope it did not reach is still
+// on the tenant, listed with why. Stopped while reading, it deletes and writes nothing.
+func TestSweepDeleteStopsOnSIGINT(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("os.Interrupt cannot be sent on Windows")
+	}
+	for _, phase := range []string{"reading", "deleting"} {
+		t.Run(phase, func(t *testing.T) {
+			st := startStandaloneTenant(t)
+			now := time.Now().UTC()
+			const planted = 60
+			for i := 0; i < planted; i++ {
+				plantRun(t, st, newScope(t, fmt.Sprintf("sweep_int%02d", i), now.Add(-2*time.Hour)), time.Time{})
+			}
+			out := t.TempDir()
+			cmd := flowtestCmd(st.env, "sweep", "--target", "live", "--env-file", filepath.Join(st.envDir, ".env"), "--out", out, "--delete")
+			var buf syncBuffer
+			cmd.Stdout, cmd.Stderr = &buf, &buf
+			require.NoError(t, cmd.Start())
+			t.Cleanup(func() { _ = cmd.Process.Kill() })
+			require.NoError(t, wait.Until(context.Background(), "the sweep "+phase, 60*time.Second, time.Millisecond,
+				func(context.Context) (bool, string, error) {
+					if phase == "deleting" {
+						return strings.Contains(buf.String(), "flowtest sweep: deleted "), "", nil
+					}
+					ents, err := workdir.List(st.tmpDir())
+					return err == nil && len(ents) > 0, "", nil
+				}))
+			require.NoError(t, cmd.Process.Signal(os.Interrupt))
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee, buf.String())
+			require.Equal(t, 130, ee.ExitCode(), buf.String())
+			assert.Contains(t, buf.String(), "flowtest sweep: interrupted")
+
+			left := st.count(t, "state", `record_type in ("NETWORK_RUN")`)
+			recs, err := filepath.Glob(filepath.Join(out, "*", "*-sweep*", sweep.RecordFile))
+			require.NoError(t, err)
+			if phase == "reading" && len(recs) == 0 {
+				assert.Equal(t, planted, left, "nothing deleted:\n%s", buf.String())
+				return
+			}
+			require.Len(t, recs, 1, buf.String())
+			data, err := os.ReadFile(recs[0])
+			require.NoError(t, err)
+			var rec sweep.Record
+			require.NoError(t, json.Unmarshal(data, &rec), "the record is whole")
+			deleted := 0
+			for _, sc := range rec.Scopes {
+				switch sc.Action {
+				case "deleted":
+					deleted++
+				case "listed":
+					assert.Equal(t, sweep.Interrupted, sc.Why, sc.Head)
+				default:
+					t.Errorf("%s: %s", sc.Head, sc.Action)
+				}
+			}
+			t.Logf("stopped after deleting %d of %d scopes", deleted, planted)
+			assert.Len(t, rec.Scopes, planted)
+			assert.Less(t, deleted, planted, "the sweep stopped before the last scope:\n%s", buf.String())
+			assert.Equal(t, planted-deleted, left, "the tenant holds exactly the scopes the record says were not deleted")
+		})
+	}
 }

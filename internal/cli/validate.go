@@ -63,7 +63,13 @@ func parseFlags(fset *flag.FlagSet, name string, args []string, stderr io.Writer
 		fmt.Fprint(stderr, buf.String())
 		return nil, 0, false
 	case err != nil:
-		fmt.Fprintf(stderr, "flowtest %s: %v (flowtest %s -h lists the flags)\n", name, err, name)
+		why := ""
+		if flagName, undefined := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); undefined {
+			if w := notTaken[name][strings.TrimLeft(flagName, "-")]; w != "" {
+				why = ": " + w
+			}
+		}
+		fmt.Fprintf(stderr, "flowtest %s: %v%s (flowtest %s -h lists the flags)\n", name, err, why, name)
 		return nil, runner.ExitRefused, false
 	}
 	given := flagcheck.Uses(fset, args)
@@ -82,6 +88,32 @@ func parseFlags(fset *flag.FlagSet, name string, args []string, stderr io.Writer
 	}
 	return uses, 0, true
 }
+
+// notTaken says why a command does not take a flag that a sibling takes (flags.go's
+// groups), for the refusal of that flag: "not defined" alone leaves the user guessing.
+var notTaken = func() map[string]map[string]string {
+	why := map[string]map[string]string{}
+	set := func(cmd, reason string, flags ...string) {
+		if why[cmd] == nil {
+			why[cmd] = map[string]string{}
+		}
+		for _, f := range flags {
+			why[cmd][f] = reason
+		}
+	}
+	set("gate run", "the gate definition and its carry-over rules decide what runs", "tags", "rerun", "allow-empty", "repeat", "shard")
+	set("sweep", "sweep selects and runs no scenario; it lists (with --delete removes) what dead runs left on the target",
+		"tags", "rerun", "allow-empty", "confirmed-by", "concurrency", "product", "node", "timeout-scale", "api-budget")
+	set("sweep", "sweep takes no run lock", "lock-dir")
+	set("explore", "explore runs the one scenario it names", "tags", "rerun", "allow-empty", "shard")
+	set("explore", "explore runs its scenario once per schedule (--schedules, --time)", "repeat")
+	set("explore", "explore writes its own report (explore.json, index.html) and run archives", "format", "sut-commit")
+	set("check", "check starts no sandbox", "sandbox-bin", "product", "node")
+	set("check", "check takes no run lock", "lock-dir")
+	set("check", "check waits for nothing", "timeout-scale")
+	set("list", "list reads no configuration and starts nothing", "env-file", "sandbox-bin", "confirmed-by")
+	return why
+}()
 
 // parseKeepingRepeats parses args into fset as the flag package does, for steps and defects: a
 // flag given twice keeps its last value, and an error prints the whole help; -h is not a

@@ -69,7 +69,7 @@ var rules = map[string][]string{
 	"internal/ksqlwrap":            {"internal/refusal", "steps"},
 	"internal/buildtest":           {},
 	"internal/flagcheck":           {"internal/refusal"},
-	"internal/sweep":               {"harness/kintone", "harness/target", "harness/workdir", "kintoneapi", "results", "results/redact"},
+	"internal/sweep":               {"harness/kintone", "harness/target", "harness/workdir", "internal/refusal", "kintoneapi", "results", "results/redact"},
 	"internal/cli": {"harness/*", "internal/budget", "internal/defects", "internal/excerpt", "internal/explorer", "internal/flagcheck", "internal/gate", "internal/isolation", "internal/ksqlwrap",
 		"internal/preflight", "internal/refusal", "internal/rehearse", "internal/sweep", "kintoneapi", "results", "results/*", "runner", "runner/*", "safety", "steps"},
 	// The binary's main only wires the process (keeper hook, signals, profiles) to the CLI.

@@ -99,7 +99,12 @@ type Report struct {
 // their output and reads their archives into the report (printed, and saved by Save). The
 // error is a refusal when a tenant did not start (nothing ran), Interrupted when a signal cut
 // the rehearsal short before a report.
-func Run(o Options, stdout, stderr io.Writer, sigs <-chan os.Signal) (*Report, error) {
+//
+// Signals come as the command's: interrupt is cancelled by the first (the live runs are
+// interrupted, each writes its archive marked interrupted), killed is closed by the second
+// (they are killed). Children run in process groups of their own, so a terminal's Ctrl-C
+// reaches them only through here, once.
+func Run(interrupt context.Context, killed <-chan struct{}, o Options, stdout, stderr io.Writer) (*Report, error) {
 	started := time.Now()
 	speed := "fast"
 	if o.Latency > 0 {
@@ -125,38 +130,9 @@ func Run(o Options, stdout, stderr io.Writer, sigs <-chan os.Signal) (*Report, e
 		defer os.RemoveAll(work)
 	}
 
-	// Signals: the first interrupts the live runs (each writes its archive marked
-	// interrupted); the second kills them. Children run in process groups of their own, so a
-	// terminal's Ctrl-C reaches them only through here, once.
-	interrupted, killed := make(chan struct{}), make(chan struct{})
-	stopSignals := make(chan struct{})
-	defer close(stopSignals)
-	go func() {
-		n := 0
-		for {
-			select {
-			case <-sigs:
-				n++
-				if n == 1 {
-					close(interrupted)
-				} else {
-					close(killed)
-					return
-				}
-			case <-stopSignals:
-				return
-			}
-		}
-	}()
-	ctx, cancel := context.WithCancel(context.Background())
+	interrupted := interrupt.Done()
+	ctx, cancel := context.WithCancel(interrupt)
 	defer cancel()
-	go func() {
-		select {
-		case <-interrupted:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 
 	fmt.Fprintf(stdout, "rehearse: the live path on %d stand-alone tenant(s), business reads %s; archives under %s\n", o.Shards, speedText(o.Latency), dir)
 	tenants := make([]*tenant, o.Shards)

@@ -90,7 +90,7 @@ func TestRehearsalOperatorEnvPassesLiveCheck(t *testing.T) {
 	features := filepath.Join(root, "features")
 	require.NoError(t, err)
 	cmd := exec.Command(filepath.Join(binDir, "flowtest"+buildtest.Exe()), "check", "--target", "live", "--features", features,
-		"--tags", "@m5 or @p2-16 or @csv1", "--confirmed-by", "rehearsal", "--lock-dir", t.TempDir())
+		"--tags", "@m5 or @p2-16 or @csv1", "--confirmed-by", "rehearsal")
 	cmd.Dir = tn.opDir
 	cmd.Env = append(proc.PlatformEnv(), exports...)
 	var out bytes.Buffer

@@ -34,6 +34,7 @@ import (
 	hkintone "github.com/ksqlflow/flowtest/harness/kintone"
 	"github.com/ksqlflow/flowtest/harness/target"
 	"github.com/ksqlflow/flowtest/harness/workdir"
+	"github.com/ksqlflow/flowtest/internal/refusal"
 	"github.com/ksqlflow/flowtest/kintoneapi"
 	"github.com/ksqlflow/flowtest/results"
 	"github.com/ksqlflow/flowtest/results/redact"
@@ -112,7 +113,13 @@ type FindOptions struct {
 // Find lists the scopes with records in the state, audit or request app, and decides for
 // each: a live runner's (not listed, named in skipped), younger than OlderThan (skipped), a
 // held lock whose lease has not run out (left, with why), or a leftover (listed).
-func (sw *Sweeper) Find(ctx context.Context, o FindOptions) ([]Scope, []string, error) {
+func (sw *Sweeper) Find(ctx context.Context, o FindOptions) (scopes []Scope, skipped []string, err error) {
+	defer func() {
+		if err != nil && ctx.Err() != nil && !refusal.IsInterrupted(err) {
+			// A read cut by the signal: the interruption, not the tenant, ended it.
+			scopes, skipped, err = nil, nil, refusal.Interrupted("interrupted while reading the scopes; nothing was deleted")
+		}
+	}()
 	now, olderThan, live, liveSince := o.Now, o.OlderThan, o.Live.Heads, o.Live.Since
 	heads, err := hkintone.RunScopeHeads(ctx, sw.api, sw.apps.State)
 	if err != nil {
@@ -136,8 +143,10 @@ func (sw *Sweeper) Find(ctx context.Context, o FindOptions) ([]Scope, []string, 
 		sc.requests[full] += n
 	}
 	var out []Scope
-	var skipped []string
 	for _, h := range slices.Sorted(maps.Keys(byHead)) {
+		if ctx.Err() != nil {
+			return nil, nil, refusal.Interrupted("interrupted while reading the scopes; nothing was deleted")
+		}
 		sc := byHead[h]
 		switch {
 		case live[h]:
@@ -188,6 +197,54 @@ func (sw *Sweeper) Find(ctx context.Context, o FindOptions) ([]Scope, []string, 
 		out = append(out, *sc)
 	}
 	return out, skipped, nil
+}
+
+// Interrupted is the Why of a scope --delete did not reach because a signal stopped the sweep.
+const Interrupted = "not deleted: the sweep was interrupted before this scope"
+
+// DeleteAll deletes every listed scope of found (a left one stays), one scope after
+// another, and sets each one's Action: deleted, or failed with why. Before each scope it
+// checks stop: once cancelled (the first SIGINT/SIGTERM) it deletes nothing more, marks the
+// scopes not reached (Why: Interrupted) and returns refusal.Interrupted. The scope under way
+// is finished first, so that an interrupt leaves no scope half swept, unless abort is
+// cancelled too (the second signal): then its deletes stop at once and it is recorded as
+// failed, with the records deleted so far. done, if set, is told of each scope as it is
+// finished (the console's progress on a slow tenant). failed says whether a delete failed.
+func (sw *Sweeper) DeleteAll(stop, abort context.Context, found []Scope, done func(*Scope)) (failed bool, err error) {
+	for i := range found {
+		sc := &found[i]
+		if sc.Action == "left" {
+			continue
+		}
+		if stop.Err() != nil {
+			for j := i; j < len(found); j++ {
+				if found[j].Action != "left" {
+					found[j].Why = Interrupted
+				}
+			}
+			return failed, refusal.Interrupted("interrupted: %d scope(s) not deleted", countListed(found[i:]))
+		}
+		if err := sw.Delete(abort, sc); err != nil {
+			sc.Action, sc.Why = "failed", err.Error()
+			failed = true
+		} else {
+			sc.Action = "deleted"
+		}
+		if done != nil {
+			done(sc)
+		}
+	}
+	return failed, nil
+}
+
+func countListed(scopes []Scope) int {
+	n := 0
+	for _, sc := range scopes {
+		if sc.Action == "listed" {
+			n++
+		}
+	}
+	return n
 }
 
 // Delete removes one scope's leftovers: state and audit by the scope's head (every run whose
@@ -304,7 +361,8 @@ func WriteRecord(out string, now time.Time, rec *Record, red *redact.Redactor) (
 		return "", err
 	}
 	path := filepath.Join(dir, RecordFile)
-	if err := os.WriteFile(path, clean, 0o644); err != nil {
+	// Whole or not at all: a sweep stopped while writing leaves no half record.
+	if err := results.WriteFileAtomic(path, clean); err != nil {
 		return dir, err
 	}
 	// What was written is checked for what the redactor knows, as a run checks its archive.

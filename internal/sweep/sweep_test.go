@@ -16,7 +16,9 @@ import (
 	"github.com/ksqlflow/flowtest/harness/scope"
 	"github.com/ksqlflow/flowtest/harness/target"
 	"github.com/ksqlflow/flowtest/harness/workdir"
+	"github.com/ksqlflow/flowtest/internal/refusal"
 	"github.com/ksqlflow/flowtest/kintoneapi"
+	"github.com/ksqlflow/flowtest/results"
 	"github.com/ksqlflow/flowtest/results/redact"
 	skintone "github.com/ksqlflow/flowtest/sandbox/kintone"
 )
@@ -188,4 +190,110 @@ func TestFindLiveRunnersLeavesThisProcessOut(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, live.Heads)
 	assert.True(t, live.Since.IsZero())
+}
+
+// A signal during --delete (stop cancelled) stops the sweep before the next scope: the scope
+// being deleted is finished, the rest are untouched and marked as not reached, and the error
+// is an interruption (exit 130), not a failure.
+func TestDeleteAllStopsAtTheNextScopeWhenInterrupted(t *testing.T) {
+	tn := startTenant(t)
+	now := time.Now().UTC()
+	first := newScope(t, "sweep_first", now.Add(-3*time.Hour))
+	second := newScope(t, "sweep_second", now.Add(-3*time.Hour))
+	third := newScope(t, "sweep_third", now.Add(-3*time.Hour))
+	for _, sc := range []*scope.Scope{first, second, third} {
+		tn.plantRun(t, sc, time.Time{})
+	}
+	sw, err := New(tn.tgt, tn.apps)
+	require.NoError(t, err)
+	found, _, err := sw.Find(context.Background(), FindOptions{Now: now, OlderThan: time.Hour})
+	require.NoError(t, err)
+	require.Len(t, found, 3)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var finished []string
+	failed, err := sw.DeleteAll(ctx, context.Background(), found, func(sc *Scope) {
+		finished = append(finished, sc.Head)
+		cancel() // Ctrl-C while the first scope was being deleted
+	})
+	require.Error(t, err)
+	assert.True(t, refusal.IsInterrupted(err), "an interruption, not a failure: %v", err)
+	assert.Contains(t, err.Error(), "2 scope(s) not deleted")
+	assert.False(t, failed)
+	assert.Equal(t, []string{found[0].Head}, finished, "only the scope under way is finished")
+	assert.Equal(t, "deleted", found[0].Action)
+	for _, sc := range found[1:] {
+		assert.Equal(t, "listed", sc.Action, sc.Head)
+		assert.Equal(t, Interrupted, sc.Why, sc.Head)
+	}
+	assert.Equal(t, 2, tn.count(t, "state"), "the two scopes not reached keep their runs")
+	assert.Equal(t, 2, tn.count(t, "audit"))
+
+	// Reading stops too: Find under a cancelled context reads no scope.
+	_, _, err = sw.Find(ctx, FindOptions{Now: now, OlderThan: time.Hour})
+	assert.True(t, refusal.IsInterrupted(err), "%v", err)
+}
+
+// sweep.json is written through a temporary file renamed over it: a write that fails leaves
+// neither a half record nor a stray temporary file.
+func TestWriteRecordLeavesNoHalfFile(t *testing.T) {
+	now := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+	rec := &Record{SchemaVersion: 1, Target: "sandbox", At: now, OlderThan: "1h0m0s"}
+	out := t.TempDir()
+	dir, err := WriteRecord(out, now, rec, redact.New(nil, nil))
+	require.NoError(t, err)
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, ents, 1, "only sweep.json, no temporary file")
+	assert.Equal(t, RecordFile, ents[0].Name())
+
+	// A record that cannot be placed (its name is taken by a folder): no half file beside it.
+	require.NoError(t, os.Remove(filepath.Join(dir, RecordFile)))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, RecordFile), 0o755))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, RecordFile, "x"), 0o755))
+	require.NoError(t, results.WriteFileAtomic(filepath.Join(dir, "ok.json"), []byte("{}")))
+	err = results.WriteFileAtomic(filepath.Join(dir, RecordFile), []byte("{}"))
+	require.Error(t, err)
+	ents, err = os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	assert.ElementsMatch(t, []string{RecordFile, "ok.json"}, names, "the failed write's temporary file is gone")
+}
+
+// A second signal (abort cancelled) cuts the scope under way: it is recorded as failed, not
+// as deleted, and nothing after it is touched.
+func TestDeleteAllAbortCutsTheScopeUnderWay(t *testing.T) {
+	tn := startTenant(t)
+	now := time.Now().UTC()
+	for _, label := range []string{"sweep_a", "sweep_b"} {
+		tn.plantRun(t, newScope(t, label, now.Add(-3*time.Hour)), time.Time{})
+	}
+	sw, err := New(tn.tgt, tn.apps)
+	require.NoError(t, err)
+	found, _, err := sw.Find(context.Background(), FindOptions{Now: now, OlderThan: time.Hour})
+	require.NoError(t, err)
+	require.Len(t, found, 2)
+	stop, cancelStop := context.WithCancel(context.Background())
+	abort, cancelAbort := context.WithCancel(context.Background())
+	cancelStop()
+	cancelAbort()
+	// Both signals came before the first scope: nothing is deleted.
+	_, err = sw.DeleteAll(stop, abort, found, nil)
+	assert.True(t, refusal.IsInterrupted(err), "%v", err)
+	assert.Equal(t, 2, tn.count(t, "state"))
+
+	// The second signal while the first scope is deleted: that scope fails, the next is not reached.
+	stop2, cancelStop2 := context.WithCancel(context.Background())
+	defer cancelStop2()
+	failed, err := sw.DeleteAll(stop2, abort, found, func(*Scope) { cancelStop2() })
+	assert.True(t, refusal.IsInterrupted(err), "%v", err)
+	assert.True(t, failed)
+	assert.Equal(t, "failed", found[0].Action)
+	assert.Contains(t, found[0].Why, "context canceled")
+	assert.Equal(t, Interrupted, found[1].Why)
+	assert.Equal(t, 2, tn.count(t, "state"), "a delete cut before its first request deletes nothing")
 }
