@@ -41,6 +41,14 @@ func Members(dir string) ([]string, []Problem, error) {
 		switch t := d.Type(); {
 		case rel == "." || t.IsDir():
 		case t.IsRegular():
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			if n := linkCount(info); n > 1 {
+				probs = append(probs, Problem{File: rel, What: fmt.Sprintf("a file with %d names (a hard link): an archive holds only its own regular files", n)})
+				return nil
+			}
 			files = append(files, rel)
 		case t&fs.ModeSymlink != 0:
 			to, _ := os.Readlink(p)

@@ -87,9 +87,10 @@ func Shard(items []Item, k, n int, durations map[string]time.Duration) []Item {
 	return out
 }
 
-// DurationsOf reads the scenario durations of a previous archive (the scenarios that ran).
+// DurationsOf reads the scenario durations of a previous archive (the scenarios that ran),
+// verified first like every archive a command is handed: a shard plan is no better than them.
 func DurationsOf(archiveDir string) (map[string]time.Duration, error) {
-	_, run, err := results.ReadArchive(archiveDir)
+	_, run, err := results.ReadVerified(archiveDir)
 	if err != nil {
 		return nil, err
 	}

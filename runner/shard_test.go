@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 
 	"github.com/ksqlflow/flowtest/results"
 	"github.com/ksqlflow/flowtest/results/merge"
+	"github.com/ksqlflow/flowtest/results/redact"
 )
 
 func TestParseShard(t *testing.T) {
@@ -117,4 +120,28 @@ func TestMergedShardsEqualTheUnshardedRun(t *testing.T) {
 	assert.ErrorContains(t, err, "missing")
 	_, err = merge.Merge([]merge.MergeInput{in[0], in[0]})
 	assert.Error(t, err)
+}
+
+// --durations-from is an archive handed to a command like any other: one that does not hold
+// together (here a member that links out of it) is refused naming the member, never read for
+// the plan.
+func TestDurationsOfReadsOnlyAVerifiedArchive(t *testing.T) {
+	a, err := results.Create(t.TempDir(), "d", time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), redact.New(nil, nil))
+	require.NoError(t, err)
+	a.SetOrder([]string{"s1"})
+	start := time.Date(2026, 12, 1, 10, 0, 1, 0, time.UTC)
+	require.NoError(t, a.WriteScenario(&results.Scenario{SchemaVersion: results.SchemaVersion, ID: "s1", Feature: "f", Series: "m5",
+		Tags: []string{"@s1"}, Status: results.StatusPassed, Start: start, End: start.Add(2 * time.Second), DurationMS: 2000}))
+	require.NoError(t, a.Finish(&results.Run{Target: "sandbox", RunOrder: []string{"s1"}, End: start.Add(3 * time.Second)}))
+
+	d, err := DurationsOf(a.Dir())
+	require.NoError(t, err)
+	assert.Equal(t, map[string]time.Duration{"s1": 2 * time.Second}, d)
+
+	outside := filepath.Join(t.TempDir(), "elsewhere.txt")
+	require.NoError(t, os.WriteFile(outside, []byte("x"), 0o600))
+	require.NoError(t, os.Symlink(outside, filepath.Join(a.Dir(), "extra.txt")))
+	_, err = DurationsOf(a.Dir())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "extra.txt")
 }

@@ -47,7 +47,7 @@ func (s *session) budgetChecks() []safety.Check {
 	}
 	c := safety.Check{Name: "api-budget", Subject: "kintone requests per app", OK: true}
 	if dir != "" {
-		recs, run, err := results.ReadArchive(dir)
+		recs, run, err := results.ReadVerified(dir)
 		if err != nil {
 			c.OK, c.Reason = false, fmt.Sprintf("the earlier archive %s, which gives the estimate, cannot be read: %v", dir, err)
 			return []safety.Check{c}
