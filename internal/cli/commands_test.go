@@ -196,3 +196,19 @@ func TestEachCommandRefusesTheFlagsOfOthers(t *testing.T) {
 		}
 	}
 }
+
+// steps and defects kept the last value of a flag given twice, where every other command
+// refuses the repeat: `defects --jobs 4 --jobs 1` ran with one job and said nothing.
+// --only (names to add) stays repeatable.
+func TestStepsAndDefectsRefuseAFlagGivenTwice(t *testing.T) {
+	for _, args := range [][]string{
+		{"steps", "--unused", "--unused=false"},
+		{"defects", "--jobs", "4", "--jobs", "1"},
+	} {
+		var o, e bytes.Buffer
+		code := Main(args, nil, &o, &e, nil)
+		assert.Equal(t, 2, code, "%v: refused\n%s%s", args, o.String(), e.String())
+		assert.Contains(t, e.String(), "given 2 times", "%v", args)
+		assert.Contains(t, e.String(), args[1], "%v names the flag", args)
+	}
+}

@@ -32,7 +32,9 @@ func (f *defectsFlags) bind(fs *flag.FlagSet) {
 
 func cmdDefects(inv invocation, f *defectsFlags, fset *flag.FlagSet, args []string) int {
 	stdout, stderr, ctx := inv.stdout, inv.stderr, inv.ctx
-	if code, ok := parseKeepingRepeats(fset, args); !ok {
+	// --only is the one flag meant to be repeated (it adds names); any other given twice is
+	// refused, never silently the last.
+	if _, code, ok := parseFlags(fset, "defects", args, stderr, "only"); !ok {
 		return code
 	}
 	if unexpectedArgs(fset, stderr, "") {

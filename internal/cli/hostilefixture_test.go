@@ -108,10 +108,9 @@ func refusedRun(t *testing.T, args []string) (r result, work, out string) {
 	fake := fakeChild(t, work)
 	out = filepath.Join(work, "results")
 	require.NoError(t, os.Mkdir(out, 0o755))
-	if args[0] == "run" {
-		args = append(args, "--out", out)
+	if args[0] == "run" { // check takes no --out, run lock or sandbox
+		args = append(args, "--out", out, "--lock-dir", filepath.Join(work, "locks"), "--sandbox-bin", fake)
 	}
-	args = append(args, "--lock-dir", filepath.Join(work, "locks"), "--sandbox-bin", fake)
 	return flowtest(t, []string{"FLOWTEST_FLOWNET_BIN=" + fake, "KSQL_FLOW_BIN=" + fake}, args...), work, out
 }
 

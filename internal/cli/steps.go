@@ -29,7 +29,7 @@ func (f *stepsFlags) bind(fs *flag.FlagSet) {
 // is used by no scenario), 2 on usage or feature errors.
 func cmdSteps(inv invocation, f *stepsFlags, fs *flag.FlagSet, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
-	if code, ok := parseKeepingRepeats(fs, args); !ok {
+	if _, code, ok := parseFlags(fs, "steps", args, stderr); !ok {
 		return code
 	}
 	if unexpectedArgs(fs, stderr, "") {

@@ -115,20 +115,6 @@ var notTaken = func() map[string]map[string]string {
 	return why
 }()
 
-// parseKeepingRepeats parses args into fset as the flag package does, for steps and defects: a
-// flag given twice keeps its last value, and an error prints the whole help; -h is not a
-// refusal.
-func parseKeepingRepeats(fset *flag.FlagSet, args []string) (int, bool) {
-	err := fset.Parse(args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return 0, false
-	case err != nil:
-		return runner.ExitRefused, false
-	}
-	return 0, true
-}
-
 // selectWithTags is the hint of a scenario command given arguments: scenarios are chosen with
 // --tags, not named.
 const selectWithTags = " (select scenarios with --tags)"
