@@ -3,6 +3,7 @@ package redact
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"slices"
 	"sort"
 	"sync"
@@ -192,10 +193,11 @@ type matcher struct {
 	filter []uint64 // bit set over gramHash, 1<<filterBits bits
 	fbits  uint
 	ngrams int
-	short  []int32 // indexes of the patterns shorter than gramLen
-	maxLen int     // the longest pattern's length (splitOccurrences' window)
-	hints  bool    // the key-word hints are part of the short DFA
-	dfa    *dfa    // over the short patterns (and hints); nil when there are none
+	short  []int32  // indexes of the patterns shorter than gramLen
+	maxLen int      // the longest pattern's length (splitOccurrences' window)
+	cross  crossSet // what a pattern looks like around each place a break could split it
+	hints  bool     // the key-word hints are part of the short DFA
+	dfa    *dfa     // over the short patterns (and hints); nil when there are none
 }
 
 // gramRef is a long pattern indexed under a gram that starts off bytes into it.
@@ -254,6 +256,7 @@ func (m *matcher) add(pats []pattern) {
 		idx := int32(len(m.pats))
 		m.pats = append(m.pats, &p)
 		m.maxLen = max(m.maxLen, len(p.text))
+		m.cross.add(m.pats, p.text)
 		m.byText[string(p.text)] = idx
 		if len(p.text) < gramLen {
 			m.short = append(m.short, idx)
@@ -405,35 +408,17 @@ func (m *matcher) scanHint(data []byte) (out []span, hint bool) {
 }
 
 // splitOccurrences finds the occurrences a line break splits (a token printed across two
-// lines of a log, "half1\nhalf2"): data is scanned again with every line break removed — CR,
-// LF, and their JSON escapes \r and \n, as a stored tail holds them — and each occurrence that
-// spanned a removed break is emitted at its place in data. Callers hold m.mu for reading.
+// lines of a log, "half1\nhalf2"): the text is joined with every line break removed — CR,
+// LF, and their JSON escapes \r and \n, as a stored tail holds them — and each occurrence
+// that spanned a removed break is emitted at its place in data. Only the neighbourhood of a
+// cut whose two bytes either side some pattern has at one of its inner positions is scanned
+// (crossSet): most line ends of a log are not the middle of a secret, and scanning around all
+// of them scanned the text twice. Callers hold m.mu for reading.
 func (m *matcher) splitOccurrences(data []byte, emit func(start, end int, p *pattern)) {
 	if m.maxLen < 2 || bytes.IndexAny(data, "\r\n") < 0 && !bytes.Contains(data, []byte(`\n`)) && !bytes.Contains(data, []byte(`\r`)) {
 		return
 	}
-	// cuts[i]: bytes were removed just before joined[at]; shift is the total removed so far.
-	type cut struct{ at, shift int }
-	var cuts []cut
-	joined := make([]byte, 0, len(data))
-	for i := 0; i < len(data); {
-		n := breakLen(data, i)
-		if n == 0 {
-			joined = append(joined, data[i])
-			i++
-			continue
-		}
-		shift := n
-		if len(cuts) > 0 {
-			shift += cuts[len(cuts)-1].shift
-		}
-		if len(cuts) > 0 && cuts[len(cuts)-1].at == len(joined) {
-			cuts[len(cuts)-1].shift = shift // consecutive breaks (CR LF, blank lines): one cut
-		} else {
-			cuts = append(cuts, cut{at: len(joined), shift: shift})
-		}
-		i += n
-	}
+	joined, cuts := joinLines(data)
 	if len(cuts) == 0 {
 		return
 	}
@@ -446,12 +431,18 @@ func (m *matcher) splitOccurrences(data []byte, emit func(start, end int, p *pat
 		return j + cuts[k-1].shift
 	}
 	// An occurrence across the cut at joined[at] lies within at-maxLen+1 … at+maxLen-1: only
-	// those windows are scanned (merged where they overlap), not the whole text again.
+	// those windows of the cuts that may be crossed are scanned (merged where they overlap).
 	L := m.maxLen
 	for w := 0; w < len(cuts); {
+		if !m.cross.mayCross(joined, cuts[w].at) {
+			w++
+			continue
+		}
 		lo, hi := max(0, cuts[w].at-L+1), min(len(joined), cuts[w].at+L-1)
 		for w++; w < len(cuts) && cuts[w].at-L+1 <= hi; w++ {
-			hi = min(len(joined), cuts[w].at+L-1)
+			if m.cross.mayCross(joined, cuts[w].at) {
+				hi = min(len(joined), cuts[w].at+L-1)
+			}
 		}
 		split := func(start, end int, p *pattern) {
 			start, end = start+lo, end+lo
@@ -465,6 +456,118 @@ func (m *matcher) splitOccurrences(data []byte, emit func(start, end int, p *pat
 			m.gramOccurrences(joined[lo:hi], split)
 		}
 	}
+}
+
+// lineCut is a place in the joined text: bytes were removed just before joined[at]; shift is
+// the total removed up to and including them.
+type lineCut struct{ at, shift int }
+
+// joinLines is data without its line breaks (breakLen), copied a line at a time, and where
+// they were.
+func joinLines(data []byte) ([]byte, []lineCut) {
+	var cuts []lineCut
+	joined := make([]byte, 0, len(data))
+	for i := 0; i < len(data); {
+		j := bytes.IndexAny(data[i:], "\r\n\\")
+		if j < 0 {
+			joined = append(joined, data[i:]...)
+			break
+		}
+		joined = append(joined, data[i:i+j]...)
+		i += j
+		n := breakLen(data, i)
+		if n == 0 { // a backslash that escapes something else
+			joined = append(joined, data[i])
+			i++
+			continue
+		}
+		shift := n
+		if len(cuts) > 0 {
+			shift += cuts[len(cuts)-1].shift
+		}
+		if len(cuts) > 0 && cuts[len(cuts)-1].at == len(joined) {
+			cuts[len(cuts)-1].shift = shift // consecutive breaks (CR LF, blank lines): one cut
+		} else {
+			cuts = append(cuts, lineCut{at: len(joined), shift: shift})
+		}
+		i += n
+	}
+	return joined, cuts
+}
+
+// crossSet answers, with no false negative, whether some pattern could cross a cut: for
+// every pattern and every inner position k it holds the (up to) two bytes before k and two
+// from k, tagged with how many of each the pattern has there; a cut is looked up with the
+// joined text's bytes around it in the same four shapes. A bit set over a hash, kept at most
+// 1/16 full (grown and refilled from the patterns as they are added).
+type crossSet struct {
+	bits []uint64
+	keys int
+}
+
+func crossKey(before, after []byte) uint64 {
+	k := uint64(len(before))<<4 | uint64(len(after))
+	for _, c := range before {
+		k = k<<8 | uint64(c)
+	}
+	for _, c := range after {
+		k = k<<8 | uint64(c)
+	}
+	k *= 0x9E3779B97F4A7C15 // Fibonacci hashing: the high bits depend on every byte
+	return k
+}
+
+func (c *crossSet) set(k uint64) {
+	h := k >> (64 - bits.Len(uint(len(c.bits)*64-1)))
+	c.bits[h>>6] |= 1 << (h & 63)
+}
+
+func (c *crossSet) has(k uint64) bool {
+	h := k >> (64 - bits.Len(uint(len(c.bits)*64-1)))
+	return c.bits[h>>6]&(1<<(h&63)) != 0
+}
+
+// add files text's inner positions; all are every pattern so far (text included), from which
+// the set is refilled when it grows.
+func (c *crossSet) add(all []*pattern, text []byte) {
+	if len(text) < 2 {
+		return
+	}
+	c.keys += len(text) - 1
+	if c.bits == nil || c.keys*16 > len(c.bits)*64 {
+		n := 1 << 12
+		for c.keys*16 > n {
+			n <<= 1
+		}
+		c.bits = make([]uint64, n/64)
+		for _, p := range all {
+			c.fill(p.text)
+		}
+		return
+	}
+	c.fill(text)
+}
+
+func (c *crossSet) fill(text []byte) {
+	for k := 1; k < len(text); k++ {
+		c.set(crossKey(text[max(0, k-2):k], text[k:min(len(text), k+2)]))
+	}
+}
+
+// mayCross reports whether some pattern may cross the cut before joined[at]: the bytes around
+// it match one of the four shapes a pattern's inner position can have.
+func (c *crossSet) mayCross(joined []byte, at int) bool {
+	if c.bits == nil || at == 0 || at >= len(joined) {
+		return false
+	}
+	for nb := 1; nb <= 2 && nb <= at; nb++ {
+		for na := 1; na <= 2 && at+na <= len(joined); na++ {
+			if c.has(crossKey(joined[at-nb:at], joined[at:at+na])) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // breakLen is the length of the line break at data[i]: 1 for CR or LF, 2 for a JSON escape

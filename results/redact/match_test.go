@@ -97,3 +97,19 @@ func TestMatcherEmpty(t *testing.T) {
 	assert.True(t, d.empty())
 	assert.False(t, d.any([]byte("anything")))
 }
+
+// The cut filter may let through a cut no pattern crosses, never the reverse: every pattern
+// split at every inner position, with one or two line breaks of each kind, is found whole.
+func TestSplitAtEveryPositionIsFound(t *testing.T) {
+	for _, text := range []string{"ab", "abc", "Tk07x/9+aB7cD1eF3gH5iJ", "s3cr3t-value-0001"} {
+		m := newMatcher([]pattern{{text: []byte(text), repl: "[R]"}})
+		for k := 1; k < len(text); k++ {
+			for _, br := range []string{"\n", "\r\n", `\n`, `\r\n`, "\n\n"} {
+				data := []byte("x " + text[:k] + br + text[k:] + " y")
+				var got []string
+				m.splitOccurrences(data, func(s, e int, p *pattern) { got = append(got, string(data[s:e])) })
+				assert.Equal(t, []string{text[:k] + br + text[k:]}, got, "%q split at %d by %q", text, k, br)
+			}
+		}
+	}
+}
