@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -74,6 +76,13 @@ func DiscoverNamed(fsys fs.FS, root string, m *Manifest, prefix string) (map[str
 		seriesTags["@"+e.Series] = true
 	}
 	for _, file := range paths {
+		data, err := fs.ReadFile(fsys, file)
+		if err != nil {
+			return nil, fmt.Errorf("%s: read feature file: %w", show(file), err)
+		}
+		if err := checkFeatureText(data); err != nil {
+			return nil, fmt.Errorf("%s:%w", show(file), err)
+		}
 		// One file at a time, so that a parse error is attributed to its file.
 		suite := godog.TestSuite{Options: &godog.Options{FS: fsys, Paths: []string{file}, Strict: true}}
 		feats, err := suite.RetrieveFeatures()
@@ -204,3 +213,29 @@ func gherkinError(file string, err error) error {
 		return fmt.Errorf("%s (and %d more parse errors in this file)", locs[0], len(locs)-1)
 	}
 }
+
+// checkFeatureText refuses, as "<line>: problem", what gherkin cannot read but would not
+// refuse itself: a line longer than its scanner's buffer ends the scan with an error the parser
+// dereferences as a nil line (a panic with no file named, issue 42).
+func checkFeatureText(data []byte) error {
+	line := 1
+	for len(data) > 0 {
+		n := bytes.IndexByte(data, '\n')
+		if n < 0 {
+			n = len(data)
+		}
+		if n > maxFeatureLine {
+			return fmt.Errorf("%d: line is %d bytes long, over the %d bytes a feature file line may have (gherkin's limit); put long text in a fixture file or a doc string of several lines", line, n, maxFeatureLine)
+		}
+		if n == len(data) {
+			break
+		}
+		data = data[n+1:]
+		line++
+	}
+	return nil
+}
+
+// maxFeatureLine is the longest line, in bytes without its newline, that gherkin's scanner
+// reads (bufio.MaxScanTokenSize less one: the buffer must also hold the newline, or see EOF).
+const maxFeatureLine = bufio.MaxScanTokenSize - 1

@@ -213,6 +213,12 @@ func TestDiscoverRefusals(t *testing.T) {
 			"scenario id alpha is already used at features/"},
 		{"two ids", "x/two.feature", "Feature: x\n  @gamma @beta @s2 @s1\n  Scenario: y\n    Given a step that passes\n",
 			"carries several manifest ids"},
+		// Issue 42: gherkin's line scanner stops at 64 KiB and godog then panics; the refusal
+		// names the line before anything parses.
+		{"line over 64 KiB", "x/long.feature", "Feature: x\n  @gamma @s2\n  Scenario: y\n    Given a step that " + strings.Repeat("p", 70000) + "\n",
+			"features/x/long.feature:4: line is 70022 bytes long, over the 65535 bytes a feature file line may have"},
+		{"last line over 64 KiB without newline", "x/long.feature", "Feature: x\n  @gamma @s2\n  Scenario: y\n    Given a step that passes\n# " + strings.Repeat("c", 65534),
+			"features/x/long.feature:5: line is 65536 bytes long"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -233,6 +239,20 @@ func TestDiscoverRefusals(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, feats["gamma"].Tags, "@slow")
 	assert.Contains(t, KnownTags(Plan(m, feats, Selection{})), "@slow")
+}
+
+// The longest line gherkin's scanner reads is accepted, with or without its newline: the
+// refusal is exactly at the parser's limit, not below it.
+func TestDiscoverAcceptsTheLongestLine(t *testing.T) {
+	step := "    Given a step that passes # "
+	for _, tail := range []string{"\n", ""} {
+		long := step + strings.Repeat("x", maxFeatureLine-len(step))
+		fsys := selfFeatures(map[string]string{"x/gamma.feature": "Feature: x\n  @gamma @s2\n  Scenario: y\n" + long + tail})
+		m, err := LoadManifest(fsys, "manifest.yaml")
+		require.NoError(t, err)
+		_, err = Discover(fsys, ".", m)
+		require.NoError(t, err, "a %d-byte line", len(long))
+	}
 }
 
 // The runner never starts a scenario of a refused plan: refusals happen in Plan's inputs,
