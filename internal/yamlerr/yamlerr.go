@@ -94,7 +94,7 @@ func OneMapping(data []byte, w Wording) (doc *yaml.Node, line int, problem strin
 		if errors.Is(err, io.EOF) {
 			return nil, 0, w.Empty
 		}
-		line, msg := Line(err)
+		line, msg := atEnd(data, err)
 		return nil, line, fmt.Sprintf(w.Syntax, msg)
 	}
 	var extra yaml.Node
@@ -102,13 +102,29 @@ func OneMapping(data []byte, w Wording) (doc *yaml.Node, line int, problem strin
 	case err == nil:
 		return nil, extra.Line, w.SecondDocument
 	case !errors.Is(err, io.EOF):
-		line, msg := Line(err)
+		line, msg := atEnd(data, err)
 		return nil, line, fmt.Sprintf(w.Syntax, msg)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil, doc.Line, w.NotMapping
 	}
 	return doc, 0, ""
+}
+
+// atEnd is Line for an error in data. yaml.v3 places a problem found at the end of the input
+// on the line after the last one (its end-of-stream mark starts a new line), so a file of one
+// unclosed line was refused at line 2; such a problem is put on the last line, and said to be
+// at the end of the file.
+func atEnd(data []byte, err error) (int, string) {
+	line, msg := Line(err)
+	last := bytes.Count(data, []byte("\n"))
+	if len(data) == 0 || data[len(data)-1] != '\n' {
+		last++
+	}
+	if line > last {
+		return last, msg + " (at the end of the file)"
+	}
+	return line, msg
 }
 
 // Keys is what a mapping of a file may hold: its Known keys, What a key is called in a

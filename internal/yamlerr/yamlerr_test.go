@@ -49,7 +49,13 @@ func TestOneMapping(t *testing.T) {
 		{"", "empty", 0},
 		{"a: 1\n---\nb: 2\n", "second", 2},
 		{"- a\n- b\n", "not a mapping", 1},
-		{"a: [1\n", "syntax: did not find expected ',' or ']'", 2},
+		{"a: 1\nb: [1\n2\n", "syntax: did not find expected ',' or ']'", 2},
+		// Issue 42 (found by fuzzing the gate definitions): a problem at the end of the input
+		// was put on the line after the last.
+		{"a: [1\n", "syntax: did not find expected ',' or ']' (at the end of the file)", 1},
+		{"[", "syntax: did not find expected node content (at the end of the file)", 1},
+		{"a: 1\nb: [\n\n", "syntax: did not find expected node content (at the end of the file)", 3},
+		{"a: 'x\n", "syntax: found unexpected end of stream (at the end of the file)", 1},
 	}
 	for _, c := range cases {
 		doc, line, problem := OneMapping([]byte(c.text), w)
