@@ -51,6 +51,7 @@ FUZZ_TARGETS := \
 	runner/tagexpr FuzzParse \
 	runner FuzzParseManifest \
 	runner FuzzDiscover \
+	runner FuzzParseKnownDefects \
 	internal/gate FuzzParseDefinition \
 	harness/config FuzzParseDotEnv \
 	harness/scope FuzzRender \

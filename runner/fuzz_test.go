@@ -101,3 +101,41 @@ func FuzzDiscover(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseKnownDefects: no catalogue text (features/known-defects.yaml) panics its parser; a
+// refusal is one line naming the file, at a line that exists; an accepted entry names a
+// manifest scenario.
+//
+//	go test -run '^$' -fuzz '^FuzzParseKnownDefects$' -fuzztime 2m ./runner
+func FuzzParseKnownDefects(f *testing.F) {
+	if real, err := os.ReadFile("../features/known-defects.yaml"); err == nil {
+		f.Add(real)
+	}
+	f.Add([]byte("schema_version: 1\ndefects:\n" + kpdEntry))
+	f.Add([]byte("schema_version: 1\ndefects: []\n"))
+	f.Add([]byte("schema_version: 1\ndefects:\n  - {id: KPD-01, scenario: nope}\n"))
+	m, err := ParseManifest("manifest.yaml", []byte(selfManifest))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ds, err := ParseKnownDefects("k.yaml", data, m, evidenceRepo)
+		if err != nil {
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "k.yaml") || strings.Contains(msg, "\n") {
+				t.Fatalf("%q: error is not one line naming the file: %q", data, msg)
+			}
+			if w := fileLine.FindStringSubmatch(msg); w != nil {
+				if n, _ := strconv.Atoi(w[1]); n < 1 || n > lastLine(data) {
+					t.Fatalf("%q: error names line %d of a text of %d lines: %q", data, n, lastLine(data), msg)
+				}
+			}
+			return
+		}
+		for _, d := range ds {
+			if _, ok := m.Entry(d.Scenario); !ok {
+				t.Fatalf("%q: accepted a defect of unknown scenario %q", data, d.Scenario)
+			}
+		}
+	})
+}
