@@ -237,7 +237,11 @@ func parseSums(data []byte) (map[string]string, error) {
 		}
 		out[m[2]] = m[1]
 	}
-	return out, sc.Err()
+	if err := sc.Err(); err != nil {
+		// A line over the scanner's 1 MiB: name it like any other bad line.
+		return nil, fmt.Errorf("line %d is not \"<sha256>  <file>\": %v", n+1, err)
+	}
+	return out, nil
 }
 
 // compareSums lists every difference between a manifest and the files' real digests, one

@@ -182,6 +182,13 @@ func TestVerifyPackNamesClashingEntries(t *testing.T) {
 	}
 }
 
+// A SHA256SUMS line too long to scan is named like any other bad line (it was "bufio.Scanner:
+// token too long", with no line).
+func TestParseSumsNamesAnOverlongLine(t *testing.T) {
+	_, err := parseSums([]byte(strings.Repeat("0", 64) + "  a\n" + strings.Repeat("x", 2<<20) + "\n"))
+	require.EqualError(t, err, `line 2 is not "<sha256>  <file>": bufio.Scanner: token too long`)
+}
+
 // Pack refuses a folder being written, and a folder whose own SHA256SUMS no longer matches
 // (re-packing would launder the change); an unpacked pack verifies against its manifest.
 func TestPackRefusals(t *testing.T) {
