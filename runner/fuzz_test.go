@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/fstest"
 	"unicode/utf8"
+
+	"github.com/ksqlflow/flowtest/internal/yamlerr"
 )
 
 // FuzzParseManifest: no manifest text panics the loader; every refusal is one line starting
@@ -29,8 +31,8 @@ func FuzzParseManifest(f *testing.F) {
 				t.Fatalf("%q: error is not one line naming the file: %q", data, msg)
 			}
 			if w := fileLine.FindStringSubmatch(msg); w != nil {
-				if n, _ := strconv.Atoi(w[1]); n < 1 || n > lastLine(data) {
-					t.Fatalf("%q: error names line %d of a text of %d lines: %q", data, n, lastLine(data), msg)
+				if n, _ := strconv.Atoi(w[1]); n < 1 || n > yamlerr.LastLine(data) {
+					t.Fatalf("%q: error names line %d of a text of %d lines: %q", data, n, yamlerr.LastLine(data), msg)
 				}
 			}
 			return
@@ -126,8 +128,8 @@ func FuzzParseKnownDefects(f *testing.F) {
 				t.Fatalf("%q: error is not one line naming the file: %q", data, msg)
 			}
 			if w := fileLine.FindStringSubmatch(msg); w != nil {
-				if n, _ := strconv.Atoi(w[1]); n < 1 || n > lastLine(data) {
-					t.Fatalf("%q: error names line %d of a text of %d lines: %q", data, n, lastLine(data), msg)
+				if n, _ := strconv.Atoi(w[1]); n < 1 || n > yamlerr.LastLine(data) {
+					t.Fatalf("%q: error names line %d of a text of %d lines: %q", data, n, yamlerr.LastLine(data), msg)
 				}
 			}
 			return

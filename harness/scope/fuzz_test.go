@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/ksqlflow/flowtest/internal/yamlerr"
 )
 
 var (
@@ -63,8 +65,8 @@ func FuzzRender(f *testing.F) {
 			}
 			// The line a refusal names exists: in the network YAML, or in the job's SQL.
 			if m := yamlLine.FindStringSubmatch(msg); m != nil {
-				if n, _ := strconv.Atoi(m[1]); n < 1 || n > lastLine(network) {
-					t.Fatalf("error names line %d of a network YAML of %d lines: %q", n, lastLine(network), msg)
+				if n, _ := strconv.Atoi(m[1]); n < 1 || n > yamlerr.LastLine(network) {
+					t.Fatalf("error names line %d of a network YAML of %d lines: %q", n, yamlerr.LastLine(network), msg)
 				}
 			}
 			if m := sqlLine.FindStringSubmatch(msg); m != nil {

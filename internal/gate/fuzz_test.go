@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ksqlflow/flowtest/internal/yamlerr"
 )
 
 var gateErr = regexp.MustCompile(`^g\.yaml(:(\d+))?: `)
@@ -43,7 +45,7 @@ func FuzzParseDefinition(f *testing.F) {
 	file := filepath.Join(f.TempDir(), "g.yaml")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g, err := Parse(file, data, items)
-		lines := bytes.Count(data, []byte("\n")) + 1
+		lines := yamlerr.LastLine(data)
 		if err != nil {
 			msg := strings.TrimPrefix(err.Error(), filepath.Dir(file)+string(filepath.Separator))
 			m := gateErr.FindStringSubmatch(msg)

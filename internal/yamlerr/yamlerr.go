@@ -117,14 +117,40 @@ func OneMapping(data []byte, w Wording) (doc *yaml.Node, line int, problem strin
 // at the end of the file.
 func atEnd(data []byte, err error) (int, string) {
 	line, msg := Line(err)
-	last := bytes.Count(data, []byte("\n"))
-	if len(data) == 0 || data[len(data)-1] != '\n' {
-		last++
-	}
-	if line > last {
+	if last := LastLine(data); line > last {
 		return last, msg + " (at the end of the file)"
 	}
 	return line, msg
+}
+
+// LastLine is the number of the last line of data as yaml.v3 counts lines (1 for an empty
+// text): a line ends at LF, CRLF, a lone CR, NEL, LS or PS, and a break at the very end starts
+// no new line.
+func LastLine(data []byte) int {
+	n := 1
+	for i := 0; i < len(data); {
+		size := 0
+		switch {
+		case bytes.HasPrefix(data[i:], []byte("\r\n")):
+			size = 2
+		case data[i] == '\r' || data[i] == '\n':
+			size = 1
+		default:
+			for _, b := range []string{"\u0085", "\u2028", "\u2029"} {
+				if bytes.HasPrefix(data[i:], []byte(b)) {
+					size = len(b)
+				}
+			}
+		}
+		if size == 0 {
+			i++
+			continue
+		}
+		if i += size; i < len(data) {
+			n++
+		}
+	}
+	return n
 }
 
 // Keys is what a mapping of a file may hold: its Known keys, What a key is called in a

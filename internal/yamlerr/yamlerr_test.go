@@ -68,6 +68,15 @@ func TestOneMapping(t *testing.T) {
 	}
 }
 
+func TestLastLine(t *testing.T) {
+	for text, want := range map[string]int{"": 1, "a": 1, "a\n": 1, "a\nb": 2, "a\r\nb\r\n": 2, "\r0": 2, "a\rb\r": 2, "a\u2028b": 2, "a\u0085b\u2029c": 3, "\n\n": 2} {
+		assert.Equal(t, want, LastLine([]byte(text)), "%q", text)
+	}
+	// yaml.v3 counts a lone CR as a line break: "\r0" is refused on its line 2, which exists.
+	_, line, _ := OneMapping([]byte("a: 1\r0: [\r"), Wording{Syntax: "%s"})
+	assert.Equal(t, 2, line)
+}
+
 func TestKeys(t *testing.T) {
 	doc, _, problem := OneMapping([]byte("a: 1\nb: 2\na: 3\n? [x]\n: 4\n"), Wording{})
 	require.Empty(t, problem)
