@@ -2,13 +2,14 @@
 # series on the sandbox, driving the pinned real kSQL-FlowNet where Node.js can run it); `make
 # test` is the test suite (unit tests, runner self-tests, the scenarios on the sandbox with the
 # real and with the reference FlowNet and the differential check between the two, and beside
-# them the live-path rehearsal on a fast and a slow stand-alone tenant).
+# them the live-path rehearsal on a fast and a slow stand-alone tenant); `make fuzz` fuzzes every
+# parser of user-supplied text for FUZZTIME each (see below).
 GO      ?= go
 BIN     := bin
 EXE     := $(shell $(GO) env GOEXE)
 FLAGS   ?=
 
-.PHONY: build run test go-test rehearse rehearse-fast rehearse-slow flake vet bench bench-runner defects clean cli-kintone flownet tools
+.PHONY: build run test go-test fuzz rehearse rehearse-fast rehearse-slow flake vet bench bench-runner defects clean cli-kintone flownet tools
 
 build:
 	$(GO) build -o $(BIN)/flowtest$(EXE) ./cmd/flowtest
@@ -41,6 +42,37 @@ cli-kintone:
 
 # The acceptance scenarios in `go test` run at the sandbox's default concurrency (three per
 # core, at most 8: an emulator per scenario), so the suite takes minutes, not its serial sum.
+# Go native fuzzing of every parser of user-supplied text, one target after another for
+# FUZZTIME each (go test fuzzes one target of one package at a time); the first crash stops
+# it, and `go test` writes the input to the package's testdata/fuzz/<target>/ (commit it with
+# the fix). The committed seed corpora run as ordinary tests in `make test`.
+FUZZTIME ?= 2m
+# Each input that widens coverage is minimised before fuzzing goes on, for up to a minute by
+# default: on the targets that write files (packs, archives, fixtures) that took nearly all of
+# a 2m budget (VerifyPack: 13 execs counted in 2m). A crash is minimised for as long (its
+# input is kept whether or not it got shorter).
+FUZZMINIMIZETIME ?= 5s
+FUZZ_TARGETS := \
+	runner/tagexpr FuzzParse \
+	runner FuzzParseManifest \
+	runner FuzzDiscover \
+	runner FuzzParseKnownDefects \
+	internal/gate FuzzParseDefinition \
+	harness/config FuzzParseDotEnv \
+	harness/scope FuzzRender \
+	safety FuzzParseDenyList \
+	results FuzzReadArchive \
+	results/pack FuzzVerifyPack \
+	sandbox/kintone FuzzParseQuery \
+	sandbox/ksqlflow FuzzParseScript
+
+fuzz:
+	@set -- $(FUZZ_TARGETS); while [ $$# -ge 2 ]; do \
+	  echo "== $$2 ($$1, $(FUZZTIME))"; \
+	  $(GO) test -run '^$$' -fuzz "^$$2\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) ./$$1 || exit 1; \
+	  shift 2; \
+	done
+
 # The live-path rehearsal (below) runs beside it: both mostly wait (leases, pollers, emulated
 # latency), so together they take about as long as the longer of the two.
 test: build tools

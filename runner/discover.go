@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,7 +11,9 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cucumber/godog"
 )
@@ -77,11 +81,18 @@ func DiscoverNamed(fsys fs.FS, root string, m *Manifest, prefix string) (map[str
 		seriesTags["@"+e.Series] = true
 	}
 	for _, file := range paths {
+		data, err := fs.ReadFile(fsys, file)
+		if err != nil {
+			return nil, fmt.Errorf("%s: read feature file: %w", show(file), err)
+		}
+		if err := checkFeatureText(data); err != nil {
+			return nil, fmt.Errorf("%s:%w", show(file), err)
+		}
 		// One file at a time, so that a parse error is attributed to its file.
 		suite := godog.TestSuite{Options: &godog.Options{FS: fsys, Paths: []string{file}, Strict: true}}
 		feats, err := suite.RetrieveFeatures()
 		if err != nil {
-			return nil, gherkinError(show(file), err)
+			return nil, gherkinError(show(file), lastLine(data), err)
 		}
 		pickles := 0
 		for _, ft := range feats {
@@ -194,12 +205,19 @@ func checkEntryTags(e Entry, tags []string, seriesTags map[string]bool) error {
 var gherkinLoc = regexp.MustCompile(`^\((\d+):(\d+)\): (.*)$`)
 
 // gherkinError turns godog's "x.feature - Parser errors:\n(5:3): expected: …" into one line,
-// "features/x.feature:5:3: expected: …", with the number of further errors.
-func gherkinError(file string, err error) error {
+// "features/x.feature:5:3: expected: …", with the number of further errors. Gherkin places
+// "unexpected end of file" at column 0 of the line after the last (last: the file's last line):
+// that is named as the last line, without a column.
+func gherkinError(file string, last int, err error) error {
 	var locs []string
 	for _, l := range strings.Split(err.Error(), "\n") {
 		if m := gherkinLoc.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
-			locs = append(locs, fmt.Sprintf("%s:%s:%s: %s", file, m[1], m[2], m[3]))
+			line, _ := strconv.Atoi(m[1])
+			where := fmt.Sprintf("%s:%s:%s", file, m[1], m[2])
+			if line > last || m[2] == "0" {
+				where = fmt.Sprintf("%s:%d", file, min(line, last))
+			}
+			locs = append(locs, where+": "+m[3])
 		}
 	}
 	switch len(locs) {
@@ -211,3 +229,53 @@ func gherkinError(file string, err error) error {
 		return fmt.Errorf("%s (and %d more parse errors in this file)", locs[0], len(locs)-1)
 	}
 }
+
+// checkFeatureText refuses, as "<line>: problem", what gherkin cannot read but would not
+// refuse itself, or refuse only in words that hide the cause: a line longer than its scanner's
+// buffer ends the scan with an error the parser dereferences as a nil line (a panic with no
+// file named, issue 42); a byte order mark (UTF-8's becomes part of the first keyword, UTF-16
+// is read as bytes); a NUL byte or bytes that are not UTF-8 (gherkin took them into the step
+// text, where no step definition would ever match them as written).
+func checkFeatureText(data []byte) error {
+	switch {
+	case bytes.HasPrefix(data, []byte{0xff, 0xfe}) || bytes.HasPrefix(data, []byte{0xfe, 0xff}):
+		return errors.New("1: is UTF-16 (it starts with a UTF-16 byte order mark); save it as UTF-8")
+	case bytes.HasPrefix(data, []byte("\ufeff")):
+		return errors.New("1: starts with a byte order mark (U+FEFF), which gherkin does not read; save the file as UTF-8 without BOM")
+	}
+	line := 1
+	for len(data) > 0 {
+		n := bytes.IndexByte(data, '\n')
+		if n < 0 {
+			n = len(data)
+		}
+		text := data[:n]
+		switch {
+		case n > maxFeatureLine:
+			return fmt.Errorf("%d: line is %d bytes long, over the %d bytes a feature file line may have (gherkin's limit); put long text in a fixture file or a doc string of several lines", line, n, maxFeatureLine)
+		case bytes.IndexByte(text, 0) >= 0:
+			return fmt.Errorf("%d: holds a NUL byte (is the file UTF-16?); feature files are UTF-8 text", line)
+		case !utf8.Valid(text):
+			return fmt.Errorf("%d: not valid UTF-8 (saved as Shift_JIS?); feature files are UTF-8", line)
+		}
+		if n == len(data) {
+			break
+		}
+		data = data[n+1:]
+		line++
+	}
+	return nil
+}
+
+// lastLine is the number of the last line of a text (1 for an empty one).
+func lastLine(data []byte) int {
+	n := bytes.Count(data, []byte("\n"))
+	if len(data) == 0 || data[len(data)-1] != '\n' {
+		n++
+	}
+	return n
+}
+
+// maxFeatureLine is the longest line, in bytes without its newline, that gherkin's scanner
+// reads (bufio.MaxScanTokenSize less one: the buffer must also hold the newline, or see EOF).
+const maxFeatureLine = bufio.MaxScanTokenSize - 1

@@ -213,6 +213,25 @@ func TestDiscoverRefusals(t *testing.T) {
 			"scenario id alpha is already used at features/"},
 		{"two ids", "x/two.feature", "Feature: x\n  @gamma @beta @s2 @s1\n  Scenario: y\n    Given a step that passes\n",
 			"carries several manifest ids"},
+		// Issue 42: gherkin's line scanner stops at 64 KiB and godog then panics; the refusal
+		// names the line before anything parses.
+		{"line over 64 KiB", "x/long.feature", "Feature: x\n  @gamma @s2\n  Scenario: y\n    Given a step that " + strings.Repeat("p", 70000) + "\n",
+			"features/x/long.feature:4: line is 70022 bytes long, over the 65535 bytes a feature file line may have"},
+		// Encodings gherkin misreads: refused with what to do, not "expected: #EOF … got '\ufeffFeature'",
+		// nor accepted with the bytes in the step text.
+		{"UTF-8 BOM", "x/bom.feature", "\ufeffFeature: x\n  @gamma @s2\n  Scenario: y\n    Given a step that passes\n",
+			"features/x/bom.feature:1: starts with a byte order mark (U+FEFF), which gherkin does not read; save the file as UTF-8 without BOM"},
+		{"UTF-16", "x/u16.feature", "\xff\xfeF\x00e\x00a\x00t\x00u\x00r\x00e\x00:\x00 \x00x\x00\n\x00",
+			"features/x/u16.feature:1: is UTF-16 (it starts with a UTF-16 byte order mark); save it as UTF-8"},
+		{"NUL byte", "x/nul.feature", "Feature: x\n  @gamma @s2\n  Scenario: y\n    Given a step that \x00passes\n",
+			"features/x/nul.feature:4: holds a NUL byte (is the file UTF-16?); feature files are UTF-8 text"},
+		{"not UTF-8", "x/sjis.feature", "Feature: x\n  @gamma @s2\n  Scenario: \x83e\x83X\x83g\n    Given a step that passes\n",
+			"features/x/sjis.feature:3: not valid UTF-8 (saved as Shift_JIS?); feature files are UTF-8"},
+		// Gherkin places "unexpected end of file" at column 0 of the line after the last.
+		{"unclosed doc string", "x/doc.feature", "Feature: x\n  @gamma @s2\n  Scenario: y\n    Given a step that passes\n    \"\"\"\n    doc\n",
+			"features/x/doc.feature:6: unexpected end of file, expected: #DocStringSeparator, #Other"},
+		{"last line over 64 KiB without newline", "x/long.feature", "Feature: x\n  @gamma @s2\n  Scenario: y\n    Given a step that passes\n# " + strings.Repeat("c", 65534),
+			"features/x/long.feature:5: line is 65536 bytes long"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -233,6 +252,20 @@ func TestDiscoverRefusals(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, feats["gamma"].Tags, "@slow")
 	assert.Contains(t, KnownTags(Plan(m, feats, Selection{})), "@slow")
+}
+
+// The longest line gherkin's scanner reads is accepted, with or without its newline: the
+// refusal is exactly at the parser's limit, not below it.
+func TestDiscoverAcceptsTheLongestLine(t *testing.T) {
+	step := "    Given a step that passes # "
+	for _, tail := range []string{"\n", ""} {
+		long := step + strings.Repeat("x", maxFeatureLine-len(step))
+		fsys := selfFeatures(map[string]string{"x/gamma.feature": "Feature: x\n  @gamma @s2\n  Scenario: y\n" + long + tail})
+		m, err := LoadManifest(fsys, "manifest.yaml")
+		require.NoError(t, err)
+		_, err = Discover(fsys, ".", m)
+		require.NoError(t, err, "a %d-byte line", len(long))
+	}
 }
 
 // The runner never starts a scenario of a refused plan: refusals happen in Plan's inputs,

@@ -49,10 +49,19 @@ func ReadDotEnv(path string, mustExist bool) (map[string]string, bool, error) {
 // Finally the names godotenv read must be exactly the names found here, so that the two
 // readings can never disagree about what the file sets.
 func ParseDotEnv(name string, data []byte) (map[string]string, error) {
-	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
-	data = bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n"))
 	at := func(line int, format string, a ...any) error {
 		return fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, a...))
+	}
+	// Windows editors save UTF-16 as "Unicode": refused with what to do, not as a name of
+	// odd bytes; a NUL byte (UTF-16 without its mark, or a stray one) is in no variable's value
+	// the process environment can carry.
+	if bytes.HasPrefix(data, []byte{0xff, 0xfe}) || bytes.HasPrefix(data, []byte{0xfe, 0xff}) {
+		return nil, at(1, "the file is UTF-16 (it starts with a UTF-16 byte order mark); save it as UTF-8")
+	}
+	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
+	data = bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n"))
+	if i := bytes.IndexByte(data, 0); i >= 0 {
+		return nil, at(bytes.Count(data[:i], []byte("\n"))+1, "a NUL byte, which no environment variable can hold (is the file UTF-16?)")
 	}
 	// A CR not followed by LF is a line end to godotenv in one place and a space in another
 	// (`A=\rB=` sets A to "B="): refused rather than guessed.

@@ -23,6 +23,11 @@ func TestDotEnvRefusalsNameTheLine(t *testing.T) {
 		{"text after quote", "A=\"x\" B=1\n", `.env:1: text "B=1" after the closing quote of A`},
 		{"set twice", "A=1\n\nexport A=2\n", ".env:3: A is set twice (first at line 1)"},
 		{"set twice crlf", "A=1\r\nB=2\r\nA=3\r\n", ".env:3: A is set twice (first at line 1)"},
+		// Issue 42: a UTF-16 file was refused as `variable name "\xff\xfeA\x00" has "ÿ"`, and a NUL
+		// byte, which no environment variable can hold, was accepted.
+		{"UTF-16", "\xff\xfeA\x00=\x001\x00\n\x00", ".env:1: the file is UTF-16 (it starts with a UTF-16 byte order mark); save it as UTF-8"},
+		{"UTF-16 big endian", "\xfe\xff\x00A\x00=\x001", ".env:1: the file is UTF-16"},
+		{"NUL in value", "A=1\nB=x\x00y\n", ".env:2: a NUL byte, which no environment variable can hold (is the file UTF-16?)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,12 +1,14 @@
 package config
 
 import (
+	"bytes"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
 
-var dotEnvErr = regexp.MustCompile(`^f\.env:\d+: `)
+var dotEnvErr = regexp.MustCompile(`^f\.env:(\d+): `)
 
 // FuzzParseDotEnv: no .env content panics the reader; every refusal is one line naming
 // f.env:<line> (so godotenv never refuses something the line checks let through, and the
@@ -14,7 +16,7 @@ var dotEnvErr = regexp.MustCompile(`^f\.env:\d+: `)
 //
 //	go test -run '^$' -fuzz FuzzParseDotEnv -fuzztime 2m ./harness/config
 func FuzzParseDotEnv(f *testing.F) {
-	for _, s := range []string{"A=1\n", "export A='x'\nB=\"y\\\"z\" # c\n", "A=\"multi\nline\"\n", "# c\r\nA: b\r\n", "A=1\nA=2\n", "A\n", "=1"} {
+	for _, s := range []string{"A=1\n", "export A='x'\nB=\"y\\\"z\" # c\n", "A=\"multi\nline\"\n", "# c\r\nA: b\r\n", "A=1\nA=2\n", "A\n", "=1", "\xff\xfeA\x00=\x001\x00", "A=1\nB=\"x\x00\n\""} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -25,6 +27,10 @@ func FuzzParseDotEnv(f *testing.F) {
 			}
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("%q: error is not one line: %q", data, err)
+			}
+			n, _ := strconv.Atoi(dotEnvErr.FindStringSubmatch(err.Error())[1])
+			if lines := bytes.Count(data, []byte("\n")) + 1; n < 1 || n > lines {
+				t.Fatalf("%q: error names line %d of a text of %d lines: %v", data, n, lines, err)
 			}
 			return
 		}

@@ -3,11 +3,20 @@ package scope
 import (
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/ksqlflow/flowtest/internal/yamlerr"
+)
+
+var (
+	yamlLine = regexp.MustCompile(`^render .*net\.yaml:(\d+): `)
+	sqlLine  = regexp.MustCompile(`sql [^:]*\.sql:(\d+): `)
 )
 
 // FuzzRender: no network YAML or SQL text panics the fixture renderer; a refusal is one line
@@ -22,6 +31,8 @@ func FuzzRender(f *testing.F) {
 		}
 	}
 	f.Add([]byte(diamondYAML), []byte(diamondSQL()["join.sql"]))
+	f.Add([]byte("schema_version: 1\nnetwork_id: n\nnodes:\n  - {id: a, job_id: j, sql: ../jobs/j.sql"), []byte("-- @ksql name: j\n"))
+	f.Add([]byte("\xff\xfes\x00c\x00"), []byte("\xff\xfe-\x00-\x00"))
 	f.Add([]byte("schema_version: 1\nnetwork_id: n\nnodes:\n  - {id: a, job_id: j, sql: ../jobs/j.sql, depends_on: [b]}\n"), []byte("\ufeff-- x\r\n-- @ksql name: j\r\n-- @ksql depends_on: k, l\r\nSELECT 1;\r\n"))
 	sc, err := New("fuzz", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), strings.NewReader(strings.Repeat("\x01", 64)))
 	if err != nil {
@@ -52,6 +63,17 @@ func FuzzRender(f *testing.F) {
 			if !strings.HasPrefix(msg, "render "+src) || strings.Contains(msg, "\n") {
 				t.Fatalf("error is not one line naming the fixture: %q", msg)
 			}
+			// The line a refusal names exists: in the network YAML, or in the job's SQL.
+			if m := yamlLine.FindStringSubmatch(msg); m != nil {
+				if n, _ := strconv.Atoi(m[1]); n < 1 || n > yamlerr.LastLine(network) {
+					t.Fatalf("error names line %d of a network YAML of %d lines: %q", n, yamlerr.LastLine(network), msg)
+				}
+			}
+			if m := sqlLine.FindStringSubmatch(msg); m != nil {
+				if n, _ := strconv.Atoi(m[1]); n < 1 || n > lastLine(sql) {
+					t.Fatalf("error names line %d of a SQL text of %d lines: %q", n, lastLine(sql), msg)
+				}
+			}
 			return
 		}
 		out, err := os.ReadFile(r.Path)
@@ -73,4 +95,13 @@ func FuzzRender(f *testing.F) {
 			}
 		}
 	})
+}
+
+// lastLine is the number of the last line of a text (1 for an empty one).
+func lastLine(data []byte) int {
+	n := strings.Count(string(data), "\n")
+	if len(data) == 0 || data[len(data)-1] != '\n' {
+		n++
+	}
+	return n
 }

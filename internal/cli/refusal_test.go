@@ -116,6 +116,7 @@ func TestEveryWrongInputIsRefusedBeforeAnythingRuns(t *testing.T) {
 	aFile := writeFile(t, "plain.txt", "x")
 	badEnv := writeFile(t, "bad.env", "KSQL_FLOWNET_PROFILE=e2e\nKSQL_SPIKE_APP_EXEC=\"12\nKSQL_SPIKE_APP_AUDIT=13\n")
 	twiceEnv := writeFile(t, "twice.env", "KSQL_SPIKE_APP_EXEC=1\nKSQL_SPIKE_APP_EXEC=2\n")
+	longLine := featuresDir(t, oneScenarioManifest, map[string]string{"x/a.feature": aFeature("# " + strings.Repeat("x", 70000) + "\n")})
 	badDeny := writeFile(t, "deny.txt", "app:4261\nproduction app 12\n")
 	goodNetwork := "schema_version: 1\nnetwork_id: x\nnodes:\n  - {id: n1, job_id: j, sql: ../jobs/j.sql}\n"
 	goodSQL := "-- @ksql name: j\nSELECT 1;\n"
@@ -205,6 +206,10 @@ func TestEveryWrongInputIsRefusedBeforeAnythingRuns(t *testing.T) {
 		{"feature that does not parse", []string{"run", "--features", featuresDir(t, oneScenarioManifest, map[string]string{"x/a.feature": aFeature("  Blah\n")})}, nil, false, []string{"x/a.feature:5:3:", "expected:"}},
 		{"feature without its series tag", []string{"run", "--features", featuresDir(t, oneScenarioManifest, map[string]string{"x/a.feature": "Feature: a\n  @a @acc-1\n  Scenario: a\n    Given x\n"})}, nil, false, []string{"x/a.feature:3:", "lacks @s"}},
 		{"feature with no scenario", []string{"run", "--features", featuresDir(t, oneScenarioManifest, map[string]string{"x/a.feature": "Feature: a\n"})}, nil, false, []string{"x/a.feature: no scenario"}},
+		// Issue 42 item 10: a line over gherkin's 64 KiB panicked list, run --dry-run and run.
+		{"feature line over 64 KiB, list", []string{"list", "--features", longLine}, nil, false, []string{"x/a.feature:5: line is 70002 bytes long"}},
+		{"feature line over 64 KiB, dry run", []string{"run", "--dry-run", "--features", longLine}, nil, false, []string{"x/a.feature:5: line is 70002 bytes long"}},
+		{"feature line over 64 KiB, run", []string{"run", "--features", longLine}, nil, false, []string{"x/a.feature:5: line is 70002 bytes long"}},
 		{"malformed network fixture", []string{"run", "--features", featuresDir(t, oneScenarioManifest, map[string]string{
 			"x/a.feature": aFeature(), "fixtures/networks/network-x.yaml": "schema_version: 1\nnetwork_id: x\nnodes:\n  - {id: n1, sql: ../jobs/j.sql}\n", "fixtures/jobs/j.sql": goodSQL,
 		})}, nil, false, []string{"network-x.yaml:4:", `node "n1": missing job_id`}},

@@ -20,7 +20,7 @@ import (
 )
 
 // manifestItems is the real manifest, planned with no selection.
-func manifestItems(t *testing.T) []runner.Item {
+func manifestItems(t testing.TB) []runner.Item {
 	t.Helper()
 	features := filepath.Join("..", "..", "features")
 	m, err := runner.LoadManifest(os.DirFS(features), "manifest.yaml")

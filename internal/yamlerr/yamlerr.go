@@ -94,7 +94,7 @@ func OneMapping(data []byte, w Wording) (doc *yaml.Node, line int, problem strin
 		if errors.Is(err, io.EOF) {
 			return nil, 0, w.Empty
 		}
-		line, msg := Line(err)
+		line, msg := atEnd(data, err)
 		return nil, line, fmt.Sprintf(w.Syntax, msg)
 	}
 	var extra yaml.Node
@@ -102,13 +102,55 @@ func OneMapping(data []byte, w Wording) (doc *yaml.Node, line int, problem strin
 	case err == nil:
 		return nil, extra.Line, w.SecondDocument
 	case !errors.Is(err, io.EOF):
-		line, msg := Line(err)
+		line, msg := atEnd(data, err)
 		return nil, line, fmt.Sprintf(w.Syntax, msg)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil, doc.Line, w.NotMapping
 	}
 	return doc, 0, ""
+}
+
+// atEnd is Line for an error in data. yaml.v3 places a problem found at the end of the input
+// on the line after the last one (its end-of-stream mark starts a new line), so a file of one
+// unclosed line was refused at line 2; such a problem is put on the last line, and said to be
+// at the end of the file.
+func atEnd(data []byte, err error) (int, string) {
+	line, msg := Line(err)
+	if last := LastLine(data); line > last {
+		return last, msg + " (at the end of the file)"
+	}
+	return line, msg
+}
+
+// LastLine is the number of the last line of data as yaml.v3 counts lines (1 for an empty
+// text): a line ends at LF, CRLF, a lone CR, NEL, LS or PS, and a break at the very end starts
+// no new line.
+func LastLine(data []byte) int {
+	n := 1
+	for i := 0; i < len(data); {
+		size := 0
+		switch {
+		case bytes.HasPrefix(data[i:], []byte("\r\n")):
+			size = 2
+		case data[i] == '\r' || data[i] == '\n':
+			size = 1
+		default:
+			for _, b := range []string{"\u0085", "\u2028", "\u2029"} {
+				if bytes.HasPrefix(data[i:], []byte(b)) {
+					size = len(b)
+				}
+			}
+		}
+		if size == 0 {
+			i++
+			continue
+		}
+		if i += size; i < len(data) {
+			n++
+		}
+	}
+	return n
 }
 
 // Keys is what a mapping of a file may hold: its Known keys, What a key is called in a

@@ -49,7 +49,13 @@ func TestOneMapping(t *testing.T) {
 		{"", "empty", 0},
 		{"a: 1\n---\nb: 2\n", "second", 2},
 		{"- a\n- b\n", "not a mapping", 1},
-		{"a: [1\n", "syntax: did not find expected ',' or ']'", 2},
+		{"a: 1\nb: [1\n2\n", "syntax: did not find expected ',' or ']'", 2},
+		// Issue 42 (found by fuzzing the gate definitions): a problem at the end of the input
+		// was put on the line after the last.
+		{"a: [1\n", "syntax: did not find expected ',' or ']' (at the end of the file)", 1},
+		{"[", "syntax: did not find expected node content (at the end of the file)", 1},
+		{"a: 1\nb: [\n\n", "syntax: did not find expected node content (at the end of the file)", 3},
+		{"a: 'x\n", "syntax: found unexpected end of stream (at the end of the file)", 1},
 	}
 	for _, c := range cases {
 		doc, line, problem := OneMapping([]byte(c.text), w)
@@ -60,6 +66,15 @@ func TestOneMapping(t *testing.T) {
 			t.Errorf("%q: no mapping returned", c.text)
 		}
 	}
+}
+
+func TestLastLine(t *testing.T) {
+	for text, want := range map[string]int{"": 1, "a": 1, "a\n": 1, "a\nb": 2, "a\r\nb\r\n": 2, "\r0": 2, "a\rb\r": 2, "a\u2028b": 2, "a\u0085b\u2029c": 3, "\n\n": 2} {
+		assert.Equal(t, want, LastLine([]byte(text)), "%q", text)
+	}
+	// yaml.v3 counts a lone CR as a line break: "\r0" is refused on its line 2, which exists.
+	_, line, _ := OneMapping([]byte("a: 1\r0: [\r"), Wording{Syntax: "%s"})
+	assert.Equal(t, 2, line)
 }
 
 func TestKeys(t *testing.T) {

@@ -237,7 +237,11 @@ func parseSums(data []byte) (map[string]string, error) {
 		}
 		out[m[2]] = m[1]
 	}
-	return out, sc.Err()
+	if err := sc.Err(); err != nil {
+		// A line over the scanner's 1 MiB: name it like any other bad line.
+		return nil, fmt.Errorf("line %d is not \"<sha256>  <file>\": %v", n+1, err)
+	}
+	return out, nil
 }
 
 // compareSums lists every difference between a manifest and the files' real digests, one
@@ -299,6 +303,50 @@ func CheckManifestDir(dir string) (problems []string, present bool, err error) {
 	return compareSums(listed, actual), true, nil
 }
 
+// extracted are the names VerifyPack has extracted so far, to refuse an entry that cannot be
+// extracted beside them: a file where a folder is needed (or the reverse) made the extraction
+// fail without naming the entry, and two names that differ only in case are one file on macOS
+// and Windows, so the leak scan would see only the second.
+type extracted struct {
+	files   map[string]bool
+	folders map[string]string // folder -> the first file extracted under it
+	folded  map[string]string // lower-cased file or folder name -> the name as extracted
+}
+
+// clash says how rel clashes with a name extracted before it ("" if it does not), or else
+// records it.
+func (x *extracted) clash(rel string) string {
+	if f, ok := x.folders[rel]; ok {
+		return fmt.Sprintf("clashes with %s, which needs it as a folder", f)
+	}
+	var parents []string
+	for i, c := range rel {
+		if c == '/' {
+			parents = append(parents, rel[:i])
+		}
+	}
+	for _, d := range parents {
+		if x.files[d] {
+			return fmt.Sprintf("clashes with %s, a file in the pack, which it needs as a folder", d)
+		}
+	}
+	for _, n := range append(parents, rel) {
+		if other, ok := x.folded[strings.ToLower(n)]; ok && other != n {
+			return fmt.Sprintf("differs only in case from %s (on a case-insensitive file system one would replace the other)", other)
+		}
+	}
+	x.files[rel] = true
+	for _, n := range append(parents, rel) {
+		x.folded[strings.ToLower(n)] = n
+	}
+	for _, d := range parents {
+		if _, ok := x.folders[d]; !ok {
+			x.folders[d] = rel
+		}
+	}
+	return ""
+}
+
 // PackCheck is what VerifyPack found.
 type PackCheck struct {
 	SHA256   string   // of the pack file
@@ -347,6 +395,7 @@ func VerifyPack(pack, expect, extractTo string) (*PackCheck, error) {
 	tr := tar.NewReader(gz)
 	actual := map[string]string{}
 	var manifest []byte
+	names := extracted{files: map[string]bool{}, folders: map[string]string{}, folded: map[string]string{}}
 	current := "(start of the pack)"
 	for {
 		hdr, err := tr.Next()
@@ -390,6 +439,10 @@ func VerifyPack(pack, expect, extractTo string) (*PackCheck, error) {
 		}
 		if rel == SumsFile {
 			manifest = data
+			continue
+		}
+		if problem := names.clash(rel); problem != "" {
+			pc.Problems = append(pc.Problems, rel+": "+problem)
 			continue
 		}
 		s := sha256.Sum256(data)

@@ -148,6 +148,47 @@ func TestVerifyPackRefusesUnsafeNames(t *testing.T) {
 	assert.Empty(t, entries, "nothing unsafe was extracted")
 }
 
+// Entries whose names clash on extraction — a file where another entry needs a folder (either
+// order), names that differ only in case (one replaces the other on macOS and Windows, so the
+// leak scan would never see the first) — are problems naming the entry, and neither is
+// extracted; verify never fails on them (it did: "mkdir …: not a directory", issue 42 fuzzing).
+func TestVerifyPackNamesClashingEntries(t *testing.T) {
+	cases := []struct {
+		names []string
+		want  string
+	}{
+		{[]string{"a/run.json", "a/run.json/x"}, "run.json/x: clashes with run.json, a file in the pack, which it needs as a folder"},
+		{[]string{"a/scenarios/x.json", "a/scenarios"}, "scenarios: clashes with scenarios/x.json, which needs it as a folder"},
+		{[]string{"a/Run.json", "a/run.json"}, "run.json: differs only in case from Run.json"},
+	}
+	for _, c := range cases {
+		t.Run(c.names[1], func(t *testing.T) {
+			var buf bytes.Buffer
+			gw := gzip.NewWriter(&buf)
+			tw := tar.NewWriter(gw)
+			for _, n := range append([]string{"a/" + SumsFile}, c.names...) {
+				require.NoError(t, tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: 1, Typeflag: tar.TypeReg}))
+				_, err := tw.Write([]byte("x"))
+				require.NoError(t, err)
+			}
+			require.NoError(t, tw.Close())
+			require.NoError(t, gw.Close())
+			pack := filepath.Join(t.TempDir(), "clash.tar.gz")
+			require.NoError(t, os.WriteFile(pack, buf.Bytes(), 0o644))
+			pc, err := VerifyPack(pack, "", t.TempDir())
+			require.NoError(t, err)
+			assert.Contains(t, strings.Join(pc.Problems, "\n"), c.want)
+		})
+	}
+}
+
+// A SHA256SUMS line too long to scan is named like any other bad line (it was "bufio.Scanner:
+// token too long", with no line).
+func TestParseSumsNamesAnOverlongLine(t *testing.T) {
+	_, err := parseSums([]byte(strings.Repeat("0", 64) + "  a\n" + strings.Repeat("x", 2<<20) + "\n"))
+	require.EqualError(t, err, `line 2 is not "<sha256>  <file>": bufio.Scanner: token too long`)
+}
+
 // Pack refuses a folder being written, and a folder whose own SHA256SUMS no longer matches
 // (re-packing would launder the change); an unpacked pack verifies against its manifest.
 func TestPackRefusals(t *testing.T) {

@@ -46,7 +46,7 @@ func Scenario(id, status string) *results.Scenario {
 }
 
 // Finished writes a small real archive (two scenarios, reports, index.html).
-func Finished(t *testing.T) string {
+func Finished(t testing.TB) string {
 	t.Helper()
 	a, err := results.Create(t.TempDir(), "p2-16", time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), Redactor())
 	require.NoError(t, err)
