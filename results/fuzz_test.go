@@ -16,8 +16,8 @@ import (
 // FuzzReadArchive: no run.json or scenario record panics the archive readers (ReadArchive,
 // FailedScenarios, CheckIntegrity, schema validation); a refusal names the file it could not
 // read; an accepted record prints to JSON that reads back to the same JSON (print → parse →
-// print is stable); the failed ids of --rerun are ids of records; every integrity or schema
-// problem names a file inside the archive.
+// print is stable); --rerun's reader refuses exactly what CheckReadable refuses and its failed
+// ids are ids of records; every integrity or schema problem names a file inside the archive.
 //
 //	go test -run '^$' -fuzz '^FuzzReadArchive$' -fuzztime 2m ./results
 func FuzzReadArchive(f *testing.F) {
@@ -72,9 +72,14 @@ func FuzzReadArchive(f *testing.F) {
 					t.Fatalf("print → parse → print changed the record:\n%s\n%s", once, twice)
 				}
 			}
+			// --rerun reads only a verified archive: FailedScenarios refuses exactly what
+			// CheckReadable (members, then integrity) refuses, naming the archive.
 			ids, err := results.FailedScenarios(dir)
-			if err != nil {
-				t.Fatalf("ReadArchive accepts, FailedScenarios refuses: %v", err)
+			if rerr := results.CheckReadable(dir); (err == nil) != (rerr == nil) {
+				t.Fatalf("CheckReadable says %v, FailedScenarios %v", rerr, err)
+			}
+			if err != nil && !strings.Contains(err.Error(), dir) {
+				t.Fatalf("FailedScenarios' refusal names no archive: %v", err)
 			}
 			for _, id := range ids {
 				found := false
@@ -86,11 +91,14 @@ func FuzzReadArchive(f *testing.F) {
 				}
 			}
 		}
-		// A problem names a file; that it is one inside the archive (run.json's rows and gate
-		// record naming "../x.json") is the archive readers' confinement, issue 42 item 6.
+		// A problem names a file inside the archive: a row or gate record of run.json naming
+		// "../x.json" is a problem of run.json, never a file read outside (issue 42 item 6).
 		for _, p := range results.CheckIntegrity(dir) {
 			if p.File == "" || p.What == "" || strings.Contains(p.String(), "\n") {
 				t.Fatalf("integrity problem names no file or is not one line: %+v", p)
+			}
+			if !filepath.IsLocal(filepath.FromSlash(p.File)) {
+				t.Fatalf("integrity problem names a file outside the archive: %+v", p)
 			}
 		}
 		for _, c := range []struct{ schema, file string }{{results.SchemaRun, "run.json"}, {results.SchemaScenario, recFile}} {
