@@ -346,13 +346,19 @@ func (s *session) secretsFor(tgt *target.Target) map[string]string {
 // leakFree scans a finished archive folder for secrets and raw app ids and says what it found.
 func leakFree(w io.Writer, dir string, secrets map[string]string, appIDs []string) bool {
 	leaks, err := redact.Verify(dir, secrets, appIDs)
+	return reportLeaks(w, "archive verify", "archive leak", leaks, err)
+}
+
+// reportLeaks prints a leak scan's error or each leak under the given heads and says whether
+// the scan found the files clean.
+func reportLeaks[L any](w io.Writer, errHead, leakHead string, leaks []L, err error) bool {
 	switch {
 	case err != nil:
-		fmt.Fprintf(w, "archive verify: %v\n", err)
+		fmt.Fprintf(w, "%s: %v\n", errHead, err)
 		return false
 	case len(leaks) > 0:
 		for _, l := range leaks {
-			fmt.Fprintf(w, "archive leak: %s\n", l)
+			fmt.Fprintf(w, "%s: %v\n", leakHead, l)
 		}
 		return false
 	}
@@ -366,17 +372,7 @@ func filesLeakFree(w io.Writer, files []string, secrets map[string]string, appID
 		return true
 	}
 	leaks, err := redact.VerifyFiles(files, secrets, appIDs)
-	switch {
-	case err != nil:
-		fmt.Fprintf(w, "leak check: %v\n", err)
-		return false
-	case len(leaks) > 0:
-		for _, l := range leaks {
-			fmt.Fprintf(w, "leak: %s\n", l)
-		}
-		return false
-	}
-	return true
+	return reportLeaks(w, "leak check", "leak", leaks, err)
 }
 
 // runSecrets hands the steps the run's redactor: a value a scenario registers is redacted in

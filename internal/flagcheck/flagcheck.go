@@ -129,12 +129,9 @@ func ExistingDir(flagName, p, what string) error {
 // ancestor is a writable directory (it is created when needed). Writability is tried with a
 // probe file that is removed at once; nothing else is created.
 func CreatableDir(flagName, p string) error {
-	if strings.TrimSpace(p) == "" {
-		return refusal.New("%s %q: empty path", flagName, p)
-	}
-	abs, err := filepath.Abs(p)
+	abs, err := absPath(flagName, p)
 	if err != nil {
-		return refusal.New("%s %q: %v", flagName, p, err)
+		return err
 	}
 	if why := dirProblem(p, abs, true); why != "" {
 		return refusal.New("%s %q: %s", flagName, p, why)
@@ -142,16 +139,25 @@ func CreatableDir(flagName, p string) error {
 	return nil
 }
 
+// absPath is p made absolute, or the refusal of an empty path or one that cannot be made so.
+func absPath(flagName, p string) (string, error) {
+	if strings.TrimSpace(p) == "" {
+		return "", refusal.New("%s %q: empty path", flagName, p)
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", refusal.New("%s %q: %v", flagName, p, err)
+	}
+	return abs, nil
+}
+
 // CreatableFile accepts a path a command may write a file at: not empty, not a directory,
 // and its directory one CreatableDir accepts (a directory that is a regular file is refused
 // here, before anything is printed or written).
 func CreatableFile(flagName, p string) error {
-	if strings.TrimSpace(p) == "" {
-		return refusal.New("%s %q: empty path", flagName, p)
-	}
-	abs, err := filepath.Abs(p)
+	abs, err := absPath(flagName, p)
 	if err != nil {
-		return refusal.New("%s %q: %v", flagName, p, err)
+		return err
 	}
 	if st, err := os.Stat(abs); err == nil && st.IsDir() {
 		return refusal.New("%s %q: a directory, not a file", flagName, p)
