@@ -1,7 +1,9 @@
 // Package doclinks holds only tests: every relative link of the repository's Markdown guide
 // (README.md and docs/*.md) names a file of the repository, and a #fragment into a Markdown
 // file names one of its headings. The README is a guide that links to docs/ pages for the
-// reference (issue 43): a moved or renamed section must not leave a dead link behind.
+// reference (issue 43): a moved or renamed section must not leave a dead link behind. The
+// README's set-up keeps exactly its two commands, true to the Makefile and CI, and its quick
+// start runs a scenario that exists.
 package doclinks
 
 import (
@@ -226,5 +228,129 @@ func TestBrokenLinksFindsDeadLinks(t *testing.T) {
 	}
 	if strings.Join(bad, "\n") != strings.Join(want, "\n") {
 		t.Errorf("dead links found:\n%s\nwant:\n%s", strings.Join(bad, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// section is the text of the README section whose heading line is head, up to the next
+// heading of its level.
+func section(t *testing.T, readme, head string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(readme, "\n"+head+"\n")
+	if !ok {
+		t.Fatalf("README.md has no %q section", head)
+	}
+	body, _, _ := strings.Cut(rest, "\n## ")
+	return body
+}
+
+// shellCommands are the commands of the ```sh blocks of text, comments and blank lines left out.
+func shellCommands(text string) []string {
+	var cmds []string
+	in := false
+	for _, line := range strings.Split(text, "\n") {
+		switch {
+		case !in && strings.HasPrefix(line, "```sh"):
+			in = true
+		case in && strings.HasPrefix(line, "```"):
+			in = false
+		case in:
+			cmd, _, _ := strings.Cut(line, "#")
+			if cmd = strings.Join(strings.Fields(cmd), " "); cmd != "" {
+				cmds = append(cmds, cmd)
+			}
+		}
+	}
+	return cmds
+}
+
+// recipe is the command lines of a Makefile target.
+func recipe(t *testing.T, makefile, target string) []string {
+	t.Helper()
+	lines := strings.Split(makefile, "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(l, target+":") {
+			continue
+		}
+		var cmds []string
+		for _, r := range lines[i+1:] {
+			if !strings.HasPrefix(r, "\t") {
+				break
+			}
+			cmds = append(cmds, strings.TrimSpace(r))
+		}
+		return cmds
+	}
+	t.Fatalf("Makefile has no %s target", target)
+	return nil
+}
+
+// The README keeps exactly two set-up commands, and keeps them true: `make run` is the main
+// job (the whole suite: flowtest run with no selection of its own), `make test` the tests
+// (go test of every package), and CI's entry point .ci/run ends by running the second.
+func TestReadmeSetUpIsTheTwoCommands(t *testing.T) {
+	root := filepath.Join("..", "..")
+	read := func(name string) string {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	readme, makefile := read("README.md"), read("Makefile")
+	if got := shellCommands(section(t, readme, "## Set-up: two commands")); strings.Join(got, "\n") != "make run\nmake test" {
+		t.Errorf("README's set-up section gives %q; the guide keeps exactly two commands, make run and make test", got)
+	}
+	if got := strings.Join(recipe(t, makefile, "run"), "\n"); got != "./$(BIN)/flowtest$(EXE) run $(FLAGS)" {
+		t.Errorf("make run runs %q: the README calls it the main job, the whole suite on the sandbox (flowtest run, no selection)", got)
+	}
+	if got := strings.Join(recipe(t, makefile, "go-test"), "\n"); !strings.Contains(got, "$(GO) test") || !strings.Contains(got, "./...") {
+		t.Errorf("make go-test runs %q: the README's test command must run go test of every package", got)
+	}
+	if got := strings.Join(recipe(t, makefile, "test"), "\n"); !strings.Contains(got, "go-test") {
+		t.Errorf("make test runs %q, not go-test", got)
+	}
+	var last string
+	for _, l := range strings.Split(read(".ci/run"), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			last = l
+		}
+	}
+	if last != "make test" {
+		t.Errorf(".ci/run ends with %q; CI runs the README's test command, make test", last)
+	}
+}
+
+// The quick start's commands exist as written: it begins with make build (every ./bin example
+// needs it), and each scenario it runs is in the manifest.
+func TestReadmeQuickStartRunsWhatExists(t *testing.T) {
+	root := filepath.Join("..", "..")
+	data, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, err := os.ReadFile(filepath.Join(root, "features", "manifest.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := shellCommands(section(t, string(data), "## Quick start: a first green scenario"))
+	if len(cmds) == 0 || cmds[0] != "make build" {
+		t.Fatalf("the quick start's commands %q do not begin with make build", cmds)
+	}
+	ran := 0
+	for _, c := range cmds[1:] {
+		if !strings.HasPrefix(c, "./bin/flowtest ") {
+			t.Errorf("quick start command %q is not a ./bin/flowtest command", c)
+		}
+		if _, tag, ok := strings.Cut(c, "--tags @"); ok {
+			id := strings.Fields(tag)[0]
+			if !regexp.MustCompile(`(?m)\bid: ` + regexp.QuoteMeta(id) + `[,}\s]`).Match(manifest) {
+				t.Errorf("the quick start runs @%s, which is no scenario id of features/manifest.yaml", id)
+			}
+			ran++
+		}
+	}
+	if ran != 1 {
+		t.Errorf("the quick start runs %d scenarios; it shows one", ran)
 	}
 }
