@@ -135,7 +135,7 @@ func init() {
 			short: "run the selected acceptance scenarios (default: all, on the sandbox)",
 			flags: flagsOf(cmdRun)},
 		{name: "list", usage: "list [--tags EXPR]",
-			short: "list the 43 acceptance scenarios in run order",
+			short: "list the scenarios in run order: the acceptance scenarios, then the extended series",
 			flags: flagsOf(cmdList)},
 		{name: "check", usage: "check [--target sandbox|live] [--tags EXPR]",
 			short: "preflight only: every safety check with PASS/FAIL",

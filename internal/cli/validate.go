@@ -2,7 +2,8 @@ package cli
 
 // Flag validation: every flag value a user can get wrong is refused here, before the
 // manifest is read, before preflight and before anything starts, with exit 2 and one line
-// naming the flag and the value. The rules (README "Refusals"):
+// naming the flag and the value. The rules (docs/running.md, "Other flags, and how bad input
+// is refused"):
 //
 //   - a flag given twice is refused (the flag package would keep the last silently; two
 //     --tags are not an "or"), except the repeatable --format;

@@ -33,6 +33,7 @@ var rules = map[string][]string{
 	"internal/yamlerr":             {},
 	"internal/ciworkflow":          {},
 	"internal/layering":            {},
+	"internal/doclinks":            {},
 	"runner/tagexpr":               {},
 	"harness/wait":                 {},
 	"harness/apicount":             {},

@@ -348,7 +348,7 @@ func ksqlFlowConfigCheck(cfg *config.Config, describe profileDescriber, read fun
 	}
 	if data, err := read(path); err == nil {
 		if fp := configFormatProblems(data, cfg.Profile()); len(fp) > 0 {
-			c.OK, c.Reason = false, fmt.Sprintf("the kSQL-Flow config %s, profile %q is not in the kSQL-Flow 0.9.0 format (README, live mode): %s",
+			c.OK, c.Reason = false, fmt.Sprintf("the kSQL-Flow config %s, profile %q is not in the kSQL-Flow 0.9.0 format (docs/live.md, set-up step 3): %s",
 				path, cfg.Profile(), strings.Join(fp, "; "))
 			return c
 		}

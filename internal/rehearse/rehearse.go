@@ -1,6 +1,6 @@
 // Package rehearse is `flowtest rehearse`: the live path rehearsed end to end without a tenant. Each stand-alone
 // kintone emulator (`flowsandbox kintone serve --operator-env DIR`) writes an operator's live
-// setup for itself (README "Live mode": .env, tokens.sh, the kSQL-Flow config, a deny list);
+// setup for itself (docs/live.md: .env, tokens.sh, the kSQL-Flow config, a deny list);
 // then `flowtest run --target live` runs as a child process of its own binary, in DIR, with
 // only the platform variables and tokens.sh's exports as its OS environment — exactly what an
 // operator types for a release gate, with the reference CLIs as launchers. --shards N starts N

@@ -25,7 +25,7 @@ flags:
   --data-dir dir        load records on start, save them on shutdown
   --env-out file        also write base URL, CA file, app ids and tokens as an env file
   --operator-env dir    also write an operator's live setup for this emulator into dir, as
-                        README "Live mode" makes it for a real tenant: .env (E2E app ids,
+                        docs/live.md makes it for a real tenant: .env (E2E app ids,
                         read-only tokens, launchers = this flowsandbox), tokens.sh (the
                         writable tokens, narrowest per role), ksql-flow-config.json, a deny
                         list; for rehearsing flowtest run --target live (flowtest rehearse)

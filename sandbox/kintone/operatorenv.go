@@ -11,8 +11,8 @@ import (
 	"strings"
 )
 
-// The operator's live setup for this emulator (`serve --operator-env DIR`): the files README
-// "Live mode" tells an operator to make for a real tenant, so that `flowtest run --target
+// The operator's live setup for this emulator (`serve --operator-env DIR`): the files docs/live.md
+// tells an operator to make for a real tenant, so that `flowtest run --target
 // live` can be rehearsed against the emulator through exactly the code path of a release
 // gate. The variable names are flowtest's (harness/config, safety); the sandbox must not
 // import them (it imports kintoneapi only), so cmd/flowtest's rehearsal test checks every name
@@ -22,7 +22,7 @@ import (
 const (
 	OperatorDotEnv    = ".env"                    // non-secret settings and read-only tokens
 	OperatorTokens    = "tokens.sh"               // `export NAME='token'` lines: the writable tokens
-	OperatorFlowConf  = "ksql-flow-config.json"   // kSQL-Flow config (README step 3)
+	OperatorFlowConf  = "ksql-flow-config.json"   // kSQL-Flow config (docs/live.md step 3)
 	OperatorDenyList  = "production-denylist.txt" // a deny list naming none of the emulator's apps
 	OperatorCAFile    = "tenant-ca.pem"           // the emulator's CA (the operator's FLOWTEST_CA_FILE)
 	OperatorIODir     = "io"                      // KSQL_FLOWNET_IO_DIR
@@ -38,7 +38,7 @@ type operatorToken struct {
 	readOnly   bool
 }
 
-// operatorTokens follows README "Live mode" step 2 (narrowest token per role): FlowNet's
+// operatorTokens follows docs/live.md step 2 (narrowest token per role): FlowNet's
 // state/audit writers view/add/edit, the harness's cleanup tokens view/delete, kSQL-Flow's JOB
 // log writer view/add/edit, FlowNet's request poller view/edit, the harness's request token and
 // the CSV token view/add/edit/delete (the harness creates, withdraws and sweeps with them),

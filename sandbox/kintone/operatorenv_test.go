@@ -120,7 +120,7 @@ func TestOperatorEnvGivesEachRoleItsNarrowestToken(t *testing.T) {
 }
 
 // The rest of the setup: the tenant, its apps, CA, launchers, kSQL-Flow config, deny list
-// and IO dir, as README "Live mode" describes them.
+// and IO dir, as docs/live.md describes them.
 func TestOperatorEnvWritesTheLiveSetup(t *testing.T) {
 	s, dir, env, exports := operatorEnv(t)
 	assert.Equal(t, s.BaseURL(), env["KSQL_SPIKE_BASE_URL"])
