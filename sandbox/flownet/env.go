@@ -93,6 +93,7 @@ func (c *cli) newStore(withLog bool, retryFor time.Duration) (*store, error) {
 		st.logApp = e["KSQL_FLOW_LOG_APP_ID"]
 		tokens[st.logApp] = e["KSQL_FLOW_LOG_API_TOKEN"]
 	}
+	st.net = watchTransport(hc)
 	st.kc = kintoneapi.New(e["KSQL_FLOWNET_BASE_URL"], hc, tokens)
 	return st, nil
 }

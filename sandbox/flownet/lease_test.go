@@ -2,6 +2,7 @@ package flownet
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ksqlflow/flowtest/kintoneapi"
+	"github.com/ksqlflow/flowtest/sandbox/kintone"
 )
 
 // heartbeatDropper sits between FlowNet and the emulator and drops the connection of every
@@ -111,4 +113,76 @@ func TestConfirmedLeaseLossClosesTheInvocationNormally(t *testing.T) {
 	assert.Equal(t, []string{"CANCELLED", "NETWORK_LEASE_INTERRUPTED"}, []string{g.invocations[0].Str("status"), g.invocations[0].Str("result_code")})
 	assert.Equal(t, []recordSummary{{"CANCELLED", "NETWORK_LEASE_INTERRUPTED"}}, s.lockTombstones())
 	assert.Empty(t, s.runningLocks())
+}
+
+// heldLockInsert stands for a network-lock POST held by explore's scheduler: when it passes,
+// the fake clock jumps by hold before the request goes on and is answered 2xx.
+type heldLockInsert struct {
+	base  http.RoundTripper
+	clock *fakeClock
+	hold  time.Duration
+}
+
+func (h *heldLockInsert) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPost && r.URL.Path == "/k/v1/record.json" && r.Body != nil {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if strings.Contains(string(body), `"NETWORK_LOCK"`) {
+			h.clock.advance(h.hold)
+		}
+	}
+	return h.base.RoundTrip(r)
+}
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// An acquisition confirmed late (its POST held 8 s of a 10 s lease, then answered 2xx) is
+// not a lease loss: the archive's tick, its write and the tick before its audit all pass and
+// the lease stays trusted, as in the real product (which judges the remaining lease only
+// after a failed heartbeat). explore's ext-06 schedule 3 held the archive's lock POST while
+// the resume ran; the model marked the lease uncertain and left the audit PENDING. The same
+// gap with a transport failure in it (kintone unreachable: the model's stand-in for the
+// product's failed control-plane writes, m7-02) still makes the lease uncertain.
+func TestLateConfirmedAcquisitionKeepsTheLease(t *testing.T) {
+	e := newStoreEnv(t, kintone.Options{})
+	ctx := context.Background()
+	clk := &fakeClock{t: time.Now()}
+	e.lossy.base = &heldLockInsert{base: e.lossy.base, clock: clk, hold: 8 * time.Second}
+
+	l, err := acquireLock(ctx, e.st, "p", "net", "invoke_archive", "i", 10*time.Second, 3*time.Second, clk.now)
+	require.NoError(t, err)
+	require.NoError(t, l.tick(ctx), "the tick before the write")
+	_, _, err = e.st.insert(ctx, e.st.stateApp, "CANCEL:netrun_late", vals(map[string]any{"record_type": "CANCEL_REQUEST", "run_id": "netrun_late"}), "run_id")
+	require.NoError(t, err)
+	require.NoError(t, l.tick(ctx), "the tick after the write")
+	assert.False(t, l.uncertainNow(), "a late but successful acquisition does not make the lease uncertain")
+
+	// The same late acquisition, and the fence read of the next heartbeat loses its answer
+	// once (retried, then confirmed): kintone was unreachable in the gap.
+	l2, err := acquireLock(ctx, e.st, "p", "net2", "invoke_other", "i", 10*time.Second, 3*time.Second, clk.now)
+	require.NoError(t, err)
+	e.lossy.mu.Lock()
+	e.lossy.drop = func(r *http.Request) bool { return r.Method == http.MethodGet && r.URL.Path == "/k/v1/records.json" }
+	e.lossy.mu.Unlock()
+	require.NoError(t, l2.tick(ctx), "the heartbeat itself is confirmed")
+	assert.True(t, l2.uncertainNow(), "a gap longer than lease - interval with kintone unreachable in it is a lease loss")
+	assert.Equal(t, codeLeaseInterruptedCode, errCode(l2.tick(ctx), ""))
 }

@@ -28,6 +28,7 @@ type networkLock struct {
 	id, rev   string // kintone $id / $revision we last wrote
 	bizRev    int    // business revision field
 	lastOK    time.Time
+	failsAtOK int64 // st.transportFailures() when lastOK was set
 	failures  int
 	uncertain string // non-empty: why the lease can no longer be trusted
 	stop      chan struct{}
@@ -48,6 +49,7 @@ type networkLock struct {
 // setOK records a confirmed lease write at t (mu held).
 func (l *networkLock) setOK(t time.Time) {
 	l.lastOK = t
+	l.failsAtOK = l.st.transportFailures()
 	l.okMu.Lock()
 	l.okAt = t
 	l.okMu.Unlock()
@@ -235,15 +237,21 @@ func (l *networkLock) renew(ctx context.Context) error {
 	}
 	// Judged on the last confirmation before this heartbeat: a heartbeat that succeeds after
 	// the lease went unconfirmed for longer than lease - interval does not make it trustworthy
-	// again (the real product marks the lease uncertain on the failed control-plane writes
-	// of such an outage, which this model's store does not). Judged after the heartbeat, the
-	// success would move lastOK and hide the gap, and a failed timer heartbeat landing a few
-	// milliseconds before the threshold would hide it too: m7-02's recovery then ran on.
-	// The heartbeat itself may take the whole outage (its fence read retries until kintone
-	// answers), so the gap is measured to when it was written, from the confirmation before.
-	prev := l.lastOK
+	// again when kintone was unreachable meanwhile (the real product marks the lease uncertain
+	// on the failed control-plane writes of such an outage; this model's reads and writes
+	// retry instead, so a transport failure of any of them since the last confirmation stands
+	// for it: m7-02's recovery). Judged after the heartbeat, the success would move lastOK and
+	// hide the gap, and a failed timer heartbeat landing a few milliseconds before the
+	// threshold would hide it too. The heartbeat itself may take the whole outage (its fence
+	// read retries until kintone answers), so the gap is measured to when it was written,
+	// from the confirmation before. A gap without a transport failure is only a slow answer
+	// (an acquisition or heartbeat held, then confirmed, as explore's schedules do): the
+	// product checks the remaining lease only after a failed heartbeat, so that is no loss.
+	prev, prevFails := l.lastOK, l.failsAtOK
 	err := l.renewLocked(ctx)
-	stale := l.now().After(prev.Add(l.lease-l.heartbeat)) && (err != nil || l.lastOK.After(prev.Add(l.lease-l.heartbeat)))
+	unreachable := l.st.transportFailures() != prevFails
+	limit := l.lease - l.heartbeat
+	stale := l.now().After(prev.Add(limit)) && (err != nil || unreachable && l.lastOK.After(prev.Add(limit)))
 	if err != nil {
 		l.failures++
 		if ce, ok := err.(*codedError); ok && ce.Code != codeLockUnavailable {
@@ -254,10 +262,9 @@ func (l *networkLock) renew(ctx context.Context) error {
 	} else {
 		l.failures = 0
 	}
-	// Checked after a success too (the product checks only after a failure, but it also marks
-	// the lease uncertain on a control-plane write's transport failure, which this model's
-	// store does not; m7-02's recovery needs one or the other).
-	if l.uncertain == "" && (stale || l.now().After(l.lastOK.Add(l.lease-l.heartbeat))) {
+	// After a success the heartbeat's own duration counts too, when kintone was unreachable
+	// during it (a fence read retried through an outage).
+	if l.uncertain == "" && (stale || unreachable && l.now().After(l.lastOK.Add(limit))) {
 		l.uncertain = "remaining lease is not longer than the heartbeat interval"
 	}
 	return err

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ksqlflow/flowtest/kintoneapi"
@@ -23,6 +26,69 @@ type store struct {
 	// lease, when set (run-network, once it holds the network lock), fences every insert
 	// and update (see leaseGone).
 	lease leaseFence
+	// net counts kc's transport failures (nil: none are counted): the lease monitor asks
+	// whether kintone was unreachable since its last confirmed lease write (renew).
+	net *netWatch
+}
+
+// transportFailures is how many kintone requests of this store got no (whole) answer so far.
+func (s *store) transportFailures() int64 {
+	if s.net == nil {
+		return 0
+	}
+	return s.net.failures.Load()
+}
+
+// netWatch counts the transport failures of one HTTP client: no response, or a response
+// cut short. A request our own context ended is not counted: that is not kintone being
+// unreachable.
+type netWatch struct {
+	base     http.RoundTripper
+	failures atomic.Int64
+}
+
+// watchTransport puts a netWatch in front of hc's transport.
+func watchTransport(hc *http.Client) *netWatch {
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	w := &netWatch{base: base}
+	hc.Transport = w
+	return w
+}
+
+func (w *netWatch) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := w.base.RoundTrip(r)
+	if err != nil {
+		w.failed(r)
+		return resp, err
+	}
+	resp.Body = &watchedBody{ReadCloser: resp.Body, w: w, r: r}
+	return resp, nil
+}
+
+func (w *netWatch) failed(r *http.Request) {
+	if r.Context().Err() == nil {
+		w.failures.Add(1)
+	}
+}
+
+// watchedBody counts a response body that breaks off before its end (once per response).
+type watchedBody struct {
+	io.ReadCloser
+	w      *netWatch
+	r      *http.Request
+	failed bool
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && !b.failed {
+		b.failed = true
+		b.w.failed(b.r)
+	}
+	return n, err
 }
 
 // leaseFence is the network lock as the store sees it.

@@ -59,8 +59,10 @@ func newStoreEnv(t *testing.T, opts kintone.Options) *storeEnv {
 	lossy := &lossyTransport{base: hc.Transport}
 	hc.Transport = lossy
 	tokens := map[string]string{apps["state"].ID: apps["state"].Tokens["flownet"], apps["audit"].ID: apps["audit"].Tokens["flownet"]}
-	st := &store{kc: kintoneapi.New(srv.BaseURL(), hc, tokens), stateApp: apps["state"].ID, auditApp: apps["audit"].ID,
+	st := &store{stateApp: apps["state"].ID, auditApp: apps["audit"].ID,
 		retryEvery: 10 * time.Millisecond, retryFor: time.Second}
+	st.net = watchTransport(hc) // as newStore: the lease monitor sees lossy's failures
+	st.kc = kintoneapi.New(srv.BaseURL(), hc, tokens)
 	ahc, err := kintoneapi.HTTPClientWithCA(srv.CAFile())
 	require.NoError(t, err)
 	admin := kintoneapi.New(srv.BaseURL(), ahc, map[string]string{apps["state"].ID: apps["state"].Tokens["full"]})
