@@ -57,6 +57,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	bodyErr := p.bufferBody(r, view)
 	entry := &trafficEntry{At: start.UTC(), Method: r.Method, Path: r.URL.Path, Targeted: true, Heartbeat: view.isHeartbeat()}
 	entry.App, entry.RecordID, entry.RecordKey, entry.Fields = view.touched()
+	if view.isWrite() {
+		entry.Fenced = view.fenced()
+		if recordsPath.MatchString(entry.Path) {
+			gr := view.gateRequest(entry.App, entry.RecordID, entry.Fields, entry.Heartbeat)
+			gr.Values = keepValues(gr.Values, p.opts.Judged)
+			entry.write = &gr
+		}
+	}
 	if bodyErr != nil {
 		// Nothing sensible can be forwarded; fail the way the broken connection already has.
 		entry.Error = "request body could not be read"
@@ -186,6 +194,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		return nil
 	}
 	rs.entry.Status = resp.StatusCode
+	rs.entry.answer = answers.Add(1) // kintone has answered: it applied the write or refused it
 	p.countSent(resp.Request, rs.entry.App, resp.StatusCode)
 	if err := p.holdAfterSuccess(resp, rs); err != nil {
 		return err
