@@ -43,6 +43,29 @@ var Invariants = []Invariant{
 	{"stale-never-reexecuted", StaleNeverReexecuted},
 }
 
+// AssertionPrefix begins the `what` of the assertion by which `flowtest run` records an
+// invariant it checked ("invariant puts-fenced"); the defect judge tells them by it.
+const AssertionPrefix = "invariant "
+
+// Known: name is one of the invariants.
+func Known(name string) bool {
+	for _, inv := range Invariants {
+		if inv.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Names are the invariants' names, in the contract's order.
+func Names() []string {
+	out := make([]string, len(Invariants))
+	for i, inv := range Invariants {
+		out[i] = inv.Name
+	}
+	return out
+}
+
 // CheckAll runs every invariant.
 func CheckAll(h History) []Violation {
 	var out []Violation
