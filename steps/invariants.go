@@ -99,6 +99,9 @@ func partyWrites(names []string, proxies []*faultproxy.Proxy, roles map[string]s
 			status = 0
 		}
 		out[i] = explore.WriteOf(i, w.name, roles[w.line.App], *w.line.Write, status)
+		if w.line.Created != "" {
+			out[i].RecordID = w.line.Created // the record a POST added: a lock is released by its id
+		}
 		out[i].Released, out[i].Answered = w.line.At, w.line.At
 	}
 	return out

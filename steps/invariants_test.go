@@ -29,7 +29,12 @@ func partyProxy(t *testing.T, upstream, name string) *faultproxy.Proxy {
 
 func put(t *testing.T, p *faultproxy.Proxy, body string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPut, p.URL()+"/k/v1/record.json", strings.NewReader(body))
+	send(t, p, http.MethodPut, body)
+}
+
+func send(t *testing.T, p *faultproxy.Proxy, method, body string) {
+	t.Helper()
+	req, err := http.NewRequest(method, p.URL()+"/k/v1/record.json", strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
@@ -52,6 +57,10 @@ func recordOf(t *testing.T, st *scenario.State) *results.Scenario {
 func TestUnfencedClaimFailsInvariantPutsFenced(t *testing.T) {
 	kintone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodPost {
+			_, _ = io.WriteString(w, `{"id":"40","revision":"1"}`)
+			return
+		}
 		_, _ = io.WriteString(w, `{"revision":"2"}`)
 	}))
 	defer kintone.Close()
@@ -60,11 +69,14 @@ func TestUnfencedClaimFailsInvariantPutsFenced(t *testing.T) {
 	put(t, b, `{"app":"103","id":"7","revision":"1",`+claim+`}`)          // fenced: loses nothing
 	put(t, a, `{"app":"103","id":"7",`+claim+`}`)                         // the planted bug: no revision
 	put(t, a, `{"app":"104","id":"9","record":{"status":{"value":"x"}}}`) // JOB log: not judged
+	send(t, b, http.MethodPost, `{"app":"101","record":{"record_key":{"value":"LOCK:n1"}}}`)
 	writes := partyWrites([]string{"poller A", "poller B"}, []*faultproxy.Proxy{a, b}, map[string]string{"101": "state", "103": "request"})
-	require.Len(t, writes, 2)
-	assert.Equal(t, []string{"poller B", "poller A"}, []string{writes[0].Sig.Process, writes[1].Sig.Process}, "in the order of their answers")
+	require.Len(t, writes, 3)
+	assert.Equal(t, []string{"poller B", "poller A", "poller B"}, []string{writes[0].Sig.Process, writes[1].Sig.Process, writes[2].Sig.Process}, "in the order of their answers")
 	assert.Equal(t, "ACCEPTED", writes[1].Values["request_state"])
 	assert.Equal(t, 200, writes[1].Status)
+	assert.Equal(t, "40", writes[2].RecordID, "a POST is named by the id kintone gave its record")
+	assert.Equal(t, "LOCK", writes[2].Sig.Kind)
 
 	st, err := scenario.New("p2-01-01", nil, t.TempDir(), nil)
 	require.NoError(t, err)

@@ -36,8 +36,9 @@ type trafficEntry struct {
 	Fenced *bool `json:"fenced,omitempty"`
 	// write and answer stay in memory (TrafficLine.Write, TrafficLine.Answer): write holds
 	// judged field values, which never go to the log file.
-	write  *GateRequest
-	answer uint64
+	write   *GateRequest
+	answer  uint64
+	created string
 }
 
 // TrafficLine is one logged request as Traffic returns it (the traffic log's fields).
@@ -64,6 +65,9 @@ type TrafficLine struct {
 	// Values cut to Options.Judged: what the invariant checkers of flowtest run judge. It is
 	// kept in memory only, never in the log file.
 	Write *GateRequest
+	// Created is the id kintone answered a single-record POST with (the record it added), ""
+	// otherwise; in memory only, like Write.
+	Created string
 	// Answer orders the requests of every proxy of this process: the position at which a
 	// proxy saw the request answered (the upstream's response arrived), or, for one that got
 	// no answer, ended.
@@ -88,7 +92,7 @@ func (p *Proxy) logTraffic(e *trafficEntry, start time.Time) {
 	if len(p.traffic) < maxTrafficLines {
 		p.traffic = append(p.traffic, TrafficLine{At: e.At, Method: e.Method, Path: e.Path, App: e.App, RecordID: e.RecordID, RecordKey: e.RecordKey,
 			Fields: e.Fields, Blocked: e.Blocked, Heartbeat: e.Heartbeat, Status: e.Status, DurationMS: e.DurationMS, Error: e.Error,
-			Fault: e.Fault, FaultAction: e.FaultAction, Fenced: e.Fenced, Write: e.write, Answer: e.answer})
+			Fault: e.Fault, FaultAction: e.FaultAction, Fenced: e.Fenced, Write: e.write, Answer: e.answer, Created: e.created})
 	}
 	p.mu.Unlock()
 	p.writeLog(p.trafficLog, e)
