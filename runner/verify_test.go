@@ -18,9 +18,9 @@ import (
 func TestVerifyFailsAPassedScenario(t *testing.T) {
 	fsys := selfFeatures(map[string]string{"manifest.yaml": `schema_version: 1
 scenarios:
-  - {id: alpha, series: s1, invariant_exemptions: {one-run-per-key: "the scenario plants a second run"}}
+  - {id: alpha, series: s1, acceptance: ["1"], invariant_exemptions: {one-run-per-key: "the scenario plants a second run"}}
   - {id: beta, series: s1}
-  - {id: delta, series: s2}
+  - {id: delta, series: s2, acceptance: ["7"]}
   - {id: win-only, series: s2, needs: [windows]}
 `})
 	seen := map[string]map[string]string{}
