@@ -161,19 +161,21 @@ func (a APIRequests) Total() int64 {
 
 // TrafficLine is one request through a fault proxy (harness/faultproxy's traffic log).
 type TrafficLine struct {
-	Process    string    `json:"process"`
-	At         time.Time `json:"at"`
-	Method     string    `json:"method"`
-	Path       string    `json:"path"`
-	App        string    `json:"app,omitempty"`
-	RecordID   string    `json:"record_id,omitempty"`
-	RecordKey  string    `json:"record_key,omitempty"` // the updateKey value of a PUT by updateKey
-	Fields     []string  `json:"fields,omitempty"`
-	Blocked    bool      `json:"blocked,omitempty"`
-	Heartbeat  bool      `json:"heartbeat,omitempty"`
-	Status     int       `json:"status,omitempty"`
-	DurationMS float64   `json:"duration_ms"`
-	Error      string    `json:"error,omitempty"`
+	Process   string    `json:"process"`
+	At        time.Time `json:"at"`
+	Method    string    `json:"method"`
+	Path      string    `json:"path"`
+	App       string    `json:"app,omitempty"`
+	RecordID  string    `json:"record_id,omitempty"`
+	RecordKey string    `json:"record_key,omitempty"` // the updateKey value of a PUT by updateKey
+	Fields    []string  `json:"fields,omitempty"`
+	Blocked   bool      `json:"blocked,omitempty"`
+	Heartbeat bool      `json:"heartbeat,omitempty"`
+	// Fenced: a PUT or DELETE carried kintone's revision fence (nil for reads and POSTs).
+	Fenced     *bool   `json:"fenced,omitempty"`
+	Status     int     `json:"status,omitempty"`
+	DurationMS float64 `json:"duration_ms"`
+	Error      string  `json:"error,omitempty"`
 }
 
 // Step is one executed (or skipped) Gherkin step.

@@ -13,6 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/ksqlflow/flowtest/harness/explore"
 	"github.com/ksqlflow/flowtest/internal/yamlerr"
 )
 
@@ -30,6 +31,11 @@ type Entry struct {
 	// Explore, when set, makes the scenario explorable by `flowtest explore`: the FlowNet
 	// processes whose kintone writes are scheduled.
 	Explore *Explore `yaml:"explore"`
+	// InvariantExemptions are the invariants of the contract (§8, harness/explore) that
+	// cannot hold for this scenario by design — a fault it injects breaks them — each with
+	// its reason. `flowtest run` checks every other invariant after the scenario's steps; an
+	// exempted one is noted, and noted stale when it held anyway.
+	InvariantExemptions map[string]string `yaml:"invariant_exemptions"`
 	// Extended: the entry's series is one of the manifest's extended series (beyond the
 	// acceptance scenarios of the product's release list); set by ParseManifest.
 	Extended bool `yaml:"-"`
@@ -91,7 +97,7 @@ var (
 // The keys the manifest may hold; anything else is a typo that would otherwise be dropped.
 var (
 	manifestKeys = []string{"schema_version", "extended", "scenarios"}
-	entryKeys    = []string{"id", "series", "acceptance", "needs", "limits", "explore"}
+	entryKeys    = []string{"id", "series", "acceptance", "needs", "limits", "explore", "invariant_exemptions"}
 	exploreKeys  = []string{"processes", "via", "reason"}
 )
 
@@ -141,6 +147,11 @@ func ParseManifest(name string, data []byte) (*Manifest, error) {
 					return nil, at(x.Line, "explore must be a mapping like {processes: [poller A, poller B]}")
 				}
 				if err := (yamlerr.Keys{Known: exploreKeys, What: "explore key", Hint: platformHint}).Check(x, at); err != nil {
+					return nil, err
+				}
+			}
+			if x, _ := yamlerr.Value(e, "invariant_exemptions"); x != nil {
+				if err := checkExemptions(x, at); err != nil {
 					return nil, err
 				}
 			}
@@ -272,6 +283,24 @@ func ParseManifest(name string, data []byte) (*Manifest, error) {
 		}
 	}
 	return &m, nil
+}
+
+// checkExemptions refuses an invariant_exemptions value that is not a mapping of known
+// invariant names to non-empty reasons, at the line of the offending name.
+func checkExemptions(x *yaml.Node, at func(int, string, ...any) error) error {
+	if x.Kind != yaml.MappingNode {
+		return at(x.Line, "invariant_exemptions must be a mapping of invariant names to reasons, like {puts-fenced: \"why it cannot hold here\"}")
+	}
+	for i := 0; i+1 < len(x.Content); i += 2 {
+		k, v := x.Content[i], x.Content[i+1]
+		switch {
+		case !explore.Known(k.Value):
+			return at(k.Line, "invariant_exemptions: unknown invariant %q (the invariants: %s)", k.Value, strings.Join(explore.Names(), ", "))
+		case v.Kind != yaml.ScalarNode || v.Tag != "!!str" && v.Tag != "" || strings.TrimSpace(v.Value) == "":
+			return at(k.Line, "invariant_exemptions: %s needs a reason (why the invariant cannot hold for this scenario)", k.Value)
+		}
+	}
+	return nil
 }
 
 // platformHint: a platform is a need, not a key of its own.

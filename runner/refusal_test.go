@@ -150,7 +150,7 @@ func TestManifestRefusalsNameFileAndLine(t *testing.T) {
 		{"unknown extended series", "schema_version: 1\nextended: [x]\nscenarios:\n  - {id: a, series: s}\n", `m.yaml:2: extended series "x" has no scenario in the manifest`},
 		{"extended before acceptance", "schema_version: 1\nextended: [x]\nscenarios:\n  - {id: a, series: x}\n  - {id: b, series: s}\n", "m.yaml:4: scenario a of the extended series x comes before the acceptance scenario b"},
 		{"extended twice", "schema_version: 1\nextended: [x, x]\nscenarios:\n  - {id: a, series: x}\n", `m.yaml:2: extended series "x" listed twice`},
-		{"unknown entry key", head + "  - {id: a, series: s}\n  - {id: b, series: s, acceptence: [1]}\n", `m.yaml:4: unknown scenario key "acceptence" (known: id, series, acceptance, needs, limits, explore)`},
+		{"unknown entry key", head + "  - {id: a, series: s}\n  - {id: b, series: s, acceptence: [1]}\n", `m.yaml:4: unknown scenario key "acceptence" (known: id, series, acceptance, needs, limits, explore, invariant_exemptions)`},
 		{"unknown explore key", head + "  - {id: a, series: s, explore: {process: [A]}}\n", `m.yaml:3: unknown explore key "process" (known: processes, via, reason)`},
 		{"explore not a mapping", head + "  - {id: a, series: s, explore: [A]}\n", "m.yaml:3: explore must be a mapping"},
 		{"explore without processes", head + "  - {id: a, series: s, explore: {processes: []}}\n", "m.yaml:3: scenario a: explore names no processes (and no via)"},

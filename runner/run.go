@@ -53,6 +53,12 @@ type Options struct {
 	// delete (the node attempts of its runs, for the timeline). It must not fail the
 	// scenario: what it cannot read it notes.
 	BeforeCleanup func(ctx context.Context, st *scenario.State)
+	// Verify, if set, runs after the scenario's steps and before BeforeCleanup and the
+	// cleanup (the scope's records still exist), unless the run was interrupted, with a
+	// context of its own (bounded by CleanupTimeout) and the scenario's manifest entry:
+	// checks of the whole scenario (the contract's invariants). What it asserts lands in the
+	// record; an error fails a scenario that had passed, a panic too.
+	Verify func(ctx context.Context, st *scenario.State, e Entry) error
 
 	StepTimeout    time.Duration // per step; default 5 minutes
 	TimeoutScale   float64       // multiplies every named wait limit (FLOWTEST_TIMEOUT_SCALE); <= 0 means 1
@@ -439,6 +445,12 @@ func runOne(parent context.Context, o Options, rs *runState, it Item) (rec *resu
 		rec.Status = results.StatusBlocked
 		rec.Reason = "blocked: " + pre
 	}
+	if o.Verify != nil && ctx.Err() == nil {
+		if err := verify(o, st, it.Entry); err != nil && rec.Status == results.StatusPassed {
+			rec.Status = results.StatusFailed
+			rec.Reason = err.Error()
+		}
+	}
 	if o.BeforeCleanup != nil {
 		collectBeforeCleanup(o, st)
 	}
@@ -630,6 +642,18 @@ func collectBeforeCleanup(o Options, st *scenario.State) {
 		}
 	}()
 	o.BeforeCleanup(ctx, st)
+}
+
+// verify runs o.Verify with its own deadline; a panic is its error.
+func verify(o Options, st *scenario.State, e Entry) (err error) {
+	ctx, cancel := context.WithTimeout(apicount.NewContext(context.Background(), st.API), o.CleanupTimeout)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("verify after the steps panicked: %v", p)
+		}
+	}()
+	return o.Verify(ctx, st, e)
 }
 
 type stepLog struct {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ksqlflow/flowtest/harness/apicount"
+	"github.com/ksqlflow/flowtest/harness/explore"
 	"github.com/ksqlflow/flowtest/harness/faultproxy"
 	"github.com/ksqlflow/flowtest/harness/scenario"
 	"github.com/ksqlflow/flowtest/harness/target"
@@ -15,19 +16,13 @@ import (
 
 // The scenario's proxies share one CA and one set of options (scenarioProxyOptions): the
 // fault proxies of named FlowNet processes (faults.go), the kSQL-Flow proxy (ksqlproxy.go),
-// and the counting proxy here. A FlowNet process without a fault proxy of its own still
-// reaches kintone through one: a proxy of the scenario that only passes and counts, so that
+// and the counting proxies here. A FlowNet process without a fault proxy of its own still
+// reaches kintone through one: a proxy of its own that only passes and counts, so that
 // FlowNet's requests count on the scenario's API counter like the harness's own (kintone
-// budgets requests per app and day). It changes only the base URL FlowNet is given, as a
-// fault proxy does (product-contract: KSQL_FLOWNET_BASE_URL), and trusts it through the
-// scenario's CA bundle.
-
-type apiProxyState struct {
-	proxy *faultproxy.Proxy
-	env   []string
-}
-
-var apiProxyKey = scenario.NewKey[apiProxyState]("api-proxy")
+// budgets requests per app and day), and so that the invariants judge its writes as its own
+// (invariants.go: a Network lock is released by the process that holds it). It changes only
+// the base URL FlowNet is given, as a fault proxy does (product-contract:
+// KSQL_FLOWNET_BASE_URL), and trusts it through the scenario's CA bundle.
 
 // appsByToken maps every token of the target to its app, so a proxy counts a request that
 // names no app (a file upload or download) on its token's app.
@@ -57,29 +52,24 @@ func tokensByApp(t *target.Target) map[string]string {
 	return out
 }
 
-// countingProxyEnv starts the scenario's counting proxy on first use and returns what points
-// a FlowNet process at it.
-func countingProxyEnv(sc *scene) ([]string, error) {
-	s := apiProxyKey.Of(sc.st)
-	if s.proxy != nil {
-		return s.env, nil
-	}
-	dir := filepath.Join(sc.st.WorkDir, "proxy-flownet-count")
+// countingProxyEnv starts the counting proxy of FlowNet process name and returns what
+// points the process at it.
+func countingProxyEnv(sc *scene, name string) ([]string, error) {
+	dir := filepath.Join(sc.st.WorkDir, "proxy-count-"+procFileName(name))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	opts, bundle, err := scenarioProxyOptions(sc, "flownet-count", dir, apicount.FlowNet)
+	opts, bundle, err := scenarioProxyOptions(sc, "count-"+procFileName(name), dir, apicount.FlowNet)
 	if err != nil {
 		return nil, err
 	}
 	p, err := faultproxy.New(opts)
 	if err != nil {
-		return nil, fmt.Errorf("FlowNet's counting proxy: %w", err)
+		return nil, fmt.Errorf("the counting proxy of %q: %w", name, err)
 	}
-	sc.st.Defer("close FlowNet's counting proxy", func(context.Context) error { return p.Close() })
-	s.proxy = p
-	s.env = flownetProxyEnv(p, bundle)
-	return s.env, nil
+	sc.st.Defer("close the counting proxy of "+name, func(context.Context) error { return p.Close() })
+	judgeWritesOf(sc.st, name, p)
+	return flownetProxyEnv(p, bundle), nil
 }
 
 // scenarioCAState is the one CA that signs every proxy of the scenario, so each child needs a
@@ -102,7 +92,7 @@ func scenarioProxyOptions(sc *scene, name, dir, origin string) (faultproxy.Optio
 	}
 	t := sc.suite.Target
 	return faultproxy.Options{Name: name, Upstream: t.BaseURL, UpstreamCA: t.CAFile, TLS: strings.HasPrefix(t.BaseURL, "https:"),
-		CA: ca, LogDir: dir, Counter: sc.st.API.From(origin), AppsByToken: appsByToken(t)}, bundle, nil
+		CA: ca, LogDir: dir, Counter: sc.st.API.From(origin), AppsByToken: appsByToken(t), Judged: explore.JudgedFields()}, bundle, nil
 }
 
 // flownetProxyEnv points a FlowNet process at proxy p: its base URL, and the scenario's one

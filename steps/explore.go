@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -10,8 +9,6 @@ import (
 	"github.com/ksqlflow/flowtest/harness/explore"
 	"github.com/ksqlflow/flowtest/harness/faultproxy"
 	"github.com/ksqlflow/flowtest/harness/scenario"
-	"github.com/ksqlflow/flowtest/harness/target"
-	"github.com/ksqlflow/flowtest/kintoneapi"
 )
 
 // An explored run (`flowtest explore`): the scenario runs as written, but the kintone writes
@@ -116,70 +113,6 @@ func exploredJobsGate(st *scenario.State) faultproxy.Gate {
 		return nil
 	}
 	return es.sched.Gate(windowProxyName)
-}
-
-// ExploreRecords reads the scope's final records for the invariant checkers: the NETWORK_RUN
-// of every network the scenario rendered, the state and audit records of those runs, the
-// networks' held locks, and every request the scenario created. Call it before the cleanup
-// deletes them (the runner's BeforeCleanup).
-func ExploreRecords(ctx context.Context, st *scenario.State) (state, audit, request []explore.Record, err error) {
-	sc := sceneKey.Of(st)
-	if sc.st == nil {
-		return nil, nil, nil, fmt.Errorf("explore records: the scenario has no scene")
-	}
-	conv := func(r kintoneapi.Record) explore.Record {
-		out := explore.Record{}
-		for code := range r {
-			out[code] = r.Str(code)
-		}
-		return out
-	}
-	seen := map[string]bool{}
-	add := func(dst *[]explore.Record, role string, recs []explore.Record) {
-		for _, r := range recs {
-			if k := role + "/" + r["$id"]; !seen[k] {
-				seen[k] = true
-				*dst = append(*dst, r)
-			}
-		}
-	}
-	for _, n := range fixtureKey.Of(st).networks() {
-		runs, err := readExact(ctx, sc, target.RoleState, conv, match{"record_type", "NETWORK_RUN"}, match{"network_id", n.NetworkID})
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		add(&state, target.RoleState, runs)
-		lockKey, err := canonicalKey("N1", sc.suite.Target.Profile, n.NetworkID)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		locks, err := readExact(ctx, sc, target.RoleState, conv, match{"record_type", "NETWORK_LOCK"}, match{"lock_key", lockKey})
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		add(&state, target.RoleState, locks)
-		for _, run := range runs {
-			for _, role := range []string{target.RoleState, target.RoleAudit} {
-				recs, err := readExact(ctx, sc, role, conv, match{"run_id", run["run_id"]})
-				if err != nil {
-					return nil, nil, nil, err
-				}
-				if role == target.RoleState {
-					add(&state, role, recs)
-				} else {
-					add(&audit, role, recs)
-				}
-			}
-		}
-	}
-	for _, id := range requestKey.Of(st).ids() {
-		recs, err := readExact(ctx, sc, target.RoleRequest, conv, match{"$id", id})
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		add(&request, target.RoleRequest, recs)
-	}
-	return state, audit, request, nil
 }
 
 // branchOf names an outcome by state/result code only, without the request names (the

@@ -73,7 +73,7 @@ func proxyEnvFor(ctx context.Context, name string) ([]string, error) {
 	sc := sceneOf(ctx)
 	fs := faultKey.Of(sc.st)
 	if !fs.planned[name] && !explored(sc.st, name) { // an explored process always has one (explore.go)
-		return countingProxyEnv(sc) // counted all the same (apiproxy.go)
+		return countingProxyEnv(sc, name) // counted all the same (apiproxy.go)
 	}
 	dir := filepath.Join(sc.st.WorkDir, "proxy-"+procFileName(name))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -97,6 +97,7 @@ func proxyEnvFor(ctx context.Context, name string) ([]string, error) {
 		fs.proxies = map[string]*faultproxy.Proxy{}
 	}
 	fs.proxies[name] = p
+	judgeWritesOf(sc.st, name, p)
 	if g := exploredGate(sc.st, name); g != nil {
 		p.SetGate(g)
 	}
@@ -156,7 +157,7 @@ func trafficLines(name string, lines []faultproxy.TrafficLine) []results.Traffic
 	out := make([]results.TrafficLine, len(lines))
 	for i, l := range lines {
 		out[i] = results.TrafficLine{Process: name, At: l.At, Method: l.Method, Path: l.Path, App: l.App, RecordID: l.RecordID, RecordKey: l.RecordKey,
-			Fields: l.Fields, Blocked: l.Blocked, Heartbeat: l.Heartbeat, Status: l.Status, DurationMS: l.DurationMS, Error: l.Error}
+			Fields: l.Fields, Blocked: l.Blocked, Heartbeat: l.Heartbeat, Fenced: l.Fenced, Status: l.Status, DurationMS: l.DurationMS, Error: l.Error}
 	}
 	return out
 }

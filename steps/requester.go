@@ -100,6 +100,7 @@ func (requesterDomain) cancelInTheBackground(ctx context.Context, ref, name stri
 	}
 	st := sc.st
 	st.Defer("close the fault proxy of "+name, func(context.Context) error { return closeAndRecord(st, name, p) })
+	judgeWritesOf(st, name, p)
 	if g := exploredGate(st, name); g != nil {
 		p.SetGate(g)
 	}

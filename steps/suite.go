@@ -29,11 +29,12 @@
 //	starts.go        START expectations: 案件管理 read independently, as_of, JOB log as_of
 //	lifecycle.go     the request lifecycle: requester's cancel, CLOSE, archive-run, arrivals
 //	requester.go     the requester as a named background party: its cancel through its own proxy, the race it runs
-//	explore.go       an explored run: the scheduler's gate on the named processes' proxies, final records
+//	explore.go       an explored run: the scheduler's gate on the named processes' proxies
+//	invariants.go    the contract's invariants after every scenario of flowtest run: the parties' writes, final records
 //	faults.go        a fault proxy per named FlowNet process: modes and outages
 //	barriers.go      barriers in those proxies: a request held, waited for, released by name
 //	faulttraffic.go  what a process sent through its fault proxy: call budgets, heartbeats, no write after its lease
-//	apiproxy.go      the options and CA every proxy shares; a counting proxy for the FlowNet processes without a fault proxy
+//	apiproxy.go      the options and CA every proxy shares; a counting proxy for each FlowNet process without a fault proxy
 //	ksqlproxy.go     the scenario's kSQL-Flow proxy: every kSQL-Flow process reaches kintone through it, counted
 //	selectivefaults.go  selective faults in those proxies: respond, lose-response, reset, delay
 //	closerows.go     what one CLOSE left, by §1.9's rows: its JSON union, audit and lock

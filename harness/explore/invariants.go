@@ -43,6 +43,29 @@ var Invariants = []Invariant{
 	{"stale-never-reexecuted", StaleNeverReexecuted},
 }
 
+// AssertionPrefix begins the `what` of the assertion by which `flowtest run` records an
+// invariant it checked ("invariant puts-fenced"); the defect judge tells them by it.
+const AssertionPrefix = "invariant "
+
+// Known: name is one of the invariants.
+func Known(name string) bool {
+	for _, inv := range Invariants {
+		if inv.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Names are the invariants' names, in the contract's order.
+func Names() []string {
+	out := make([]string, len(Invariants))
+	for i, inv := range Invariants {
+		out[i] = inv.Name
+	}
+	return out
+}
+
 // CheckAll runs every invariant.
 func CheckAll(h History) []Violation {
 	var out []Violation
@@ -99,10 +122,21 @@ func LockIntervalsDisjoint(h History) []Violation {
 			}
 			holder[w.RecordKey] = w
 		case w.Sig.Method == "PUT" && w.Sig.Kind == "LOCKDONE":
-			// The release names the record by id, not by lock key: it releases the lock its
-			// process holds (a process holds one Network lock per network at a time).
+			// The release names the record by id, not by lock key. Where the acquisition's id
+			// is known (flowtest run reads it from kintone's answer to the POST), it releases
+			// that lock, whoever sends it (a force-unlock, a holder that took it over);
+			// otherwise (explore's gate sees no answers) the lock of unknown id its process
+			// holds (a process holds one Network lock per network at a time).
+			released := false
 			for k, a := range holder {
-				if a.Sig.Process == w.Sig.Process {
+				if a.RecordID != "" && a.RecordID == w.RecordID {
+					delete(holder, k)
+					released = true
+					break
+				}
+			}
+			for k, a := range holder {
+				if !released && a.RecordID == "" && a.Sig.Process == w.Sig.Process {
 					delete(holder, k)
 					break
 				}

@@ -89,6 +89,22 @@ func TestLockIntervalsDisjoint(t *testing.T) {
 	assert.Contains(t, vs[0].Detail, "poller A held it since write 2")
 }
 
+// Where the acquisition's record id is known (flowtest run reads it from kintone's answer),
+// a release by that id frees the lock whoever sends it: a force-unlock by another process, or
+// a holder that took the lock over; a release of another lock's id frees none.
+func TestLockReleasedByTheAcquiredRecordsID(t *testing.T) {
+	h := History{Writes: []Write{
+		w(0, "run 1", "POST", "state", "LOCK", 200, key("LOCK:n1"), id("40")),
+		w(1, "force-unlock", "PUT", "state", "LOCKDONE", 200, id("40")),
+		w(2, "run 2", "POST", "state", "LOCK", 200, key("LOCK:n1"), id("41")),
+	}}
+	assert.Empty(t, LockIntervalsDisjoint(h), "the force-unlock released run 1's lock by its id")
+	h.Writes[1] = w(1, "run 1", "PUT", "state", "LOCKDONE", 200, id("39"))
+	vs := LockIntervalsDisjoint(h)
+	require.Len(t, vs, 1, "run 1 released another record than the lock it holds")
+	assert.Contains(t, vs[0].Detail, "run 2 acquired lock LOCK:n1 (write 2) while run 1 held it since write 0")
+}
+
 func TestOneClaimPerRequest(t *testing.T) {
 	h := goodDuplicatesHistory()
 	h.Writes = append(h.Writes, claim(10, "poller B", "11", 200))

@@ -262,6 +262,18 @@ func (s *Scheduler) recordLocked(process, role string, r faultproxy.GateRequest)
 // states, never a reason, a message or a token.
 var judgedFields = []string{"run_id", "status", "lifecycle_status", "request_state", "result_code", "claimed_at", "record_type"}
 
+// JudgedFields are the fields whose values the invariant checkers read (a copy): what a
+// fault proxy keeps of a write for them (faultproxy.Options.Judged).
+func JudgedFields() []string { return slices.Clone(judgedFields) }
+
+// WriteOf is a write of process to an app of role as a fault proxy logged it (r its gate
+// view), for the invariant checkers of an unscheduled run: seq is its place in the history,
+// status kintone's answer (0: none, or the write never reached kintone).
+func WriteOf(seq int, process, role string, r faultproxy.GateRequest, status int) Write {
+	return Write{Seq: seq, Sig: signatureOf(process, role, r), RecordID: r.RecordID, RecordKey: r.RecordKey,
+		Revision: r.Revision, Values: judged(r.Values), Status: status}
+}
+
 func judged(values map[string]string) map[string]string {
 	var out map[string]string
 	for _, f := range judgedFields {

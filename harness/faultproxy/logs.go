@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,6 +31,14 @@ type trafficEntry struct {
 	// Fault and FaultAction name the fault that took the request (see Firing).
 	Fault       string `json:"fault,omitempty"`
 	FaultAction Action `json:"fault_action,omitempty"`
+	// Fenced: whether a PUT or DELETE carried kintone's revision fence (requestView.fenced);
+	// absent for the other methods, which kintone cannot fence.
+	Fenced *bool `json:"fenced,omitempty"`
+	// write and answer stay in memory (TrafficLine.Write, TrafficLine.Answer): write holds
+	// judged field values, which never go to the log file.
+	write   *GateRequest
+	answer  uint64
+	created string
 }
 
 // TrafficLine is one logged request as Traffic returns it (the traffic log's fields).
@@ -50,7 +59,23 @@ type TrafficLine struct {
 	// Fault and FaultAction name the fault that took the request, if one did.
 	Fault       string
 	FaultAction Action
+	// Fenced: a PUT or DELETE carried kintone's revision fence (nil for other methods).
+	Fenced *bool
+	// Write is, for a write to the record(s) endpoint, what a gate would see of it, with
+	// Values cut to Options.Judged: what the invariant checkers of flowtest run judge. It is
+	// kept in memory only, never in the log file.
+	Write *GateRequest
+	// Created is the id kintone answered a single-record POST with (the record it added), ""
+	// otherwise; in memory only, like Write.
+	Created string
+	// Answer orders the requests of every proxy of this process: the position at which a
+	// proxy saw the request answered (the upstream's response arrived), or, for one that got
+	// no answer, ended.
+	Answer uint64
 }
+
+// answers numbers the answers seen by every proxy of the process (TrafficLine.Answer).
+var answers atomic.Uint64
 
 // maxTrafficLines bounds the lines Traffic keeps in memory (the log file keeps all).
 const maxTrafficLines = 20000
@@ -60,11 +85,14 @@ const maxTrafficLines = 20000
 // FlushLogs.
 func (p *Proxy) logTraffic(e *trafficEntry, start time.Time) {
 	e.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+	if e.answer == 0 {
+		e.answer = answers.Add(1) // no answer came: it ends now
+	}
 	p.mu.Lock()
 	if len(p.traffic) < maxTrafficLines {
 		p.traffic = append(p.traffic, TrafficLine{At: e.At, Method: e.Method, Path: e.Path, App: e.App, RecordID: e.RecordID, RecordKey: e.RecordKey,
 			Fields: e.Fields, Blocked: e.Blocked, Heartbeat: e.Heartbeat, Status: e.Status, DurationMS: e.DurationMS, Error: e.Error,
-			Fault: e.Fault, FaultAction: e.FaultAction})
+			Fault: e.Fault, FaultAction: e.FaultAction, Fenced: e.Fenced, Write: e.write, Answer: e.answer, Created: e.created})
 	}
 	p.mu.Unlock()
 	p.writeLog(p.trafficLog, e)

@@ -57,6 +57,9 @@ type Options struct {
 	// AppsByToken maps API tokens to their app ids: the counted app of a request that names
 	// none (file uploads and downloads) is its token's, as kintone counts it.
 	AppsByToken map[string]string
+	// Judged are the fields whose single values Traffic keeps for a write (TrafficLine.Write):
+	// identities and states an invariant judges, never written to the log file.
+	Judged []string
 }
 
 // Counts are the proxy's request counters.

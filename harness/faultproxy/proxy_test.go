@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -637,4 +638,57 @@ func TestBarrierArmedByAnEarlierRequest(t *testing.T) {
 	require.NoError(t, p.Release("hb_after_attempt"))
 	assert.Equal(t, 200, recv(t, ch).status)
 	assert.Len(t, p.Arrivals(), 1)
+}
+
+// Every PUT and DELETE says whether it carried kintone's revision fence, in memory and in the
+// log file; a write to the record(s) endpoint keeps in memory the values of the judged fields
+// only (Options.Judged), and none of them reaches the log file. Answers are numbered in the
+// order they came.
+func TestTrafficRecordsFenceAndKeepsJudgedValuesInMemoryOnly(t *testing.T) {
+	const value = "PLANTED-JUDGED-VALUE"
+	u := newUpstream(t)
+	p := newProxy(t, u, func(o *Options) { o.Judged = []string{"request_state"} })
+	c := clientFor(t, p.CAFile())
+	rec := `"record":{"request_state":{"value":"` + value + `"},"reason":{"value":"not kept"}}`
+	bodies := []struct{ method, path, body string }{
+		{"PUT", "/k/v1/record.json", `{"app":7,"id":"42","revision":"3",` + rec + `}`}, // fenced by id
+		{"PUT", "/k/v1/record.json", `{"app":7,"id":"42",` + rec + `}`},                // no revision
+		{"PUT", "/k/v1/record.json", `{"app":7,"id":"42","revision":-1,` + rec + `}`},  // kintone's "no check"
+		{"PUT", "/k/v1/record.json", `{"app":7,"updateKey":{"field":"record_key","value":"R1:k"},"revision":5,` + rec + `}`},
+		{"PUT", "/k/v1/records.json", `{"app":7,"records":[{"id":1,"revision":2,` + rec + `},{"id":2,` + rec + `}]}`}, // one unfenced record
+		{"PUT", "/k/v1/records.json", `{"app":7,"records":[{"id":1,"revision":2,` + rec + `},{"id":2,"revision":"4",` + rec + `}]}`},
+		{"DELETE", "/k/v1/records.json", `{"app":7,"ids":[1,2],"revisions":[3,4]}`},
+		{"POST", "/k/v1/record.json", `{"app":7,` + rec + `}`},
+	}
+	for _, b := range bodies {
+		require.Equal(t, 200, send(c, b.method, p.URL()+b.path, b.body, nil).status)
+	}
+	send(c, "GET", p.URL()+"/k/v1/records.json?app=7", "", nil)
+	lines := p.Traffic()
+	require.Len(t, lines, 9)
+	var fenced []string
+	for _, l := range lines {
+		switch {
+		case l.Fenced == nil:
+			fenced = append(fenced, "-")
+		default:
+			fenced = append(fenced, strconv.FormatBool(*l.Fenced))
+		}
+	}
+	assert.Equal(t, []string{"true", "false", "false", "true", "false", "true", "true", "-", "-"}, fenced)
+	require.NotNil(t, lines[0].Write)
+	assert.Equal(t, map[string]string{"request_state": value}, lines[0].Write.Values, "only the judged fields' values")
+	assert.Equal(t, "3", lines[0].Write.Revision)
+	assert.Equal(t, "R1:k", lines[3].Write.RecordKey)
+	assert.Equal(t, "record_key", lines[3].Write.UpdateKey)
+	assert.Nil(t, lines[8].Write, "a read is no write")
+	for i := 1; i < len(lines); i++ {
+		assert.Greater(t, lines[i].Answer, lines[i-1].Answer, "answers are numbered in order")
+	}
+	require.NoError(t, p.Close())
+	data, err := os.ReadFile(p.TrafficLogPath())
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), value)
+	assert.Equal(t, 4, strings.Count(string(data), `"fenced":true`))
+	assert.Equal(t, 3, strings.Count(string(data), `"fenced":false`))
 }

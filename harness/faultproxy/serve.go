@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -57,6 +58,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	bodyErr := p.bufferBody(r, view)
 	entry := &trafficEntry{At: start.UTC(), Method: r.Method, Path: r.URL.Path, Targeted: true, Heartbeat: view.isHeartbeat()}
 	entry.App, entry.RecordID, entry.RecordKey, entry.Fields = view.touched()
+	if view.isWrite() {
+		entry.Fenced = view.fenced()
+		if recordsPath.MatchString(entry.Path) {
+			gr := view.gateRequest(entry.App, entry.RecordID, entry.Fields, entry.Heartbeat)
+			gr.Values = keepValues(gr.Values, p.opts.Judged)
+			entry.write = &gr
+		}
+	}
 	if bodyErr != nil {
 		// Nothing sensible can be forwarded; fail the way the broken connection already has.
 		entry.Error = "request body could not be read"
@@ -186,6 +195,10 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		return nil
 	}
 	rs.entry.Status = resp.StatusCode
+	rs.entry.answer = answers.Add(1) // kintone has answered: it applied the write or refused it
+	if rs.entry.write != nil && rs.view.method == http.MethodPost && resp.StatusCode >= 200 && resp.StatusCode <= 299 && strings.HasSuffix(rs.entry.Path, "/record.json") {
+		rs.entry.created = createdID(resp)
+	}
 	p.countSent(resp.Request, rs.entry.App, resp.StatusCode)
 	if err := p.holdAfterSuccess(resp, rs); err != nil {
 		return err
@@ -278,3 +291,28 @@ func drop(w http.ResponseWriter) {
 // IsRecordsPath: path is kintone's record or records endpoint (the one the Records counters
 // count), in a guest space or not.
 func IsRecordsPath(path string) bool { return recordsPath.MatchString(path) }
+
+// createdID reads the id kintone gave the record a POST added ({"id": …, "revision": …}) and
+// puts the body back for the client; "" when it cannot tell. The body is read at most 64 KiB
+// far (an answer to one added record is a few bytes).
+func createdID(resp *http.Response) string {
+	if resp.Body == nil {
+		return ""
+	}
+	head, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	if err != nil {
+		return ""
+	}
+	var out struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(head, &out) != nil {
+		return ""
+	}
+	id, _ := scalar(out.ID)
+	return id
+}

@@ -28,7 +28,59 @@ type requestView struct {
 type bulkRecord struct {
 	ID        json.RawMessage            `json:"id"`
 	UpdateKey json.RawMessage            `json:"updateKey"`
+	Revision  json.RawMessage            `json:"revision"`
 	Record    map[string]json.RawMessage `json:"record"`
+}
+
+// isFence: a revision value that fences a write (present, not null, not kintone's -1 "no
+// check").
+func isFence(raw json.RawMessage) bool {
+	s, ok := scalar(raw)
+	return ok && s != "" && s != "null" && s != "-1"
+}
+
+// fenced says whether a PUT or DELETE carries kintone's revision fence (nil for the other
+// methods, which kintone cannot fence): a single-record PUT its top-level revision; a bulk PUT
+// a revision on every records[] element (one unfenced record leaves the request unfenced); a
+// DELETE a revisions[] entry for each of its ids. A body that is no JSON object is unfenced.
+func (v *requestView) fenced() *bool {
+	if v.method != "PUT" && v.method != "DELETE" {
+		return nil
+	}
+	f := false
+	switch {
+	case !v.parse():
+	case v.obj["revision"] != nil:
+		f = isFence(v.obj["revision"])
+	case v.method == "PUT" && len(v.bulk()) > 0:
+		f = true
+		for _, r := range v.bulk() {
+			f = f && isFence(r.Revision)
+		}
+	case v.method == "DELETE":
+		var ids, revs []json.RawMessage
+		if json.Unmarshal(v.obj["ids"], &ids) == nil && json.Unmarshal(v.obj["revisions"], &revs) == nil && len(ids) > 0 && len(revs) == len(ids) {
+			f = true
+			for _, r := range revs {
+				f = f && isFence(r)
+			}
+		}
+	}
+	return &f
+}
+
+// keepValues is values cut to the fields of keep (nil when none is left).
+func keepValues(values map[string]string, keep []string) map[string]string {
+	var out map[string]string
+	for _, k := range keep {
+		if v, ok := values[k]; ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // updateKeyValue is the value of an updateKey object {"field", "value"} as a string ("" when

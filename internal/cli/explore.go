@@ -487,7 +487,7 @@ func (x *exploreRunner) Run(ctx context.Context, n int, c explore.Chooser) (expl
 		},
 		BeforeCleanup: func(ctx context.Context, st *scenario.State) {
 			stop() // the cleanup's writes pass
-			state, audit, request, err := steps.ExploreRecords(ctx, st)
+			state, audit, request, err := steps.FinalRecords(ctx, st)
 			if err != nil {
 				st.Note("explore: final records", err.Error())
 			}

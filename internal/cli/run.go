@@ -277,7 +277,7 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 	}
 	res := runner.Execute(ctx, runner.Options{
 		Features: s.fsys, Items: s.items,
-		Initialize: suite.Initialize, BeforeScenario: before, BeforeCleanup: attempts, Concurrency: conc,
+		Initialize: suite.Initialize, BeforeScenario: before, BeforeCleanup: attempts, Verify: checkInvariants, Concurrency: conc,
 		StepTimeout: stepDeadline(f.stepTimeout, s.cfg.TimeoutScale), TimeoutScale: s.cfg.TimeoutScale, WorkRoot: work, KeepWorkDirs: f.keepWorkDirs,
 		Formats: f.formats, Archive: arch, Run: run, Progress: stdout, Status: s.status(tgt.Name, arch.Dir()), Signals: sigs,
 		API: s.api, AppRoles: tgt.AppRoles(), KnownDefects: f.knownDefects,
@@ -293,6 +293,9 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 	fmt.Fprintf(stdout, "%s — archive %s\n", results.RunTotalsText(run), arch.Dir())
 	for _, line := range results.StaleKnownDefects(run.Scenarios) {
 		fmt.Fprintf(stdout, "WARNING: %s; exit %d until features/%s is updated\n", line, runner.ExitFailed, runner.KnownDefectsFile)
+	}
+	for _, line := range staleExemptions(res.Scenarios) {
+		fmt.Fprintf(stdout, "WARNING: %s\n", line)
 	}
 	if run.Runner != nil {
 		// The closing line: what the run cost the runner itself (run.json has it too).
@@ -427,4 +430,28 @@ func archiveWhole(stdout io.Writer, dir string) bool {
 		fmt.Fprintf(stdout, "archive integrity: %s\n", p)
 	}
 	return len(probs) == 0
+}
+
+// checkInvariants is the runner's Verify of `flowtest run`: the contract's invariants over
+// the scenario's writes and final records, less its manifest exemptions.
+func checkInvariants(ctx context.Context, st *scenario.State, e runner.Entry) error {
+	return steps.CheckInvariants(ctx, st, e.InvariantExemptions)
+}
+
+// staleExemptions are the run's invariant exemptions that were not needed (the invariant
+// held), one line each. A warning, not a failure: a race may meet its exempted violation in
+// one run and miss it in the next.
+func staleExemptions(recs []*results.Scenario) []string {
+	var out []string
+	for _, r := range recs {
+		if r == nil {
+			continue
+		}
+		for _, n := range r.Notes {
+			if n.What == steps.ExemptionStaleNote {
+				out = append(out, fmt.Sprintf("scenario %s: stale invariant exemption in features/manifest.yaml: %s", r.ID, n.Detail))
+			}
+		}
+	}
+	return out
 }

@@ -276,3 +276,23 @@ func TestVerdictOf(t *testing.T) {
 	assert.Equal(t, VerdictNotCovered, VerdictOf("c", rows))
 	assert.Equal(t, VerdictEscaped, VerdictOf("missing", rows))
 }
+
+// The invariants `flowtest run` checks after the steps come after the scenario's own
+// failures: a step that failed without an assertion is what counts, not an invariant
+// violated later; with nothing failing before them, the invariant's assertion is the catch.
+func TestJudgeInvariantsComeAfterTheSteps(t *testing.T) {
+	inv := results.Assertion{What: "invariant puts-fenced", Expected: "no violation", Seen: "write 2 (poller A PUT request by-id [claimed_at,request_state]) carries no revision"}
+	stepFailed := &results.Scenario{ID: "p2-01-01", Status: results.StatusFailed, Assertions: []results.Assertion{inv},
+		Steps: []results.Step{{Text: "Then the request is DONE", Status: "failed", Error: "request state: timed out"}}}
+	v, _, failing := judge(Catch{Assertion: "timed out"}, stepFailed)
+	assert.Equal(t, VerdictCaught, v, "the failing step, not the invariant after it")
+	assert.Equal(t, "step Then the request is DONE: request state: timed out", failing)
+	v, _, _ = judge(Catch{Assertion: "invariant puts-fenced"}, stepFailed)
+	assert.Equal(t, VerdictEscaped, v)
+
+	onlyInv := &results.Scenario{ID: "p2-01-01", Status: results.StatusFailed, Assertions: []results.Assertion{{What: "exit code", OK: true}, inv},
+		Steps: []results.Step{{Text: "Then the request is DONE", Status: "passed"}}}
+	v, why, failing := judge(Catch{Assertion: "invariant puts-fenced", Seen: "poller A PUT request"}, onlyInv)
+	assert.Equal(t, VerdictCaught, v, why)
+	assert.Contains(t, failing, "invariant puts-fenced: expected no violation")
+}

@@ -55,6 +55,12 @@ type ExploreCatch struct {
 	// Run is what `flowtest run` of the scenario may do on the broken sandbox: RunMissed
 	// (the default) or RunEither.
 	Run string `yaml:"run"`
+	// RunInvariant, with `run: either`, names the invariant by which `flowtest run` (which
+	// checks the contract's invariants after every scenario) may also catch the defect where
+	// the free race did not meet it but the run still made the broken write: the run passes,
+	// fails the declared way, or fails first with the assertion "invariant <RunInvariant>".
+	// The exploration still proves that the explorer finds the race's own failure.
+	RunInvariant string `yaml:"run_invariant"`
 }
 
 // The values of an explore catch's `run:`.
@@ -107,6 +113,10 @@ func (x *ExploreCatch) check(known map[string]bool) error {
 		return fmt.Errorf("run: %q is neither %s nor %s", x.Run, RunMissed, RunEither)
 	case x.Run == RunEither && x.Invariant != "":
 		return errors.New("run: either needs the failing assertion: a run judges assertions, not the explorer's invariants")
+	case x.RunInvariant != "" && x.Run != RunEither:
+		return errors.New("run_invariant is how a run of a free race (run: either) fails when the race did not meet the defect")
+	case x.RunInvariant != "" && !explore.Known(x.RunInvariant):
+		return fmt.Errorf("run_invariant %q is not one of %s", x.RunInvariant, strings.Join(explore.Names(), ", "))
 	}
 	if _, err := explore.NewStrategy(x.Strategy, *x.Seed, x.depth(), x.bound()); err != nil {
 		return err
@@ -277,6 +287,14 @@ func (r *Run) missedByRun(d Defect, dir, bin string) Row {
 		row.Why = "no scenario record was written"
 	case rec.Status != results.StatusPassed && d.Explore.Run == RunEither:
 		v, why, failing := judge(d.Explore.asCatch(), rec)
+		if inv := d.Explore.RunInvariant; v != VerdictCaught && inv != "" {
+			inv = explore.AssertionPrefix + inv
+			if v, why, failing = judge(Catch{Scenario: id, Assertion: inv, ExpectedCodes: d.Explore.ExpectedCodes}, rec); v == VerdictCaught {
+				row.Verdict = VerdictMetByRun
+				row.failing = "flowtest run catches it by its invariant check (run_invariant), the race not met: " + failing
+				break
+			}
+		}
 		if v != VerdictCaught {
 			row.Why = "flowtest run fails it, not the declared way: " + why
 			row.failing = failing

@@ -14,20 +14,22 @@ func TestExploreCatchRefusals(t *testing.T) {
 	known := map[string]bool{"p2-11-03-duplicates": true}
 	head := "defects:\n- name: a\n  description: x\n  explore: "
 	cases := map[string]refusalCase{
-		"no scenario":       {"{strategy: random, seed: 1, schedules: 5, assertion: a}", "names no scenario"},
-		"unknown":           {"{scenario: m9-nope, strategy: random, seed: 1, schedules: 5, assertion: a}", "not in the manifest"},
-		"no seed":           {"{scenario: p2-11-03-duplicates, strategy: random, schedules: 5, assertion: a}", "needs a seed"},
-		"no budget":         {"{scenario: p2-11-03-duplicates, strategy: random, seed: 1, assertion: a}", "at least one schedule"},
-		"neither":           {"{scenario: p2-11-03-duplicates, strategy: random, seed: 1, schedules: 5}", "either the failing assertion or the invariant"},
-		"both":              {"{scenario: p2-11-03-duplicates, strategy: random, seed: 1, schedules: 5, assertion: a, invariant: puts-fenced}", "not both"},
-		"seen alone":        {"{scenario: p2-11-03-duplicates, strategy: random, seed: 1, schedules: 5, invariant: puts-fenced, seen: x}", "there is no assertion"},
-		"bad strategy":      {"{scenario: p2-11-03-duplicates, strategy: chaos, seed: 1, schedules: 5, assertion: a}", "unknown strategy"},
-		"bad invariant":     {"{scenario: p2-11-03-duplicates, strategy: dfs, seed: 1, schedules: 5, invariant: one-lock}", "one-run-per-key"},
-		"bad code":          {"{scenario: p2-11-03-duplicates, strategy: random, seed: 1, schedules: 5, assertion: a, expected_codes: [LOCK_CONFLICT]}", "nothing to exempt"},
-		"typo in explore":   {"{scenario: p2-11-03-duplicates, strategy: random, seed: 1, schedule: 5, assertion: a}", "schedule"},
-		"bad run":           {"{scenario: p2-11-03-duplicates, strategy: random, seed: 1, schedules: 5, assertion: a, run: sometimes}", `run: "sometimes" is neither missed nor either`},
-		"either invariant":  {"{scenario: p2-11-03-duplicates, strategy: random, seed: 1, schedules: 5, invariant: one-run-per-key, run: either}", "run: either needs the failing assertion"},
-		"fast explore only": {"{scenario: p2-11-03-duplicates, strategy: random, seed: 1, schedules: 5, assertion: a}\n  fast: true", "--fast does not run"},
+		"no scenario":         {"{strategy: random, seed: 1, schedules: 5, assertion: a}", "names no scenario"},
+		"unknown":             {"{scenario: m9-nope, strategy: random, seed: 1, schedules: 5, assertion: a}", "not in the manifest"},
+		"no seed":             {"{scenario: p2-11-03-duplicates, strategy: random, schedules: 5, assertion: a}", "needs a seed"},
+		"no budget":           {"{scenario: p2-11-03-duplicates, strategy: random, seed: 1, assertion: a}", "at least one schedule"},
+		"neither":             {"{scenario: p2-11-03-duplicates, strategy: random, seed: 1, schedules: 5}", "either the failing assertion or the invariant"},
+		"both":                {"{scenario: p2-11-03-duplicates, strategy: random, seed: 1, schedules: 5, assertion: a, invariant: puts-fenced}", "not both"},
+		"seen alone":          {"{scenario: p2-11-03-duplicates, strategy: random, seed: 1, schedules: 5, invariant: puts-fenced, seen: x}", "there is no assertion"},
+		"bad strategy":        {"{scenario: p2-11-03-duplicates, strategy: chaos, seed: 1, schedules: 5, assertion: a}", "unknown strategy"},
+		"bad invariant":       {"{scenario: p2-11-03-duplicates, strategy: dfs, seed: 1, schedules: 5, invariant: one-lock}", "one-run-per-key"},
+		"bad code":            {"{scenario: p2-11-03-duplicates, strategy: random, seed: 1, schedules: 5, assertion: a, expected_codes: [LOCK_CONFLICT]}", "nothing to exempt"},
+		"typo in explore":     {"{scenario: p2-11-03-duplicates, strategy: random, seed: 1, schedule: 5, assertion: a}", "schedule"},
+		"bad run":             {"{scenario: p2-11-03-duplicates, strategy: random, seed: 1, schedules: 5, assertion: a, run: sometimes}", `run: "sometimes" is neither missed nor either`},
+		"either invariant":    {"{scenario: p2-11-03-duplicates, strategy: random, seed: 1, schedules: 5, invariant: one-run-per-key, run: either}", "run: either needs the failing assertion"},
+		"run_invariant alone": {"{scenario: p2-11-03-duplicates, strategy: random, seed: 1, schedules: 5, assertion: a, run_invariant: puts-fenced}", "run_invariant is how a run of a free race (run: either) fails"},
+		"bad run_invariant":   {"{scenario: p2-11-03-duplicates, strategy: random, seed: 1, schedules: 5, assertion: a, run: either, run_invariant: fenced}", `run_invariant "fenced" is not one of one-run-per-key`},
+		"fast explore only":   {"{scenario: p2-11-03-duplicates, strategy: random, seed: 1, schedules: 5, assertion: a}\n  fast: true", "--fast does not run"},
 	}
 	requireRefusals(t, known, head, "\n", cases)
 	cat, err := LoadCatalogue(writeCatalogue(t, head+"{scenario: p2-11-03-duplicates, strategy: pct, seed: 0, schedules: 5, invariant: one-run-per-key}\n"), known)

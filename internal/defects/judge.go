@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ksqlflow/flowtest/harness/explore"
 	"github.com/ksqlflow/flowtest/internal/excerpt"
 	"github.com/ksqlflow/flowtest/results"
 )
@@ -45,11 +46,19 @@ func judge(c Catch, rec *results.Scenario) (verdict, why, failing string) {
 	// A defect that crashes the SUT proves only that the crash is noticed, not that the
 	// scenario's assertion can fail: whatever failed first, it is no catch.
 	crash := crashOf(rec, c.ExpectedCodes)
-	var a *results.Assertion
+	// The scenario's own order: its steps' assertions, else its failing step, and only then
+	// the invariants `flowtest run` checks after the steps (their assertions come last, but
+	// a step that failed without an assertion failed before them).
+	var a, inv *results.Assertion
 	for i := range rec.Assertions {
-		if !rec.Assertions[i].OK {
-			a = &rec.Assertions[i]
-			break
+		switch x := &rec.Assertions[i]; {
+		case x.OK:
+		case strings.HasPrefix(x.What, explore.AssertionPrefix):
+			if inv == nil {
+				inv = x
+			}
+		case a == nil:
+			a = x
 		}
 	}
 	var s *results.Step
@@ -58,6 +67,9 @@ func judge(c Catch, rec *results.Scenario) (verdict, why, failing string) {
 			s = &rec.Steps[i]
 			break
 		}
+	}
+	if a == nil && s == nil {
+		a = inv
 	}
 	switch {
 	case a != nil:

@@ -51,7 +51,7 @@ var rules = map[string][]string{
 	"harness/stepindex":            {"harness/stepdef"},
 	"harness/target":               {"harness/proc", "kintoneapi"},
 	"harness/workdir":              {"harness/runlock"},
-	"runner":                       {"harness/apicount", "harness/scenario", "harness/stepdef", "harness/wait", "internal/yamlerr", "results", "runner/tagexpr"},
+	"runner":                       {"harness/apicount", "harness/explore", "harness/scenario", "harness/stepdef", "harness/wait", "internal/yamlerr", "results", "runner/tagexpr"},
 	"steps":                        {"harness/*", "kintoneapi", "results", "safety"},
 	"sandbox/defect":               {},
 	"sandbox/kintone":              {"sandbox/defect"},

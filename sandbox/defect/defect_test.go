@@ -97,7 +97,7 @@ func TestShippedBuildHasEveryDefectOff(t *testing.T) {
 		DeferralWithoutNodesDeferred, DeferralMarksRunFailed, JobLogWrongExecutionId, ExtraInvocation,
 		RunKeyOmitsProfile, ResumeReportsInvocationId, NewRunReportsInvocationId, ForceUnlockMissesDeadHolder, ResultStartedAtIsAsOf,
 		ResumeExecutesWorkingCopy, TopoOrderLastReadyFirst,
-		ClaimWithoutRevision, ClaimConflictAdoptedByHost, StaleRequestReexecuted, RequestedByWithoutCreator, StartResumesUnfinished,
+		ClaimWithoutRevision, NodeStateWithoutRevision, ClaimConflictAdoptedByHost, StaleRequestReexecuted, RequestedByWithoutCreator, StartResumesUnfinished,
 		FinalizeRetryDropsCancelIgnored,
 		PollerReadErrorSwallowed, RerunSkipsLiveCheck, CancelRequestedIgnored, RerunFromNodeDropped,
 		StartIgnoresAppStart, ReleaseResumesRun, ScheduledForNotAsOf,

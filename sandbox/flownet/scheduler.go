@@ -199,7 +199,11 @@ func (e *execution) putState(ctx context.Context, ns *nodeState, to string, fiel
 	}
 	fields["revision"] = ns.bizRev + 1
 	fields["updated_at"] = isoMillis(e.c.now())
-	rev, err := e.st.update(ctx, e.st.stateApp, ns.key, vals(fields), ns.rev)
+	fence := ns.rev
+	if defect.NodeStateWithoutRevision {
+		fence = "" // planted defect: the Node State PUT carries no revision, so it cannot lose
+	}
+	rev, err := e.st.update(ctx, e.st.stateApp, ns.key, vals(fields), fence)
 	if err != nil {
 		return fmt.Errorf("update Node State %s: %w", ns.node.ID, err)
 	}
