@@ -173,44 +173,32 @@ func pack(dir, dst string, replace bool) (string, error) {
 }
 
 // packFiles lists the regular files under dir ('/'-separated, sorted), without a top-level
-// SHA256SUMS.
+// SHA256SUMS. The members are results.Members', the listing `archive verify` judges a folder
+// by: a link (symbolic or hard) or a special file is refused here too, so a pack seals only
+// what verify would pass.
 func packFiles(dir string) ([]string, error) {
-	st, err := os.Stat(dir)
+	members, probs, err := results.Members(dir)
 	if err != nil {
 		return nil, fmt.Errorf("pack: %w", err)
 	}
-	if !st.IsDir() {
-		return nil, fmt.Errorf("pack: %s is not a directory", dir)
+	if len(probs) > 0 {
+		p := probs[0]
+		return nil, fmt.Errorf("pack %s: %s is not a regular file: %s (a pack holds only the archive's own files)", dir, p.File, p.What)
 	}
 	var files []string
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	for _, rel := range members {
+		for _, name := range strings.Split(rel, "/") {
+			if strings.HasPrefix(name, results.TempPrefix) {
+				return nil, fmt.Errorf("pack %s: %s is a file being written (%s*): the run is not finished", dir, rel, results.TempPrefix)
+			}
 		}
-		rel, _ := filepath.Rel(dir, p)
-		rel = filepath.ToSlash(rel)
-		switch {
-		case rel == ".":
-			return nil
-		case strings.HasPrefix(d.Name(), results.TempPrefix):
-			return fmt.Errorf("%s is a file being written (%s*): the run is not finished", rel, results.TempPrefix)
-		case d.IsDir():
-			return nil
-		case !d.Type().IsRegular():
-			return fmt.Errorf("%s is not a regular file (%s): a pack holds only the archive's own files", rel, d.Type())
-		case rel == SumsFile:
-			return nil
+		if rel != SumsFile {
+			files = append(files, rel)
 		}
-		files = append(files, rel)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("pack %s: %w", dir, err)
 	}
 	if len(files) == 0 {
 		return nil, fmt.Errorf("pack: %s holds no file", dir)
 	}
-	sort.Strings(files)
 	return files, nil
 }
 
