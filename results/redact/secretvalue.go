@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -15,7 +16,10 @@ const maxWordLen = 16
 // SecretRule says in words which values are not treated as secrets (see NotSecret); the
 // console's warning and the README quote it.
 // (Booleans — true, false, yes, off — are all shorter than 8 characters.)
-const SecretRule = "a secret value has at least 8 characters and is not a number, a date or time, a duration, nor a one-case word of up to 16 letters"
+var SecretRule = fmt.Sprintf("a secret value has at least %d characters and is not a number, a date or time, a duration, nor %s", MinSecretLen, oneCaseWord)
+
+// oneCaseWord is the last kind of setting SecretRule and NotSecret name.
+var oneCaseWord = fmt.Sprintf("a one-case word of up to %d letters", maxWordLen)
 
 // NotSecret says why v is not treated as a secret value, or "" when it is one. Variables are
 // picked as secrets by name (…TOKEN…, …SECRET…, …PASSWORD…), and an operator's environment
@@ -27,7 +31,7 @@ func NotSecret(v string) string {
 	t := strings.TrimSpace(v)
 	switch {
 	case len(t) < MinSecretLen:
-		return "shorter than 8 characters"
+		return fmt.Sprintf("shorter than %d characters", MinSecretLen)
 	case isNumber(t):
 		return "a number"
 	case isDuration(t):
@@ -35,7 +39,7 @@ func NotSecret(v string) string {
 	case isDateTime(t):
 		return "a date or time"
 	case isOneCaseWord(t):
-		return "a one-case word of up to 16 letters"
+		return oneCaseWord
 	}
 	return ""
 }
