@@ -53,18 +53,18 @@ FUZZTIME ?= 2m
 # input is kept whether or not it got shorter).
 FUZZMINIMIZETIME ?= 5s
 FUZZ_TARGETS := \
-	runner/tagexpr FuzzParse \
-	runner FuzzParseManifest \
-	runner FuzzDiscover \
-	runner FuzzParseKnownDefects \
-	internal/gate FuzzParseDefinition \
-	harness/config FuzzParseDotEnv \
-	harness/scope FuzzRender \
-	safety FuzzParseDenyList \
-	results FuzzReadArchive \
-	results/pack FuzzVerifyPack \
-	sandbox/kintone FuzzParseQuery \
-	sandbox/ksqlflow FuzzParseScript
+	internal/runner/tagexpr FuzzParse \
+	internal/runner FuzzParseManifest \
+	internal/runner FuzzDiscover \
+	internal/runner FuzzParseKnownDefects \
+	internal/app/gate FuzzParseDefinition \
+	internal/harness/config FuzzParseDotEnv \
+	internal/harness/scope FuzzRender \
+	internal/safety FuzzParseDenyList \
+	internal/results FuzzReadArchive \
+	internal/results/pack FuzzVerifyPack \
+	internal/sandbox/emulator FuzzParseQuery \
+	internal/sandbox/ksqlflow FuzzParseScript
 
 fuzz:
 	@set -- $(FUZZ_TARGETS); while [ $$# -ge 2 ]; do \
@@ -79,7 +79,7 @@ test: build tools
 	$(GO) vet ./...
 	$(MAKE) --no-print-directory -j3 go-test rehearse-fast rehearse-slow
 
-# -parallel 6: the long end-to-end tests of internal/cli (the acceptance run, the fast defects
+# -parallel 6: the long end-to-end tests of internal/app/cli (the acceptance run, the fast defects
 # that take their control from it, the gate, shard and concurrency runs) mostly wait, so they
 # run beside each other.
 go-test:
@@ -105,7 +105,7 @@ rehearse-slow:
 flake: build tools
 	./$(BIN)/flowtest$(EXE) run --repeat $(or $(N),5) $(FLAGS)
 
-# Every planted defect (sandbox/defect/defects.yaml) built into a broken sandbox and shown to
+# Every planted defect (internal/sandbox/defect/defects.yaml) built into a broken sandbox and shown to
 # be caught by its scenarios; exit 1 if one escapes. `go test` runs the fast subset. Like run
 # and test it installs the pinned cli-kintone first: without it csv2-03 is blocked and the
 # defect it catches (export-header-uppercase) escapes.

@@ -8,13 +8,13 @@ import (
 	"io"
 	"os"
 
-	"github.com/ksqlflow/flowtest/sandbox/flownet"
-	"github.com/ksqlflow/flowtest/sandbox/kintone"
-	"github.com/ksqlflow/flowtest/sandbox/ksqlflow"
+	"github.com/ksqlflow/flowtest/internal/sandbox/emulator"
+	"github.com/ksqlflow/flowtest/internal/sandbox/flownet"
+	"github.com/ksqlflow/flowtest/internal/sandbox/ksqlflow"
 )
 
 var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
-	"kintone":   kintone.Main,
+	"kintone":   emulator.Main,
 	"ksql-flow": ksqlflow.Main,
 	"flownet":   flownet.Main,
 }

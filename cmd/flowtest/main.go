@@ -1,5 +1,5 @@
 // Command flowtest is the acceptance-test runner for kSQL-FlowNet. This package only wires the
-// process: the keeper hook, signals, profiles; the commands are internal/cli's table
+// process: the keeper hook, signals, profiles; the commands are internal/app/cli's table
 // (`flowtest help` lists them).
 package main
 
@@ -8,13 +8,13 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/ksqlflow/flowtest/harness/proc"
-	"github.com/ksqlflow/flowtest/internal/cli"
+	"github.com/ksqlflow/flowtest/internal/app/cli"
+	"github.com/ksqlflow/flowtest/internal/harness/proc"
 )
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == proc.KeeperCommand {
-		// The process keeper of a runner (harness/proc/lifeline.go), started by the runner
+		// The process keeper of a runner (internal/harness/proc/lifeline.go), started by the runner
 		// itself: not a command.
 		os.Exit(proc.KeeperMain(os.Stdin, os.Stderr))
 	}

@@ -1,0 +1,247 @@
+package cli
+
+// flowtest archive verify | pack: the archive a reviewer receives. `pack` seals a results
+// folder into one reproducible .tar.gz with a SHA256SUMS manifest inside and prints the
+// pack's own sha256 (also written to <pack>.sha256); `verify` re-scans a folder or a pack for
+// leaks with the current environment's secrets and, for a pack (or an unpacked one), checks
+// every file against the manifest, naming each file that changed.
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ksqlflow/flowtest/internal/base/flagcheck"
+	"github.com/ksqlflow/flowtest/internal/harness/config"
+	"github.com/ksqlflow/flowtest/internal/results"
+	"github.com/ksqlflow/flowtest/internal/results/pack"
+	"github.com/ksqlflow/flowtest/internal/results/redact"
+	"github.com/ksqlflow/flowtest/internal/runner"
+	"github.com/ksqlflow/flowtest/internal/safety"
+)
+
+// archiveFlags are what the archive commands (verify, pack, merge) share: where the secrets of
+// their leak scan come from.
+type archiveFlags struct{ envFile string }
+
+func (f *archiveFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.envFile, "env-file", ".env", "dotenv file whose secrets the leak scan looks for too (OS environment wins)")
+}
+
+// scanInputs are the secrets (OS environment, then the dotenv file) and app ids a leak scan
+// looks for; a dotenv file the user named must exist.
+func (f *archiveFlags) scanInputs(uses map[string]flagUse) (map[string]string, []string, error) {
+	envFile := f.envFile
+	_, named := uses["env-file"]
+	if named {
+		if err := existingFile("--env-file", envFile); err != nil {
+			return nil, nil, err
+		}
+	}
+	env := envMap(os.Environ())
+	dot, _, err := config.ReadDotEnv(envFile, named)
+	if err != nil {
+		return nil, nil, refuse("%v", err)
+	}
+	for k, v := range dot {
+		if _, set := env[k]; !set {
+			env[k] = v
+		}
+	}
+	var appIDs []string
+	for _, a := range safety.AppCatalog() {
+		if v := env[a.Name]; v != "" {
+			appIDs = append(appIDs, v)
+		}
+	}
+	return env, appIDs, nil
+}
+
+// parseArchiveArgs parses an archive subcommand's flags and requires min to max (-1: any
+// number of) folder or pack arguments; when it returns false, code is the exit (usage refused).
+func parseArchiveArgs(fset *flag.FlagSet, name string, args []string, stderr io.Writer, min, max int) (map[string]flagUse, int, bool) {
+	uses, code, ok := parseFlags(fset, name, args, stderr)
+	if !ok {
+		return nil, code, false
+	}
+	if n := fset.NArg(); n < min || (max >= 0 && n > max) {
+		return nil, refuseUsage(stderr, name), false
+	}
+	return uses, 0, true
+}
+
+// verifyFlags are the flags of `flowtest archive verify`.
+type verifyFlags struct {
+	archiveFlags
+	sha string
+}
+
+func (f *verifyFlags) bind(fs *flag.FlagSet) {
+	f.archiveFlags.bind(fs)
+	fs.StringVar(&f.sha, "sha256", "", "expected sha256 of a pack (default: the <pack>.sha256 file beside it, if any)")
+}
+
+// cmdVerify scans an archive folder or pack for the current environment's secrets (in every
+// encoding) and raw app ids; a pack (or a folder holding SHA256SUMS) is also checked against
+// its manifest and, for a pack, against its detached digest; the JSON files of either are
+// checked against the schemas (results.ValidateArchive, ValidatePack).
+func cmdVerify(inv invocation, f *verifyFlags, fset *flag.FlagSet, args []string) int {
+	stdout, stderr := inv.stdout, inv.stderr
+	uses, code, ok := parseArchiveArgs(fset, "archive verify", args, stderr, 1, 1)
+	if !ok {
+		return code
+	}
+	env, appIDs, err := f.scanInputs(uses)
+	if err != nil {
+		return exitFor(stderr, "archive verify", err)
+	}
+	code = pack.VerifyMainWith(fset.Arg(0), pack.VerifyOptions{Env: env, AppIDs: appIDs, SHA256: f.sha}, stdout, stderr)
+	if code == runner.ExitRefused {
+		return code
+	}
+	// The JSON files, of a folder or a pack, are also checked against their schemas.
+	if schemaProblems(fset.Arg(0), stdout, stderr) && code == 0 {
+		code = runner.ExitFailed
+	}
+	return code
+}
+
+// schemaProblems prints every schema problem of an archive folder or pack ("schema: file:
+// pointer: message") and reports whether there was one; one it cannot read is one too.
+func schemaProblems(dir string, stdout, stderr io.Writer) bool {
+	validate := results.ValidateArchive
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() && pack.IsPack(dir) {
+		validate = results.ValidatePack
+	}
+	probs, err := validate(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "archive verify: schema check: %v\n", err)
+		return true
+	}
+	for _, p := range probs {
+		fmt.Fprintln(stdout, "schema: "+p.String())
+	}
+	if len(probs) > 0 {
+		fmt.Fprintf(stderr, "archive verify: %d schema problem(s) in %s\n", len(probs), dir)
+		return true
+	}
+	fmt.Fprintf(stdout, "archive verify: every JSON file of %s matches its schema\n", dir)
+	return false
+}
+
+// refuseMembers prints every member of an archive folder that is a link or a special file
+// (results.Members), one line each, and returns an error when there was one or the folder
+// cannot be walked.
+func refuseMembers(stderr io.Writer, cmd, dir string) error {
+	_, probs, err := results.Members(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "flowtest %s: %v\n", cmd, err)
+		return err
+	}
+	for _, p := range probs {
+		fmt.Fprintf(stderr, "flowtest %s: refused: %s: %s\n", cmd, dir, p)
+	}
+	if len(probs) > 0 {
+		return fmt.Errorf("%d member(s) of %s refused", len(probs), dir)
+	}
+	return nil
+}
+
+// packFlags are the flags of `flowtest archive pack`.
+type packFlags struct {
+	archiveFlags
+	out   string
+	force bool
+}
+
+func (f *packFlags) bind(fs *flag.FlagSet) {
+	f.archiveFlags.bind(fs)
+	fs.StringVar(&f.out, "out", "", "the pack to write (default: <dir>.tar.gz beside the folder)")
+	fs.BoolVar(&f.force, "force", false, "replace an existing pack of that name (default: refuse, exit 2)")
+}
+
+// cmdPack seals an archive: leak scan first (a pack with a secret in it is refused), then
+// <dir>.tar.gz (or --out) with SHA256SUMS inside; prints the detached sha256.
+func cmdPack(inv invocation, f *packFlags, fset *flag.FlagSet, args []string) int {
+	stdout, stderr := inv.stdout, inv.stderr
+	uses, code, ok := parseArchiveArgs(fset, "archive pack", args, stderr, 1, 1)
+	if !ok {
+		return code
+	}
+	dir := filepath.Clean(fset.Arg(0))
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		fmt.Fprintf(stderr, "flowtest archive pack: %q is not an archive folder\n", fset.Arg(0))
+		return runner.ExitRefused
+	}
+	dst := f.out
+	if dst == "" {
+		dst = dir + pack.PackExt
+	} else if !pack.IsPack(dst) {
+		fmt.Fprintf(stderr, "flowtest archive pack: --out %q: the pack's name must end in %s\n", dst, pack.PackExt)
+		return runner.ExitRefused
+	}
+	// --out must be a file that can be written, and not inside the folder it seals: the pack
+	// and its digest file would change that folder, which would no longer be what was sealed.
+	err := flagcheck.CreatableFile("--out", dst)
+	if err == nil {
+		err = flagcheck.NotInside("--out", dst, []string{dir}, "the archive being packed")
+	}
+	if err != nil {
+		return exitFor(stderr, "archive pack", err)
+	}
+	// Links and special files are refused before anything reads the folder: the leak scan
+	// does not follow a link, so a secret behind one would be sealed unseen.
+	if err := refuseMembers(stderr, "archive pack", dir); err != nil {
+		return runner.ExitRefused
+	}
+	env, appIDs, err := f.scanInputs(uses)
+	if err != nil {
+		return exitFor(stderr, "archive pack", err)
+	}
+	leaks, err := redact.Verify(dir, redact.SecretsFromEnv(env), appIDs)
+	if err != nil {
+		fmt.Fprintf(stderr, "flowtest archive pack: %v\n", err)
+		return runner.ExitRefused
+	}
+	if len(leaks) > 0 {
+		for _, l := range leaks {
+			fmt.Fprintln(stdout, l.String())
+		}
+		fmt.Fprintf(stderr, "flowtest archive pack: refused: %d leak(s) in %s\n", len(leaks), dir)
+		return runner.ExitFailed
+	}
+	if broken := results.CheckIntegrity(dir); len(broken) > 0 {
+		// Sealing a truncated or inconsistent archive would give it a digest it does not deserve.
+		for _, p := range broken {
+			fmt.Fprintln(stdout, "integrity: "+p.String())
+		}
+		fmt.Fprintf(stderr, "flowtest archive pack: refused: %d integrity problem(s) in %s\n", len(broken), dir)
+		return runner.ExitFailed
+	}
+	if err := inv.stopped("the pack"); err != nil {
+		return exitFor(stderr, "archive pack", err)
+	}
+	write := pack.Pack
+	if f.force {
+		write = pack.PackReplace
+	}
+	sum, err := write(dir, dst)
+	if errors.Is(err, pack.ErrPackExists) {
+		fmt.Fprintf(stderr, "flowtest archive pack: refused: %s exists and is not replaced (it may already be with a reviewer under its digest); pass --force to replace it, or --out another name\n", dst)
+		return runner.ExitRefused
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "flowtest archive pack: %v\n", err)
+		if strings.Contains(err.Error(), "does not match its own") {
+			return runner.ExitFailed
+		}
+		return runner.ExitRefused
+	}
+	fmt.Fprintf(stdout, "%s  %s\n", sum, dst)
+	fmt.Fprintf(stdout, "archive pack: %s (sha256 above, also in %s.sha256); check it with: flowtest archive verify %s\n", dst, dst, dst)
+	return 0
+}

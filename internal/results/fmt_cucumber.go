@@ -1,0 +1,152 @@
+package results
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/ksqlflow/flowtest/internal/results/internal/mdtext"
+)
+
+// Cucumber JSON, the subset CI report tools read.
+type cukeFeature struct {
+	URI      string     `json:"uri"`
+	ID       string     `json:"id"`
+	Keyword  string     `json:"keyword"`
+	Name     string     `json:"name"`
+	Line     int        `json:"line"`
+	Elements []cukeScen `json:"elements"`
+	Tags     []cukeTag  `json:"tags"`
+	Desc     string     `json:"description"`
+}
+
+type cukeScen struct {
+	ID      string     `json:"id"`
+	Keyword string     `json:"keyword"`
+	Name    string     `json:"name"`
+	Desc    string     `json:"description,omitempty"`
+	Line    int        `json:"line"`
+	Type    string     `json:"type"`
+	Tags    []cukeTag  `json:"tags"`
+	Steps   []cukeStep `json:"steps"`
+	After   []cukeHook `json:"after,omitempty"`
+}
+
+// cukeHook is a hook result of a scenario (Cucumber JSON's "before"/"after" arrays).
+type cukeHook struct {
+	Match  map[string]string `json:"match"`
+	Result cukeResult        `json:"result"`
+}
+
+type cukeTag struct {
+	Name string `json:"name"`
+	Line int    `json:"line"`
+}
+
+type cukeStep struct {
+	Keyword string     `json:"keyword"`
+	Name    string     `json:"name"`
+	Line    int        `json:"line"`
+	Result  cukeResult `json:"result"`
+}
+
+type cukeResult struct {
+	Status   string `json:"status"`
+	Duration int64  `json:"duration,omitempty"` // nanoseconds
+	Error    string `json:"error_message,omitempty"`
+}
+
+func renderCucumber(scen []*Scenario) ([]byte, error) {
+	byFeature := map[string]*cukeFeature{}
+	var order []string
+	for _, s := range scen {
+		key := s.FeatureFile
+		if key == "" {
+			key = s.Feature
+		}
+		f, ok := byFeature[key]
+		if !ok {
+			f = &cukeFeature{URI: key, ID: slug(s.Feature), Keyword: "Feature", Name: s.Feature, Line: 1, Tags: []cukeTag{}}
+			byFeature[key] = f
+			order = append(order, key)
+		}
+		name := s.Name
+		if name == "" {
+			name = s.ID
+		}
+		cs := cukeScen{ID: slug(s.Feature) + ";" + slug(name), Keyword: "Scenario", Name: name, Line: s.Line, Type: "scenario", Tags: []cukeTag{}, Steps: []cukeStep{}}
+		for _, t := range s.Tags {
+			if !strings.HasPrefix(t, "@") {
+				t = "@" + t
+			}
+			cs.Tags = append(cs.Tags, cukeTag{Name: t, Line: s.Line})
+		}
+		// Blocked and interrupted are neither passed nor failed: Cucumber JSON has no such
+		// status, so the step that was cut short (and every later one) is skipped with the
+		// reason as its message, and an after hook and the description say which it was.
+		cut := s.Status == StatusBlocked || s.Status == StatusInterrupted
+		for _, st := range s.Steps {
+			status, msg := st.Status, st.Error
+			if status == "" {
+				status = "skipped"
+			}
+			if cut && status != "passed" {
+				if status == "failed" && !strings.HasPrefix(msg, s.Status+":") {
+					msg = strings.TrimSpace(s.Status + ": " + msg)
+				}
+				status = "skipped"
+			}
+			kw, name := stepParts(st)
+			cs.Steps = append(cs.Steps, cukeStep{Keyword: kw, Name: name, Line: st.Line,
+				Result: cukeResult{Status: status, Duration: st.DurationMS * int64(time.Millisecond), Error: msg}})
+		}
+		if cut {
+			why := s.Reason
+			if !strings.HasPrefix(why, s.Status+":") {
+				why = strings.TrimSpace(s.Status + ": " + why)
+			}
+			cs.Desc = "flowtest status: " + why
+			cs.After = append(cs.After, cukeHook{Match: map[string]string{"location": "flowtest:" + s.Status},
+				Result: cukeResult{Status: "skipped", Error: why}})
+		}
+		// A scenario that failed outside its steps (cleanup, After hook) must not look green.
+		if s.Status == StatusFailed && !anyStepFailed(s) {
+			msg := s.Reason
+			if !s.Cleanup.OK {
+				msg = strings.TrimSpace("cleanup failed: " + s.Cleanup.Error + " " + msg)
+			}
+			cs.Steps = append(cs.Steps, cukeStep{Keyword: "After ", Name: "hook", Result: cukeResult{Status: "failed", Error: mdtext.OrDash(msg)}})
+		}
+		f.Elements = append(f.Elements, cs)
+	}
+	out := make([]*cukeFeature, 0, len(order))
+	for _, k := range order {
+		out = append(out, byFeature[k])
+	}
+	return json.Marshal(out)
+}
+
+// stepParts splits a step into its keyword (with the space after it) and its text. The
+// runner records the whole line as the text ("And the run is …") with the keyword beside it
+// ("And"); older records hold the text without the keyword.
+func stepParts(st Step) (keyword, text string) {
+	kw := strings.TrimSpace(st.Keyword)
+	if kw != "" && strings.HasPrefix(st.Text, kw+" ") {
+		return kw + " ", strings.TrimPrefix(st.Text, kw+" ")
+	}
+	if kw != "" {
+		return kw + " ", st.Text
+	}
+	return "", st.Text
+}
+
+func anyStepFailed(s *Scenario) bool {
+	for _, st := range s.Steps {
+		if st.Status == "failed" {
+			return true
+		}
+	}
+	return false
+}
+
+func slug(s string) string { return strings.ToLower(SanitizeLabel(s)) }

@@ -1,0 +1,216 @@
+package results
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ksqlflow/flowtest/internal/results/internal/mdtext"
+)
+
+// renderReadme writes README.md, the acceptance record a person reads, from the run's view;
+// the bytes go through the archive writer once more.
+func renderReadme(v *runView) []byte {
+	var b bytes.Buffer
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	run, gate := v.run, v.gate
+	p("# Acceptance record: %s\n\n", mdtext.Inline(v.title))
+	p("- Date: %s to %s (%s)\n", fmtTime(run.Start), fmtTime(run.End), fmtDur(v.duration))
+	p("- State: **%s**\n", mdtext.Inline(run.State))
+	p("- Result: %s\n", v.totals)
+	if run.Product != nil {
+		p("- Product: **%s**\n", mdtext.Inline(run.Product.Label()))
+	}
+	for _, line := range StaleKnownDefects(run.Scenarios) {
+		p("- **Warning**: %s\n", mdtext.Inline(line))
+	}
+	if gate != nil {
+		p("- Release gate %s: **%s**\n", mdtext.Inline(gate.Gate), mdtext.Inline(gate.Verdict))
+	}
+	files := "`run.json` (schema_version %d), `scenarios/<id>.json`, `cucumber.json`, `junit.xml`, `index.html`"
+	if gate != nil {
+		files += ", `" + GateFile + "`"
+	}
+	p("- Files: "+files+"; all redacted\n\n", run.SchemaVersion)
+	if gate != nil {
+		renderGateMarkdown(p, v)
+	}
+
+	p("## Environment\n\n| | |\n| --- | --- |\n")
+	for _, r := range v.environment(false, true) {
+		p("| %s | %s |\n", mdtext.Cell(r.key), mdtext.Cell(r.value))
+	}
+
+	p("\n## Run order\n\n")
+	if len(run.RunOrder) == 0 {
+		p("(none recorded)\n")
+	}
+	for i, id := range run.RunOrder {
+		p("%d. %s\n", i+1, mdtext.Inline(id))
+	}
+
+	p("\n## Results\n\n| Scenario | Acceptance | Result | Duration | Evidence |\n| --- | --- | --- | --- | --- |\n")
+	for _, s := range run.Scenarios {
+		if s.Status == StatusNotRun && s.NotRunCategory == NotRunTag {
+			continue // filtered scenarios are listed below, not as results
+		}
+		result := s.Status
+		if s.Status == StatusFailed || s.Status == StatusBlocked || s.Status == StatusInterrupted {
+			result = "**" + s.Status + "**"
+		}
+		if m := s.KnownDefect; m != nil {
+			result += " — " + mdtext.Cell(m.Text())
+		}
+		file := "—"
+		if s.File != "" {
+			file = "`" + s.File + "`"
+		}
+		p("| %s | %s | %s | %s | %s |\n", mdtext.Cell(s.ID), mdtext.Cell(Acceptance(s.Tags)), result, fmtDur(time.Duration(s.DurationMS)*time.Millisecond), file)
+	}
+
+	for _, group := range []struct {
+		heading  string
+		statuses []string
+	}{
+		{"Failures", []string{StatusFailed}},
+		{"Blocked and interrupted (not failures of the SUT, not passes either)", []string{StatusBlocked, StatusInterrupted}},
+	} {
+		var list []*Scenario
+		for _, s := range v.scen {
+			if slices.Contains(group.statuses, s.Status) {
+				list = append(list, s)
+			}
+		}
+		if len(list) == 0 {
+			continue
+		}
+		p("\n## %s\n\n", group.heading)
+		for _, s := range list {
+			if s.Status == StatusFailed {
+				p("### %s\n\n", mdtext.Inline(s.ID))
+			} else {
+				p("### %s (%s)\n\n", mdtext.Inline(s.ID), s.Status)
+			}
+			if m := s.KnownDefect; m != nil {
+				p("%s\n\n", mdtext.Inline(knownDefectDetail(m)))
+			}
+			if s.Reason != "" {
+				p("%s\n\n", mdtext.Inline(s.Reason))
+			}
+			for _, st := range s.Steps {
+				if st.Status == "failed" || st.Status == "undefined" || st.Status == "pending" {
+					kw, name := stepParts(st)
+					p("- step %s: `%s%s`: %s\n", st.Status, mdtext.Code(kw), mdtext.Code(name), mdtext.Inline(mdtext.OrDash(st.Error)))
+				}
+			}
+			for _, a := range failedAssertions(s) {
+				p("- %s: expected %s, saw %s\n", mdtext.Inline(a.What), mdtext.Inline(a.Expected), mdtext.Inline(a.Seen))
+			}
+			if !s.Cleanup.OK {
+				p("- cleanup failed: %s\n", mdtext.Inline(mdtext.OrDash(s.Cleanup.Error)))
+			}
+			p("\n")
+		}
+	}
+
+	p("\n## Not run\n\n")
+	mdTable(p, "Every selected scenario ran.\n", notRunHeader, v.notRunRows())
+
+	if api := v.apiRequests(); len(api.rows) > 0 {
+		p("\n## API requests\n\nkintone REST requests per app, the runner's own and its proxies' (kintone counts them per app and day).\n\n")
+		p("| App | Requests | By method | By origin | Throttled (429) | Estimated |\n| --- | --- | --- | --- | --- | --- |\n")
+		for _, r := range api.rows {
+			p("| %s | %s | %s | %s | %s | %s |\n", mdtext.Cell(r.app), r.requests, mdtext.Cell(r.methods), mdtext.Cell(r.origins), r.throttled, r.estimate)
+		}
+		for _, line := range []string{api.budget, api.heavies} {
+			if line != "" {
+				p("\n%s\n", mdtext.Inline(line))
+			}
+		}
+	}
+
+	p("\n## Evidence\n\n")
+	var evidence [][]string
+	for _, e := range run.Evidence {
+		evidence = append(evidence, []string{e.Criterion, e.Environment, e.Result, mdtext.OrDash(e.Limits), strings.Join(e.Scenarios, ", ")})
+	}
+	mdTable(p, "(no evidence rows recorded)\n", []string{"Criterion", "Environment", "Result", "Limits", "Scenarios"}, evidence)
+	return b.Bytes()
+}
+
+// mdTable writes a Markdown table of header and rows, every cell through mdtext.Cell; empty
+// instead when there are no rows.
+func mdTable(p func(string, ...any), empty string, header []string, rows [][]string) {
+	if len(rows) == 0 {
+		p("%s", empty)
+		return
+	}
+	p("| %s |\n|%s\n", strings.Join(header, " | "), strings.Repeat(" --- |", len(header)))
+	for _, r := range rows {
+		cells := make([]string, len(r))
+		for i, c := range r {
+			cells[i] = mdtext.Cell(c)
+		}
+		p("| %s |\n", strings.Join(cells, " | "))
+	}
+}
+
+// renderGateMarkdown is the README's release-gate section.
+func renderGateMarkdown(p func(string, ...any), v *runView) {
+	g := v.gate
+	p("## Release gate %s: **%s**\n\n", mdtext.Inline(g.Gate), mdtext.Inline(g.Verdict))
+	if g.Title != "" {
+		p("%s\n\n", mdtext.Inline(g.Title))
+	}
+	p("- Verdict: **%s** — %s\n", mdtext.Inline(g.Verdict), mdtext.Inline(g.VerdictWhy))
+	p("- Definition: `%s` (sha256 %s)\n", mdtext.Code(g.Definition), mdtext.Inline(g.DefinitionSHA256))
+	p("- Required: `%s`\n", mdtext.Code(g.Required))
+	p("- SUT commit: %s\n", mdtext.Inline(g.sutText()))
+	if g.SUT.Head != "" {
+		p("- **Warning**: the SUT repository's HEAD is %s, not the gate's commit\n", mdtext.Inline(g.SUT.Head))
+	}
+	if g.Since != nil {
+		p("- Carried-over evidence from: `%s` (SUT commit %s, target %s)\n", mdtext.Code(g.Since.Archive), mdtext.Inline(mdtext.OrDash(g.Since.Commit)), mdtext.Inline(mdtext.OrDash(g.Since.Target)))
+	} else {
+		p("- Carried-over evidence from: none (no --since-archive): every carry-over series runs\n")
+	}
+	p("- Scenarios: %s\n\n", g.Counts.countsText())
+	p("| Scenario | Required | Status | Evidence | Detail |\n| --- | --- | --- | --- | --- |\n")
+	for _, r := range v.gateRows() {
+		ev := "—"
+		if r.file != "" {
+			ev = "`" + r.file + "`"
+		}
+		if co := r.carried; co != nil {
+			ev = fmt.Sprintf("`%s/%s` sha256 %s (commit %s)", mdtext.Code(co.Archive), mdtext.Code(co.Record), co.SHA256, mdtext.OrDash(co.Commit))
+		}
+		st := statusWord(r.status)
+		if r.status != StatusPassed && r.status != StatusCarriedOver {
+			st = "**" + st + "**"
+		}
+		p("| %s | %s | %s | %s | %s |\n", mdtext.Cell(r.id), r.required, st, mdtext.Cell(ev), mdtext.Cell(r.detail))
+	}
+	if len(g.CarryOver) > 0 {
+		p("\n### Carry-over rules\n\n")
+		for _, r := range g.CarryOver {
+			state := r.stateText()
+			p("- **%s** (%s) — %s. Paths: %s. %s\n", mdtext.Inline(r.Series), state, mdtext.Inline(r.Why), mdtext.Inline(strings.Join(r.Paths, ", ")), mdtext.Inline(r.Justification))
+			for _, d := range r.Diffs {
+				p("\n  `%s`\n\n", mdtext.Code(d.Command))
+				stat := d.statText()
+				fence := "```"
+				for strings.Contains(stat, fence) {
+					fence += "`"
+				}
+				p("  %stext\n", fence)
+				for _, line := range strings.Split(strings.TrimRight(stat, "\n"), "\n") {
+					p("  %s\n", line)
+				}
+				p("  %s\n", fence)
+			}
+		}
+	}
+	p("\n")
+}

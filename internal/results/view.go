@@ -1,0 +1,264 @@
+package results
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ksqlflow/flowtest/internal/results/internal/mdtext"
+)
+
+// FirstObservation is the first failing assertion (expected/seen), else the failing step,
+// else the record's reason.
+func (s *Scenario) FirstObservation() string {
+	for _, a := range s.Assertions {
+		if !a.OK {
+			return fmt.Sprintf("%s: expected %s, saw %s", a.What, a.Expected, a.Seen)
+		}
+	}
+	for _, st := range s.Steps {
+		if st.Status == "failed" {
+			return fmt.Sprintf("step %q: %s", st.Text, st.Error)
+		}
+	}
+	if !s.Cleanup.OK {
+		return "cleanup failed: " + s.Cleanup.Error
+	}
+	return mdtext.OrDash(s.Reason)
+}
+
+// ReasonLine is the first line of the record's reason: what the console's END line, the
+// JUnit message and the repeat and explore summaries show of it.
+func (s *Scenario) ReasonLine() string {
+	line, _, _ := strings.Cut(s.Reason, "\n")
+	return line
+}
+
+// Acceptance lists the acceptance numbers from @acc-N tags.
+func Acceptance(tags []string) string {
+	var acc []string
+	for _, t := range tags {
+		t = strings.TrimPrefix(t, "@")
+		if strings.HasPrefix(t, "acc-") {
+			acc = append(acc, strings.TrimPrefix(t, "acc-"))
+		}
+	}
+	return mdtext.OrDash(strings.Join(acc, ", "))
+}
+
+// TotalsText is the one-line count of a run's scenarios. "failed" counts the failures no
+// known product defect excuses; those it excuses are counted apart ("1 known product
+// defect"), as are passes under a known defect that no longer reproduces.
+func TotalsText(t Totals) string { return totalsLine(t, nil, nil) }
+
+// RunTotalsText is TotalsText naming the known defects: "62 passed, 0 failed, 1 known
+// product defect (KPD-1), 0 not run, of 63".
+func RunTotalsText(run *Run) string {
+	return totalsLine(run.Totals, knownDefectIDs(run.Scenarios, KDReproduced), knownDefectIDs(run.Scenarios, KDNoLongerReproduces))
+}
+
+func totalsLine(t Totals, kpd, stale []string) string {
+	ids := func(l []string) string {
+		if len(l) == 0 {
+			return ""
+		}
+		return " (" + strings.Join(l, ", ") + ")"
+	}
+	passed := fmt.Sprintf("%d passed", t.Passed)
+	if t.KnownDefectsNotReproduced > 0 {
+		passed += fmt.Sprintf(" (%d known product defect(s) no longer reproduce%s: update the catalogue)", t.KnownDefectsNotReproduced, ids(stale))
+	}
+	parts := []string{passed, fmt.Sprintf("%d failed", t.Failed-t.KnownDefects)}
+	if t.KnownDefects == 1 {
+		parts = append(parts, "1 known product defect"+ids(kpd))
+	} else if t.KnownDefects > 1 {
+		parts = append(parts, fmt.Sprintf("%d known product defects%s", t.KnownDefects, ids(kpd)))
+	}
+	if t.Blocked > 0 {
+		parts = append(parts, fmt.Sprintf("%d blocked", t.Blocked))
+	}
+	if t.Interrupted > 0 {
+		parts = append(parts, fmt.Sprintf("%d interrupted", t.Interrupted))
+	}
+	parts = append(parts, fmt.Sprintf("%d not run", t.NotRun))
+	of := fmt.Sprintf(", of %d", t.Total)
+	if t.Extended > 0 {
+		of += fmt.Sprintf(" (%d acceptance, %d extended)", t.Total-t.Extended, t.Extended)
+	}
+	return strings.Join(parts, ", ") + of
+}
+
+func notRunText(cat string) string {
+	switch cat {
+	case NotRunTag:
+		return "filtered by tag"
+	case NotRunPlatform:
+		return "other platform"
+	case NotRunNotImplemented:
+		return "not implemented"
+	case NotRunInterrupted:
+		return "interrupted"
+	case "":
+		return "not run"
+	}
+	return cat
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.Format("2006-01-02 15:04:05 MST")
+}
+
+func fmtDur(d time.Duration) string {
+	if d <= 0 {
+		return "—"
+	}
+	if d < time.Second {
+		return fmt.Sprintf("%d ms", d.Milliseconds())
+	}
+	return fmt.Sprintf("%.1f s", d.Seconds())
+}
+
+// runView is what the acceptance record shows of a run, decided once: the README
+// (fmt_readme.go) and the page (fmt_html.go) render the same sections from it, each in its
+// own markup, so that a section's content (which rows, in which order, which words) cannot
+// drift between the two. run and scen are redacted already.
+type runView struct {
+	run      *Run
+	title    string
+	duration time.Duration
+	totals   string
+	gate     *GateRecord
+	records  map[string]*Scenario // by id, for the results table
+	scen     []*Scenario          // the records in run order
+	notRun   []ScenarioSummary    // every summary not run, in run order
+}
+
+func newRunView(run *Run, scen []*Scenario, gate *GateRecord) *runView {
+	v := &runView{run: run, title: run.Label, duration: run.End.Sub(run.Start), totals: RunTotalsText(run),
+		gate: gate, records: map[string]*Scenario{}, scen: scen}
+	if v.title == "" {
+		v.title = "all"
+	}
+	for _, s := range scen {
+		v.records[s.ID] = s
+	}
+	for _, s := range run.Scenarios {
+		if s.Status == StatusNotRun {
+			v.notRun = append(v.notRun, s)
+		}
+	}
+	return v
+}
+
+// notRunHeader and notRunRows are the "Not run" table of both pages: the scenario, why it did
+// not run and the detail.
+var notRunHeader = []string{"Scenario", "Why", "Detail"}
+
+func (v *runView) notRunRows() [][]string {
+	var rows [][]string
+	for _, s := range v.notRun {
+		rows = append(rows, []string{s.ID, notRunText(s.NotRunCategory), mdtext.OrDash(s.Reason)})
+	}
+	return rows
+}
+
+// envRow is one row of the environment table; rows with an empty value are not shown.
+type envRow struct{ key, value string }
+
+// environment is the environment table. The page shows the command line and the commit
+// alone; the README, which is read without run.json at hand, says where the commit came from
+// and whether the checkout was dirty.
+func (v *runView) environment(withCommand, commitDetail bool) []envRow {
+	run := v.run
+	rows := []envRow{{"Target", run.Target}, {"Profile", run.Profile}, {"OS", run.OS}, {"Runner version", run.RunnerVersion},
+		{"Tag expression", mdtext.OrDash(run.TagExpression)}}
+	if withCommand {
+		rows = append(rows, envRow{"Command", strings.Join(run.Command, " ")})
+	}
+	commit := run.SUT.Commit
+	if commit == "" {
+		commit = "unknown (not given with --sut-commit, not detected)"
+	} else if commitDetail {
+		if run.SUT.CommitSource != "" {
+			commit += " (" + run.SUT.CommitSource + ")"
+		}
+		if run.SUT.Dirty {
+			commit += ", uncommitted changes"
+		}
+	}
+	rows = append(rows, envRow{"SUT commit", commit}, envRow{"SUT branch", run.SUT.Branch})
+	for _, k := range slices.Sorted(maps.Keys(run.SUT.Versions)) {
+		rows = append(rows, envRow{"Version: " + k, run.SUT.Versions[k]})
+	}
+	for _, k := range slices.Sorted(maps.Keys(run.Environment)) {
+		rows = append(rows, envRow{k, run.Environment[k]})
+	}
+	return slices.DeleteFunc(rows, func(r envRow) bool { return r.value == "" })
+}
+
+// knownDefectDetail is what the record and the page say of a scenario's known-defect mark.
+func knownDefectDetail(m *KnownDefectMark) string {
+	switch m.Outcome {
+	case KDReproduced:
+		return fmt.Sprintf("Failed — known product defect %s of %s: it fails by its declared assertion %q (evidence: %s). Still a failure of the product; not counted against the run's exit code.", m.ID, m.Product, m.Assertion, m.Evidence)
+	case KDNoLongerReproduces:
+		return m.StaleText()
+	}
+	return fmt.Sprintf("Known product defect %s of %s applies to this scenario, but it failed otherwise than by the declared assertion %q: an ordinary failure.", m.ID, m.Product, m.Assertion)
+}
+
+// failedAssertions are the assertions of s that did not hold.
+func failedAssertions(s *Scenario) []Assertion {
+	var bad []Assertion
+	for _, a := range s.Assertions {
+		if !a.OK {
+			bad = append(bad, a)
+		}
+	}
+	return bad
+}
+
+// gateRow is one row of the gate's scenario table.
+type gateRow struct {
+	id, required, status, detail string
+	file                         string       // the record in this archive, or ""
+	carried                      *CarriedOver // where a carried-over scenario last passed
+	linked                       bool         // the record is in this archive: the page links to it
+}
+
+func (v *runView) gateRows() []gateRow {
+	var rows []gateRow
+	for _, s := range v.gate.Scenarios {
+		rows = append(rows, gateRow{id: s.ID, required: s.requiredText(), status: s.Status, detail: s.detailText(),
+			file: s.File, carried: s.CarriedOver, linked: s.File != "" && s.Status != StatusNotRun})
+	}
+	return rows
+}
+
+// sutText is the gate's SUT commit, with the form it was given in when that differs.
+func (g *GateRecord) sutText() string {
+	sut := g.SUT.Commit
+	if g.SUT.Given != "" && g.SUT.Given != g.SUT.Commit {
+		sut += " (given as " + g.SUT.Given + ")"
+	}
+	return mdtext.OrDash(sut)
+}
+
+// countsText is the gate's count of scenarios by status.
+func (c GateCounts) countsText() string {
+	return fmt.Sprintf("%d — %d passed, %d carried over, %d failed, %d blocked, %d interrupted, %d not run",
+		c.Total, c.Passed, c.CarriedOver, c.Failed, c.Blocked, c.Interrupted, c.NotRun)
+}
+
+// statText is a diff stat as shown: "(no changes)" rather than nothing.
+func (d GateDiff) statText() string {
+	if strings.TrimSpace(d.Stat) == "" {
+		return "(no changes)"
+	}
+	return d.Stat
+}

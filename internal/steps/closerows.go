@@ -1,0 +1,150 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/ksqlflow/flowtest/internal/harness/stepdef"
+)
+
+// closeRowDomain: what one CLOSE left, row by row of product-contract §1.9's result table —
+// archive-run's JSON union (every field the row names, and no audit or code the row does not
+// name), the RUN_ARCHIVED audit under the event id the CLOSE printed or its request's result
+// names, and the Network lock the CLOSE took (its owner is the event id, §1.9).
+type closeRowDomain struct{}
+
+func (d closeRowDomain) register(reg stepdef.Registry) {
+	reg.Step(`^"([^"]+)" printed the archive result "([^"]+)"$`, d.printedResult)
+	reg.Step(`^the run has (no|exactly one) RUN_ARCHIVED audit under the event id "([^"]+)" printed$`, d.auditOfPrintedEvent)
+	reg.Step(`^the run has (no|exactly one) RUN_ARCHIVED audit under the event id `+reqRef+` names$`, d.auditOfRequestEvent)
+	reg.Step(`^the network lock "([^"]+)" took is (released|held under its event id)$`, d.lockOfTheClose)
+	reg.Step(`^the network lock the CLOSE of `+reqRef+` took is (released|held under its event id)$`, d.lockOfTheRequestedClose)
+}
+
+// printedResult compares archive-run's JSON line with "k=v k=v …": outcome, audit, code and
+// lock_released as printed (null for JSON null), run_revision as "null" or "current" (the
+// Run's $revision now: the PUT's answer when this CLOSE archived it). audit and code, when
+// the row does not name them, must be absent: the union's other variants carry none.
+func (closeRowDomain) printedResult(ctx context.Context, name, row string) error {
+	sc := sceneOf(ctx)
+	call, err := finishedCall(ctx, name)
+	if err != nil {
+		return err
+	}
+	field := func(k string) string { return jsonField(call.json, k) }
+	want := map[string]string{"audit": "(absent)", "code": "(absent)"}
+	var keys []string
+	for _, kv := range strings.Fields(row) {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("archive result %q: %q is not key=value", row, kv)
+		}
+		want[k] = v
+		keys = append(keys, k)
+	}
+	for _, k := range []string{"audit", "code"} {
+		if !strings.Contains(" "+row, " "+k+"=") {
+			keys = append(keys, k)
+		}
+	}
+	if want["run_revision"] == "current" {
+		run, err := theRun(ctx)
+		if err != nil {
+			return err
+		}
+		want["run_revision"] = run.Revision
+	}
+	var w, s []string
+	for _, k := range keys {
+		w = append(w, k+"="+want[k])
+		s = append(s, k+"="+field(k))
+	}
+	if err := sc.st.Equal("archive result of "+name, strings.Join(w, " "), strings.Join(s, " ")); err != nil {
+		return err
+	}
+	ev := field("event_id")
+	return sc.st.Assert("event_id of "+name, "archive_<uuid>", ev, strings.HasPrefix(ev, "archive_"))
+}
+
+func (d closeRowDomain) auditOfPrintedEvent(ctx context.Context, which, name string) error {
+	call, err := finishedCall(ctx, name)
+	if err != nil {
+		return err
+	}
+	ev, _ := call.json["event_id"].(string)
+	return archiveAuditsUnder(ctx, which, ev, name)
+}
+
+func (d closeRowDomain) auditOfRequestEvent(ctx context.Context, which, ref string) error {
+	m, req, err := readNamedRequest(ctx, ref)
+	if err != nil {
+		return err
+	}
+	return archiveAuditsUnder(ctx, which, eventIDIn(req.ResultMessage), "request "+m.name)
+}
+
+// archiveAuditsUnder: the run's RUN_ARCHIVED OPERATION_AUDITs, and how many of them sit under
+// OP:<event id> (§1.9: the audit's key). "no" means none at all for the run, so that an audit
+// written under another key is not missed either.
+func archiveAuditsUnder(ctx context.Context, which, eventID, whose string) error {
+	sc := sceneOf(ctx)
+	if err := sc.st.Assert("event id of "+whose, "archive_<uuid>", orNone(eventID), strings.HasPrefix(eventID, "archive_")); err != nil {
+		return err
+	}
+	_, archived, err := runArchivedAudits(ctx)
+	if err != nil {
+		return err
+	}
+	var keys []string
+	for _, o := range archived {
+		keys = append(keys, o.RecordKey)
+	}
+	want := "(none)"
+	if which == "exactly one" {
+		want = "OP:" + eventID
+	}
+	return sc.st.Equal("record keys of the run's RUN_ARCHIVED audits (the event of "+whose+")", want, orNone(strings.Join(keys, ", ")))
+}
+
+// lockOfTheClose: exactly one NETWORK_LOCK record was added since the last one was noted —
+// the lock this CLOSE took — and it is either released into a LOCKDONE: tombstone "SUCCESS"
+// (§1.9: "always … release the lock (tombstone SUCCESS/NORMAL)") or still "RUNNING" under the
+// CLOSE's own event id (owner = event_id), as a failed release leaves it.
+func (closeRowDomain) lockOfTheClose(ctx context.Context, name, state string) error {
+	call, err := finishedCall(ctx, name)
+	if err != nil {
+		return err
+	}
+	ev, _ := call.json["event_id"].(string)
+	return lockOfEvent(ctx, name, ev, state)
+}
+
+// lockOfTheRequestedClose is lockOfTheClose for the archive-run a poller ran for a CLOSE
+// request, whose event id the request's result message names.
+func (closeRowDomain) lockOfTheRequestedClose(ctx context.Context, ref, state string) error {
+	m, req, err := readNamedRequest(ctx, ref)
+	if err != nil {
+		return err
+	}
+	return lockOfEvent(ctx, "the CLOSE of request "+m.name, eventIDIn(req.ResultMessage), state)
+}
+
+func lockOfEvent(ctx context.Context, name, ev, state string) error {
+	sc := sceneOf(ctx)
+	added, last, err := locksAddedSinceNoted(ctx)
+	if err != nil {
+		return err
+	}
+	if err := sc.st.Equal(fmt.Sprintf("NETWORK_LOCK records added after record %d (the lock %s took)", last, name), 1, len(added)); err != nil {
+		return err
+	}
+	l := added[0]
+	prefix, _, _ := strings.Cut(l.RecordKey, ":")
+	seen := prefix + " | " + orNone(l.Status) + " | owner " + orNone(l.OwnerInvocationID)
+	want := "LOCKDONE | SUCCESS | owner (none)"
+	if state != "released" {
+		want = "LOCK | RUNNING | owner " + orNone(ev)
+	}
+	return sc.st.Equal("the lock "+name+" took: record_key prefix | status | owner", want, seen)
+}
