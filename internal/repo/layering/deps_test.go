@@ -3,82 +3,101 @@ package layering
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os/exec"
-	"path"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 )
 
 const module = "github.com/ksqlflow/flowtest"
 
-// rules: for each package of the module (relative path), the packages of the module it may
-// import directly (non-test imports). "dir/*" allows every package below dir. Arrows stay one
-// way: cmd → internal/app/cli → (internal/*, runner, steps) → harness → (safety, results,
-// kintoneapi); sandbox/* imports kintoneapi (and its defect switches) only, and is reached by
-// the runner through child processes and HTTP, never imported.
-var rules = map[string][]string{
-	"internal/kintoneapi":                   {},
-	"internal/safety":                       {},
-	"internal/results":                      {"internal/results/internal/mdtext", "internal/results/redact"},
-	"internal/results/redact":               {},
-	"internal/results/internal/mdtext":      {},
-	"internal/results/internal/archivetest": {"internal/results", "internal/results/redact"},
-	"internal/results/pack":                 {"internal/results", "internal/results/redact"},
-	"internal/results/pack/packtest":        {},
-	"internal/results/merge":                {"internal/results"},
-	"internal/results/evidence":             {"internal/results", "internal/results/internal/mdtext"},
-	"internal/base/yamlerr":                 {},
-	"internal/repo/ciworkflow":              {},
-	"internal/repo/layering":                {},
-	"internal/repo/doclinks":                {},
-	"internal/runner/tagexpr":               {},
-	"internal/harness/wait":                 {},
-	"internal/harness/apicount":             {},
-	"internal/harness/stepdef":              {},
-	"internal/harness/runlock":              {},
-	"internal/harness/faultproxy":           {},
-	"internal/harness/schedule":             {"internal/harness/faultproxy", "internal/harness/wait"},
-	"internal/app/explorer":                 {"internal/harness/schedule"},
-	"internal/harness/ksqlprofile":          {},
-	"internal/harness/config":               {"internal/safety"},
-	"internal/harness/kintoneguard":         {"internal/harness/apicount", "internal/kintoneapi", "internal/safety"},
-	"internal/harness/proc":                 {"internal/harness/wait"},
-	"internal/harness/scenario":             {"internal/harness/apicount", "internal/harness/proc", "internal/harness/wait", "internal/results"},
-	"internal/harness/scope":                {"internal/base/yamlerr"},
-	"internal/harness/stepindex":            {"internal/harness/stepdef"},
-	"internal/harness/target":               {"internal/harness/proc", "internal/kintoneapi"},
-	"internal/harness/workdir":              {"internal/harness/runlock"},
-	"internal/runner":                       {"internal/harness/apicount", "internal/harness/schedule", "internal/harness/scenario", "internal/harness/stepdef", "internal/harness/wait", "internal/base/yamlerr", "internal/results", "internal/runner/tagexpr"},
-	"internal/steps":                        {"internal/harness/*", "internal/kintoneapi", "internal/results", "internal/safety"},
-	"internal/sandbox/defect":               {},
-	"internal/sandbox/emulator":             {"internal/sandbox/defect"},
-	"internal/sandbox/flownet":              {"internal/kintoneapi", "internal/sandbox/defect"},
-	"internal/sandbox/ksqlflow":             {"internal/kintoneapi", "internal/sandbox/defect"},
-	"cmd/flowsandbox":                       {"internal/sandbox/*"},
-	"internal/base/refusal":                 {},
-	"internal/app/budget":                   {"internal/results"},
-	"internal/base/excerpt":                 {},
-	"internal/app/gate/gatetest":            {},
-	"internal/app/gate":                     {"internal/harness/proc", "internal/base/refusal", "internal/base/yamlerr", "internal/results", "internal/results/pack", "internal/runner", "internal/runner/tagexpr"},
-	"internal/app/defects":                  {"internal/harness/schedule", "internal/harness/proc", "internal/base/excerpt", "internal/app/explorer", "internal/base/refusal", "internal/results", "internal/runner"},
-	"internal/app/preflight":                {"internal/harness/apicount", "internal/harness/config", "internal/harness/faultproxy", "internal/harness/ksqlprofile", "internal/harness/proc", "internal/harness/scope", "internal/harness/stepdef", "internal/harness/stepindex", "internal/harness/target", "internal/kintoneapi", "internal/runner", "internal/safety"},
-	"internal/app/rehearse":                 {"internal/harness/proc", "internal/harness/wait", "internal/harness/workdir", "internal/base/excerpt", "internal/base/refusal", "internal/results", "internal/runner"},
-	"internal/app/isolation":                {"internal/harness/scenario", "internal/harness/target"},
-	"internal/app/ksqlwrap":                 {"internal/base/refusal", "internal/steps"},
-	"internal/app/buildtest":                {},
-	"internal/base/flagcheck":               {"internal/base/refusal"},
-	"internal/app/sweep":                    {"internal/harness/kintoneguard", "internal/harness/target", "internal/harness/workdir", "internal/base/refusal", "internal/kintoneapi", "internal/results", "internal/results/redact"},
-	"internal/app/cli": {"internal/harness/*", "internal/app/budget", "internal/app/defects", "internal/base/excerpt", "internal/app/explorer", "internal/base/flagcheck", "internal/app/gate", "internal/app/isolation", "internal/app/ksqlwrap",
-		"internal/app/preflight", "internal/base/refusal", "internal/app/rehearse", "internal/app/sweep", "internal/kintoneapi", "internal/results", "internal/results/*", "internal/runner", "internal/runner/*", "internal/safety", "internal/steps"},
-	// The binary's main only wires the process (keeper hook, signals, profiles) to the CLI.
-	"cmd/flowtest": {"internal/harness/proc", "internal/app/cli"},
-}
+// depRules is the module's order (the syntax is Rules'). Read bottom-up: helpers and the
+// kintone client, the evidence, the harness, the step library, the runner, the commands.
+// The sandbox is a separate tree reached only through child processes and HTTP.
+const depRules = `
+# Leaves: they import nothing of ours.
+NONE
+< internal/base/refusal, internal/base/excerpt, internal/base/yamlerr,
+  internal/kintoneapi, internal/safety, internal/runner/tagexpr,
+  internal/results/redact, internal/results/internal/mdtext,
+  internal/harness/wait, internal/harness/apicount, internal/harness/stepdef,
+  internal/harness/runlock, internal/harness/faultproxy, internal/harness/ksqlprofile,
+  internal/sandbox/defect,
+  internal/app/buildtest, internal/app/gate/gatetest, internal/results/pack/packtest,
+  internal/repo/ciworkflow, internal/repo/doclinks, internal/repo/layering;
+
+internal/base/refusal < internal/base/flagcheck;
+
+# The evidence: the record types, the archive and its readers.
+internal/results/redact, internal/results/internal/mdtext
+< internal/results
+< internal/results/merge, internal/results/pack, internal/results/evidence,
+  internal/results/internal/archivetest;
+internal/results/merge, internal/results/pack, internal/results/evidence < EVIDENCE;
+
+# The harness: what a scenario drives, each piece below the steps and the runner.
+internal/harness/wait < internal/harness/proc;
+internal/harness/faultproxy, internal/harness/wait < internal/harness/schedule;
+internal/safety < internal/harness/config;
+internal/harness/apicount, internal/kintoneapi, internal/safety < internal/harness/kintoneguard;
+internal/harness/apicount, internal/harness/proc, internal/results < internal/harness/scenario;
+internal/base/yamlerr < internal/harness/scope;
+internal/harness/stepdef < internal/harness/stepindex;
+internal/harness/proc, internal/kintoneapi < internal/harness/target;
+internal/harness/runlock < internal/harness/workdir;
+internal/harness/config, internal/harness/kintoneguard, internal/harness/ksqlprofile,
+internal/harness/scenario, internal/harness/schedule, internal/harness/scope,
+internal/harness/stepindex, internal/harness/target, internal/harness/workdir
+< HARNESS;
+
+# The step library and the runner: neither imports the other; the scenario state joins them.
+HARNESS < internal/steps;
+HARNESS, internal/base/yamlerr, internal/runner/tagexpr < internal/runner;
+
+# The commands, each over what it composes; the CLI over all of them.
+internal/results < internal/app/budget;
+internal/harness/schedule < internal/app/explorer;
+internal/harness/scenario, internal/harness/target < internal/app/isolation;
+internal/base/refusal, internal/steps < internal/app/ksqlwrap;
+internal/runner, internal/results/pack, internal/base/refusal < internal/app/gate;
+internal/runner, internal/app/explorer, internal/base/refusal, internal/base/excerpt < internal/app/defects;
+internal/runner, internal/base/refusal, internal/base/excerpt < internal/app/rehearse;
+internal/runner, internal/harness/stepindex, internal/harness/config, internal/harness/faultproxy,
+internal/harness/ksqlprofile, internal/harness/scope, internal/harness/target < internal/app/preflight;
+internal/harness/kintoneguard, internal/harness/target, internal/harness/workdir, EVIDENCE,
+internal/base/refusal < internal/app/sweep;
+internal/app/budget, internal/app/defects, internal/app/explorer, internal/app/gate,
+internal/app/isolation, internal/app/ksqlwrap, internal/app/preflight, internal/app/rehearse,
+internal/app/sweep, internal/base/flagcheck, EVIDENCE, internal/runner, internal/steps
+< internal/app/cli
+< cmd/flowtest;
+
+# The sandbox: the reference product and the kintone emulator behind one binary.
+internal/sandbox/defect < internal/sandbox/emulator;
+internal/sandbox/defect, internal/kintoneapi < internal/sandbox/flownet, internal/sandbox/ksqlflow;
+internal/sandbox/emulator, internal/sandbox/flownet, internal/sandbox/ksqlflow < cmd/flowsandbox;
+
+# What the order above implies, said outright so a reordering cannot lose it.
+# flowtest carries none of the sandbox's code: a live run links no reference product.
+internal/sandbox/*, cmd/flowsandbox !< cmd/flowtest, internal/app/*, internal/runner, internal/steps,
+  internal/harness/*, internal/results, internal/results/*, internal/base/*;
+# The sandbox knows nothing of the harness that tests it (only the shared kintone client).
+internal/harness/*, internal/results, internal/results/*, internal/runner, internal/steps,
+  internal/app/*, internal/base/*, internal/safety !< internal/sandbox/*;
+# Lower levels never reach up into the commands, the runner or the steps.
+internal/app/* !< internal/harness/*, internal/results, internal/results/*, internal/base/*,
+  internal/steps, internal/runner, internal/kintoneapi, internal/safety;
+internal/runner, internal/steps !< internal/harness/*, internal/results, internal/results/*;
+internal/runner !< internal/steps;
+internal/steps !< internal/runner;
+# The evidence is written from records, never from the harness that made them.
+internal/harness/* !< internal/results/redact, internal/results/internal/mdtext, internal/results/pack,
+  internal/results/merge, internal/results/evidence;
+`
 
 type pkg struct {
 	ImportPath string
+	Name       string
 	Imports    []string
 	Deps       []string
 }
@@ -111,97 +130,106 @@ func rel(importPath string) (string, bool) {
 	return r, ok
 }
 
-func allowed(rule []string, imp string) bool {
-	for _, a := range rule {
-		if dir, ok := strings.CutSuffix(a, "/*"); ok {
-			if strings.HasPrefix(imp, dir+"/") {
-				return true
-			}
-		} else if a == imp {
-			return true
+// ours keeps the module's packages of paths, relative.
+func ours(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if r, ok := rel(p); ok {
+			out = append(out, r)
 		}
 	}
-	return false
+	return out
 }
 
-// violations lists every import of a module package that its row does not allow, and every
-// package without a row.
-func violations(pkgs []pkg, rules map[string][]string) []string {
-	var bad []string
-	for _, p := range pkgs {
-		name, _ := rel(p.ImportPath)
-		rule, ok := rules[name]
-		if !ok {
-			bad = append(bad, fmt.Sprintf("%s: no row in the import rules (internal/layering): add one, with why in docs/layout.md", name))
-			continue
-		}
-		for _, imp := range p.Imports {
-			r, ours := rel(imp)
-			if ours && !allowed(rule, r) {
-				bad = append(bad, fmt.Sprintf("%s imports %s, which its row does not allow", name, r))
-			}
-		}
+func modulePkgs(t *testing.T) []Pkg {
+	t.Helper()
+	var out []Pkg
+	for _, p := range listPackages(t) {
+		r, _ := rel(p.ImportPath)
+		out = append(out, Pkg{Path: r, Name: p.Name, Imports: ours(p.Imports), Deps: ours(p.Deps)})
 	}
-	sort.Strings(bad)
-	return bad
+	return out
+}
+
+func parsedRules(t *testing.T) *Rules {
+	t.Helper()
+	r, err := ParseRules(depRules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 func TestImportRules(t *testing.T) {
-	pkgs := listPackages(t)
-	if len(pkgs) < len(rules)/2 {
+	pkgs := modulePkgs(t)
+	r := parsedRules(t)
+	if len(pkgs) < len(r.Packages())/2 {
 		t.Fatalf("go list found %d packages: not run from the module?", len(pkgs))
 	}
-	for _, v := range violations(pkgs, rules) {
+	for _, v := range r.Violations(pkgs) {
 		t.Error(v)
 	}
-	// A row for a package that no longer exists is a stale rule.
-	have := map[string]bool{}
-	for _, p := range pkgs {
-		n, _ := rel(p.ImportPath)
-		have[n] = true
-	}
-	for name := range rules {
-		if !have[name] {
-			t.Errorf("rule for %s, which is not a package of the module any more", name)
-		}
-	}
 }
 
-// The flowtest binary links no sandbox package, directly or through another one: the sandbox
-// is reached as a child process and over HTTP, so a live run carries none of its code.
-func TestFlowtestLinksNoSandbox(t *testing.T) {
-	for _, p := range listPackages(t) {
-		if p.ImportPath != module+"/cmd/flowtest" {
-			continue
-		}
-		for _, d := range p.Deps {
-			if r, ours := rel(d); ours && (r == "sandbox" || strings.HasPrefix(r, "sandbox/")) {
-				t.Errorf("cmd/flowtest links %s", r)
-			}
-		}
-		return
+// The checker itself, on a module made up for it: a step group importing one above it, a
+// forbidden dependency reached through another package, a name used twice, a package the
+// rules do not place and one they place that does not exist.
+func TestViolationsFindsWhatTheRulesForbid(t *testing.T) {
+	r, err := ParseRules(`
+NONE < base, sandbox/emu;
+base < steps/kit < steps/proxy < steps/operator, steps/requests;
+steps/operator, steps/requests < steps;
+base < gone;
+sandbox/* !< steps, steps/*;
+`)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("cmd/flowtest not found by go list")
-}
-
-// The checker itself: a forbidden import, a package without a row and a glob are judged as
-// the rules say.
-func TestViolationsFindsForbiddenImports(t *testing.T) {
-	pkgs := []pkg{
-		{ImportPath: module + "/results", Imports: []string{"fmt", module + "/runner"}},
-		{ImportPath: module + "/steps", Imports: []string{module + "/harness/wait", module + "/sandbox/flownet"}},
-		{ImportPath: module + "/newpkg"},
+	pkgs := []Pkg{
+		{Path: "base", Name: "base"},
+		{Path: "sandbox/emu", Name: "emu"},
+		{Path: "steps/kit", Name: "kit", Imports: []string{"base", "steps/operator"}, Deps: []string{"base", "steps/operator", "steps/proxy"}},
+		{Path: "steps/proxy", Name: "proxy", Imports: []string{"steps/kit"}, Deps: []string{"steps/kit", "base"}},
+		{Path: "steps/operator", Name: "operator", Imports: []string{"steps/proxy", "base"}, Deps: []string{"steps/proxy", "steps/kit", "base"}},
+		{Path: "steps/requests", Name: "operator", Imports: []string{"steps/proxy", "sandbox/emu"}, Deps: []string{"steps/proxy", "sandbox/emu"}},
+		{Path: "steps", Name: "steps", Imports: []string{"steps/operator", "steps/kit"}, Deps: []string{"steps/operator", "steps/requests", "sandbox/emu"}},
+		{Path: "newpkg", Name: "newpkg"},
 	}
-	got := violations(pkgs, rules)
+	got := r.Violations(pkgs)
 	want := []string{
-		"newpkg: no row in the import rules (internal/layering): add one, with why in docs/layout.md",
-		"results imports runner, which its row does not allow",
-		"steps imports sandbox/flownet, which its row does not allow",
+		"newpkg: not placed by the rules (internal/repo/layering): place it above what it imports, and give its row in docs/layout.md",
+		"package name operator is used by steps/operator, steps/requests: a name says which package it is, once",
+		`steps depends on sandbox/emu, which "sandbox/* !< steps, steps/*" forbids`,
+		"steps/kit imports steps/operator, which is not below it in the rules",
+		`steps/requests depends on sandbox/emu, which "sandbox/* !< steps, steps/*" forbids`,
+		"steps/requests imports sandbox/emu, which is not below it in the rules",
+		"the rules place gone, which is not a package of the module",
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if !allowed([]string{"harness/*"}, path.Join("harness", "proc")) || allowed([]string{"harness/*"}, "harnessx/proc") {
-		t.Fatal("glob rule")
+	// The order is transitive: the root may import the kit through the groups above it.
+	if !r.MayImport("steps")["steps/kit"] || r.MayImport("steps/kit")["steps/proxy"] {
+		t.Fatal("MayImport does not follow the order")
+	}
+}
+
+// Malformed rules are refused with the statement named, so a broken table cannot pass as an
+// empty one.
+func TestParseRulesRefusesMalformedRules(t *testing.T) {
+	for _, c := range []struct{ text, want string }{
+		{"NONE < a; NONE < a;", "a is placed twice"},
+		{"b < a;", "b is used before it is placed"},
+		{"NONE < a/*;", "a wildcard may only end a name in a forbidding rule"},
+		{"NONE < a b;", "names are separated by commas"},
+		{"NONE < a; a !< b !< c;", "not a chain"},
+		{"a, b;", "nothing is placed"},
+		{"NONE < a; a < NONE;", "NONE is the bottom"},
+		{"NONE < a, , b;", "an empty name"},
+	} {
+		_, err := ParseRules(c.text)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ParseRules(%q) = %v, want an error with %q", c.text, err, c.want)
+		}
 	}
 }
