@@ -140,7 +140,7 @@ func jsonNumber(n int) string { b, _ := json.Marshal(n); return string(b) }
 // The schema documents describe what the writer really produces: an archive with a failed
 // scenario carrying every optional field, a minimal one, a gate record and a final run.json
 // (the real archives of a sandbox run, a gate run and merged shards are validated in
-// cmd/flowtest's tests).
+// internal/app/cli's tests).
 func TestSchemasMatchWrittenFiles(t *testing.T) {
 	a, err := Create(t.TempDir(), "all", time.Now(), testRedactor())
 	require.NoError(t, err)

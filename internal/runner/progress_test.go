@@ -142,7 +142,7 @@ func TestProgressTerminalLineFitsTheWidth(t *testing.T) {
 	s.stop()
 }
 
-// redactor is the console redactor's job in cmd/flowtest, here as a plain writer.
+// redactor is the console redactor's job in internal/app/cli, here as a plain writer.
 type redactor struct {
 	w   *bytes.Buffer
 	red *redact.Redactor

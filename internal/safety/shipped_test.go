@@ -2,4 +2,4 @@ package safety
 
 import "os"
 
-func readShipped() ([]byte, error) { return os.ReadFile("production-denylist.txt") }
+func readShipped() ([]byte, error) { return os.ReadFile("../../safety/production-denylist.txt") }

@@ -21,7 +21,7 @@ func (d csvWrapperDomain) register(reg stepdef.Registry) {
 	reg.Step(`^FlowNet reruns the run from node "([^"]+)" by its id with the Shift_JIS export wrapper as "([^"]+)"$`, d.rerunsWithSJISWrapper)
 }
 
-// The kSQL-Flow wrapper: `flowtest ksql-flow-wrapper` (cmd/flowtest/ksqlwrap.go) and its
+// The kSQL-Flow wrapper: `flowtest ksql-flow-wrapper` (internal/app/ksqlwrap) and its
 // modes, shared here so the steps and the command cannot disagree on them.
 const (
 	KsqlFlowWrapperCommand = "ksql-flow-wrapper"

@@ -20,7 +20,7 @@ import (
 func TestReadmeCommandListIsTheTable(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
 	require.NoError(t, err)
-	const begin, end = "<!-- commands: from internal/cli's command table -->\n", "<!-- /commands -->"
+	const begin, end = "<!-- commands: from internal/app/cli's command table -->\n", "<!-- /commands -->"
 	_, rest, ok := strings.Cut(string(data), begin)
 	require.True(t, ok, "README.md has no %q marker", begin)
 	list, _, ok := strings.Cut(rest, end)

@@ -6,7 +6,7 @@ import (
 )
 
 // The codes an output summary keeps. They are what the defect crash rule
-// (cmd/flowtest/defects.go, crashOf) and a person reading a failed record need, and none of
+// (internal/app/defects/judge.go, crashOf) and a person reading a failed record need, and none of
 // them carries a request's reason or a record's content.
 var (
 	summaryRuntime   = regexp.MustCompile(`^(panic: |fatal error: |goroutine \d+ \[)`)

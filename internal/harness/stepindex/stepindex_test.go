@@ -72,7 +72,7 @@ func TestCheckFindsUnusedUndefinedAndAmbiguous(t *testing.T) {
 	assert.Empty(t, entries[5].Scenarios)
 
 	// Positions come from the registry's index: this file, the line of each registration.
-	assert.Equal(t, "harness/stepindex/stepindex_test.go", RelFile(defs[0]))
+	assert.Equal(t, "internal/harness/stepindex/stepindex_test.go", RelFile(defs[0]))
 	assert.NotZero(t, defs[0].Line)
 	assert.Equal(t, "stepindex.fakeLibrary.func1", ShortName(defs[0].Handler))
 }
@@ -86,11 +86,11 @@ func TestCheckOfAConsistentLibraryIsEmpty(t *testing.T) {
 }
 
 func TestRelFile(t *testing.T) {
-	assert.Equal(t, "steps/runs.go", RelFile(stepdef.Def{Handler: "github.com/ksqlflow/flowtest/steps.runDomain.runs", File: "/src/flowtest/steps/runs.go"}))
-	assert.Equal(t, "steps/runs.go", RelFile(stepdef.Def{Handler: "github.com/ksqlflow/flowtest/steps.(*world).f-fm", File: "github.com/ksqlflow/flowtest/internal/steps/runs.go"}), "trimmed paths")
+	assert.Equal(t, "internal/steps/runs.go", RelFile(stepdef.Def{Handler: "github.com/ksqlflow/flowtest/internal/steps.runDomain.runs", File: "/src/flowtest/internal/steps/runs.go"}))
+	assert.Equal(t, "internal/steps/runs.go", RelFile(stepdef.Def{Handler: "github.com/ksqlflow/flowtest/internal/steps.(*world).f-fm", File: "github.com/ksqlflow/flowtest/internal/steps/runs.go"}), "trimmed paths")
 	assert.Equal(t, "/elsewhere/x.go", RelFile(stepdef.Def{Handler: "example.com/other.F", File: "/elsewhere/x.go"}))
 	assert.Equal(t, "?", RelFile(stepdef.Def{Handler: "example.com/other.F"}))
-	assert.Equal(t, "github.com/ksqlflow/flowtest/internal/steps", packagePath("github.com/ksqlflow/flowtest/steps.(*world).f"))
+	assert.Equal(t, "github.com/ksqlflow/flowtest/internal/steps", packagePath("github.com/ksqlflow/flowtest/internal/steps.(*world).f"))
 	assert.Equal(t, "main", packagePath("main.main.func1"))
 }
 

@@ -11,7 +11,7 @@
 //
 // The catalogue, defects.yaml in this directory, is the one place that says what each
 // defect breaks, which scenarios must catch it and which failing assertion counts as the
-// catch. `flowtest defects` (cmd/flowtest/defects.go, `make defects`) builds
+// catch. `flowtest defects` (internal/app/cli/defects.go, `make defects`) builds
 // `go build -tags defect_<name> ./cmd/flowsandbox` per defect, runs the declared scenarios
 // against it and prints whether each was caught. This package's test keeps the catalogue,
 // the file pairs and the hooks in step.

@@ -15,7 +15,7 @@ import (
 // tells an operator to make for a real tenant, so that `flowtest run --target
 // live` can be rehearsed against the emulator through exactly the code path of a release
 // gate. The variable names are flowtest's (internal/harness/config, safety); the sandbox must not
-// import them (it imports kintoneapi only), so cmd/flowtest's rehearsal test checks every name
+// import them (it imports kintoneapi only), so internal/app/cli's rehearsal test checks every name
 // written here against flowtest's catalogue and runs `flowtest check --target live` on it.
 
 // Files written into the operator-env directory.

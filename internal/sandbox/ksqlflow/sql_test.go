@@ -44,7 +44,7 @@ func (m *memReader) ReadApp(_ context.Context, logical string, fields []string) 
 // loadSeed reads the seed records of an emulator app file, giving them $id 1..n.
 func loadSeed(t testing.TB, role string) []map[string]string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(pkgDir, "..", "kintone", "apps", role+".json"))
+	data, err := os.ReadFile(filepath.Join(pkgDir, "..", "emulator", "apps", role+".json"))
 	require.NoError(t, err)
 	var f struct {
 		Fields []struct{ Code string } `json:"fields"`
