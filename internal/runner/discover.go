@@ -51,42 +51,17 @@ func Discover(fsys fs.FS, root string, m *Manifest) (map[string]*Feature, error)
 // and @acc-<n> tags (or `--tags @m5` would silently skip it) and no series or acceptance tag the
 // entry does not declare (or it would be selected by someone else's tag).
 func DiscoverNamed(fsys fs.FS, root string, m *Manifest, prefix string) (map[string]*Feature, error) {
-	show := func(p string) string {
-		if prefix == "" {
-			return p
-		}
-		return path.Join(filepath.ToSlash(prefix), p)
-	}
-	var paths []string
-	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && strings.HasSuffix(p, ".feature") {
-			paths = append(paths, p)
-		}
-		return nil
-	})
+	show := shownUnder(prefix)
+	paths, err := featurePaths(fsys, root)
 	if err != nil {
 		return nil, fmt.Errorf("find feature files under %s: %w", show(root), err)
 	}
-	sort.Strings(paths)
 	found := map[string]*Feature{}
-	known := map[string]Entry{}
-	seriesTags := map[string]bool{}
-	var ids []string
-	for _, e := range m.Scenarios {
-		known[e.ID] = e
-		ids = append(ids, "@"+e.ID)
-		seriesTags["@"+e.Series] = true
-	}
+	mt := newManifestTags(m)
 	for _, file := range paths {
-		data, err := fs.ReadFile(fsys, file)
+		data, err := readFeatureFile(fsys, file, show)
 		if err != nil {
-			return nil, fmt.Errorf("%s: read feature file: %w", show(file), err)
-		}
-		if err := checkFeatureText(data); err != nil {
-			return nil, fmt.Errorf("%s:%w", show(file), err)
+			return nil, err
 		}
 		// One file at a time, so that a parse error is attributed to its file.
 		suite := godog.TestSuite{Options: &godog.Options{FS: fsys, Paths: []string{file}, Strict: true}}
@@ -111,36 +86,13 @@ func DiscoverNamed(fsys fs.FS, root string, m *Manifest, prefix string) (map[str
 					return nil, fmt.Errorf("%s: scenario %q has no source location", show(ft.Uri), p.Name)
 				}
 				where := fmt.Sprintf("%s:%d", show(ft.Uri), sc.Location.Line)
-				var tags, mine []string
+				var tags []string
 				for _, t := range p.Tags {
 					tags = append(tags, t.Name)
-					if _, ok := known[strings.TrimPrefix(t.Name, "@")]; ok {
-						mine = append(mine, strings.TrimPrefix(t.Name, "@"))
-					}
 				}
-				switch len(mine) {
-				case 0:
-					hint := ""
-					var near []string
-					for _, t := range tags {
-						if !seriesTags[t] && !strings.HasPrefix(t, "@acc-") {
-							near = append(near, Closest(t, ids, 1)...)
-						}
-					}
-					if len(near) > 0 {
-						hint = " (closest manifest id: " + strings.Join(slices.Compact(near), ", ") + ")"
-					}
-					return nil, fmt.Errorf("%s: scenario %q carries no tag naming a manifest id (add @<id> and list the id in features/manifest.yaml)%s", where, p.Name, hint)
-				case 1:
-				default:
-					return nil, fmt.Errorf("%s: scenario %q carries several manifest ids: %s", where, p.Name, strings.Join(mine, ", "))
-				}
-				id := mine[0]
-				if prev, dup := found[id]; dup {
-					return nil, fmt.Errorf("%s: scenario id %s is already used at %s:%d", where, id, show(prev.Path), prev.Line)
-				}
-				if err := checkEntryTags(known[id], tags, seriesTags); err != nil {
-					return nil, fmt.Errorf("%s: scenario %q (@%s): %v", where, p.Name, id, err)
+				id, err := mt.scenarioID(where, p.Name, tags, found, show)
+				if err != nil {
+					return nil, err
 				}
 				f := &Feature{ID: id, Path: ft.Uri, Line: sc.Location.Line, Name: p.Name, Tags: tags}
 				if ft.GherkinDocument != nil && ft.GherkinDocument.Feature != nil {
@@ -174,6 +126,103 @@ func DiscoverNamed(fsys fs.FS, root string, m *Manifest, prefix string) (map[str
 		}
 	}
 	return found, nil
+}
+
+// shownUnder returns how errors name a path inside the features FS: as prefix/<path>, or
+// as it is when prefix is empty.
+func shownUnder(prefix string) func(string) string {
+	return func(p string) string {
+		if prefix == "" {
+			return p
+		}
+		return path.Join(filepath.ToSlash(prefix), p)
+	}
+}
+
+// featurePaths lists the .feature files under root, sorted.
+func featurePaths(fsys fs.FS, root string) ([]string, error) {
+	var paths []string
+	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".feature") {
+			paths = append(paths, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(paths)
+	return paths, nil
+}
+
+// readFeatureFile reads a feature file and refuses what checkFeatureText refuses; errors
+// name the file as show(file).
+func readFeatureFile(fsys fs.FS, file string, show func(string) string) ([]byte, error) {
+	data, err := fs.ReadFile(fsys, file)
+	if err != nil {
+		return nil, fmt.Errorf("%s: read feature file: %w", show(file), err)
+	}
+	if err := checkFeatureText(data); err != nil {
+		return nil, fmt.Errorf("%s:%w", show(file), err)
+	}
+	return data, nil
+}
+
+// manifestTags indexes the manifest by the tags its entries imply.
+type manifestTags struct {
+	known      map[string]Entry // by id
+	seriesTags map[string]bool  // "@<series>"
+	ids        []string         // "@<id>", manifest order, for the closest-id hint
+}
+
+func newManifestTags(m *Manifest) manifestTags {
+	mt := manifestTags{known: map[string]Entry{}, seriesTags: map[string]bool{}}
+	for _, e := range m.Scenarios {
+		mt.known[e.ID] = e
+		mt.ids = append(mt.ids, "@"+e.ID)
+		mt.seriesTags["@"+e.Series] = true
+	}
+	return mt
+}
+
+// scenarioID returns the one manifest id among a scenario's tags, refusing an id already in
+// found (shown with show) and tags that disagree with the entry; where (file:line) and name
+// word the errors.
+func (mt manifestTags) scenarioID(where, name string, tags []string, found map[string]*Feature, show func(string) string) (string, error) {
+	var mine []string
+	for _, t := range tags {
+		if _, ok := mt.known[strings.TrimPrefix(t, "@")]; ok {
+			mine = append(mine, strings.TrimPrefix(t, "@"))
+		}
+	}
+	switch len(mine) {
+	case 0:
+		hint := ""
+		var near []string
+		for _, t := range tags {
+			if !mt.seriesTags[t] && !strings.HasPrefix(t, "@acc-") {
+				near = append(near, Closest(t, mt.ids, 1)...)
+			}
+		}
+		if len(near) > 0 {
+			hint = " (closest manifest id: " + strings.Join(slices.Compact(near), ", ") + ")"
+		}
+		return "", fmt.Errorf("%s: scenario %q carries no tag naming a manifest id (add @<id> and list the id in features/manifest.yaml)%s", where, name, hint)
+	case 1:
+	default:
+		return "", fmt.Errorf("%s: scenario %q carries several manifest ids: %s", where, name, strings.Join(mine, ", "))
+	}
+	id := mine[0]
+	if prev, dup := found[id]; dup {
+		return "", fmt.Errorf("%s: scenario id %s is already used at %s:%d", where, id, show(prev.Path), prev.Line)
+	}
+	if err := checkEntryTags(mt.known[id], tags, mt.seriesTags); err != nil {
+		return "", fmt.Errorf("%s: scenario %q (@%s): %v", where, name, id, err)
+	}
+	return id, nil
 }
 
 // checkEntryTags compares a scenario's tags with what its manifest entry implies.

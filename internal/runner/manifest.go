@@ -134,28 +134,8 @@ func ParseManifest(name string, data []byte) (*Manifest, error) {
 		return nil, err
 	}
 	scen, _ := yamlerr.Value(root, "scenarios")
-	if scen != nil && scen.Kind == yaml.SequenceNode {
-		for _, e := range scen.Content {
-			if e.Kind != yaml.MappingNode {
-				return nil, at(e.Line, "a scenario entry must be a mapping like {id: …, series: …}")
-			}
-			if err := (yamlerr.Keys{Known: entryKeys, What: "scenario key", Hint: platformHint}).Check(e, at); err != nil {
-				return nil, err
-			}
-			if x, _ := yamlerr.Value(e, "explore"); x != nil {
-				if x.Kind != yaml.MappingNode {
-					return nil, at(x.Line, "explore must be a mapping like {processes: [poller A, poller B]}")
-				}
-				if err := (yamlerr.Keys{Known: exploreKeys, What: "explore key", Hint: platformHint}).Check(x, at); err != nil {
-					return nil, err
-				}
-			}
-			if x, _ := yamlerr.Value(e, "invariant_exemptions"); x != nil {
-				if err := checkExemptions(x, at); err != nil {
-					return nil, err
-				}
-			}
-		}
+	if err := checkEntryKeys(scen, at); err != nil {
+		return nil, err
 	}
 
 	var m Manifest
@@ -173,69 +153,134 @@ func ParseManifest(name string, data []byte) (*Manifest, error) {
 	if len(m.Scenarios) == 0 {
 		return nil, at(yamlerr.KeyLine(root, "scenarios"), "the run-order manifest lists no scenarios")
 	}
-	seen := map[string]int{}
-	series := map[string]int{}
+	// Decoding succeeded with scenarios, so scen is their sequence, one node per entry.
+	seen := map[string]int{}   // id -> line
+	series := map[string]int{} // series -> line of its first entry
 	for i := range m.Scenarios {
-		e := &m.Scenarios[i]
-		n := scen.Content[i]
-		line := func(key string) int {
-			if l := yamlerr.KeyLine(n, key); l > 0 {
-				return l
+		if err := checkEntry(&m.Scenarios[i], i, scen.Content[i], seen, series, at); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkRedirects(&m, scen, at); err != nil {
+		return nil, err
+	}
+	if err := markExtended(&m, root, scen, series, at); err != nil {
+		return nil, err
+	}
+	// @<id> and @<series> share one tag space: an id that is also a series would make its
+	// tag select a whole series.
+	for i, e := range m.Scenarios {
+		if l, clash := series[e.ID]; clash {
+			n := scen.Content[i]
+			return nil, at(yamlerr.KeyLine(n, "id"), "id %s is also the name of a series (line %d): @%s would select both", e.ID, l, e.ID)
+		}
+	}
+	return &m, nil
+}
+
+// checkEntryKeys refuses, before decoding, a scenario entry that is not a mapping and unknown
+// keys in an entry or its explore mapping, and checks invariant_exemptions.
+func checkEntryKeys(scen *yaml.Node, at func(int, string, ...any) error) error {
+	if scen == nil || scen.Kind != yaml.SequenceNode {
+		return nil
+	}
+	for _, e := range scen.Content {
+		if e.Kind != yaml.MappingNode {
+			return at(e.Line, "a scenario entry must be a mapping like {id: …, series: …}")
+		}
+		if err := (yamlerr.Keys{Known: entryKeys, What: "scenario key", Hint: platformHint}).Check(e, at); err != nil {
+			return err
+		}
+		if x, _ := yamlerr.Value(e, "explore"); x != nil {
+			if x.Kind != yaml.MappingNode {
+				return at(x.Line, "explore must be a mapping like {processes: [poller A, poller B]}")
 			}
-			return n.Line
-		}
-		switch {
-		case e.ID == "":
-			return nil, at(n.Line, "scenario entry %d has no id", i+1)
-		case !idPattern.MatchString(e.ID):
-			return nil, at(line("id"), "id %q is not lower-case letters, digits and dashes", e.ID)
-		case strings.HasPrefix(e.ID, "acc-"):
-			return nil, at(line("id"), "id %q starts with acc-, which is the prefix of acceptance tags", e.ID)
-		case e.Series == "":
-			return nil, at(n.Line, "scenario %s has no series", e.ID)
-		case !idPattern.MatchString(e.Series):
-			return nil, at(line("series"), "scenario %s: series %q is not lower-case letters, digits and dashes", e.ID, e.Series)
-		case strings.HasPrefix(e.Series, "acc-"):
-			return nil, at(line("series"), "scenario %s: series %q starts with acc-, which is the prefix of acceptance tags", e.ID, e.Series)
-		}
-		if prev, dup := seen[e.ID]; dup {
-			return nil, at(line("id"), "id %s listed twice (first at line %d)", e.ID, prev)
-		}
-		seen[e.ID] = line("id")
-		if _, ok := series[e.Series]; !ok {
-			series[e.Series] = line("series")
-		}
-		accs := map[string]bool{}
-		for _, a := range e.Acceptance {
-			if !accPattern.MatchString(a) {
-				return nil, at(line("acceptance"), "scenario %s: acceptance %q cannot be a tag (@acc-%s): use letters, digits, '.', '_' and '-'", e.ID, a, a)
+			if err := (yamlerr.Keys{Known: exploreKeys, What: "explore key", Hint: platformHint}).Check(x, at); err != nil {
+				return err
 			}
-			if accs[a] {
-				return nil, at(line("acceptance"), "scenario %s: acceptance %q listed twice", e.ID, a)
-			}
-			accs[a] = true
 		}
-		if x := e.Explore; x != nil {
-			switch {
-			case len(x.Processes) > 0 && x.Via != "":
-				return nil, at(line("explore"), "scenario %s: explore has processes and via: either its own processes are explored or another scenario is, not both", e.ID)
-			case x.Via != "" && strings.TrimSpace(x.Reason) == "":
-				return nil, at(line("explore"), "scenario %s: explore via %s needs a reason (why this scenario is not explored itself)", e.ID, x.Via)
-			case x.Via == "" && x.Reason != "":
-				return nil, at(line("explore"), "scenario %s: explore reason without via: a reason says why the exploration is redirected", e.ID)
-			case len(x.Processes) == 0 && x.Via == "":
-				return nil, at(line("explore"), "scenario %s: explore names no processes (and no via)", e.ID)
-			}
-			procs := map[string]bool{}
-			for _, p := range x.Processes {
-				if strings.TrimSpace(p) == "" || procs[p] {
-					return nil, at(line("explore"), "scenario %s: explore process %q is empty or listed twice", e.ID, p)
-				}
-				procs[p] = true
+		if x, _ := yamlerr.Value(e, "invariant_exemptions"); x != nil {
+			if err := checkExemptions(x, at); err != nil {
+				return err
 			}
 		}
 	}
-	// A redirect names an entry that is explorable itself: no chains, no loops.
+	return nil
+}
+
+// checkEntry validates the decoded entry i (node n): id and series, an id not listed
+// before, acceptance numbers and its explore settings. It records the entry's id in seen
+// and its series, when new, in series.
+func checkEntry(e *Entry, i int, n *yaml.Node, seen, series map[string]int, at func(int, string, ...any) error) error {
+	line := func(key string) int {
+		if l := yamlerr.KeyLine(n, key); l > 0 {
+			return l
+		}
+		return n.Line
+	}
+	switch {
+	case e.ID == "":
+		return at(n.Line, "scenario entry %d has no id", i+1)
+	case !idPattern.MatchString(e.ID):
+		return at(line("id"), "id %q is not lower-case letters, digits and dashes", e.ID)
+	case strings.HasPrefix(e.ID, "acc-"):
+		return at(line("id"), "id %q starts with acc-, which is the prefix of acceptance tags", e.ID)
+	case e.Series == "":
+		return at(n.Line, "scenario %s has no series", e.ID)
+	case !idPattern.MatchString(e.Series):
+		return at(line("series"), "scenario %s: series %q is not lower-case letters, digits and dashes", e.ID, e.Series)
+	case strings.HasPrefix(e.Series, "acc-"):
+		return at(line("series"), "scenario %s: series %q starts with acc-, which is the prefix of acceptance tags", e.ID, e.Series)
+	}
+	if prev, dup := seen[e.ID]; dup {
+		return at(line("id"), "id %s listed twice (first at line %d)", e.ID, prev)
+	}
+	seen[e.ID] = line("id")
+	if _, ok := series[e.Series]; !ok {
+		series[e.Series] = line("series")
+	}
+	accs := map[string]bool{}
+	for _, a := range e.Acceptance {
+		if !accPattern.MatchString(a) {
+			return at(line("acceptance"), "scenario %s: acceptance %q cannot be a tag (@acc-%s): use letters, digits, '.', '_' and '-'", e.ID, a, a)
+		}
+		if accs[a] {
+			return at(line("acceptance"), "scenario %s: acceptance %q listed twice", e.ID, a)
+		}
+		accs[a] = true
+	}
+	if e.Explore != nil {
+		return checkExplore(e.ID, e.Explore, line("explore"), at)
+	}
+	return nil
+}
+
+// checkExplore validates an entry's explore settings (at line l): its own processes, each
+// named once, or a redirect via another scenario with a reason.
+func checkExplore(id string, x *Explore, l int, at func(int, string, ...any) error) error {
+	switch {
+	case len(x.Processes) > 0 && x.Via != "":
+		return at(l, "scenario %s: explore has processes and via: either its own processes are explored or another scenario is, not both", id)
+	case x.Via != "" && strings.TrimSpace(x.Reason) == "":
+		return at(l, "scenario %s: explore via %s needs a reason (why this scenario is not explored itself)", id, x.Via)
+	case x.Via == "" && x.Reason != "":
+		return at(l, "scenario %s: explore reason without via: a reason says why the exploration is redirected", id)
+	case len(x.Processes) == 0 && x.Via == "":
+		return at(l, "scenario %s: explore names no processes (and no via)", id)
+	}
+	procs := map[string]bool{}
+	for _, p := range x.Processes {
+		if strings.TrimSpace(p) == "" || procs[p] {
+			return at(l, "scenario %s: explore process %q is empty or listed twice", id, p)
+		}
+		procs[p] = true
+	}
+	return nil
+}
+
+// checkRedirects refuses an explore via that does not name an entry explorable itself:
+// no chains, no loops.
+func checkRedirects(m *Manifest, scen *yaml.Node, at func(int, string, ...any) error) error {
 	for i, e := range m.Scenarios {
 		if e.Explore == nil || e.Explore.Via == "" {
 			continue
@@ -244,21 +289,27 @@ func ParseManifest(name string, data []byte) (*Manifest, error) {
 		to, ok := m.Entry(e.Explore.Via)
 		switch {
 		case e.Explore.Via == e.ID:
-			return nil, at(l, "scenario %s: explore via itself", e.ID)
+			return at(l, "scenario %s: explore via itself", e.ID)
 		case !ok:
-			return nil, at(l, "scenario %s: explore via %s: no such scenario in the manifest", e.ID, e.Explore.Via)
+			return at(l, "scenario %s: explore via %s: no such scenario in the manifest", e.ID, e.Explore.Via)
 		case !to.Explorable():
-			return nil, at(l, "scenario %s: explore via %s, which is not explorable itself (its entry declares no explore processes)", e.ID, to.ID)
+			return at(l, "scenario %s: explore via %s, which is not explorable itself (its entry declares no explore processes)", e.ID, to.ID)
 		}
 	}
+	return nil
+}
+
+// markExtended sets Extended on the entries of the extended series, which must be known
+// series listed once, and refuses an extended entry before the last acceptance entry.
+func markExtended(m *Manifest, root, scen *yaml.Node, series map[string]int, at func(int, string, ...any) error) error {
 	extended := map[string]bool{}
 	for _, x := range m.Extended {
 		l := yamlerr.KeyLine(root, "extended")
 		switch _, ok := series[x]; {
 		case !ok:
-			return nil, at(l, "extended series %q has no scenario in the manifest", x)
+			return at(l, "extended series %q has no scenario in the manifest", x)
 		case extended[x]:
-			return nil, at(l, "extended series %q listed twice", x)
+			return at(l, "extended series %q listed twice", x)
 		}
 		extended[x] = true
 	}
@@ -271,18 +322,10 @@ func ParseManifest(name string, data []byte) (*Manifest, error) {
 	}
 	for i := 0; i < lastAcceptance; i++ {
 		if e := m.Scenarios[i]; e.Extended {
-			return nil, at(yamlerr.KeyLine(scen.Content[i], "id"), "scenario %s of the extended series %s comes before the acceptance scenario %s: extended series run after every acceptance scenario", e.ID, e.Series, m.Scenarios[lastAcceptance].ID)
+			return at(yamlerr.KeyLine(scen.Content[i], "id"), "scenario %s of the extended series %s comes before the acceptance scenario %s: extended series run after every acceptance scenario", e.ID, e.Series, m.Scenarios[lastAcceptance].ID)
 		}
 	}
-	// @<id> and @<series> share one tag space: an id that is also a series would make its
-	// tag select a whole series.
-	for i, e := range m.Scenarios {
-		if l, clash := series[e.ID]; clash {
-			n := scen.Content[i]
-			return nil, at(yamlerr.KeyLine(n, "id"), "id %s is also the name of a series (line %d): @%s would select both", e.ID, l, e.ID)
-		}
-	}
-	return &m, nil
+	return nil
 }
 
 // checkExemptions refuses an invariant_exemptions value that is not a mapping of known

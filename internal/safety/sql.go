@@ -88,35 +88,12 @@ func lexSQL(src string) ([]token, error) {
 			line += strings.Count(body, "\n")
 			i += 2 + end + 2
 		case r == '\'' || r == '"' || r == '`':
-			start := line
-			j := i + 1
-			closed := false
-			for j < len(src) {
-				if src[j] == '\n' {
-					line++
-				}
-				if src[j] == byte(r) {
-					if j+1 < len(src) && src[j+1] == byte(r) {
-						j += 2 // doubled quote = escaped quote
-						continue
-					}
-					if src[j-1] == '\\' {
-						return nil, fmt.Errorf("line %d: backslash before a closing quote is ambiguous", start)
-					}
-					closed = true
-					break
-				}
-				j++
+			tok, next, endLine, err := lexQuoted(src, i, line, r)
+			if err != nil {
+				return nil, err
 			}
-			if !closed {
-				return nil, fmt.Errorf("line %d: unterminated %c literal", start, r)
-			}
-			k := tkString
-			if r != '\'' {
-				k = tkQuoted
-			}
-			toks = append(toks, token{kind: k, text: src[i+1 : j], line: start})
-			i = j + 1
+			toks = append(toks, tok)
+			i, line = next, endLine
 		case r == ';':
 			toks = append(toks, token{kind: tkSemi, text: ";", line: line})
 			i += size
@@ -137,6 +114,40 @@ func lexSQL(src string) ([]token, error) {
 		}
 	}
 	return toks, nil
+}
+
+// lexQuoted reads the literal opened by the quote q at src[i] on line: a string for ',
+// a quoted name for " and `. It returns the token, the index after the closing quote and the
+// line the literal ends on.
+func lexQuoted(src string, i, line int, q rune) (tok token, next, endLine int, err error) {
+	start := line
+	j := i + 1
+	closed := false
+	for j < len(src) {
+		if src[j] == '\n' {
+			line++
+		}
+		if src[j] == byte(q) {
+			if j+1 < len(src) && src[j+1] == byte(q) {
+				j += 2 // doubled quote = escaped quote
+				continue
+			}
+			if src[j-1] == '\\' {
+				return token{}, 0, 0, fmt.Errorf("line %d: backslash before a closing quote is ambiguous", start)
+			}
+			closed = true
+			break
+		}
+		j++
+	}
+	if !closed {
+		return token{}, 0, 0, fmt.Errorf("line %d: unterminated %c literal", start, q)
+	}
+	k := tkString
+	if q != '\'' {
+		k = tkQuoted
+	}
+	return token{kind: k, text: src[i+1 : j], line: start}, j + 1, line, nil
 }
 
 // isWordRune: '#' is a word character because kSQL temp tables are #name
@@ -206,13 +217,7 @@ func classifyStatement(toks []token, csvLogicalApp string) SQLStatement {
 		st.Refused = "unrecognised statement (does not start with a keyword)"
 		return st
 	}
-	word := func(k int) string {
-		if k < len(toks) && toks[k].kind == tkWord {
-			return asciiUpper(toks[k].text)
-		}
-		return ""
-	}
-	lead := word(i)
+	lead := wordAt(toks, i)
 	intoAllowedAt := -1 // index of the INTO that names the IMPORT target
 	switch {
 	case lead == "SELECT":
@@ -220,52 +225,16 @@ func classifyStatement(toks []token, csvLogicalApp string) SQLStatement {
 	case lead == "ASSERT":
 		st.Kind = StmtAssert
 	case lead == "CREATE":
-		k := i + 1
-		if w := word(k); w != "TEMP" && w != "TEMPORARY" {
-			if w == "TABLE" {
-				st.Refused = "CREATE TABLE (not TEMP) creates a persistent table"
-			} else {
-				st.Refused = fmt.Sprintf("CREATE %s is not allowed (only CREATE TEMP TABLE … AS SELECT)", strings.TrimSpace(w))
-			}
-			return st
-		}
-		k++
-		if word(k) != "TABLE" {
-			st.Refused = "CREATE TEMP must be followed by TABLE"
-			return st
-		}
-		k++
-		if k >= len(toks) || (toks[k].kind != tkWord && toks[k].kind != tkQuoted) {
-			st.Refused = "CREATE TEMP TABLE without a table name"
-			return st
-		}
-		k++
-		if word(k) != "AS" {
-			st.Refused = "CREATE TEMP TABLE must be … AS SELECT"
-			return st
-		}
-		k++
-		for k < len(toks) && toks[k].kind == tkPunct && toks[k].text == "(" {
-			k++
-		}
-		if word(k) != "SELECT" {
-			st.Refused = "CREATE TEMP TABLE must be … AS SELECT"
+		k, refused := createTempSelect(toks, i)
+		if refused != "" {
+			st.Refused = refused
 			return st
 		}
 		st.Kind = StmtCreateTemp
 		i = k // CREATE itself is allowed here; scan the rest
 	case lead == "IMPORT":
-		if word(i+1) != "INTO" {
-			st.Refused = "IMPORT must be IMPORT INTO the CSV fixture app"
-			return st
-		}
-		target := ""
-		if i+2 < len(toks) && toks[i+2].kind == tkWord {
-			target = toks[i+2].text
-		}
-		want := "LAPP_" + csvLogicalApp
-		if csvLogicalApp == "" || target != want {
-			st.Refused = fmt.Sprintf("IMPORT INTO %q: only the CSV fixture app %q may be imported into", target, want)
+		if refused := importIntoCSVApp(toks, i, csvLogicalApp); refused != "" {
+			st.Refused = refused
 			return st
 		}
 		st.Kind = StmtImport
@@ -278,27 +247,91 @@ func classifyStatement(toks []token, csvLogicalApp string) SQLStatement {
 		st.Refused = fmt.Sprintf("unrecognised statement %q", toks[i].text)
 		return st
 	}
-	for k := i + 1; k < len(toks); k++ {
+	if refused := writeInBody(toks, i+1, intoAllowedAt, st.Kind); refused != "" {
+		st.Refused = refused
+		st.Kind = ""
+	}
+	return st
+}
+
+// wordAt is the ASCII upper-cased word at toks[k], or "" when there is none.
+func wordAt(toks []token, k int) string {
+	if k < len(toks) && toks[k].kind == tkWord {
+		return asciiUpper(toks[k].text)
+	}
+	return ""
+}
+
+// createTempSelect checks the CREATE at toks[i] is CREATE TEMP[ORARY] TABLE <name> AS
+// [(…]SELECT and returns the index of that SELECT, or why it is refused.
+func createTempSelect(toks []token, i int) (selectAt int, refused string) {
+	k := i + 1
+	if w := wordAt(toks, k); w != "TEMP" && w != "TEMPORARY" {
+		if w == "TABLE" {
+			return 0, "CREATE TABLE (not TEMP) creates a persistent table"
+		}
+		return 0, fmt.Sprintf("CREATE %s is not allowed (only CREATE TEMP TABLE … AS SELECT)", strings.TrimSpace(w))
+	}
+	k++
+	if wordAt(toks, k) != "TABLE" {
+		return 0, "CREATE TEMP must be followed by TABLE"
+	}
+	k++
+	if k >= len(toks) || (toks[k].kind != tkWord && toks[k].kind != tkQuoted) {
+		return 0, "CREATE TEMP TABLE without a table name"
+	}
+	k++
+	if wordAt(toks, k) != "AS" {
+		return 0, "CREATE TEMP TABLE must be … AS SELECT"
+	}
+	k++
+	for k < len(toks) && toks[k].kind == tkPunct && toks[k].text == "(" {
+		k++
+	}
+	if wordAt(toks, k) != "SELECT" {
+		return 0, "CREATE TEMP TABLE must be … AS SELECT"
+	}
+	return k, ""
+}
+
+// importIntoCSVApp checks the IMPORT at toks[i] is IMPORT INTO LAPP_<csvLogicalApp>
+// (exact), or says why it is refused.
+func importIntoCSVApp(toks []token, i int, csvLogicalApp string) (refused string) {
+	if wordAt(toks, i+1) != "INTO" {
+		return "IMPORT must be IMPORT INTO the CSV fixture app"
+	}
+	target := ""
+	if i+2 < len(toks) && toks[i+2].kind == tkWord {
+		target = toks[i+2].text
+	}
+	want := "LAPP_" + csvLogicalApp
+	if csvLogicalApp == "" || target != want {
+		return fmt.Sprintf("IMPORT INTO %q: only the CSV fixture app %q may be imported into", target, want)
+	}
+	return ""
+}
+
+// writeInBody scans a statement of kind from toks[from] on for a write keyword or an INTO
+// a non-temporary table (other than the IMPORT target's INTO at intoAllowedAt), and says
+// why the statement is refused when it finds one.
+func writeInBody(toks []token, from, intoAllowedAt int, kind string) (refused string) {
+	for k := from; k < len(toks); k++ {
 		t := toks[k]
 		if t.kind != tkWord {
 			continue
 		}
 		if isWriteWord(t.text) {
-			st.Refused = fmt.Sprintf("%s statement contains %s", st.Kind, strings.ToUpper(t.text))
-			st.Kind = ""
-			return st
+			return fmt.Sprintf("%s statement contains %s", kind, strings.ToUpper(t.text))
 		}
 		// SELECT … INTO <table> writes a table; only #temp targets (and the
 		// IMPORT target) are allowed.
 		if asciiUpper(t.text) == "INTO" && k != intoAllowedAt {
 			if k+1 >= len(toks) || toks[k+1].kind != tkWord || !strings.HasPrefix(toks[k+1].text, "#") {
-				st.Refused = fmt.Sprintf("%s statement writes INTO a non-temporary table", st.Kind)
-				st.Kind = ""
-				return st
+				return fmt.Sprintf("%s statement writes INTO a non-temporary table", kind)
 			}
 		}
 	}
-	return st
+	return ""
 }
 
 var ksqlNameHeader = regexp.MustCompile(`(?m)^[ \t\x{FEFF}]*--[ \t]*@ksql[ \t]+name[ \t]*:[ \t]*(\S+)`)

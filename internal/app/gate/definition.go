@@ -99,9 +99,7 @@ func Load(featuresDir, gate string, items []runner.Item) (*Def, error) {
 // repeated series, a series the required scenarios already cover entirely, no or unsafe
 // paths, or no justification.
 func Parse(file string, data []byte, items []runner.Item) (*Def, error) {
-	at := func(line int, format string, a ...any) error {
-		return refusal.New("%s: %s", yamlerr.Where(file, line), fmt.Sprintf(format, a...))
-	}
+	p := defParser{file: file}
 	doc, line, problem := yamlerr.OneMapping(data, yamlerr.Wording{
 		Empty:          "the gate definition is empty",
 		Syntax:         "YAML: %s",
@@ -109,62 +107,96 @@ func Parse(file string, data []byte, items []runner.Item) (*Def, error) {
 		NotMapping:     "a gate definition is a mapping (schema_version, name, required, carry_over, …)",
 	})
 	if problem != "" {
-		return nil, at(line, "%s", problem)
+		return nil, p.at(line, "%s", problem)
 	}
-	root := doc.Content[0]
-	if err := (yamlerr.Keys{Known: gateKeys, What: "key", Twice: true}).Check(root, at); err != nil {
+	p.root = doc.Content[0]
+	if err := (yamlerr.Keys{Known: gateKeys, What: "key", Twice: true}).Check(p.root, p.at); err != nil {
 		return nil, err
 	}
 	g := &Def{File: file}
 	sum := sha256.Sum256(data)
 	g.SHA256 = hex.EncodeToString(sum[:])
-	scalar := func(key, kind string, out any) (int, error) {
-		n, kn := yamlerr.Value(root, key)
-		if n == nil {
-			return 0, nil
-		}
-		if n.Kind != yaml.ScalarNode {
-			return n.Line, at(n.Line, "%s must be %s", key, kind)
-		}
-		if err := n.Decode(out); err != nil {
-			return n.Line, at(n.Line, "%s must be %s", key, kind)
-		}
-		return kn.Line, nil
+	if err := p.header(g); err != nil {
+		return nil, err
 	}
-	var version int
-	vl, err := scalar("schema_version", "an integer", &version)
+	req, err := p.required(g, items)
 	if err != nil {
 		return nil, err
+	}
+	if err := p.carryOver(g, items, req); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// defParser holds what the parts of Parse share: the file, named with the line in every
+// refusal, and the definition's top-level mapping.
+type defParser struct {
+	file string
+	root *yaml.Node
+}
+
+// at refuses at a line of the definition file.
+func (p defParser) at(line int, format string, a ...any) error {
+	return refusal.New("%s: %s", yamlerr.Where(p.file, line), fmt.Sprintf(format, a...))
+}
+
+// scalar decodes a top-level scalar into out and returns its key's line (0 when absent).
+func (p defParser) scalar(key, kind string, out any) (int, error) {
+	n, kn := yamlerr.Value(p.root, key)
+	if n == nil {
+		return 0, nil
+	}
+	if n.Kind != yaml.ScalarNode {
+		return n.Line, p.at(n.Line, "%s must be %s", key, kind)
+	}
+	if err := n.Decode(out); err != nil {
+		return n.Line, p.at(n.Line, "%s must be %s", key, kind)
+	}
+	return kn.Line, nil
+}
+
+// header reads schema_version, the name (the file's) and the title.
+func (p defParser) header(g *Def) error {
+	var version int
+	vl, err := p.scalar("schema_version", "an integer", &version)
+	if err != nil {
+		return err
 	}
 	if version != 1 {
-		return nil, at(vl, "schema_version %d, want 1", version)
+		return p.at(vl, "schema_version %d, want 1", version)
 	}
-	nl, err := scalar("name", "a string", &g.Name)
+	nl, err := p.scalar("name", "a string", &g.Name)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	base := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(file), ".yaml"), ".yml")
+	base := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(p.file), ".yaml"), ".yml")
 	switch {
 	case g.Name == "":
-		return nil, at(nl, "no name (want name: %s)", base)
+		return p.at(nl, "no name (want name: %s)", base)
 	case !gateNameRule.MatchString(g.Name):
-		return nil, at(nl, "name %q: lower-case letters, digits, '-' and '_'", g.Name)
+		return p.at(nl, "name %q: lower-case letters, digits, '-' and '_'", g.Name)
 	case g.Name != base:
-		return nil, at(nl, "name %q differs from the file's name %q", g.Name, base)
+		return p.at(nl, "name %q differs from the file's name %q", g.Name, base)
 	}
-	if _, err := scalar("title", "a string", &g.Title); err != nil {
-		return nil, err
-	}
-	rl, err := scalar("required", "a tag expression (a string)", &g.Required)
+	_, err = p.scalar("title", "a string", &g.Title)
+	return err
+}
+
+// required reads the required tag expression and required_count, and returns the ids of
+// the scenarios it selects: it must parse, name only known tags and select the counted
+// number of scenarios (at least one).
+func (p defParser) required(g *Def, items []runner.Item) ([]string, error) {
+	rl, err := p.scalar("required", "a tag expression (a string)", &g.Required)
 	if err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(g.Required) == "" {
-		return nil, at(rl, "required: no tag expression (a gate requires at least one scenario)")
+		return nil, p.at(rl, "required: no tag expression (a gate requires at least one scenario)")
 	}
 	expr, err := tagexpr.Parse(g.Required)
 	if err != nil {
-		return nil, at(rl, "required %q: %v", g.Required, err)
+		return nil, p.at(rl, "required %q: %v", g.Required, err)
 	}
 	g.requiredExpr = expr
 	known := runner.KnownTags(items)
@@ -174,21 +206,33 @@ func Parse(file string, data []byte, items []runner.Item) (*Def, error) {
 			if c := runner.Closest(t, known, 3); len(c) > 0 {
 				hint = " (closest: " + strings.Join(c, ", ") + ")"
 			}
-			return nil, at(rl, "required: unknown scenario id or series %s%s", t, hint)
+			return nil, p.at(rl, "required: unknown scenario id or series %s%s", t, hint)
 		}
 	}
 	req := g.RequiredIDs(items)
 	if len(req) == 0 {
-		return nil, at(rl, "required %q selects no scenario of the manifest", g.Required)
+		return nil, p.at(rl, "required %q selects no scenario of the manifest", g.Required)
 	}
-	cl, err := scalar("required_count", "an integer", &g.requiredCount)
+	cl, err := p.scalar("required_count", "an integer", &g.requiredCount)
 	if err != nil {
 		return nil, err
 	}
 	if cl > 0 && g.requiredCount != len(req) {
-		return nil, at(cl, "required_count %d, but required %q selects %d scenarios (%s)", g.requiredCount, g.Required, len(req), strings.Join(req, ", "))
+		return nil, p.at(cl, "required_count %d, but required %q selects %d scenarios (%s)", g.requiredCount, g.Required, len(req), strings.Join(req, ", "))
 	}
+	return req, nil
+}
 
+// carryOver reads the carry_over list (absent or null: none) into g.Rules; req are the
+// required scenario ids.
+func (p defParser) carryOver(g *Def, items []runner.Item, req []string) error {
+	co, _ := yamlerr.Value(p.root, "carry_over")
+	if co == nil || (co.Kind == yaml.ScalarNode && co.Tag == "!!null") {
+		return nil
+	}
+	if co.Kind != yaml.SequenceNode {
+		return p.at(co.Line, "carry_over must be a list of {series, paths, justification}")
+	}
 	series := map[string][]string{} // series -> ids, run order
 	var seriesOrder []string
 	for _, it := range items {
@@ -197,76 +241,83 @@ func Parse(file string, data []byte, items []runner.Item) (*Def, error) {
 		}
 		series[it.Series] = append(series[it.Series], it.ID)
 	}
-	co, _ := yamlerr.Value(root, "carry_over")
-	if co != nil && !(co.Kind == yaml.ScalarNode && co.Tag == "!!null") {
-		if co.Kind != yaml.SequenceNode {
-			return nil, at(co.Line, "carry_over must be a list of {series, paths, justification}")
+	seen := map[string]int{} // series -> line of its rule
+	for _, rn := range co.Content {
+		r, err := p.carryRule(rn, series, seriesOrder, seen, req)
+		if err != nil {
+			return err
 		}
-		seen := map[string]int{}
-		for _, rn := range co.Content {
-			if rn.Kind != yaml.MappingNode {
-				return nil, at(rn.Line, "a carry-over rule is a mapping {series, paths, justification}")
-			}
-			if err := (yamlerr.Keys{Known: ruleKeys, What: "carry-over key", Twice: true}).Check(rn, at); err != nil {
-				return nil, err
-			}
-			var r struct {
-				Series        string   `yaml:"series"`
-				Paths         []string `yaml:"paths"`
-				Justification string   `yaml:"justification"`
-			}
-			if err := rn.Decode(&r); err != nil {
-				line, msg := yamlerr.Line(err)
-				if line == 0 {
-					line = rn.Line
-				}
-				return nil, at(line, "carry-over rule: %s", msg)
-			}
-			line := func(key string) int {
-				if l := yamlerr.KeyLine(rn, key); l > 0 {
-					return l
-				}
-				return rn.Line
-			}
-			ids, ok := series[r.Series]
-			switch {
-			case r.Series == "":
-				return nil, at(rn.Line, "carry-over rule without a series")
-			case !ok:
-				hint := ""
-				if c := runner.Closest(r.Series, seriesOrder, 3); len(c) > 0 {
-					hint = " (closest: " + strings.Join(c, ", ") + ")"
-				}
-				return nil, at(line("series"), "carry-over: unknown series %q%s", r.Series, hint)
-			}
-			if prev, dup := seen[r.Series]; dup {
-				return nil, at(line("series"), "carry-over: series %s has a rule already (line %d)", r.Series, prev)
-			}
-			seen[r.Series] = line("series")
-			rest := 0
-			for _, id := range ids {
-				if !slices.Contains(req, id) {
-					rest++
-				}
-			}
-			if rest == 0 {
-				return nil, at(line("series"), "carry-over: every scenario of series %s is required, so the rule could never skip one", r.Series)
-			}
-			if len(r.Paths) == 0 {
-				return nil, at(line("paths"), "carry-over %s: no paths (which SUT paths, unchanged, justify skipping it?)", r.Series)
-			}
-			for _, p := range r.Paths {
-				if err := checkRulePath(p); err != nil {
-					return nil, at(line("paths"), "carry-over %s: path %q: %v", r.Series, p, err)
-				}
-			}
-			if strings.TrimSpace(r.Justification) == "" {
-				return nil, at(line("justification"), "carry-over %s: no justification (the gate record quotes it)", r.Series)
-			}
-			g.Rules = append(g.Rules, CarryRule{Series: r.Series, Paths: r.Paths, Justification: strings.TrimSpace(r.Justification)})
+		seen[r.Series] = ruleLine(rn, "series")
+		g.Rules = append(g.Rules, r)
+	}
+	return nil
+}
+
+// carryRule reads one carry-over rule: a known series with no rule yet and not required
+// entirely, safe paths, a justification.
+func (p defParser) carryRule(rn *yaml.Node, series map[string][]string, seriesOrder []string, seen map[string]int, req []string) (CarryRule, error) {
+	if rn.Kind != yaml.MappingNode {
+		return CarryRule{}, p.at(rn.Line, "a carry-over rule is a mapping {series, paths, justification}")
+	}
+	if err := (yamlerr.Keys{Known: ruleKeys, What: "carry-over key", Twice: true}).Check(rn, p.at); err != nil {
+		return CarryRule{}, err
+	}
+	var r struct {
+		Series        string   `yaml:"series"`
+		Paths         []string `yaml:"paths"`
+		Justification string   `yaml:"justification"`
+	}
+	if err := rn.Decode(&r); err != nil {
+		line, msg := yamlerr.Line(err)
+		if line == 0 {
+			line = rn.Line
+		}
+		return CarryRule{}, p.at(line, "carry-over rule: %s", msg)
+	}
+	line := func(key string) int { return ruleLine(rn, key) }
+	ids, ok := series[r.Series]
+	switch {
+	case r.Series == "":
+		return CarryRule{}, p.at(rn.Line, "carry-over rule without a series")
+	case !ok:
+		hint := ""
+		if c := runner.Closest(r.Series, seriesOrder, 3); len(c) > 0 {
+			hint = " (closest: " + strings.Join(c, ", ") + ")"
+		}
+		return CarryRule{}, p.at(line("series"), "carry-over: unknown series %q%s", r.Series, hint)
+	}
+	if prev, dup := seen[r.Series]; dup {
+		return CarryRule{}, p.at(line("series"), "carry-over: series %s has a rule already (line %d)", r.Series, prev)
+	}
+	rest := 0
+	for _, id := range ids {
+		if !slices.Contains(req, id) {
+			rest++
 		}
 	}
-	return g, nil
+	if rest == 0 {
+		return CarryRule{}, p.at(line("series"), "carry-over: every scenario of series %s is required, so the rule could never skip one", r.Series)
+	}
+	if len(r.Paths) == 0 {
+		return CarryRule{}, p.at(line("paths"), "carry-over %s: no paths (which SUT paths, unchanged, justify skipping it?)", r.Series)
+	}
+	for _, rp := range r.Paths {
+		if err := checkRulePath(rp); err != nil {
+			return CarryRule{}, p.at(line("paths"), "carry-over %s: path %q: %v", r.Series, rp, err)
+		}
+	}
+	if strings.TrimSpace(r.Justification) == "" {
+		return CarryRule{}, p.at(line("justification"), "carry-over %s: no justification (the gate record quotes it)", r.Series)
+	}
+	return CarryRule{Series: r.Series, Paths: r.Paths, Justification: strings.TrimSpace(r.Justification)}, nil
+}
+
+// ruleLine is the line of a rule's key, or of the rule when the key is absent.
+func ruleLine(rn *yaml.Node, key string) int {
+	if l := yamlerr.KeyLine(rn, key); l > 0 {
+		return l
+	}
+	return rn.Line
 }
 
 // checkRulePath: a repository-relative, clean, '/'-separated path or glob.

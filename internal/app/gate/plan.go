@@ -41,95 +41,17 @@ func Plan(ctx context.Context, g *Def, items []runner.Item, target, commit strin
 	for _, id := range g.RequiredIDs(items) {
 		required[id] = true
 	}
+	rp := &rulePlanner{ctx: ctx, git: git, head: head, target: target, ev: ev,
+		diffs: map[string]results.GateDiff{}, diffErr: map[string]error{}}
 	carried := map[string]*results.CarriedOver{}
-	diffs := map[string]results.GateDiff{} // by base commit
-	diffErr := map[string]error{}
 	for _, r := range g.Rules {
 		ids := g.RuleScenarios(r, items)
-		out := results.CarryOverRule{Series: r.Series, Paths: r.Paths, Justification: r.Justification, Scenarios: ids}
-		holds, why := true, ""
-		var found []*results.CarriedOver
-		switch {
-		case ev == nil:
-			holds, why = false, "no --since-archive: there is no earlier passing record to carry over"
-		case ev.since.Target != target:
-			holds, why = false, fmt.Sprintf("the --since-archive run was on target %q, this gate runs on %q: evidence does not carry across targets", ev.since.Target, target)
-		default:
-			for _, id := range ids {
-				co, problem := ev.evidenceFor(id)
-				if problem != "" {
-					holds, why = false, id+": "+problem
-					break
-				}
-				found = append(found, co)
-			}
-		}
-		bases := map[string]bool{}
-		var baseOrder []string
-		if holds {
-			for _, co := range found {
-				if co.Commit == "" {
-					holds, why = false, fmt.Sprintf("the record of %s names no SUT commit (its run had no --sut-commit), so no diff can justify skipping it", co.Record)
-					break
-				}
-				if !bases[co.Commit] {
-					bases[co.Commit] = true
-					baseOrder = append(baseOrder, co.Commit)
-				}
-			}
-		}
-		var touched []string
-		if holds {
-			for _, base := range baseOrder {
-				d, ok := diffs[base]
-				if !ok && diffErr[base] == nil {
-					d, err = git.Diff(ctx, base, head)
-					if err != nil {
-						diffErr[base] = err
-					} else {
-						diffs[base] = d
-					}
-				}
-				if e := diffErr[base]; e != nil {
-					holds, why = false, fmt.Sprintf("cannot diff the SUT from %s: %v", base, e)
-					break
-				}
-				dd := d
-				dd.Touched = nil
-				for _, f := range d.Touched { // Touched holds every changed file here
-					for _, p := range r.Paths {
-						if pathCovered(p, f) {
-							dd.Touched = append(dd.Touched, f)
-							break
-						}
-					}
-				}
-				touched = append(touched, dd.Touched...)
-				out.Diffs = append(out.Diffs, dd)
-			}
-		}
-		if holds && len(touched) > 0 {
-			holds = false
-			shown := touched
-			if len(shown) > 5 {
-				shown = append(append([]string(nil), shown[:5]...), fmt.Sprintf("… (%d files)", len(touched)))
-			}
-			why = "the SUT diff touches " + strings.Join(shown, ", ")
-		}
-		if holds {
-			why = fmt.Sprintf("none of %s changed between %s and %s; every scenario of %s has a passing record to point to", strings.Join(r.Paths, ", "), strings.Join(shortCommits(baseOrder), ", "), shortCommit(head), r.Series)
+		out, found := rp.judge(r, ids)
+		if out.Holds {
 			for i, id := range ids { // found[i] is the evidence of ids[i]
-				co := found[i]
-				co.Series, co.Justification = r.Series, r.Justification
-				for _, d := range out.Diffs {
-					if d.Base == co.Commit {
-						co.DiffCommand, co.DiffStat = d.Command, d.Stat
-					}
-				}
-				carried[id] = co
+				carried[id] = found[i]
 			}
 		}
-		out.Holds, out.Why = holds, why
 		rec.CarryOver = append(rec.CarryOver, out)
 	}
 	inRule := map[string]bool{}
@@ -153,6 +75,124 @@ func Plan(ctx context.Context, g *Def, items []runner.Item, target, commit strin
 		rec.Scenarios = append(rec.Scenarios, gs)
 	}
 	return rec, runIDs, nil
+}
+
+// rulePlanner judges the carry-over rules of one Plan against the --since-archive evidence
+// (nil without one) and the SUT diffs to head, computed once per base commit.
+type rulePlanner struct {
+	ctx          context.Context
+	git          Repo
+	head, target string
+	ev           *sinceEvidence
+	diffs        map[string]results.GateDiff // by base commit
+	diffErr      map[string]error
+}
+
+// judge decides whether rule r holds for its scenarios ids and returns its record and,
+// when it holds, the evidence of each scenario (found[i] for ids[i]), filled in with the
+// rule and its diff.
+func (rp *rulePlanner) judge(r CarryRule, ids []string) (results.CarryOverRule, []*results.CarriedOver) {
+	out := results.CarryOverRule{Series: r.Series, Paths: r.Paths, Justification: r.Justification, Scenarios: ids}
+	found, holds, why := rp.evidence(ids)
+	var baseOrder []string
+	if holds {
+		baseOrder, holds, why = baseCommits(found)
+	}
+	var touched []string
+	if holds {
+		touched, holds, why = rp.touched(r, baseOrder, &out)
+	}
+	if holds && len(touched) > 0 {
+		holds = false
+		shown := touched
+		if len(shown) > 5 {
+			shown = append(append([]string(nil), shown[:5]...), fmt.Sprintf("… (%d files)", len(touched)))
+		}
+		why = "the SUT diff touches " + strings.Join(shown, ", ")
+	}
+	if holds {
+		why = fmt.Sprintf("none of %s changed between %s and %s; every scenario of %s has a passing record to point to", strings.Join(r.Paths, ", "), strings.Join(shortCommits(baseOrder), ", "), shortCommit(rp.head), r.Series)
+		for _, co := range found {
+			co.Series, co.Justification = r.Series, r.Justification
+			for _, d := range out.Diffs {
+				if d.Base == co.Commit {
+					co.DiffCommand, co.DiffStat = d.Command, d.Stat
+				}
+			}
+		}
+	} else {
+		found = nil
+	}
+	out.Holds, out.Why = holds, why
+	return out, found
+}
+
+// evidence finds the earlier record of every scenario of a rule in the --since-archive
+// archive, which must be of the same target; why says what is missing when it is not there.
+func (rp *rulePlanner) evidence(ids []string) (found []*results.CarriedOver, holds bool, why string) {
+	switch {
+	case rp.ev == nil:
+		return nil, false, "no --since-archive: there is no earlier passing record to carry over"
+	case rp.ev.since.Target != rp.target:
+		return nil, false, fmt.Sprintf("the --since-archive run was on target %q, this gate runs on %q: evidence does not carry across targets", rp.ev.since.Target, rp.target)
+	}
+	for _, id := range ids {
+		co, problem := rp.ev.evidenceFor(id)
+		if problem != "" {
+			return found, false, id + ": " + problem
+		}
+		found = append(found, co)
+	}
+	return found, true, ""
+}
+
+// baseCommits lists, in first-seen order, the SUT commits the evidence was recorded at;
+// every record must name one.
+func baseCommits(found []*results.CarriedOver) (baseOrder []string, holds bool, why string) {
+	bases := map[string]bool{}
+	for _, co := range found {
+		if co.Commit == "" {
+			return baseOrder, false, fmt.Sprintf("the record of %s names no SUT commit (its run had no --sut-commit), so no diff can justify skipping it", co.Record)
+		}
+		if !bases[co.Commit] {
+			bases[co.Commit] = true
+			baseOrder = append(baseOrder, co.Commit)
+		}
+	}
+	return baseOrder, true, ""
+}
+
+// touched diffs the SUT from each base commit to head, records each diff in out.Diffs
+// with only the changed files under the rule's paths, and returns those files.
+func (rp *rulePlanner) touched(r CarryRule, baseOrder []string, out *results.CarryOverRule) (touched []string, holds bool, why string) {
+	for _, base := range baseOrder {
+		d, ok := rp.diffs[base]
+		if !ok && rp.diffErr[base] == nil {
+			var err error
+			d, err = rp.git.Diff(rp.ctx, base, rp.head)
+			if err != nil {
+				rp.diffErr[base] = err
+			} else {
+				rp.diffs[base] = d
+			}
+		}
+		if e := rp.diffErr[base]; e != nil {
+			return touched, false, fmt.Sprintf("cannot diff the SUT from %s: %v", base, e)
+		}
+		dd := d
+		dd.Touched = nil
+		for _, f := range d.Touched { // Touched holds every changed file here
+			for _, p := range r.Paths {
+				if pathCovered(p, f) {
+					dd.Touched = append(dd.Touched, f)
+					break
+				}
+			}
+		}
+		touched = append(touched, dd.Touched...)
+		out.Diffs = append(out.Diffs, dd)
+	}
+	return touched, true, ""
 }
 
 func shortCommit(c string) string {

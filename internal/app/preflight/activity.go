@@ -89,25 +89,10 @@ func exact(recs []kintoneapi.Record, recordType, status string) []kintoneapi.Rec
 // findTenantActivity applies the rule above to the state and audit apps (audit "" = not
 // configured) at now.
 func findTenantActivity(ctx context.Context, r recordReader, stateApp, auditApp string, now time.Time) ([]activity, error) {
-	locks, err := r.GetAll(ctx, stateApp, `record_type in ("NETWORK_LOCK") and status in ("RUNNING")`,
-		[]string{"record_type", "status", "lock_key", "owner_invocation_id", "heartbeat_at", "lease_expires_at"})
+	locks, runs, invs, err := readRunning(ctx, r, stateApp, auditApp)
 	if err != nil {
-		return nil, fmt.Errorf("read NETWORK_LOCK records of the state app: %w", err)
+		return nil, err
 	}
-	runs, err := r.GetAll(ctx, stateApp, `record_type in ("NETWORK_RUN") and status in ("RUNNING")`,
-		[]string{"record_type", "status", "run_id", "network_id", "business_key", "started_at", "updated_at"})
-	if err != nil {
-		return nil, fmt.Errorf("read NETWORK_RUN records of the state app: %w", err)
-	}
-	var invs []kintoneapi.Record
-	if auditApp != "" {
-		invs, err = r.GetAll(ctx, auditApp, `record_type in ("RUN_INVOCATION") and status in ("RUNNING")`,
-			[]string{"record_type", "status", "invocation_id", "run_id", "started_at"})
-		if err != nil {
-			return nil, fmt.Errorf("read RUN_INVOCATION records of the audit app: %w", err)
-		}
-	}
-	runs, invs = exact(runs, "NETWORK_RUN", "RUNNING"), exact(invs, "RUN_INVOCATION", "RUNNING")
 	runByID := map[string]kintoneapi.Record{}
 	for _, run := range runs {
 		runByID[run.Str("run_id")] = run
@@ -126,27 +111,9 @@ func findTenantActivity(ctx context.Context, r recordReader, stateApp, auditApp 
 
 	var found []activity
 	for _, l := range exact(locks, "NETWORK_LOCK", "RUNNING") {
-		if l.Str("lock_key") == "" {
-			continue // a released tombstone
+		if what, at, held := heldLock(l, now); held {
+			found = append(found, activity{Scope: scopeOfRun(runOfInv[l.Str("owner_invocation_id")]), What: what, sortAt: at})
 		}
-		what := "held network lock"
-		at := now
-		if hb, ok := parsedTime(l.Str("heartbeat_at")); ok {
-			what += " (heartbeat " + age(now, hb)
-			at = hb
-		} else {
-			what += " (heartbeat unknown"
-		}
-		exp, ok := parsedTime(l.Str("lease_expires_at"))
-		switch {
-		case !ok:
-			what += ", lease end unreadable: counted as held)"
-		case now.After(exp.Add(leaseAllowance)):
-			continue // the lease ran out: a crashed holder, not a runner
-		default:
-			what += fmt.Sprintf(", lease ends in %s)", exp.Add(leaseAllowance).Sub(now).Round(time.Second))
-		}
-		found = append(found, activity{Scope: scopeOfRun(runOfInv[l.Str("owner_invocation_id")]), What: what, sortAt: at})
 	}
 	for _, run := range runs {
 		at, ok := parsedTime(run.Str("updated_at"))
@@ -172,6 +139,56 @@ func findTenantActivity(ctx context.Context, r recordReader, stateApp, auditApp 
 		return found[i].sortAt.After(found[j].sortAt)
 	})
 	return found, nil
+}
+
+// readRunning reads the RUNNING network locks and runs of the state app and the RUNNING
+// invocations of the audit app (none when auditApp is ""); runs and invocations are kept
+// only when their record_type and status match exactly.
+func readRunning(ctx context.Context, r recordReader, stateApp, auditApp string) (locks, runs, invs []kintoneapi.Record, err error) {
+	locks, err = r.GetAll(ctx, stateApp, `record_type in ("NETWORK_LOCK") and status in ("RUNNING")`,
+		[]string{"record_type", "status", "lock_key", "owner_invocation_id", "heartbeat_at", "lease_expires_at"})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("read NETWORK_LOCK records of the state app: %w", err)
+	}
+	runs, err = r.GetAll(ctx, stateApp, `record_type in ("NETWORK_RUN") and status in ("RUNNING")`,
+		[]string{"record_type", "status", "run_id", "network_id", "business_key", "started_at", "updated_at"})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("read NETWORK_RUN records of the state app: %w", err)
+	}
+	if auditApp != "" {
+		invs, err = r.GetAll(ctx, auditApp, `record_type in ("RUN_INVOCATION") and status in ("RUNNING")`,
+			[]string{"record_type", "status", "invocation_id", "run_id", "started_at"})
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("read RUN_INVOCATION records of the audit app: %w", err)
+		}
+	}
+	return locks, exact(runs, "NETWORK_RUN", "RUNNING"), exact(invs, "RUN_INVOCATION", "RUNNING"), nil
+}
+
+// heldLock describes a RUNNING network lock at now and the time to sort it by; held is
+// false for a released tombstone and for a lease that ran out (a crashed holder, not a runner).
+func heldLock(l kintoneapi.Record, now time.Time) (what string, at time.Time, held bool) {
+	if l.Str("lock_key") == "" {
+		return "", time.Time{}, false // a released tombstone
+	}
+	what = "held network lock"
+	at = now
+	if hb, ok := parsedTime(l.Str("heartbeat_at")); ok {
+		what += " (heartbeat " + age(now, hb)
+		at = hb
+	} else {
+		what += " (heartbeat unknown"
+	}
+	exp, ok := parsedTime(l.Str("lease_expires_at"))
+	switch {
+	case !ok:
+		what += ", lease end unreadable: counted as held)"
+	case now.After(exp.Add(leaseAllowance)):
+		return "", time.Time{}, false // the lease ran out
+	default:
+		what += fmt.Sprintf(", lease ends in %s)", exp.Add(leaseAllowance).Sub(now).Round(time.Second))
+	}
+	return what, at, true
 }
 
 // describeActivity groups what was found by scope, in one line.

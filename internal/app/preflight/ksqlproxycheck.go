@@ -139,17 +139,9 @@ func ksqlFlowProxyCheck(cfg *config.Config, describe profileDescriber, api *apic
 		Match: faultproxy.Match{Path: `/k/v1/records(/cursor)?\.json$`, App: customers}}); err != nil {
 		return fail("not probed: %v", err)
 	}
-	var trust []string
-	if ca := p.CAFile(); ca != "" {
-		bundle := filepath.Join(tmp, "ca-bundle.pem")
-		files := []string{ca}
-		if tenantCA := cfg.Get(config.VarCAFile); tenantCA != "" {
-			files = append([]string{tenantCA}, files...)
-		}
-		if err := faultproxy.WriteCABundle(bundle, files...); err != nil {
-			return fail("not probed: %v", err)
-		}
-		trust = append(trust, "NODE_EXTRA_CA_CERTS="+bundle)
+	trust, err := proxyTrust(p, cfg, tmp)
+	if err != nil {
+		return fail("not probed: %v", err)
 	}
 	l, err := ksqlFlowLauncher(cfg, tmp, trust...)
 	if err != nil {
@@ -159,6 +151,39 @@ func ksqlFlowProxyCheck(cfg *config.Config, describe profileDescriber, api *apic
 	defer cancel()
 	cmd := exec.CommandContext(ctx, l.Path, append(append([]string(nil), l.Args...), "run", "-f", sql, "--profile", profile, "--config", copyPath, "--lock", "local-only", "--json")...)
 	cmd.Env, cmd.Dir = l.Env, tmp
+	arrival, arrErr, runErr, out := runHeldProbe(ctx, cmd, p, barrierID)
+	if arrErr != nil {
+		return fail("the probe job's first read of %s did not reach the proxy's barrier (a records or cursor request naming the app): %v; the job: %v %s", target.LogicalCustomers, arrErr, runErr, shortFirstLine(out))
+	}
+	if runErr != nil {
+		return fail("the probe job through the proxy did not succeed after its held read was released: %v: %s", runErr, shortFirstLine(out))
+	}
+	c.Reason = fmt.Sprintf("a copy changing only %s is described alike; a probe job's first read (%s %s) was held and released, the job ended 0; holds bounded to %s (httpTimeoutMs %d)",
+		ksqlprofile.DocumentedChange(profile), arrival.Method, arrival.Path, bound, orig.HTTPTimeoutMs)
+	return c
+}
+
+// proxyTrust returns the environment that makes a kSQL-Flow child trust the proxy (when it
+// serves TLS) and the tenant's own CA, through a CA bundle written into dir.
+func proxyTrust(p *faultproxy.Proxy, cfg *config.Config, dir string) ([]string, error) {
+	ca := p.CAFile()
+	if ca == "" {
+		return nil, nil
+	}
+	bundle := filepath.Join(dir, "ca-bundle.pem")
+	files := []string{ca}
+	if tenantCA := cfg.Get(config.VarCAFile); tenantCA != "" {
+		files = append([]string{tenantCA}, files...)
+	}
+	if err := faultproxy.WriteCABundle(bundle, files...); err != nil {
+		return nil, err
+	}
+	return []string{"NODE_EXTRA_CA_CERTS=" + bundle}, nil
+}
+
+// runHeldProbe runs the probe job cmd and releases its first read once it is held at the
+// barrier; it returns that read (arrErr when none arrived), the job's error and its output.
+func runHeldProbe(ctx context.Context, cmd *exec.Cmd, p *faultproxy.Proxy, barrierID string) (arrival faultproxy.Arrival, arrErr, runErr error, output string) {
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	done := make(chan error, 1)
@@ -176,7 +201,6 @@ func ksqlFlowProxyCheck(cfg *config.Config, describe profileDescriber, api *apic
 		a, err := p.WaitArrival(waitCtx, barrierID)
 		arrivals <- arrived{a, err}
 	}()
-	var runErr error
 	var got arrived
 	select {
 	case got = <-arrivals:
@@ -190,16 +214,7 @@ func ksqlFlowProxyCheck(cfg *config.Config, describe profileDescriber, api *apic
 		}
 	}
 	stopWait()
-	arrival, arrErr := got.a, got.err
-	if arrErr != nil {
-		return fail("the probe job's first read of %s did not reach the proxy's barrier (a records or cursor request naming the app): %v; the job: %v %s", target.LogicalCustomers, arrErr, runErr, shortFirstLine(out.String()))
-	}
-	if runErr != nil {
-		return fail("the probe job through the proxy did not succeed after its held read was released: %v: %s", runErr, shortFirstLine(out.String()))
-	}
-	c.Reason = fmt.Sprintf("a copy changing only %s is described alike; a probe job's first read (%s %s) was held and released, the job ended 0; holds bounded to %s (httpTimeoutMs %d)",
-		ksqlprofile.DocumentedChange(profile), arrival.Method, arrival.Path, bound, orig.HTTPTimeoutMs)
-	return c
+	return got.a, got.err, runErr, out.String()
 }
 
 // probeJobSQL renders the validate fixture with a throw-away scope into dir and returns the

@@ -135,30 +135,9 @@ func Run(interrupt context.Context, killed <-chan struct{}, o Options, stdout, s
 	defer cancel()
 
 	fmt.Fprintf(stdout, "rehearse: the live path on %d stand-alone tenant(s), business reads %s; archives under %s\n", o.Shards, speedText(o.Latency), dir)
-	tenants := make([]*tenant, o.Shards)
-	for i := range tenants {
-		t := &tenant{i: i + 1, n: o.Shards, name: fmt.Sprintf("%s %d/%d", speed, i+1, o.Shards)}
-		t.work = filepath.Join(work, fmt.Sprintf("tenant-%d", t.i))
-		t.opDir = filepath.Join(t.work, "operator")
-		t.outDir = filepath.Join(dir, fmt.Sprintf("tenant-%d", t.i))
-		tenants[i] = t
-	}
+	tenants := newTenants(o.Shards, speed, work, dir)
 	// The emulators outlive the runs: each is stopped only after every run has ended.
-	defer func() {
-		for _, t := range tenants {
-			if t.emu == nil {
-				continue
-			}
-			select {
-			case <-killed:
-				t.emu.KillTree()
-			default:
-				if _, err := t.emu.Stop(10 * time.Second); err != nil {
-					fmt.Fprintf(stderr, "flowtest rehearse: stop tenant %s: %v\n", t.name, err)
-				}
-			}
-		}
-	}()
+	defer stopTenants(tenants, killed, stderr)
 	for _, t := range tenants {
 		if err := t.startTenant(ctx, o.SandboxBin, o.Latency); err != nil {
 			if ctx.Err() != nil {
@@ -168,9 +147,69 @@ func Run(interrupt context.Context, killed <-chan struct{}, o Options, stdout, s
 		}
 	}
 
+	relays, exited, err := startRuns(ctx, o, tenants, stdout, stderr)
+	if err != nil {
+		return nil, err
+	}
+	wasInterrupted, err := awaitRuns(tenants, exited, interrupted, killed)
+	if err != nil {
+		return nil, err
+	}
+	relays.Wait()
+
+	rep := &Report{Latency: speedText(o.Latency), Tags: o.Tags, Verdict: "PASS", dir: dir}
+	for _, t := range tenants {
+		rep.Tenants = append(rep.Tenants, t.outcome())
+	}
+	if rep.Result() != Clean {
+		rep.Verdict = "FAIL"
+	}
+	rep.WallMS = time.Since(started).Milliseconds()
+	if wasInterrupted {
+		rep.Verdict = "INTERRUPTED"
+	}
+	writeRehearsal(stdout, *rep)
+	return rep, nil
+}
+
+// newTenants describes the n tenants of a rehearsal: work under work, archives under dir.
+func newTenants(n int, speed, work, dir string) []*tenant {
+	tenants := make([]*tenant, n)
+	for i := range tenants {
+		t := &tenant{i: i + 1, n: n, name: fmt.Sprintf("%s %d/%d", speed, i+1, n)}
+		t.work = filepath.Join(work, fmt.Sprintf("tenant-%d", t.i))
+		t.opDir = filepath.Join(t.work, "operator")
+		t.outDir = filepath.Join(dir, fmt.Sprintf("tenant-%d", t.i))
+		tenants[i] = t
+	}
+	return tenants
+}
+
+// stopTenants stops every started emulator, or kills it once killed is closed.
+func stopTenants(tenants []*tenant, killed <-chan struct{}, stderr io.Writer) {
+	for _, t := range tenants {
+		if t.emu == nil {
+			continue
+		}
+		select {
+		case <-killed:
+			t.emu.KillTree()
+		default:
+			if _, err := t.emu.Stop(10 * time.Second); err != nil {
+				fmt.Fprintf(stderr, "flowtest rehearse: stop tenant %s: %v\n", t.name, err)
+			}
+		}
+	}
+}
+
+// startRuns starts each tenant's live run with its output relayed, line by line and
+// prefixed with the tenant's name, to stdout and stderr; each tenant is sent on exited when
+// its run has ended. relays is done when all output is relayed. A run that cannot start
+// kills those already started.
+func startRuns(ctx context.Context, o Options, tenants []*tenant, stdout, stderr io.Writer) (relays *sync.WaitGroup, exited chan *tenant, err error) {
 	out, errOut := &lineWriter{w: stdout}, &lineWriter{w: stderr}
-	var relays sync.WaitGroup
-	exited := make(chan *tenant, len(tenants))
+	relays = &sync.WaitGroup{}
+	exited = make(chan *tenant, len(tenants))
 	for _, t := range tenants {
 		if err := t.startRun(ctx, o); err != nil {
 			for _, o := range tenants {
@@ -178,7 +217,7 @@ func Run(interrupt context.Context, killed <-chan struct{}, o Options, stdout, s
 					o.run.KillTree()
 				}
 			}
-			return nil, fmt.Errorf("tenant %s: %w", t.name, err)
+			return nil, nil, fmt.Errorf("tenant %s: %w", t.name, err)
 		}
 		relays.Add(2)
 		go func(t *tenant) {
@@ -196,7 +235,12 @@ func Run(interrupt context.Context, killed <-chan struct{}, o Options, stdout, s
 			exited <- t
 		}(t)
 	}
-	wasInterrupted := false
+	return relays, exited, nil
+}
+
+// awaitRuns waits until every run has exited. The first interrupt is passed on to the
+// runs (wasInterrupted); killed kills them and ends the wait with a refusal.
+func awaitRuns(tenants []*tenant, exited <-chan *tenant, interrupted <-chan struct{}, killed <-chan struct{}) (wasInterrupted bool, err error) {
 	intr := interrupted
 	for left := len(tenants); left > 0; {
 		select {
@@ -212,24 +256,10 @@ func Run(interrupt context.Context, killed <-chan struct{}, o Options, stdout, s
 			for _, t := range tenants {
 				t.run.KillTree()
 			}
-			return nil, refusal.Interrupted("killed the live runs and the tenants")
+			return false, refusal.Interrupted("killed the live runs and the tenants")
 		}
 	}
-	relays.Wait()
-
-	rep := &Report{Latency: speedText(o.Latency), Tags: o.Tags, Verdict: "PASS", dir: dir}
-	for _, t := range tenants {
-		rep.Tenants = append(rep.Tenants, t.outcome())
-	}
-	if rep.Result() != Clean {
-		rep.Verdict = "FAIL"
-	}
-	rep.WallMS = time.Since(started).Milliseconds()
-	if wasInterrupted {
-		rep.Verdict = "INTERRUPTED"
-	}
-	writeRehearsal(stdout, *rep)
-	return rep, nil
+	return wasInterrupted, nil
 }
 
 // Interrupted tells whether a signal cut the live runs short (their archives say so).

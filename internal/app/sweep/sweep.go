@@ -120,10 +120,37 @@ func (sw *Sweeper) Find(ctx context.Context, o FindOptions) (scopes []Scope, ski
 			scopes, skipped, err = nil, nil, refusal.Interrupted("interrupted while reading the scopes; nothing was deleted")
 		}
 	}()
-	now, olderThan, live, liveSince := o.Now, o.OlderThan, o.Live.Heads, o.Live.Since
-	heads, err := kintoneguard.RunScopeHeads(ctx, sw.api, sw.apps.State)
+	byHead, err := sw.scopesByHead(ctx)
 	if err != nil {
 		return nil, nil, err
+	}
+	var out []Scope
+	for _, h := range slices.Sorted(maps.Keys(byHead)) {
+		if ctx.Err() != nil {
+			return nil, nil, refusal.Interrupted("interrupted while reading the scopes; nothing was deleted")
+		}
+		sc := byHead[h]
+		if why := skipReason(sc, o); why != "" {
+			skipped = append(skipped, h+": "+why)
+			continue
+		}
+		if err := sw.readScope(ctx, sc, o.Now); err != nil {
+			return nil, nil, err
+		}
+		if sc.State+sc.Audit+sc.Request == 0 {
+			continue
+		}
+		out = append(out, *sc)
+	}
+	return out, skipped, nil
+}
+
+// scopesByHead gathers the scopes by head: those with a run in the state app, and those
+// with requests in the request app (counted per full scope).
+func (sw *Sweeper) scopesByHead(ctx context.Context) (map[string]*Scope, error) {
+	heads, err := kintoneguard.RunScopeHeads(ctx, sw.api, sw.apps.State)
+	if err != nil {
+		return nil, err
 	}
 	byHead := map[string]*Scope{}
 	for h, made := range heads {
@@ -131,7 +158,7 @@ func (sw *Sweeper) Find(ctx context.Context, o FindOptions) (scopes []Scope, ski
 	}
 	reqs, err := kintoneguard.RequestScopes(ctx, sw.api, sw.apps.Request)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	for full, n := range reqs {
 		h, made, _ := kintoneguard.ScopeHead(full)
@@ -142,61 +169,60 @@ func (sw *Sweeper) Find(ctx context.Context, o FindOptions) (scopes []Scope, ski
 		}
 		sc.requests[full] += n
 	}
-	var out []Scope
-	for _, h := range slices.Sorted(maps.Keys(byHead)) {
-		if ctx.Err() != nil {
-			return nil, nil, refusal.Interrupted("interrupted while reading the scopes; nothing was deleted")
-		}
-		sc := byHead[h]
-		switch {
-		case live[h]:
-			skipped = append(skipped, h+": a live runner's scope on this machine")
-			continue
-		case !liveSince.IsZero() && !sc.Made.Before(liveSince.Truncate(time.Second)):
-			skipped = append(skipped, h+": made after a live runner on this machine started (it may be that runner's)")
-			continue
-		case now.Sub(sc.Made) < olderThan:
-			skipped = append(skipped, fmt.Sprintf("%s: made %s ago, not older than --older-than %s", h, now.Sub(sc.Made).Round(time.Second), olderThan))
-			continue
-		}
-		for full, n := range sc.requests {
-			sc.Scopes = append(sc.Scopes, full)
-			sc.Request += n
-		}
-		sort.Strings(sc.Scopes)
-		c, err := sw.client(h)
-		if err != nil {
-			return nil, nil, err
-		}
-		audit, state, err := c.ScopeRecords(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		sc.State, sc.Audit = len(state), len(audit)
-		sc.Action = "listed"
-		var liveLocks []string
-		for _, l := range kintoneguard.HeldLocks(state) {
-			desc := fmt.Sprintf("record %s: lease ends %s", l.ID, l.LeaseExpires.UTC().Format(time.RFC3339))
-			if l.LeaseExpires.IsZero() {
-				desc = fmt.Sprintf("record %s: lease_expires_at unreadable (counted as live)", l.ID)
-			}
-			sc.Locks = append(sc.Locks, desc)
-			if l.Live(now) {
-				liveLocks = append(liveLocks, desc)
-			}
-		}
-		if len(liveLocks) > 0 {
-			// A lock whose lease still runs may have a holder we cannot see (another machine):
-			// the scope is left whole until lease_expires_at + 60 s has passed.
-			sc.Action = "left"
-			sc.Why = fmt.Sprintf("holds a NETWORK_LOCK whose lease has not run out (plus the %s allowance): %s", kintoneguard.LeaseAllowance, strings.Join(liveLocks, "; "))
-		}
-		if sc.State+sc.Audit+sc.Request == 0 {
-			continue
-		}
-		out = append(out, *sc)
+	return byHead, nil
+}
+
+// skipReason says why a scope is not swept (a live runner's, possibly a live runner's, or
+// not older than o.OlderThan), or "" when it is a candidate.
+func skipReason(sc *Scope, o FindOptions) string {
+	now, olderThan, liveSince := o.Now, o.OlderThan, o.Live.Since
+	switch {
+	case o.Live.Heads[sc.Head]:
+		return "a live runner's scope on this machine"
+	case !liveSince.IsZero() && !sc.Made.Before(liveSince.Truncate(time.Second)):
+		return "made after a live runner on this machine started (it may be that runner's)"
+	case now.Sub(sc.Made) < olderThan:
+		return fmt.Sprintf("made %s ago, not older than --older-than %s", now.Sub(sc.Made).Round(time.Second), olderThan)
 	}
-	return out, skipped, nil
+	return ""
+}
+
+// readScope counts a candidate scope's records and lists its held locks: listed, or left
+// (with why) while a lock's lease still runs at now.
+func (sw *Sweeper) readScope(ctx context.Context, sc *Scope, now time.Time) error {
+	for full, n := range sc.requests {
+		sc.Scopes = append(sc.Scopes, full)
+		sc.Request += n
+	}
+	sort.Strings(sc.Scopes)
+	c, err := sw.client(sc.Head)
+	if err != nil {
+		return err
+	}
+	audit, state, err := c.ScopeRecords(ctx)
+	if err != nil {
+		return err
+	}
+	sc.State, sc.Audit = len(state), len(audit)
+	sc.Action = "listed"
+	var liveLocks []string
+	for _, l := range kintoneguard.HeldLocks(state) {
+		desc := fmt.Sprintf("record %s: lease ends %s", l.ID, l.LeaseExpires.UTC().Format(time.RFC3339))
+		if l.LeaseExpires.IsZero() {
+			desc = fmt.Sprintf("record %s: lease_expires_at unreadable (counted as live)", l.ID)
+		}
+		sc.Locks = append(sc.Locks, desc)
+		if l.Live(now) {
+			liveLocks = append(liveLocks, desc)
+		}
+	}
+	if len(liveLocks) > 0 {
+		// A lock whose lease still runs may have a holder we cannot see (another machine):
+		// the scope is left whole until lease_expires_at + 60 s has passed.
+		sc.Action = "left"
+		sc.Why = fmt.Sprintf("holds a NETWORK_LOCK whose lease has not run out (plus the %s allowance): %s", kintoneguard.LeaseAllowance, strings.Join(liveLocks, "; "))
+	}
+	return nil
 }
 
 // Interrupted is the Why of a scope --delete did not reach because a signal stopped the sweep.

@@ -105,8 +105,24 @@ func Load(o Options) (*Config, error) {
 	}
 	c.EnvFileFound = found
 
-	flags := map[string]string{}
-	targetFlag := o.Target
+	flags, targetFlag, err := c.readFlags(o)
+	if err != nil {
+		return nil, err
+	}
+	c.mergeVars(osEnv, dot, flags)
+	c.setTarget(targetFlag, osEnv, dot)
+	if err := c.parseNumbers(); err != nil {
+		return nil, err
+	}
+	c.loadDenyList(o)
+	return c, nil
+}
+
+// readFlags maps the configuration flags to variable names (recording them in flagNames)
+// and returns the --target value apart: o.Target, else a "target" entry of o.Flags.
+func (c *Config) readFlags(o Options) (flags map[string]string, targetFlag string, err error) {
+	flags = map[string]string{}
+	targetFlag = o.Target
 	for k, v := range o.Flags {
 		if k == "target" {
 			if targetFlag == "" {
@@ -117,7 +133,7 @@ func Load(o Options) (*Config, error) {
 		name, ok := flagVar(k)
 		if !ok {
 			if _, known := specOf(k); !known {
-				return nil, fmt.Errorf("unknown configuration flag %q", k)
+				return nil, "", fmt.Errorf("unknown configuration flag %q", k)
 			}
 			name = k
 		}
@@ -125,7 +141,12 @@ func Load(o Options) (*Config, error) {
 		c.flagNames = append(c.flagNames, name)
 	}
 	slices.Sort(c.flagNames)
+	return flags, targetFlag, nil
+}
 
+// mergeVars sets every variable from its first non-empty source in the order flag, OS
+// environment, .env (a flag counts even when empty), and records the names .env sets.
+func (c *Config) mergeVars(osEnv, dot, flags map[string]string) {
 	names := map[string]bool{}
 	for _, m := range []map[string]string{osEnv, dot, flags} {
 		for k := range m {
@@ -151,10 +172,12 @@ func Load(o Options) (*Config, error) {
 		}
 	}
 	slices.Sort(c.dotEnvNames)
+}
 
-	// Rule 1: the target comes from --target only. A FLOWTEST_TARGET found
-	// elsewhere is reported (never honoured), so nobody believes they are on
-	// live while running the sandbox or the other way round.
+// setTarget applies rule 1: the target comes from --target only. A FLOWTEST_TARGET found
+// elsewhere is reported (never honoured), so nobody believes they are on live while running
+// the sandbox or the other way round.
+func (c *Config) setTarget(targetFlag string, osEnv, dot map[string]string) {
 	if targetFlag == "" {
 		c.Target, c.TargetOrigin = safety.TargetSandbox, safety.OriginDefault
 	} else {
@@ -166,12 +189,16 @@ func Load(o Options) (*Config, error) {
 	if dv := dot[safety.VarTargetHint]; dv != "" {
 		c.TargetHints = append(c.TargetHints, safety.Setting{Name: safety.VarTargetHint, Value: dv, Origin: safety.OriginDotEnv})
 	}
+}
 
+// parseNumbers reads the concurrency (default 1), the timeout scale (default 1) and the API
+// budget (default none), refusing values that are not numbers in range.
+func (c *Config) parseNumbers() error {
 	c.Concurrency = 1
 	if v, ok := c.vars[VarConcurrency]; ok {
 		n, err := strconv.Atoi(strings.TrimSpace(v.Value))
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%s (%s): %q is not an integer of at least 1", VarConcurrency, v.Origin, v.Value)
+			return fmt.Errorf("%s (%s): %q is not an integer of at least 1", VarConcurrency, v.Origin, v.Value)
 		}
 		c.Concurrency = n
 	}
@@ -181,7 +208,7 @@ func Load(o Options) (*Config, error) {
 		f, err := strconv.ParseFloat(strings.TrimSpace(v.Value), 64)
 		// NaN and infinities parse but scale nothing meaningfully; refuse them with the rest.
 		if err != nil || !(f > 0) || math.IsInf(f, 0) {
-			return nil, fmt.Errorf("%s (%s): %q is not a positive decimal (e.g. 3 for a slow live tenant)", VarTimeoutScale, v.Origin, v.Value)
+			return fmt.Errorf("%s (%s): %q is not a positive decimal (e.g. 3 for a slow live tenant)", VarTimeoutScale, v.Origin, v.Value)
 		}
 		c.TimeoutScale = f
 	}
@@ -189,13 +216,11 @@ func Load(o Options) (*Config, error) {
 	if v, ok := c.vars[VarAPIBudget]; ok {
 		n, err := strconv.ParseInt(strings.TrimSpace(v.Value), 10, 64)
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%s (%s): %q is not an integer of at least 1 (requests per app)", VarAPIBudget, v.Origin, v.Value)
+			return fmt.Errorf("%s (%s): %q is not an integer of at least 1 (requests per app)", VarAPIBudget, v.Origin, v.Value)
 		}
 		c.APIBudget = n
 	}
-
-	c.loadDenyList(o)
-	return c, nil
+	return nil
 }
 
 func (c *Config) loadDenyList(o Options) {

@@ -52,6 +52,34 @@ func ParseDotEnv(name string, data []byte) (map[string]string, error) {
 	at := func(line int, format string, a ...any) error {
 		return fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, a...))
 	}
+	data, err := normalizeDotEnv(data, at)
+	if err != nil {
+		return nil, err
+	}
+	order, err := dotEnvNames(strings.Split(string(data), "\n"), at)
+	if err != nil {
+		return nil, err
+	}
+	out, err := godotenv.UnmarshalBytes(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s", name, collapseWhitespace(err.Error()))
+	}
+	var got []string
+	for k := range out {
+		got = append(got, k)
+	}
+	slices.Sort(got)
+	want := slices.Clone(order)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		return nil, fmt.Errorf("%s: godotenv reads the names %s where each line sets %s; simplify the quoting", name, clip(strings.Join(got, ",")), clip(strings.Join(want, ",")))
+	}
+	return out, nil
+}
+
+// normalizeDotEnv drops a UTF-8 byte order mark and turns CRLF into LF, refusing what no
+// reading would agree on: UTF-16, a NUL byte, a carriage return without a line feed.
+func normalizeDotEnv(data []byte, at func(int, string, ...any) error) ([]byte, error) {
 	// Windows editors save UTF-16 as "Unicode": refused with what to do, not as a name of
 	// odd bytes; a NUL byte (UTF-16 without its mark, or a stray one) is in no variable's value
 	// the process environment can carry.
@@ -68,7 +96,11 @@ func ParseDotEnv(name string, data []byte) (map[string]string, error) {
 	if i := bytes.IndexByte(data, '\r'); i >= 0 {
 		return nil, at(bytes.Count(data[:i], []byte("\n"))+1, "a carriage return without a line feed (save the file with LF or CRLF line ends)")
 	}
-	lines := strings.Split(string(data), "\n")
+	return data, nil
+}
+
+// dotEnvNames reads the names the lines set, in order, by the rules of ParseDotEnv.
+func dotEnvNames(lines []string, at func(int, string, ...any) error) ([]string, error) {
 	firstLine := map[string]int{}
 	var order []string
 	for i := 0; i < len(lines); i++ {
@@ -97,43 +129,38 @@ func ParseDotEnv(name string, data []byte) (map[string]string, error) {
 		if value == "" || (value[0] != '"' && value[0] != '\'') {
 			continue
 		}
-		// A quoted value: find its end, possibly on a later line.
-		quote := value[0]
-		rest := value[1:]
-		startLine := lineNo
-		for {
-			end := closingQuote(rest, quote)
-			if end >= 0 {
-				after := strings.TrimLeftFunc(rest[end+1:], isDotEnvSpace)
-				if after != "" && !strings.HasPrefix(after, "#") {
-					return nil, at(i+1, "text %q after the closing quote of %s (quote the whole value, or start a comment with #)", clip(after), key)
-				}
-				break
-			}
-			// Does the quote close on a later line? godotenv searches on across line
-			// breaks; the byte before a line's first byte is the newline, never a backslash.
-			i++
-			if i >= len(lines) {
-				return nil, at(startLine, "the value of %s starts with %c and never ends (no closing %c)", key, quote, quote)
-			}
-			rest = "\n" + lines[i]
+		end, err := quotedValueEnd(lines, i, key, value, at)
+		if err != nil {
+			return nil, err
 		}
+		i = end
 	}
-	out, err := godotenv.UnmarshalBytes(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %s", name, collapseWhitespace(err.Error()))
+	return order, nil
+}
+
+// quotedValueEnd finds the end of key's quoted value, which starts on lines[i], and returns
+// the index of the line it ends on; only spaces and a # comment may follow the quote.
+func quotedValueEnd(lines []string, i int, key, value string, at func(int, string, ...any) error) (int, error) {
+	quote := value[0]
+	rest := value[1:]
+	startLine := i + 1
+	for {
+		end := closingQuote(rest, quote)
+		if end >= 0 {
+			after := strings.TrimLeftFunc(rest[end+1:], isDotEnvSpace)
+			if after != "" && !strings.HasPrefix(after, "#") {
+				return 0, at(i+1, "text %q after the closing quote of %s (quote the whole value, or start a comment with #)", clip(after), key)
+			}
+			return i, nil
+		}
+		// Does the quote close on a later line? godotenv searches on across line
+		// breaks; the byte before a line's first byte is the newline, never a backslash.
+		i++
+		if i >= len(lines) {
+			return 0, at(startLine, "the value of %s starts with %c and never ends (no closing %c)", key, quote, quote)
+		}
+		rest = "\n" + lines[i]
 	}
-	var got []string
-	for k := range out {
-		got = append(got, k)
-	}
-	slices.Sort(got)
-	want := slices.Clone(order)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		return nil, fmt.Errorf("%s: godotenv reads the names %s where each line sets %s; simplify the quoting", name, clip(strings.Join(got, ",")), clip(strings.Join(want, ",")))
-	}
-	return out, nil
 }
 
 // closingQuote is the index in s of the first quote not preceded by a backslash, as godotenv

@@ -80,136 +80,53 @@ type RenderedNode struct {
 // them too, and a rename of only one of the copies would be misleading).
 // Render refuses to write over any of its source files.
 func (s *Scope) Render(srcNetworkYAML, dstDir string, opts RenderOptions) (Rendered, error) {
-	var out Rendered
 	src, err := filepath.Abs(srcNetworkYAML)
 	if err != nil {
-		return out, fmt.Errorf("render %s: %w", srcNetworkYAML, err)
+		return Rendered{}, fmt.Errorf("render %s: %w", srcNetworkYAML, err)
 	}
 	dst, err := filepath.Abs(dstDir)
 	if err != nil {
-		return out, fmt.Errorf("render %s: destination %s: %w", srcNetworkYAML, dstDir, err)
+		return Rendered{}, fmt.Errorf("render %s: destination %s: %w", srcNetworkYAML, dstDir, err)
 	}
-	// Every error names the fixture, and the line when one is known:
-	// "render features/fixtures/networks/x.yaml:7: node "n1": missing job_id".
-	failAt := func(line int, format string, a ...any) (Rendered, error) {
-		return Rendered{}, fmt.Errorf("render %s: %s", yamlerr.Where(srcNetworkYAML, line), fmt.Sprintf(format, a...))
-	}
-	fail := func(format string, a ...any) (Rendered, error) { return failAt(0, format, a...) }
-	failErr := func(err error) (Rendered, error) {
-		var le *lineError
-		if errors.As(err, &le) {
-			return failAt(le.line, "%s", le.msg)
+	out, err := s.render(src, dst, opts)
+	if err != nil {
+		// Every error names the fixture, and the line when one is known:
+		// "render features/fixtures/networks/x.yaml:7: node "n1": missing job_id".
+		// Only a *lineError returned as such carries a line; the parts never
+		// wrap one, so a type assertion is enough.
+		line, msg := 0, err.Error()
+		if le, ok := err.(*lineError); ok {
+			line, msg = le.line, le.msg
 		}
-		return fail("%v", err)
+		return Rendered{}, fmt.Errorf("render %s: %s", yamlerr.Where(srcNetworkYAML, line), msg)
 	}
+	return out, nil
+}
+
+// render does Render's work on absolute paths; its errors are worded without
+// the fixture's name, which Render adds.
+func (s *Scope) render(src, dst string, opts RenderOptions) (Rendered, error) {
+	var out Rendered
 	raw, err := os.ReadFile(src)
 	if err != nil {
-		return fail("%v", err)
+		return out, err
 	}
-	doc, line, problem := yamlerr.OneMapping(raw, yamlerr.Wording{
-		Empty:          "empty file: expected one YAML document holding a mapping",
-		Syntax:         "parse YAML: %s",
-		SecondDocument: "a second YAML document: a network fixture is one document",
-		NotMapping:     "expected one YAML document holding a mapping",
-	})
-	if problem != "" {
-		return failAt(line, "%s", problem)
-	}
-	root := doc.Content[0]
-	if err := checkDuplicateKeys(root, "network"); err != nil {
-		return failErr(err)
-	}
-	if v := mapValue(root, "schema_version"); v == nil || v.Kind != yaml.ScalarNode || v.Value != "1" {
-		line := root.Line
-		if v != nil {
-			line = v.Line
-		}
-		return failAt(line, "schema_version must be 1 (the only schema flowtest knows how to rename)")
-	}
-	netNode, err := scalar(root, "network_id", "network")
+	doc, nodesSeq, netNode, err := parseNetwork(raw)
 	if err != nil {
-		return failErr(err)
+		return out, err
 	}
 	out.FixtureNetworkID = netNode.Value
 	out.NetworkID = s.NetworkID(netNode.Value + opts.NetworkIDSuffix)
 
-	nodesSeq := mapValue(root, "nodes")
-	if nodesSeq == nil || nodesSeq.Kind != yaml.SequenceNode || len(nodesSeq.Content) == 0 {
-		line := root.Line
-		if nodesSeq != nil {
-			line = nodesSeq.Line
-		}
-		return failAt(line, "nodes must be a non-empty list")
-	}
-
 	// Pass 1: read every node, so depends_on can be renamed whatever the order.
-	type nodeInfo struct {
-		m                   *yaml.Node
-		id, job, sqlRaw     *yaml.Node
-		srcSQL              string
-		swapped, absoluteIn bool
-	}
 	yamlDir := filepath.Dir(src)
-	infos := make([]nodeInfo, 0, len(nodesSeq.Content))
-	seenIDs := map[string]bool{}
-	for i, m := range nodesSeq.Content {
-		where := fmt.Sprintf("nodes[%d]", i)
-		if m.Kind != yaml.MappingNode {
-			return failAt(m.Line, "%s is not a mapping", where)
-		}
-		if err := checkDuplicateKeys(m, where); err != nil {
-			return failErr(err)
-		}
-		id, err := scalar(m, "id", where)
-		if err != nil {
-			return failErr(err)
-		}
-		where = fmt.Sprintf("node %q", id.Value)
-		if seenIDs[id.Value] {
-			return failAt(id.Line, "duplicate node id %q", id.Value)
-		}
-		seenIDs[id.Value] = true
-		job, err := scalar(m, "job_id", where)
-		if err != nil {
-			return failErr(err)
-		}
-		sqlRaw, err := scalar(m, "sql", where)
-		if err != nil {
-			return failErr(err)
-		}
-		ni := nodeInfo{m: m, id: id, job: job, sqlRaw: sqlRaw}
-		if swap, ok := opts.SwapSQL[id.Value]; ok {
-			ni.swapped = true
-			ni.srcSQL = resolve(yamlDir, swap)
-		} else {
-			ni.absoluteIn = filepath.IsAbs(filepath.FromSlash(sqlRaw.Value))
-			ni.srcSQL = resolve(yamlDir, sqlRaw.Value)
-		}
-		if opts.SQLFolder != "" {
-			if _, _, err := within(opts.SQLFolder, ni.srcSQL); err != nil {
-				return failAt(sqlRaw.Line, "node %q: sql %s %v", id.Value, ni.srcSQL, err)
-			}
-		}
-		infos = append(infos, ni)
+	infos, err := readNodes(nodesSeq, yamlDir, opts)
+	if err != nil {
+		return out, err
 	}
-	for nodeID := range opts.SwapSQL {
-		if !seenIDs[nodeID] {
-			return fail("SwapSQL names node %q, which the network does not have", nodeID)
-		}
-	}
-
-	// Every SQL file is rendered once; all nodes using it must agree on the
-	// job name its header has to carry.
-	jobOfFile := map[string]string{}
-	sqlLine := map[string]int{} // the line of the first node's sql: naming each file
-	for _, ni := range infos {
-		if prev, ok := jobOfFile[ni.srcSQL]; ok && prev != ni.job.Value {
-			return failAt(ni.job.Line, "%s is used by nodes with different job_ids (%q, %q); its single name header cannot match both", ni.srcSQL, prev, ni.job.Value)
-		}
-		if _, ok := jobOfFile[ni.srcSQL]; !ok {
-			sqlLine[ni.srcSQL] = ni.sqlRaw.Line
-		}
-		jobOfFile[ni.srcSQL] = ni.job.Value
+	jobOfFile, sqlLine, err := jobsOfSQLFiles(infos)
+	if err != nil {
+		return out, err
 	}
 
 	// Mirror the layout under the common parent of the YAML and the SQL files.
@@ -230,39 +147,183 @@ func (s *Scope) Render(srcNetworkYAML, dstDir string, opts RenderOptions) (Rende
 	}
 	dstYAML, err := mirror(src)
 	if err != nil {
-		return fail("%v", err)
+		return out, err
 	}
 	out.Path = dstYAML
 
-	// Render SQL files, sorted for a deterministic write order.
+	dstOf, written, err := s.renderSQLFiles(jobOfFile, sqlLine, mirror, opts.SQLReplace)
+	if err != nil {
+		return out, err
+	}
+
+	// Pass 2: rename in the YAML tree.
+	setStr(netNode, out.NetworkID)
+	if err := s.renameNodes(&out, infos, dstYAML, dstOf); err != nil {
+		return out, err
+	}
+
+	if err := writeYAML(dstYAML, doc); err != nil {
+		return out, err
+	}
+	written = append(written, dstYAML)
+	sort.Strings(written)
+	out.Files = written
+	return out, nil
+}
+
+// parseNetwork reads the network fixture's document and checks its top level:
+// one mapping without duplicate keys, schema_version 1, a network_id and a
+// non-empty nodes list.
+func parseNetwork(raw []byte) (doc, nodesSeq, netNode *yaml.Node, err error) {
+	doc, line, problem := yamlerr.OneMapping(raw, yamlerr.Wording{
+		Empty:          "empty file: expected one YAML document holding a mapping",
+		Syntax:         "parse YAML: %s",
+		SecondDocument: "a second YAML document: a network fixture is one document",
+		NotMapping:     "expected one YAML document holding a mapping",
+	})
+	if problem != "" {
+		return nil, nil, nil, &lineError{line, problem}
+	}
+	root := doc.Content[0]
+	if err := checkDuplicateKeys(root, "network"); err != nil {
+		return nil, nil, nil, err
+	}
+	if v := mapValue(root, "schema_version"); v == nil || v.Kind != yaml.ScalarNode || v.Value != "1" {
+		line := root.Line
+		if v != nil {
+			line = v.Line
+		}
+		return nil, nil, nil, &lineError{line, "schema_version must be 1 (the only schema flowtest knows how to rename)"}
+	}
+	netNode, err = scalar(root, "network_id", "network")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	nodesSeq = mapValue(root, "nodes")
+	if nodesSeq == nil || nodesSeq.Kind != yaml.SequenceNode || len(nodesSeq.Content) == 0 {
+		line := root.Line
+		if nodesSeq != nil {
+			line = nodesSeq.Line
+		}
+		return nil, nil, nil, &lineError{line, "nodes must be a non-empty list"}
+	}
+	return doc, nodesSeq, netNode, nil
+}
+
+// nodeInfo is one node of the fixture as read in pass 1.
+type nodeInfo struct {
+	m                   *yaml.Node
+	id, job, sqlRaw     *yaml.Node
+	srcSQL              string
+	swapped, absoluteIn bool
+}
+
+// readNodes reads every node of the list: its id (unique), job_id and the SQL
+// file it runs (after opts.SwapSQL, inside opts.SQLFolder when set).
+func readNodes(nodesSeq *yaml.Node, yamlDir string, opts RenderOptions) ([]nodeInfo, error) {
+	infos := make([]nodeInfo, 0, len(nodesSeq.Content))
+	seenIDs := map[string]bool{}
+	for i, m := range nodesSeq.Content {
+		where := fmt.Sprintf("nodes[%d]", i)
+		if m.Kind != yaml.MappingNode {
+			return nil, &lineError{m.Line, fmt.Sprintf("%s is not a mapping", where)}
+		}
+		if err := checkDuplicateKeys(m, where); err != nil {
+			return nil, err
+		}
+		id, err := scalar(m, "id", where)
+		if err != nil {
+			return nil, err
+		}
+		where = fmt.Sprintf("node %q", id.Value)
+		if seenIDs[id.Value] {
+			return nil, &lineError{id.Line, fmt.Sprintf("duplicate node id %q", id.Value)}
+		}
+		seenIDs[id.Value] = true
+		job, err := scalar(m, "job_id", where)
+		if err != nil {
+			return nil, err
+		}
+		sqlRaw, err := scalar(m, "sql", where)
+		if err != nil {
+			return nil, err
+		}
+		ni := nodeInfo{m: m, id: id, job: job, sqlRaw: sqlRaw}
+		if swap, ok := opts.SwapSQL[id.Value]; ok {
+			ni.swapped = true
+			ni.srcSQL = resolve(yamlDir, swap)
+		} else {
+			ni.absoluteIn = filepath.IsAbs(filepath.FromSlash(sqlRaw.Value))
+			ni.srcSQL = resolve(yamlDir, sqlRaw.Value)
+		}
+		if opts.SQLFolder != "" {
+			if _, _, err := within(opts.SQLFolder, ni.srcSQL); err != nil {
+				return nil, &lineError{sqlRaw.Line, fmt.Sprintf("node %q: sql %s %v", id.Value, ni.srcSQL, err)}
+			}
+		}
+		infos = append(infos, ni)
+	}
+	for nodeID := range opts.SwapSQL {
+		if !seenIDs[nodeID] {
+			return nil, fmt.Errorf("SwapSQL names node %q, which the network does not have", nodeID)
+		}
+	}
+	return infos, nil
+}
+
+// jobsOfSQLFiles maps each SQL file to the job name its header has to carry:
+// every file is rendered once, so all nodes using it must agree on that name.
+// sqlLine is the line of the first node's sql: naming each file.
+func jobsOfSQLFiles(infos []nodeInfo) (jobOfFile map[string]string, sqlLine map[string]int, err error) {
+	jobOfFile = map[string]string{}
+	sqlLine = map[string]int{}
+	for _, ni := range infos {
+		if prev, ok := jobOfFile[ni.srcSQL]; ok && prev != ni.job.Value {
+			return nil, nil, &lineError{ni.job.Line, fmt.Sprintf("%s is used by nodes with different job_ids (%q, %q); its single name header cannot match both", ni.srcSQL, prev, ni.job.Value)}
+		}
+		if _, ok := jobOfFile[ni.srcSQL]; !ok {
+			sqlLine[ni.srcSQL] = ni.sqlRaw.Line
+		}
+		jobOfFile[ni.srcSQL] = ni.job.Value
+	}
+	return jobOfFile, sqlLine, nil
+}
+
+// renderSQLFiles renders every SQL file to its mirrored path, sorted for a
+// deterministic write order, and returns source -> rendered path and the
+// paths written.
+func (s *Scope) renderSQLFiles(jobOfFile map[string]string, sqlLine map[string]int, mirror func(string) (string, error), replace map[string]string) (dstOf map[string]string, written []string, err error) {
 	files := make([]string, 0, len(jobOfFile))
 	for f := range jobOfFile {
 		files = append(files, f)
 	}
 	sort.Strings(files)
-	dstOf := map[string]string{}
-	var written []string
+	dstOf = map[string]string{}
 	for _, f := range files {
 		d, err := mirror(f)
 		if err != nil {
-			return fail("%v", err)
+			return nil, nil, err
 		}
-		if _, err := s.RenderSQL(f, d, jobOfFile[f], opts.SQLReplace); err != nil {
-			return failAt(sqlLine[f], "%v", err)
+		if _, err := s.RenderSQL(f, d, jobOfFile[f], replace); err != nil {
+			return nil, nil, &lineError{sqlLine[f], err.Error()}
 		}
 		dstOf[f] = d
 		written = append(written, d)
 	}
+	return dstOf, written, nil
+}
 
-	// Pass 2: rename in the YAML tree.
-	setStr(netNode, out.NetworkID)
+// renameNodes scopes every node's id, job_id and depends_on entries in the
+// YAML tree, points a swapped or absolute sql: at its rendered copy, and
+// records the names in out.
+func (s *Scope) renameNodes(out *Rendered, infos []nodeInfo, dstYAML string, dstOf map[string]string) error {
 	out.NodeIDs = map[string]string{}
 	out.JobIDs = map[string]string{}
 	for _, ni := range infos {
 		fixtureID, fixtureJob := ni.id.Value, ni.job.Value
 		jobID, err := s.JobID(fixtureJob)
 		if err != nil {
-			return failAt(ni.job.Line, "node %q: %v", fixtureID, err)
+			return &lineError{ni.job.Line, fmt.Sprintf("node %q: %v", fixtureID, err)}
 		}
 		nodeID := s.NodeID(fixtureID)
 		setStr(ni.id, nodeID)
@@ -270,17 +331,17 @@ func (s *Scope) Render(srcNetworkYAML, dstDir string, opts RenderOptions) (Rende
 		if ni.swapped || ni.absoluteIn {
 			rel, err := filepath.Rel(filepath.Dir(dstYAML), dstOf[ni.srcSQL])
 			if err != nil {
-				return fail("node %q: %v", fixtureID, err)
+				return fmt.Errorf("node %q: %v", fixtureID, err)
 			}
 			setStr(ni.sqlRaw, filepath.ToSlash(rel))
 		}
 		if deps := mapValue(ni.m, "depends_on"); deps != nil {
 			if deps.Kind != yaml.SequenceNode {
-				return failAt(deps.Line, "node %q: depends_on must be a list", fixtureID)
+				return &lineError{deps.Line, fmt.Sprintf("node %q: depends_on must be a list", fixtureID)}
 			}
 			for _, d := range deps.Content {
 				if d.Kind != yaml.ScalarNode {
-					return failAt(d.Line, "node %q: depends_on entries must be node ids", fixtureID)
+					return &lineError{d.Line, fmt.Sprintf("node %q: depends_on entries must be node ids", fixtureID)}
 				}
 				setStr(d, s.NodeID(d.Value))
 			}
@@ -291,23 +352,21 @@ func (s *Scope) Render(srcNetworkYAML, dstDir string, opts RenderOptions) (Rende
 			FixtureID: fixtureID, ID: nodeID, FixtureJobID: fixtureJob, JobID: jobID, SQL: dstOf[ni.srcSQL],
 		})
 	}
+	return nil
+}
 
+// writeYAML encodes the edited tree with a two-space indent and writes it.
+func writeYAML(path string, doc *yaml.Node) error {
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
 	if err := enc.Encode(doc); err != nil {
-		return fail("encode YAML: %v", err)
+		return fmt.Errorf("encode YAML: %v", err)
 	}
 	if err := enc.Close(); err != nil {
-		return fail("encode YAML: %v", err)
+		return fmt.Errorf("encode YAML: %v", err)
 	}
-	if err := writeFile(dstYAML, buf.Bytes()); err != nil {
-		return fail("%v", err)
-	}
-	written = append(written, dstYAML)
-	sort.Strings(written)
-	out.Files = written
-	return out, nil
+	return writeFile(path, buf.Bytes())
 }
 
 // RenderSQL copies one SQL job file to dstPath with its `-- @ksql name:` (and

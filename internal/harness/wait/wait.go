@@ -289,72 +289,44 @@ func until(ctx context.Context, cfg Config, name, what string, timeout, interval
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
-	start := time.Now()
+	w := &waiter{cfg: cfg, name: name, what: what, timeout: timeout, start: time.Now()}
+	w.nextProgress = w.start.Add(cfg.ProgressAfter)
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	nextProgress := start.Add(cfg.ProgressAfter)
-	progressed := false
-	var lastObs string
-	var lastErr error
-	attempts := 0
-	done := func(outcome Outcome, err error) {
-		if cfg.OnDone == nil {
-			return
-		}
-		r := Record{Name: name, What: what, Limit: timeout, Elapsed: time.Since(start), Outcome: outcome,
-			Checks: attempts, LastObservation: lastObs}
-		if err != nil {
-			r.LastErr = err.Error()
-		}
-		cfg.OnDone(r)
-	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C // the first check runs immediately below
 
 	for {
-		attempts++
+		w.attempts++
 		ok, obs, err := cond(wctx)
 		if obs != "" {
-			lastObs = obs
+			w.lastObs = obs
 		}
 		if err != nil {
 			var perm permanentError
 			if errors.As(err, &perm) {
-				done(GaveUp, perm.err)
+				w.done(GaveUp, perm.err)
 				return fmt.Errorf("waiting for %s: %w", what, perm.err)
 			}
 			// A check cut short by the overall deadline says nothing new; keep the
 			// earlier, more useful error.
-			if wctx.Err() == nil || lastErr == nil {
-				lastErr = err
+			if wctx.Err() == nil || w.lastErr == nil {
+				w.lastErr = err
 			}
 		} else if ok {
-			if progressed {
-				fmt.Fprintf(cfg.Progress, "wait: %s reached after %s\n", what, round(time.Since(start)))
+			if w.progressed {
+				fmt.Fprintf(cfg.Progress, "wait: %s reached after %s\n", what, round(time.Since(w.start)))
 			}
-			done(Reached, nil)
+			w.done(Reached, nil)
 			return nil
 		} else {
-			lastErr = nil // the latest check succeeded; an older error is stale
+			w.lastErr = nil // the latest check succeeded; an older error is stale
 		}
+		w.reportProgress(time.Now())
 
-		now := time.Now()
-		if !now.Before(nextProgress) {
-			progressed = true
-			line := fmt.Sprintf("wait: still waiting for %s (%s of %s)", what, round(now.Sub(start)), round(timeout))
-			if lastObs != "" {
-				line += ": " + lastObs
-			}
-			if lastErr != nil {
-				line += fmt.Sprintf(" [last error: %v]", lastErr)
-			}
-			fmt.Fprintln(cfg.Progress, line)
-			nextProgress = now.Add(cfg.ProgressEvery)
-		}
-
-		gap := Gap(interval, maxInterval, attempts)
+		gap := Gap(interval, maxInterval, w.attempts)
 		if cfg.gapTaken != nil {
 			cfg.gapTaken(gap)
 		}
@@ -362,20 +334,71 @@ func until(ctx context.Context, cfg Config, name, what string, timeout, interval
 		select {
 		case <-timer.C:
 		case <-wctx.Done():
-			te := &TimeoutError{What: what, Timeout: timeout, Elapsed: time.Since(start), Attempts: attempts,
-				LastObservation: lastObs, LastErr: lastErr, Limit: name, Scale: cfg.Scale}
-			outcome, why := TimedOut, lastErr
-			if ctx.Err() != nil {
-				te.Cause = context.Cause(ctx)
-				outcome, why = GaveUp, te.Cause
-				if lastErr != nil {
-					why = fmt.Errorf("%w; last error: %v", te.Cause, lastErr)
-				}
-			}
-			done(outcome, why)
-			return te
+			return w.ended(ctx)
 		}
 	}
+}
+
+// waiter is the state of one wait in until: what it has seen so far and when it last
+// reported progress.
+type waiter struct {
+	cfg          Config
+	name, what   string
+	timeout      time.Duration
+	start        time.Time
+	nextProgress time.Time
+	progressed   bool // a progress line was written
+	lastObs      string
+	lastErr      error
+	attempts     int
+}
+
+// done tells cfg.OnDone, when set, how the wait ended.
+func (w *waiter) done(outcome Outcome, err error) {
+	if w.cfg.OnDone == nil {
+		return
+	}
+	r := Record{Name: w.name, What: w.what, Limit: w.timeout, Elapsed: time.Since(w.start), Outcome: outcome,
+		Checks: w.attempts, LastObservation: w.lastObs}
+	if err != nil {
+		r.LastErr = err.Error()
+	}
+	w.cfg.OnDone(r)
+}
+
+// reportProgress writes a "still waiting" line with the latest observation and error once
+// the next progress time has come.
+func (w *waiter) reportProgress(now time.Time) {
+	if now.Before(w.nextProgress) {
+		return
+	}
+	w.progressed = true
+	line := fmt.Sprintf("wait: still waiting for %s (%s of %s)", w.what, round(now.Sub(w.start)), round(w.timeout))
+	if w.lastObs != "" {
+		line += ": " + w.lastObs
+	}
+	if w.lastErr != nil {
+		line += fmt.Sprintf(" [last error: %v]", w.lastErr)
+	}
+	fmt.Fprintln(w.cfg.Progress, line)
+	w.nextProgress = now.Add(w.cfg.ProgressEvery)
+}
+
+// ended is the error of a wait whose bound passed (timed out) or whose caller's context ctx
+// ended first (gave up, with the cause).
+func (w *waiter) ended(ctx context.Context) error {
+	te := &TimeoutError{What: w.what, Timeout: w.timeout, Elapsed: time.Since(w.start), Attempts: w.attempts,
+		LastObservation: w.lastObs, LastErr: w.lastErr, Limit: w.name, Scale: w.cfg.Scale}
+	outcome, why := TimedOut, w.lastErr
+	if ctx.Err() != nil {
+		te.Cause = context.Cause(ctx)
+		outcome, why = GaveUp, te.Cause
+		if w.lastErr != nil {
+			why = fmt.Errorf("%w; last error: %v", te.Cause, w.lastErr)
+		}
+	}
+	w.done(outcome, why)
+	return te
 }
 
 // round keeps durations in messages readable (4m59s, 1.2s, 350ms, 42µs): the precision
