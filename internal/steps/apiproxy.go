@@ -130,3 +130,22 @@ func scenarioCA(sc *scene) (*faultproxy.CA, string, error) {
 	s.ca, s.bundle = ca, bundle
 	return ca, bundle, nil
 }
+
+// invariantParties are the proxies whose writes the invariants judge, by party name, in the
+// order they started.
+type invariantParties struct {
+	names   []string
+	proxies []*faultproxy.Proxy
+}
+
+var invariantKey = scenario.NewKey[invariantParties]("invariant-parties")
+
+// judgeWritesOf makes the writes through proxy p count as party name's for the invariants.
+func judgeWritesOf(st *scenario.State, name string, p *faultproxy.Proxy) {
+	ip := invariantKey.Of(st)
+	ip.names = append(ip.names, name)
+	ip.proxies = append(ip.proxies, p)
+}
+
+// parties are the party names and their proxies, in the order they started.
+func (ip *invariantParties) parties() ([]string, []*faultproxy.Proxy) { return ip.names, ip.proxies }

@@ -22,7 +22,6 @@ type barrierDomain struct{}
 func (d barrierDomain) register(reg stepdef.Registry) {
 	reg.Step(`^barrier "([^"]+)" in the fault proxy of "([^"]+)" holds the (GET|POST|PUT|DELETE) of (record|records) in the (state|audit|request) app (before it is sent|after it succeeded)(?: when it carries "([^"]+)")?$`, d.addBarrier)
 	reg.Step(`^barrier "([^"]+)" in the fault proxy of "([^"]+)" holds the (GET|POST|PUT|DELETE) of (record|records) in the (state|audit|request) app (before it is sent|after it succeeded) when it carries "([^"]+)", the first sent after the (POST|PUT) of (record|records) in the (state|audit|request) app carrying "([^"]+)"$`, d.addArmedBarrier)
-	reg.Step(`^barrier "([^"]+)" in the fault proxy of "([^"]+)" holds the PUT of `+reqRef+` in the request app (before it is sent|after it succeeded) when it carries "([^"]+)"$`, d.addRequestBarrier)
 	reg.Step(`^barrier "([^"]+)" is reached$`, d.barrierIsReached)
 	reg.Step(`^barrier "([^"]+)" is released$`, d.releaseBarrier)
 }
@@ -67,16 +66,6 @@ func (barrierDomain) addArmedBarrier(ctx context.Context, name, process, method,
 	after := &faultproxy.Match{Path: `/k/v1/` + regexp.QuoteMeta(afterEndpoint+".json") + `$`, Method: afterMethod,
 		Body: &faultproxy.BodyMatch{App: appID, Field: afterField}}
 	return installBarrier(ctx, name, process, method, endpoint, app, phase, field, "", after)
-}
-
-// addRequestBarrier holds the PUT of one request record (matched by its $id, the body's
-// top-level "id"): the claim of exactly that request, not of another one the poller sees.
-func (barrierDomain) addRequestBarrier(ctx context.Context, name, process, ref, phase, field string) error {
-	m, err := requestsOf(ctx).find(ref)
-	if err != nil {
-		return err
-	}
-	return installBarrier(ctx, name, process, "PUT", "record", "request", phase, field, m.id, nil)
 }
 
 // installBarrier installs (or plans, for a process not started yet) one barrier; recordID,

@@ -13,7 +13,6 @@ import (
 	"github.com/ksqlflow/flowtest/internal/harness/faultproxy"
 	"github.com/ksqlflow/flowtest/internal/harness/scenario"
 	"github.com/ksqlflow/flowtest/internal/harness/stepdef"
-	"github.com/ksqlflow/flowtest/internal/harness/target"
 	"github.com/ksqlflow/flowtest/internal/harness/wait"
 	"github.com/ksqlflow/flowtest/internal/results"
 )
@@ -32,8 +31,6 @@ func (d faultDomain) register(reg stepdef.Registry) {
 	reg.Step(`^the fault proxy of "([^"]+)" (passes everything|blocks everything|blocks writes)$`, d.switchMode)
 	reg.Step(`^the fault proxy of "([^"]+)" has dropped at least (\d+) requests?$`, d.droppedAtLeast)
 	reg.Step(`^the fault proxy of "([^"]+)" passes everything again when at most (\d+) s of the (\d+) s lease it last carried are left$`, d.passBeforeLeaseDeadline)
-	reg.Step(`^the kSQL-Flow child of that attempt finishes on its own and its JOB log row is "([^"]+)"$`, d.childFinishesCutOff)
-	reg.Step(`^the kSQL-Flow child of that attempt finishes on its own and its JOB log row has a terminal status$`, d.childFinishesCutOffTerminal)
 }
 
 // faultState: the processes declared to go through a fault proxy, and their proxies by
@@ -251,40 +248,6 @@ func (faultDomain) droppedAtLeast(ctx context.Context, name string, n int) error
 	}
 	sc.st.Note("dropped requests of "+name, countSummary(p.Counts()))
 	return sc.st.Assert("requests dropped by the fault proxy of "+name, fmt.Sprintf("at least %d", n), seen, seen >= n)
-}
-
-// childFinishesCutOff waits (bounded) for the JOB log row of the attempt the last "has a
-// RUNNING attempt" step found to leave RUNNING: kSQL-Flow's traffic does not pass FlowNet's
-// proxy (at most the scope's kSQL-Flow proxy, windows.go), so an outage of FlowNet's traffic
-// must not touch it. The harness reads the JOB log directly.
-func (faultDomain) childFinishesCutOff(ctx context.Context, status string) error {
-	sc := sceneOf(ctx)
-	node, att, err := killKey.Of(sc.st).runningAttempt()
-	if err != nil {
-		return err
-	}
-	var row jobLogRow
-	err = wait.For(ctx, wait.JobLogTerminal, "the JOB log row of attempt "+att.NodeAttemptID+" to leave RUNNING", func(ctx context.Context) (bool, string, error) {
-		rows, err := readExact(ctx, sc, target.RoleLog, decodeJobLogRow, match{"attempt_id", att.NodeAttemptID})
-		if err != nil {
-			return false, "", err
-		}
-		if len(rows) != 1 {
-			return false, fmt.Sprintf("%d JOB log rows", len(rows)), nil
-		}
-		row = rows[0]
-		return row.Status != "RUNNING" && row.Status != "", "JOB log " + orNone(row.Status), nil
-	})
-	if err != nil {
-		return err
-	}
-	return jobLogStatusIs(sc, "JOB log status of the attempt of "+node+" while FlowNet was cut off", status, row.Status)
-}
-
-// childFinishesCutOffTerminal is childFinishesCutOff accepting any terminal status (the
-// original's acceptance where the child's own end is not what the scenario proves).
-func (d faultDomain) childFinishesCutOffTerminal(ctx context.Context) error {
-	return d.childFinishesCutOff(ctx, anyTerminal)
 }
 
 // passBeforeLeaseDeadline ends an outage close to, but before, the lease deadline (the

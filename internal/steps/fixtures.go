@@ -376,3 +376,8 @@ func (f *fixtureState) renderReplacing(sc *scene, name, label string, replace ma
 	}
 	return f.checkIdentifiers(sc)
 }
+
+// expand fills {scope} and {network_id} (of network n) into a feature-text value.
+func expand(ctx context.Context, v, networkID string) string {
+	return strings.NewReplacer("{scope}", fixturesOf(ctx).scope().ID(), "{network_id}", networkID).Replace(v)
+}

@@ -84,19 +84,19 @@ func startFlowNet(ctx context.Context, spec flownetSpec) (*flownetCall, error) {
 	if err := os.MkdirAll(sc.ksqlWorkDir, 0o755); err != nil {
 		return nil, err
 	}
-	if startsKsqlFlow[spec.Sub] {
-		// Before the first run of the scenario exists, so every run's profile snapshot has the
-		// kSQL-Flow proxy's base URL and every kSQL-Flow child is counted (ksqlproxy.go).
-		if err := ksqlProxyKey.Of(sc.st).ensure(ctx, sc); err != nil {
+	for _, before := range sc.hooks.beforeFlowNet {
+		if err := before(ctx, spec.Sub); err != nil {
 			return nil, err
 		}
 	}
 	env := append(flownetEnv(sc, fx), spec.Env...)
-	proxied, err := proxyEnvFor(ctx, name)
-	if err != nil {
-		return nil, err
+	for _, add := range sc.hooks.processEnv { // a fault or counting proxy (the proxy group)
+		proxied, err := add(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		env = append(env, proxied...)
 	}
-	env = append(env, proxied...)
 	path, argv := sc.suite.Target.FlowNet.With(args...)
 	c := &flownetCall{name: name, sub: spec.Sub, env: env, network: spec.Network}
 	if c.network == "" && fx.current() != nil {
@@ -111,10 +111,13 @@ func startFlowNet(ctx context.Context, spec flownetSpec) (*flownetCall, error) {
 	return c, nil
 }
 
-// flownetEnv is the environment of every FlowNet command of the scope.
+// flownetEnv is the environment of every FlowNet command of the scope: the target's, what
+// the groups above add (the CSV IO root, the kSQL-Flow proxy's config copy), the scope's parties.
 func flownetEnv(sc *scene, fx *fixtureState) []string {
-	env := append(sc.suite.Target.FlowNetEnv("", sc.ksqlWorkDir), csvIOEnv(sc, fx)...)
-	env = append(env, ksqlProxyEnv(sc)...)
+	env := sc.suite.Target.FlowNetEnv("", sc.ksqlWorkDir)
+	for _, add := range sc.hooks.flownetEnv {
+		env = append(env, add(sc, fx)...)
+	}
 	return append(env,
 		"KSQL_FLOWNET_REQUESTED_BY="+fx.scope().Principal("requester"),
 		"KSQL_FLOWNET_SERVICE_PRINCIPAL="+fx.scope().Principal("service"),

@@ -30,22 +30,6 @@ import (
 // ExemptionStaleNote is the note of an exemption whose invariant held: the run lists them.
 const ExemptionStaleNote = "invariant exemption stale"
 
-// invariantParties are the proxies whose writes the invariants judge, by party name, in the
-// order they started.
-type invariantParties struct {
-	names   []string
-	proxies []*faultproxy.Proxy
-}
-
-var invariantKey = scenario.NewKey[invariantParties]("invariant-parties")
-
-// judgeWritesOf makes the writes through proxy p count as party name's for the invariants.
-func judgeWritesOf(st *scenario.State, name string, p *faultproxy.Proxy) {
-	ip := invariantKey.Of(st)
-	ip.names = append(ip.names, name)
-	ip.proxies = append(ip.proxies, p)
-}
-
 // CheckInvariants runs every invariant over the scenario's writes and final records;
 // exempt are the scenario's exemptions (invariant → reason). It records an assertion per
 // invariant checked, and returns an error naming the invariants violated.
@@ -55,15 +39,15 @@ func CheckInvariants(ctx context.Context, st *scenario.State, exempt map[string]
 		st.Note("invariants", "not checked: the scenario was not prepared (no scene)")
 		return nil
 	}
-	ip := invariantKey.Of(st)
-	h := schedule.History{Writes: partyWrites(ip.names, ip.proxies, sc.suite.Target.AppRoles())}
+	names, proxies := invariantKey.Of(st).parties()
+	h := schedule.History{Writes: partyWrites(names, proxies, sc.suite.Target.AppRoles())}
 	var err error
 	h.State, h.Audit, h.Request, err = FinalRecords(ctx, st)
 	if err != nil {
 		return st.Assert(schedule.AssertionPrefix+"checks: the scope's final records", "read", err.Error(), false)
 	}
 	st.Note("invariants", fmt.Sprintf("checked over %d writes of %s and the final records (%d state, %d audit, %d request)",
-		len(h.Writes), partiesText(ip.names), len(h.State), len(h.Audit), len(h.Request)))
+		len(h.Writes), partiesText(names), len(h.State), len(h.Audit), len(h.Request)))
 	return judgeInvariants(st, h, exempt)
 }
 

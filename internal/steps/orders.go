@@ -23,6 +23,7 @@ func (d orderDomain) register(reg stepdef.Registry) {
 	reg.Step(`^the operator archives the run in the background as "([^"]+)"$`, d.archiveInTheBackground)
 	reg.Step(`^the run's hold record is "(REQUESTED|ACCEPTED|RELEASED)"$`, d.holdRecordIs)
 	reg.Step(`^the fault proxies saw the three-way order: "([^"]+)" read the run before "([^"]+)" wrote it terminal, then "([^"]+)" made its checks before barrier "([^"]+)" let the hold write go, and the hold was written before barrier "([^"]+)" let the ARCHIVED write go$`, d.threeWayOrder)
+	reg.Step(`^barrier "([^"]+)" in the fault proxy of "([^"]+)" holds the PUT of `+reqRef+` in the request app (before it is sent|after it succeeded) when it carries "([^"]+)"$`, d.addRequestBarrier)
 }
 
 func (orderDomain) stopInTheBackground(ctx context.Context, name string) error {
@@ -172,4 +173,14 @@ func (orderDomain) threeWayOrder(ctx context.Context, stop, runner, closer, stop
 		}
 	}
 	return nil
+}
+
+// addRequestBarrier holds the PUT of one request record (matched by its $id, the body's
+// top-level "id"): the claim of exactly that request, not of another one the poller sees.
+func (orderDomain) addRequestBarrier(ctx context.Context, name, process, ref, phase, field string) error {
+	m, err := requestsOf(ctx).find(ref)
+	if err != nil {
+		return err
+	}
+	return installBarrier(ctx, name, process, "PUT", "record", "request", phase, field, m.id, nil)
 }

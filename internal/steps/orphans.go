@@ -25,6 +25,8 @@ func (d orphanDomain) register(reg stepdef.Registry) {
 	reg.Step(`^the orphaned kSQL-Flow child of "([^"]+)" finishes and its JOB log row is "([^"]+)"$`, d.orphanFinishes)
 	reg.Step(`^the orphaned kSQL-Flow child of "([^"]+)" finishes and its JOB log row has a terminal status$`, d.orphanFinishesTerminal)
 	reg.Step(`^the latest attempt of node "([^"]+)" is "([^"]+)" with result code "([^"]+)" and the start time it had when FlowNet was killed$`, d.attemptKeptItsStart)
+	reg.Step(`^the kSQL-Flow child of that attempt finishes on its own and its JOB log row is "([^"]+)"$`, d.childFinishesCutOff)
+	reg.Step(`^the kSQL-Flow child of that attempt finishes on its own and its JOB log row has a terminal status$`, d.childFinishesCutOffTerminal)
 }
 
 // orphanState is what each kill left behind, in kill order.
@@ -259,4 +261,38 @@ func (orphanDomain) attemptKeptItsStart(ctx context.Context, name, status, code 
 		return err
 	}
 	return sc.st.Equal("execution_started_at of the latest attempt of "+name+" against its value at the kill", k.attempt.ExecutionStartedAt, orNone(a.ExecutionStartedAt))
+}
+
+// childFinishesCutOff waits (bounded) for the JOB log row of the attempt the last "has a
+// RUNNING attempt" step found to leave RUNNING: kSQL-Flow's traffic does not pass FlowNet's
+// proxy (at most the scope's kSQL-Flow proxy, windows.go), so an outage of FlowNet's traffic
+// must not touch it. The harness reads the JOB log directly.
+func (orphanDomain) childFinishesCutOff(ctx context.Context, status string) error {
+	sc := sceneOf(ctx)
+	node, att, err := killKey.Of(sc.st).runningAttempt()
+	if err != nil {
+		return err
+	}
+	var row jobLogRow
+	err = wait.For(ctx, wait.JobLogTerminal, "the JOB log row of attempt "+att.NodeAttemptID+" to leave RUNNING", func(ctx context.Context) (bool, string, error) {
+		rows, err := readExact(ctx, sc, target.RoleLog, decodeJobLogRow, match{"attempt_id", att.NodeAttemptID})
+		if err != nil {
+			return false, "", err
+		}
+		if len(rows) != 1 {
+			return false, fmt.Sprintf("%d JOB log rows", len(rows)), nil
+		}
+		row = rows[0]
+		return row.Status != "RUNNING" && row.Status != "", "JOB log " + orNone(row.Status), nil
+	})
+	if err != nil {
+		return err
+	}
+	return jobLogStatusIs(sc, "JOB log status of the attempt of "+node+" while FlowNet was cut off", status, row.Status)
+}
+
+// childFinishesCutOffTerminal is childFinishesCutOff accepting any terminal status (the
+// original's acceptance where the child's own end is not what the scenario proves).
+func (d orphanDomain) childFinishesCutOffTerminal(ctx context.Context) error {
+	return d.childFinishesCutOff(ctx, anyTerminal)
 }

@@ -277,7 +277,9 @@ func startChild(ctx context.Context, np *namedProc, spec proc.Spec) error {
 		return fmt.Errorf("start %s %q: %w", np.kind, np.name, err)
 	}
 	np.proc = p
-	watchExploredExit(sc.st, np.name, p.Done(), p.BusyProbe()) // explore.go
+	for _, started := range sc.hooks.started { // the explore scheduler's watch (the proxy group)
+		started(sc.st, np.name, p.Done(), p.BusyProbe())
+	}
 	if np.scope == nil {
 		np.scope = fixturesOf(ctx).scope()
 	}

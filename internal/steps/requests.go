@@ -161,11 +161,6 @@ func (rs *requestState) find(ref string) (*madeRequest, error) {
 	return nil, fmt.Errorf("no request named %q was created", name)
 }
 
-// expand fills {scope} and {network_id} (of network n) into a feature-text value.
-func expand(ctx context.Context, v, networkID string) string {
-	return strings.NewReplacer("{scope}", fixturesOf(ctx).scope().ID(), "{network_id}", networkID).Replace(v)
-}
-
 // create writes one request through the guard. extra holds machine fields (a dead claim).
 func (rs *requestState) create(ctx context.Context, m *madeRequest, extra map[string]any) error {
 	sc, fx := sceneOf(ctx), fixturesOf(ctx)

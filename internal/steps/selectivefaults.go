@@ -2,17 +2,14 @@ package steps
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/ksqlflow/flowtest/internal/harness/faultproxy"
 	"github.com/ksqlflow/flowtest/internal/harness/scenario"
 	"github.com/ksqlflow/flowtest/internal/harness/stepdef"
-	"github.com/ksqlflow/flowtest/internal/kintoneapi"
 	"github.com/ksqlflow/flowtest/internal/results"
 )
 
@@ -33,7 +30,6 @@ func (d selectiveFaultDomain) register(reg stepdef.Registry) {
 	reg.Step(`^fault "([^"]+)" in the fault proxy of "([^"]+)" answers `+faultTarget+` with (\d{3})(?: ([A-Z]+_[A-Z0-9]+))?, `+faultTimes+`$`, d.answers)
 	reg.Step(`^fault "([^"]+)" in the fault proxy of "([^"]+)" answers `+faultTarget+` with 400 CB_VA01 naming "([a-z0-9_]+)" as a duplicate, `+faultTimes+`$`, d.answersDuplicate)
 	reg.Step(`^fault "([^"]+)" in the fault proxy of "([^"]+)" (loses the response of|resets) `+faultTarget+`, `+faultTimes+`$`, d.losesOrResets)
-	reg.Step(`^fault "([^"]+)" in the fault proxy of "([^"]+)" answers the GET of records in the audit app with another event's RUN_ARCHIVED audit under the key of the event that holds the lock "([^"]+)" took, once$`, d.answersAnotherEventsAudit)
 	reg.Step(`^fault "([^"]+)" fired (exactly once|exactly \d+ times|at least once)$`, d.firedTimes)
 	reg.Step(`^the traffic log of "([^"]+)" shows the request fault "([^"]+)" took, answered (\d{3})$`, d.trafficShowsFault)
 }
@@ -71,71 +67,6 @@ func (d selectiveFaultDomain) answersDuplicate(ctx context.Context, name, proces
 
 func (d selectiveFaultDomain) losesOrResets(ctx context.Context, name, process, action, method, endpoint, app, field, times string) error {
 	return addFault(ctx, name, process, method, endpoint, app, field, times, faultproxy.Fault{Action: actionsByText[action]})
-}
-
-// answersAnotherEventsAudit answers the process's next read of the audit app, in kintone's
-// stead, with a RUN_ARCHIVED OPERATION_AUDIT under OP:<event id> that is not that event's:
-// the record another writer would have left under the unique key. The harness may not write
-// the audit app (its write guard), so the record is answered, not stored. The event id is
-// the owner of the Network lock the CLOSE took (§1.9: owner = event_id), read while the
-// CLOSE's audit insert is held. The record follows §4.2's physical mapping (record_key,
-// result_code = event_type, reason = the audit object as JSON, resolved_at = archived_at)
-// and differs from the event's own in previous_status only (the Run is FAILED; this one
-// says CANCELLED): a CLOSE that compares any less than §1.9's five fields takes it for its
-// own.
-func (d selectiveFaultDomain) answersAnotherEventsAudit(ctx context.Context, name, process, closer string) error {
-	added, last, err := locksAddedSinceNoted(ctx)
-	if err != nil {
-		return err
-	}
-	if len(added) != 1 || !strings.HasPrefix(added[0].OwnerInvocationID, "archive_") {
-		return fmt.Errorf("fault %q: want the one NETWORK_LOCK %s took after record %d, owned by its archive_<uuid> event; found %d added (%s)", name, closer, last, len(added), lockOwners(added))
-	}
-	ev := added[0].OwnerInvocationID
-	run, err := theRun(ctx)
-	if err != nil {
-		return err
-	}
-	before, err := strconv.Atoi(run.Revision)
-	if err != nil {
-		return fmt.Errorf("fault %q: the run's $revision %q: %w", name, run.Revision, err)
-	}
-	body, err := anotherEventsAudit(ev, run.RunID, before-1, time.Now())
-	if err != nil {
-		return err
-	}
-	return addFault(ctx, name, process, "GET", "records", "audit", "", "once", faultproxy.Fault{Action: faultproxy.ActionRespond, Status: 200, Body: body})
-}
-
-func lockOwners(locks []networkLock) string {
-	var owners []string
-	for _, l := range locks {
-		owners = append(owners, orNone(l.OwnerInvocationID))
-	}
-	return orNone(strings.Join(owners, ", "))
-}
-
-// anotherEventsAudit is kintone's GET records answer holding one OPERATION_AUDIT under
-// OP:<eventID> whose audit object says the run was CANCELLED. revisionBefore is the Run's
-// $revision before the CLOSE's one PUT (kintone adds one per update).
-func anotherEventsAudit(eventID, runID string, revisionBefore int, now time.Time) (string, error) {
-	at := now.UTC().Format("2006-01-02T15:04:05Z")
-	obj, err := json.Marshal(map[string]any{
-		"event_id": eventID, "event_type": "RUN_ARCHIVED", "run_id": runID, "result_code": "RUN_ARCHIVED",
-		"requested_by": "another writer", "reason": "another event", "archived_at": at,
-		"previous_status": "CANCELLED", "run_revision_before": revisionBefore, "service_principal": "another writer",
-	})
-	if err != nil {
-		return "", err
-	}
-	rec := kintoneapi.Record{
-		"$id": {Type: "__ID__", Value: "900000001"}, "$revision": {Type: "__REVISION__", Value: "1"},
-		"record_key": {Type: "SINGLE_LINE_TEXT", Value: "OP:" + eventID}, "record_type": {Type: "DROP_DOWN", Value: "OPERATION_AUDIT"},
-		"run_id": {Type: "SINGLE_LINE_TEXT", Value: runID}, "result_code": {Type: "SINGLE_LINE_TEXT", Value: "RUN_ARCHIVED"},
-		"reason": {Type: "MULTI_LINE_TEXT", Value: string(obj)}, "resolved_at": {Type: "DATETIME", Value: at},
-	}
-	b, err := json.Marshal(map[string]any{"records": []kintoneapi.Record{rec}, "totalCount": nil})
-	return string(b), err
 }
 
 // parseTimes reads "once", "<n> times" or "always".

@@ -3,7 +3,13 @@
 // fetched from the scenario by a typed key (internal/harness/scenario.Key); another domain reaches
 // that state only through its methods (domains_test.go checks both this list and that rule):
 //
-//	suite.go         the Suite every scenario shares, the domain list, the scene, BeforeScenario
+//	suite.go         the entry points: Initialize (one registration per group), BeforeScenario
+//	scene.go         the Suite every scenario shares, the scene, its launch hooks
+//	index_kit.go     the kit's step domains
+//	index_proxy.go   the proxy group's step domains and its hooks into the processes the kit starts
+//	index_operator.go  the operator group's step domains
+//	index_requests.go  the request group's step domains
+//	index_csv.go     the CSV group's step domains and its hook (the IO root in FlowNet's environment)
 //	fixtures.go      the network fixture and the scope it is rendered with
 //	fixturefiles.go  the steps that read a fixture file, resolved inside its folder for them and the preflight
 //	processes.go     named processes: who is "the FlowNet run", "the holder", …
@@ -60,166 +66,30 @@ package steps
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"path/filepath"
 
 	"github.com/cucumber/godog"
 
-	"github.com/ksqlflow/flowtest/internal/harness/kintoneguard"
 	"github.com/ksqlflow/flowtest/internal/harness/scenario"
-	"github.com/ksqlflow/flowtest/internal/harness/scope"
 	"github.com/ksqlflow/flowtest/internal/harness/stepdef"
-	"github.com/ksqlflow/flowtest/internal/harness/target"
-	"github.com/ksqlflow/flowtest/internal/kintoneapi"
-	"github.com/ksqlflow/flowtest/internal/safety"
 )
 
-// Suite is what every scenario of a run shares.
-type Suite struct {
-	Target      *target.Target
-	FixturesDir string // absolute path of features/fixtures
-	// ConfirmedBy names the operator who confirms force-unlock cleanups. Empty on the
-	// sandbox means the scope's own principal confirms (live mode refuses to start a
-	// scenario that needs a confirmer without one: see the preflight).
-	ConfirmedBy string
-	// Scopes are made during preflight, so that the identifiers the safety layer checked are
-	// exactly the ones the scenario uses.
-	Scopes map[string]*scope.Scope
-	// CheckIdentifiers applies the preflight's identifier rules to identifiers made later
-	// (a trial's sub-scope). Nil means no later identifier may be made.
-	CheckIdentifiers func(ids []safety.Identifier) error
-	// CheckFixture applies the preflight's fixture rules (SQL allow-list, job ids) to a
-	// fixture a scenario changes after preflight (an edited working copy). Nil refuses edits.
-	CheckFixture func(f safety.Fixture) error
-	// Cleaner deletes the scope's records after a scenario (the guarded harness client).
-	Cleaner Cleaner
-	// ArchiveDir is the run's archive folder; a scenario's record is its evidence reference.
-	ArchiveDir string
-	Log        io.Writer
-	// FlowtestBin is the flowtest executable: the CSV steps give FlowNet its hidden
-	// ksql-flow-wrapper as the kSQL-Flow launcher (a kSQL-Flow without importCsv, an SJIS export).
-	FlowtestBin string
-	// Redact learns values a scenario makes that must never reach the archive (a request's
-	// reason body, a fake token handed to a process). Nil: nothing to register (unit tests).
-	Redact Redaction
-}
-
-// Redaction is the archive writer's redactor as the steps see it.
-type Redaction interface {
-	AddReason(body string)
-	AddSecret(name, value string)
-}
-
-// Cleaner removes what a scenario left in the state and audit apps.
-type Cleaner interface {
-	DeleteScope(ctx context.Context, sc *scope.Scope, runIDs []string) (deleted int, err error)
-}
-
-// domains is the step index: every domain's registration table, in this order.
-var domains = []func(stepdef.Registry){
-	fixtureDomain{}.register,
-	processDomain{}.register,
-	runDomain{}.register,
-	recordDomain{}.register,
-	jobLogDomain{}.register,
-	killDomain{}.register,
-	jobLockDomain{}.register,
-	lockConflictDomain{}.register,
-	statusDomain{}.register,
-	holdDomain{}.register,
-	forceUnlockDomain{}.register,
-	resolveDomain{}.register,
-	refusalDomain{}.register,
-	snapshotDomain{}.register,
-	orphanDomain{}.register,
-	requestDomain{}.register,
-	pollerDomain{}.register,
-	startDomain{}.register,
-	faultDomain{}.register,
-	barrierDomain{}.register,
-	faultTrafficDomain{}.register,
-	windowDomain{}.register,
-	stopDomain{}.register,
-	csvIODomain{}.register,
-	csvAppDomain{}.register,
-	csvExportDomain{}.register,
-	csvReceiptDomain{}.register,
-	csvWrapperDomain{}.register,
-	csvMemoryDomain{}.register,
-	cliKintoneDomain{}.register,
-	csvLeakDomain{}.register,
-	csvFaultDomain{}.register,
-	lifecycleDomain{}.register,
-	requesterDomain{}.register,
-	orderDomain{}.register,
-	closeRaceDomain{}.register,
-	jobUnlockDomain{}.register,
-	selectiveFaultDomain{}.register,
-	closeRowDomain{}.register,
-	loserDomain{}.register,
-}
-
-// Initialize registers every step domain.
+// Initialize registers every step group.
 func (s *Suite) Initialize(_ *godog.ScenarioContext, reg stepdef.Registry) {
-	for _, register := range domains {
-		register(reg)
-	}
+	addKitSteps(reg)
+	addProxySteps(reg)
+	addOperatorSteps(reg)
+	addRequestSteps(reg)
+	addCSVSteps(reg)
 }
 
-// scene is what every domain of one scenario reads and none writes after BeforeScenario:
-// the suite, the scenario state and the read-only kintone client.
-type scene struct {
-	suite       *Suite
-	st          *scenario.State
-	reader      *kintoneapi.Client
-	ksqlWorkDir string // KSQL_FLOW_WORKDIR given to FlowNet (where execution results land)
-}
-
-var sceneKey = scenario.NewKey[scene]("scene")
-
-func sceneOf(ctx context.Context) *scene {
-	sc := sceneKey.Of(scenario.From(ctx))
-	if sc.st == nil {
-		panic("steps: scenario has no scene (BeforeScenario did not run)")
-	}
-	return sc
-}
-
-func (s *scene) app(role string) string { return s.suite.Target.Apps[role].ID }
-
-// BeforeScenario prepares the scene of one scenario, hands the scope to the fixture domain
-// and pushes the record cleanup.
+// BeforeScenario prepares the kit's scene of one scenario, then lets the groups above the
+// kit hook into the processes it starts: CSV before the proxies, the order the FlowNet
+// environment always listed them in.
 func (s *Suite) BeforeScenario(ctx context.Context, st *scenario.State) error {
-	sc, ok := s.Scopes[st.ID]
-	if !ok {
-		return fmt.Errorf("no scope was made for scenario %s during preflight", st.ID)
+	if err := s.prepareScene(ctx, st); err != nil {
+		return err
 	}
-	roles := []string{target.RoleState, target.RoleAudit, target.RoleLog}
-	if a, ok := s.Target.Apps[target.RoleRequest]; ok && a.ID != "" && a.Tokens["read"] != "" {
-		roles = append(roles, target.RoleRequest) // request scenarios read what the poller decided
-	}
-	reader, err := s.Target.ReadClient(roles...)
-	if err != nil {
-		return fmt.Errorf("kintone reader: %w", err)
-	}
-	*sceneKey.Of(st) = scene{suite: s, st: st, reader: kintoneguard.Counted(reader, st.API), ksqlWorkDir: filepath.Join(st.WorkDir, "ksql-work")}
-	for _, t := range st.Tags {
-		if t == "@p2-16" { // P2-16 records hold request and process summaries only (scenarios.md §2.7)
-			st.SummarizeOutputs()
-		}
-	}
-	fx := fixtureKey.Of(st)
-	fx.begin(sc)
-	if s.Cleaner != nil {
-		st.Defer("delete the scope's records in the state and audit apps", func(ctx context.Context) error {
-			n, err := s.Cleaner.DeleteScope(ctx, fx.scope(), processKey.Of(st).runIDs(fx.scope()))
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(st.Log, "  cleanup: deleted %d records of scope %s\n", n, fx.scope().ID())
-			return nil
-		})
-	}
+	hookCSVIO(st)
+	hookProxies(st)
 	return nil
 }
