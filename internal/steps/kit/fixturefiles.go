@@ -100,7 +100,7 @@ func FixtureRefs(stepLines []string) []FixtureRef {
 	return out
 }
 
-// fixtureFile resolves a fixture argument of a step through the resolver the preflight used
+// FixtureFile resolves a fixture argument of a step through the resolver the preflight used
 // (scope.ResolveFixture), so the step reads the file the preflight checked; a path that
 // escapes its folder fails the step with the preflight's reason.
 func (s *Suite) FixtureFile(kind scope.FixtureKind, name string) (scope.FixtureFile, error) {

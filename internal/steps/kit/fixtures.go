@@ -16,7 +16,7 @@ import (
 	"github.com/ksqlflow/flowtest/internal/safety"
 )
 
-// fixtureDomain: the network fixture a scenario runs and the scope it is rendered with.
+// FixtureDomain: the network fixture a scenario runs and the scope it is rendered with.
 type FixtureDomain struct{}
 
 func (d FixtureDomain) register(reg stepdef.Registry) {
@@ -28,7 +28,7 @@ func (d FixtureDomain) register(reg stepdef.Registry) {
 	reg.Step(`^the scenario turns to network "([^"]+)"$`, d.turnsToNetwork)
 }
 
-// fixtureState is the scope the scenario uses now and the network rendered under it. A
+// FixtureState is the scope the scenario uses now and the network rendered under it. A
 // scenario that drives several networks names each ("as network "local""): the latest one
 // rendered is the current network the other steps act on, and steps that name a network
 // find it by its label.
@@ -44,16 +44,16 @@ var FixtureKey = scenario.NewKey[FixtureState]("fixtures")
 
 func FixturesOf(ctx context.Context) *FixtureState { return FixtureKey.Of(scenario.From(ctx)) }
 
-// begin hands the fixture domain the scenario's own scope (BeforeScenario).
+// Begin hands the fixture domain the scenario's own scope (BeforeScenario).
 func (f *FixtureState) Begin(sc *scope.Scope) { f.cur = sc }
 
-// scope is the scope the scenario uses now: its own, or the trial sub-scope it entered.
+// Scope is the scope the scenario uses now: its own, or the trial sub-scope it entered.
 func (f *FixtureState) Scope() *scope.Scope { return f.cur }
 
-// current is the current network, nil before the scenario rendered one.
+// Current is the current network, nil before the scenario rendered one.
 func (f *FixtureState) Current() *scope.Rendered { return f.network }
 
-// fileName is the file name of the current network's fixture.
+// FileName is the file name of the current network's fixture.
 func (f *FixtureState) FileName() string { return f.name }
 
 func (FixtureDomain) theNetworkFixture(ctx context.Context, name string) error {
@@ -104,11 +104,11 @@ func (FixtureDomain) turnsToNetwork(ctx context.Context, label string) error {
 	return nil
 }
 
-// netRef is how feature text names a network: the current one ("the run", whose network
+// NetRef is how feature text names a network: the current one ("the run", whose network
 // it is) or a labelled one (`network "local"`).
 const NetRef = `(the run|network "[^"]+")`
 
-// principal is a named operator identity of the scope (KSQL_FLOW_TEST_<hash8>_<name>: an
+// Principal is a named operator identity of the scope (KSQL_FLOW_TEST_<hash8>_<name>: an
 // approver, the operator who confirms a stop), checked like every identifier made after the
 // preflight, since it is written to kintone.
 func (f *FixtureState) Principal(sc *Scene, name string) (string, error) {
@@ -119,7 +119,7 @@ func (f *FixtureState) Principal(sc *Scene, name string) (string, error) {
 	return p, sc.Suite.CheckIdentifiers([]safety.Identifier{{Scenario: sc.St.ID, Kind: safety.IdentOther, Value: p}})
 }
 
-// networks are the networks the scenario rendered under its scope, the current one first,
+// Networks are the networks the scenario rendered under its scope, the current one first,
 // each once.
 func (f *FixtureState) Networks() []*scope.Rendered {
 	var out []*scope.Rendered
@@ -137,7 +137,7 @@ func (f *FixtureState) Networks() []*scope.Rendered {
 	return out
 }
 
-// networkOf resolves a netRef.
+// NetworkOf resolves a netRef.
 func (f *FixtureState) NetworkOf(ref string) (*scope.Rendered, error) {
 	if ref == "the run" {
 		return f.Rendered()
@@ -165,7 +165,7 @@ func (FixtureDomain) theNetworkFixtureInASubScope(ctx context.Context, name, lab
 	return f.checkIdentifiers(sc)
 }
 
-// editTheWorkingCopy changes the rendered SQL of a node the way an operator would edit the
+// EditTheWorkingCopy changes the rendered SQL of a node the way an operator would edit the
 // file between two runs. The edit must occur exactly once, and the edited file must pass the
 // preflight's fixture rules (a feature cannot smuggle a write statement past the allow-list).
 func (FixtureDomain) EditTheWorkingCopy(ctx context.Context, name, old, replacement string) error {
@@ -226,7 +226,7 @@ func (f *FixtureState) render(sc *Scene, name string, swap map[string]string) er
 	return nil
 }
 
-// rendered returns the rendered network or says which step is missing.
+// Rendered returns the rendered network or says which step is missing.
 func (f *FixtureState) Rendered() (*scope.Rendered, error) {
 	if f.network == nil {
 		return nil, fmt.Errorf("no network fixture was rendered (missing Given the network fixture …)")
@@ -234,7 +234,7 @@ func (f *FixtureState) Rendered() (*scope.Rendered, error) {
 	return f.network, nil
 }
 
-// node maps a fixture node id (as the feature text names it) to the rendered node.
+// Node maps a fixture node id (as the feature text names it) to the rendered node.
 func (f *FixtureState) Node(fixtureNode string) (scope.RenderedNode, error) {
 	n, err := f.Rendered()
 	if err != nil {
@@ -248,7 +248,7 @@ func (f *FixtureState) Node(fixtureNode string) (scope.RenderedNode, error) {
 	return scope.RenderedNode{}, fmt.Errorf("network %s has no node %q", n.FixtureNetworkID, fixtureNode)
 }
 
-// fixtureName maps a rendered node id back to the fixture's name, for messages.
+// FixtureName maps a rendered node id back to the fixture's name, for messages.
 func (f *FixtureState) FixtureName(id string) string {
 	if f.network != nil {
 		for _, n := range f.network.Nodes {
@@ -268,7 +268,7 @@ func (f *FixtureState) fixtureNames(ids []string) string {
 	return strings.Join(out, ",")
 }
 
-// switchToTrialScope moves the scenario to a fresh sub-scope for a retried ordering trial (the
+// SwitchToTrialScope moves the scenario to a fresh sub-scope for a retried ordering trial (the
 // previous trial's run still holds its business key and network) and re-renders the fixture
 // under it, checked like the preflight's.
 func (f *FixtureState) SwitchToTrialScope(ctx context.Context, sc *Scene, trial int) error {
@@ -284,7 +284,7 @@ func (f *FixtureState) SwitchToTrialScope(ctx context.Context, sc *Scene, trial 
 	return nil
 }
 
-// enterSubScope replaces the scope by a fresh one labelled after the scenario; the processes
+// EnterSubScope replaces the scope by a fresh one labelled after the scenario; the processes
 // started so far leave play, and the old scope's records are cleaned up with the scenario.
 func (f *FixtureState) EnterSubScope(sc *Scene, label string) error {
 	next, err := scope.New(sc.St.ID+"_"+label, time.Now(), nil)
@@ -330,7 +330,7 @@ func (f *FixtureState) checkIdentifiers(sc *Scene) error {
 	return sc.Suite.CheckIdentifiers(ids)
 }
 
-// renderReplacing renders a fixture with placeholder tokens replaced in its SQL (the CSV
+// RenderReplacing renders a fixture with placeholder tokens replaced in its SQL (the CSV
 // series: row prefix, marker key, encoding), as the current network, or as a labelled one
 // when label is set; the rendered SQL passes the preflight's fixture rules again, and the
 // identifiers made are checked like the preflight's.
@@ -377,7 +377,7 @@ func (f *FixtureState) RenderReplacing(sc *Scene, name, label string, replace ma
 	return f.checkIdentifiers(sc)
 }
 
-// expand fills {scope} and {network_id} (of network n) into a feature-text value.
+// Expand fills {scope} and {network_id} (of network n) into a feature-text value.
 func Expand(ctx context.Context, v, networkID string) string {
 	return strings.NewReplacer("{scope}", FixturesOf(ctx).Scope().ID(), "{network_id}", networkID).Replace(v)
 }

@@ -19,7 +19,7 @@ import (
 // id it reported) is kept on the call. The scenario record gets argv and redacted output
 // tails through the process registry; the environment (tokens) is kept in memory only.
 
-// flownetSpec says what to run.
+// FlownetSpec says what to run.
 type FlownetSpec struct {
 	Name string   // process name; empty: generated from the subcommand
 	Sub  string   // subcommand: run-network, status, cancel-run, …
@@ -34,7 +34,7 @@ type FlownetSpec struct {
 	Network string
 }
 
-// flownetCall is one FlowNet process and what it returned.
+// FlownetCall is one FlowNet process and what it returned.
 type FlownetCall struct {
 	Name string
 	Sub  string
@@ -52,7 +52,7 @@ type FlownetCall struct {
 	network   string         // the rendered network id it acts on
 }
 
-// startFlowNet starts one FlowNet command in the scenario (not waiting for it).
+// StartFlowNet starts one FlowNet command in the scenario (not waiting for it).
 func StartFlowNet(ctx context.Context, spec FlownetSpec) (*FlownetCall, error) {
 	sc := SceneOf(ctx)
 	fx := FixturesOf(ctx)
@@ -125,7 +125,7 @@ func flownetEnv(sc *Scene, fx *FixtureState) []string {
 	)
 }
 
-// flownetDir is where FlowNet runs: the SUT checkout on a live target, else the scenario
+// FlownetDir is where FlowNet runs: the SUT checkout on a live target, else the scenario
 // work dir.
 func FlownetDir(sc *Scene) string {
 	if d := sc.Suite.Target.FlowNet.Dir; d != "" {
@@ -134,7 +134,7 @@ func FlownetDir(sc *Scene) string {
 	return sc.St.WorkDir
 }
 
-// finish waits for the call to exit (within the step's deadline) and collects its output.
+// Finish waits for the call to exit (within the step's deadline) and collects its output.
 func (c *FlownetCall) Finish(ctx context.Context) error {
 	if c.collected {
 		return nil
@@ -145,7 +145,7 @@ func (c *FlownetCall) Finish(ctx context.Context) error {
 	return c.collect()
 }
 
-// reportedLine is FlowNet's text summary of run-network (product-contract §1.3).
+// ReportedLine is FlowNet's text summary of run-network (product-contract §1.3).
 var ReportedLine = regexp.MustCompile(`(?m)^(NEW|RESUME): Run (\S+) finished with aggregate |^NO-OP: Run (\S+) is already `)
 
 // collect reads what an exited call printed: stdout, stderr, its JSON and the run id.
@@ -187,7 +187,7 @@ func parseRunOutput(out string) (obj map[string]any, outcome, runID string) {
 	return nil, "", ""
 }
 
-// argAfter returns the value that follows flag in the argv the process received.
+// ArgAfter returns the value that follows flag in the argv the process received.
 func (c *FlownetCall) ArgAfter(flag string) string {
 	for i := 0; i+1 < len(c.argv); i++ {
 		if c.argv[i] == flag {
@@ -197,7 +197,7 @@ func (c *FlownetCall) ArgAfter(flag string) string {
 	return ""
 }
 
-// subArg returns the n-th positional argument after the subcommand in the argv the process
+// SubArg returns the n-th positional argument after the subcommand in the argv the process
 // received (0: the network file of run-network).
 func (c *FlownetCall) SubArg(n int) string {
 	for i, a := range c.argv {
@@ -208,7 +208,7 @@ func (c *FlownetCall) SubArg(n int) string {
 	return ""
 }
 
-// envValue returns a variable of the environment the process received.
+// EnvValue returns a variable of the environment the process received.
 func (c *FlownetCall) EnvValue(name string) string {
 	v := ""
 	for _, kv := range c.env {
@@ -225,7 +225,7 @@ func (c *FlownetCall) describe() string {
 	return string(b)
 }
 
-// reasonGiven is the reason file content a call received.
+// ReasonGiven is the reason file content a call received.
 func (c *FlownetCall) ReasonGiven() (string, error) {
 	b, err := os.ReadFile(c.ArgAfter("--reason-file"))
 	if err != nil {

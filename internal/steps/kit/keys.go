@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// canonicalKey computes a canonical key of product-contract §0.1: `<prefix>:` + base64url
+// CanonicalKey computes a canonical key of product-contract §0.1: `<prefix>:` + base64url
 // (no padding) of SHA-256 over the components joined with NUL. The contract normalizes each
 // component to NFC first; for ASCII that is the identity, and every identifier flowtest
 // generates is ASCII (KSQL_FLOW_TEST_ prefix, sanitized labels), so a non-ASCII component is

@@ -27,7 +27,7 @@ func (d processDomain) register(reg stepdef.Registry) {
 	reg.Step(`^`+ProcRef+` exits with code (\d+)$`, d.exitsWithCode)
 }
 
-// procRef is the pattern of a process reference in feature text.
+// ProcRef is the pattern of a process reference in feature text.
 const ProcRef = `(the FlowNet run|the holder|"[^"]+")`
 
 // Process kinds. A requester is no child process: the harness's background party sending
@@ -39,7 +39,7 @@ const (
 	kindRequester = "requester"
 )
 
-// namedProc is one child process the scenario started and can address.
+// NamedProc is one child process the scenario started and can address.
 type NamedProc struct {
 	Name    string // as the feature text names it, or a generated one
 	Kind    string
@@ -68,12 +68,12 @@ func (ps *processState) add(p *NamedProc) error {
 	return nil
 }
 
-// addRequester names the requester's background cancel in the table: its name is taken.
+// AddRequester names the requester's background cancel in the table: its name is taken.
 func (ps *processState) AddRequester(ctx context.Context, name string) error {
 	return ps.add(&NamedProc{Name: name, Kind: kindRequester, Scope: FixturesOf(ctx).Scope()})
 }
 
-// started says whether a process of that name was started in this scenario.
+// Started says whether a process of that name was started in this scenario.
 func (ps *processState) Started(name string) bool {
 	return slices.ContainsFunc(ps.all, func(p *NamedProc) bool { return p.Name == name })
 }
@@ -89,7 +89,7 @@ func (ps *processState) nextName(prefix string) string {
 	return fmt.Sprintf("%s-%d", prefix, n)
 }
 
-// resolve finds the process a feature text reference names.
+// Resolve finds the process a feature text reference names.
 func (ps *processState) Resolve(ref string) (*NamedProc, error) {
 	switch ref {
 	case "the FlowNet run":
@@ -142,7 +142,7 @@ func (ps *processState) flownetRun(ref string) (*FlownetCall, error) {
 	return p.Flownet, nil
 }
 
-// finishedFlownetRun is the FlowNet call ref names, once it has ended: what a step reads of its
+// FinishedFlownetRun is the FlowNet call ref names, once it has ended: what a step reads of its
 // exit code and output.
 func (ps *processState) FinishedFlownetRun(ctx context.Context, ref string) (*FlownetCall, error) {
 	c, err := ps.flownetRun(ref)
@@ -166,7 +166,7 @@ func (ps *processState) flownetCalls() []*FlownetCall {
 	return out
 }
 
-// flownetDone reports whether every FlowNet process in play has exited.
+// FlownetDone reports whether every FlowNet process in play has exited.
 func (ps *processState) FlownetDone() bool {
 	calls := ps.flownetCalls()
 	for _, c := range calls {
@@ -239,13 +239,13 @@ func (processDomain) exitsWithCode(ctx context.Context, ref string, code int) er
 	return nil
 }
 
-// scopeProcessMatch matches kSQL-Flow processes of a scope: their argv carries a job id of
+// ScopeProcessMatch matches kSQL-Flow processes of a scope: their argv carries a job id of
 // the scope (every job id holds the scope hash).
 func ScopeProcessMatch(sc *scope.Scope) proc.ArgvMatch {
 	return proc.ArgvContains(scope.Prefix + sc.Hash8() + "_")
 }
 
-// waitExit waits for a process to exit within the named process-exit limit (and the step's
+// WaitExit waits for a process to exit within the named process-exit limit (and the step's
 // deadline), printing progress on long waits.
 func WaitExit(ctx context.Context, name string, p *proc.Process) (proc.Result, error) {
 	err := wait.For(ctx, wait.ProcessExit, name+" to exit", func(ctx context.Context) (bool, string, error) {
@@ -261,7 +261,7 @@ func WaitExit(ctx context.Context, name string, p *proc.Process) (proc.Result, e
 	return res, nil
 }
 
-// startChild starts one child in dir with an explicit environment, registers it under name
+// StartChild starts one child in dir with an explicit environment, registers it under name
 // in the process table and logs it.
 func StartChild(ctx context.Context, np *NamedProc, spec proc.Spec) error {
 	sc := SceneOf(ctx)
@@ -292,7 +292,7 @@ func StartChild(ctx context.Context, np *NamedProc, spec proc.Spec) error {
 
 var unsafeNameChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// procFileName is a process name fit for log file names and the scenario record.
+// ProcFileName is a process name fit for log file names and the scenario record.
 func ProcFileName(name string) string {
 	return strings.Trim(unsafeNameChars.ReplaceAllString(name, "-"), "-")
 }

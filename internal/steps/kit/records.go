@@ -16,7 +16,7 @@ import (
 	"github.com/ksqlflow/flowtest/internal/kintoneapi"
 )
 
-// recordDomain: the run graph FlowNet persisted — NETWORK_RUN and NODE_STATE in the state
+// RecordDomain: the run graph FlowNet persisted — NETWORK_RUN and NODE_STATE in the state
 // app, NODE_ATTEMPT and RUN_INVOCATION in the audit app. Read-only tokens only.
 type RecordDomain struct{}
 
@@ -70,13 +70,13 @@ func runsForBusinessKey(ctx context.Context) ([]NetworkRun, error) {
 	return RunsOfNetwork(ctx, n.NetworkID)
 }
 
-// runsOfNetwork reads the NETWORK_RUN records of the scope's business key in a network.
+// RunsOfNetwork reads the NETWORK_RUN records of the scope's business key in a network.
 func RunsOfNetwork(ctx context.Context, networkID string) ([]NetworkRun, error) {
 	return ReadExact(ctx, SceneOf(ctx), target.RoleState, DecodeNetworkRun,
 		Match{"record_type", "NETWORK_RUN"}, Match{"business_key", FixturesOf(ctx).Scope().BusinessKey()}, Match{"network_id", networkID})
 }
 
-// currentRunID is the run the scenario is about: the run id the latest FlowNet call in play
+// CurrentRunID is the run the scenario is about: the run id the latest FlowNet call in play
 // on the current network reported; while none has reported one (a run still in the
 // background), the one NETWORK_RUN of the scope's business key in that network.
 func CurrentRunID(ctx context.Context) (string, error) {
@@ -103,7 +103,7 @@ func CurrentRunID(ctx context.Context) (string, error) {
 	return runs[0].RunID, nil
 }
 
-// ofTheRun reads the current run's records of one record type from one app.
+// OfTheRun reads the current run's records of one record type from one app.
 func OfTheRun[T any](ctx context.Context, role string, decode func(kintoneapi.Record) T, recordType string) ([]T, string, error) {
 	id, err := CurrentRunID(ctx)
 	if err != nil {
@@ -124,7 +124,7 @@ func TheRun(ctx context.Context) (NetworkRun, error) {
 	return runs[0], nil
 }
 
-// nodeStates returns the run's NODE_STATE records keyed by rendered node id.
+// NodeStates returns the run's NODE_STATE records keyed by rendered node id.
 func NodeStates(ctx context.Context) (map[string]NodeState, error) {
 	recs, _, err := OfTheRun(ctx, target.RoleState, decodeNodeState, "NODE_STATE")
 	if err != nil {
@@ -137,13 +137,13 @@ func NodeStates(ctx context.Context) (map[string]NodeState, error) {
 	return out, nil
 }
 
-// runAttempts returns every NODE_ATTEMPT of the run.
+// RunAttempts returns every NODE_ATTEMPT of the run.
 func RunAttempts(ctx context.Context) ([]NodeAttempt, error) {
 	atts, _, err := OfTheRun(ctx, target.RoleAudit, decodeNodeAttempt, "NODE_ATTEMPT")
 	return atts, err
 }
 
-// attemptsOf returns the attempts of one rendered node id, by attempt number.
+// AttemptsOf returns the attempts of one rendered node id, by attempt number.
 func AttemptsOf(ctx context.Context, nodeID string) ([]NodeAttempt, error) {
 	all, err := RunAttempts(ctx)
 	if err != nil {
@@ -159,7 +159,7 @@ func AttemptsOf(ctx context.Context, nodeID string) ([]NodeAttempt, error) {
 	return out, nil
 }
 
-// attemptsOfNode are the attempts of the fixture node called name, and their attempt numbers
+// AttemptsOfNode are the attempts of the fixture node called name, and their attempt numbers
 // joined by commas ("" when there are none).
 func AttemptsOfNode(ctx context.Context, name string) ([]NodeAttempt, string, error) {
 	node, err := FixturesOf(ctx).Node(name)
@@ -177,7 +177,7 @@ func AttemptsOfNode(ctx context.Context, name string) ([]NodeAttempt, string, er
 	return atts, strings.Join(nos, ","), nil
 }
 
-// invocations returns the run's RUN_INVOCATION records in creation order.
+// Invocations returns the run's RUN_INVOCATION records in creation order.
 func Invocations(ctx context.Context) ([]RunInvocation, error) {
 	invs, _, err := OfTheRun(ctx, target.RoleAudit, DecodeRunInvocation, "RUN_INVOCATION")
 	return invs, err
@@ -192,7 +192,7 @@ func invocationsCounted(ctx context.Context, n int) ([]RunInvocation, error) {
 	return invs, SceneOf(ctx).St.Equal("invocations of the run", n, len(invs))
 }
 
-// snapshotAttempts records every node's attempts before the FlowNet call named name starts.
+// SnapshotAttempts records every node's attempts before the FlowNet call named name starts.
 func SnapshotAttempts(ctx context.Context, name string) error {
 	n, err := FixturesOf(ctx).Rendered()
 	if err != nil {
@@ -440,7 +440,7 @@ func (d RecordDomain) latestAttemptWithMarker(ctx context.Context, node, status,
 	return SceneOf(ctx).St.Assert("runner_execution_started_at of the latest attempt of "+node, "non-empty", OrNone(marker), marker != "")
 }
 
-// latestAttemptOf is the latest attempt of a fixture node, asserting that it has one.
+// LatestAttemptOf is the latest attempt of a fixture node, asserting that it has one.
 func LatestAttemptOf(ctx context.Context, name string) (NodeAttempt, error) {
 	node, err := FixturesOf(ctx).Node(name)
 	if err != nil {

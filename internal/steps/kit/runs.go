@@ -34,12 +34,12 @@ func (d runDomain) register(reg stepdef.Registry) {
 	reg.Step(`^the scope's business key has no NETWORK_RUN record$`, d.noRunForKey)
 }
 
-// runNetwork starts `run-network <network> --business-key <scope key> [extra…]`.
+// RunNetwork starts `run-network <network> --business-key <scope key> [extra…]`.
 func RunNetwork(ctx context.Context, name string, extra ...string) (*FlownetCall, error) {
 	return RunNetworkWith(ctx, name, nil, append([]string{"--business-key", FixturesOf(ctx).Scope().BusinessKey()}, extra...)...)
 }
 
-// runNetworkWith starts `run-network <network> args…` with env added to FlowNet's.
+// RunNetworkWith starts `run-network <network> args…` with env added to FlowNet's.
 func RunNetworkWith(ctx context.Context, name string, env []string, args ...string) (*FlownetCall, error) {
 	n, err := FixturesOf(ctx).Rendered()
 	if err != nil {
@@ -161,7 +161,7 @@ func (runDomain) stdoutHasLine(ctx context.Context, ref, prefix string) error {
 	return HasLineStarting(ctx, ref, "stdout", prefix)
 }
 
-// hasLineStarting asserts that a FlowNet call's stdout or stderr has a line starting with
+// HasLineStarting asserts that a FlowNet call's stdout or stderr has a line starting with
 // prefix.
 func HasLineStarting(ctx context.Context, ref, stream, prefix string) error {
 	c, err := ProcessesOf(ctx).FinishedFlownetRun(ctx, ref)
@@ -210,12 +210,12 @@ func identityOf(c *FlownetCall) (identity, error) {
 	return id, nil
 }
 
-// finishedCall resolves one named FlowNet call and waits for it to end.
+// FinishedCall resolves one named FlowNet call and waits for it to end.
 func FinishedCall(ctx context.Context, name string) (*FlownetCall, error) {
 	return ProcessesOf(ctx).FinishedFlownetRun(ctx, `"`+name+`"`)
 }
 
-// finishedCalls resolves named FlowNet calls and waits for each to end.
+// FinishedCalls resolves named FlowNet calls and waits for each to end.
 func FinishedCalls(ctx context.Context, names ...string) ([]*FlownetCall, error) {
 	var out []*FlownetCall
 	for _, name := range names {

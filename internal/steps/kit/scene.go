@@ -55,7 +55,7 @@ type Cleaner interface {
 	DeleteScope(ctx context.Context, sc *scope.Scope, runIDs []string) (deleted int, err error)
 }
 
-// scene is what every domain of one scenario reads and none writes after BeforeScenario:
+// Scene is what every domain of one scenario reads and none writes after BeforeScenario:
 // the suite, the scenario state, the read-only kintone client and the launch hooks.
 type Scene struct {
 	Suite       *Suite
@@ -91,27 +91,27 @@ type launchHooks struct {
 	started []func(st *scenario.State, name string, done <-chan struct{}, busy func() bool)
 }
 
-// beforeFlowNetStarts adds a hook run before each FlowNet command starts.
+// BeforeFlowNetStarts adds a hook run before each FlowNet command starts.
 func (s *Scene) BeforeFlowNetStarts(f func(ctx context.Context, sub string) error) {
 	s.hooks.beforeFlowNet = append(s.hooks.beforeFlowNet, f)
 }
 
-// addFlowNetEnv adds a part of the environment every FlowNet command of the scope gets.
+// AddFlowNetEnv adds a part of the environment every FlowNet command of the scope gets.
 func (s *Scene) AddFlowNetEnv(f func(sc *Scene, fx *FixtureState) []string) {
 	s.hooks.flownetEnv = append(s.hooks.flownetEnv, f)
 }
 
-// addProcessEnv adds a part of one named FlowNet process's environment.
+// AddProcessEnv adds a part of one named FlowNet process's environment.
 func (s *Scene) AddProcessEnv(f func(ctx context.Context, name string) ([]string, error)) {
 	s.hooks.processEnv = append(s.hooks.processEnv, f)
 }
 
-// onChildStarted adds an observer of every child the scenario starts.
+// OnChildStarted adds an observer of every child the scenario starts.
 func (s *Scene) OnChildStarted(f func(st *scenario.State, name string, done <-chan struct{}, busy func() bool)) {
 	s.hooks.started = append(s.hooks.started, f)
 }
 
-// prepareScene prepares the scene of one scenario, hands the scope to the fixture domain
+// PrepareScene prepares the scene of one scenario, hands the scope to the fixture domain
 // and pushes the record cleanup; the groups above the kit add their hooks after it.
 func (s *Suite) PrepareScene(ctx context.Context, st *scenario.State) error {
 	sc, ok := s.Scopes[st.ID]

@@ -179,7 +179,7 @@ func decodeRecordRevision(r kintoneapi.Record) recordRevision {
 	return rr
 }
 
-// operationRequest is a record of the operation-request app; its reason is not decoded.
+// OperationRequest is a record of the operation-request app; its reason is not decoded.
 type OperationRequest struct {
 	RecordID, Revision, RequestType, RunID, NetworkID, BusinessKey, ScheduledFor, RerunFromNode string
 	CancelRequested                                                                             bool
@@ -249,7 +249,7 @@ type Match struct{ Field, Value string }
 // FieldIs is the condition that field holds exactly value.
 func FieldIs(field, value string) Match { return Match{field, value} }
 
-// readExact reads the records of app that satisfy every condition and decodes them. The query
+// ReadExact reads the records of app that satisfy every condition and decodes them. The query
 // asks kintone with `in`, and the result is filtered exactly here: on a live tenant `=`/`in`
 // on a non-unique text field is token matching, so a key that extends ours (another scope's
 // `…_trial2`) would come back too.
@@ -316,7 +316,7 @@ func Presence(ok bool) string {
 	return "missing"
 }
 
-// csvRow is a record of the CSV fixture app (test_key unique, test_value).
+// CSVRow is a record of the CSV fixture app (test_key unique, test_value).
 type CSVRow struct {
 	RecordID, Key, Value string
 }
@@ -340,20 +340,20 @@ func DecodeRecordText(r kintoneapi.Record) recordText {
 	return t
 }
 
-// str is v when it is a string, else "".
+// Str is v when it is a string, else "".
 func Str(v any) string {
 	s, _ := v.(string)
 	return s
 }
 
-// firstLineOrNone is the first line of s, trimmed, "(none)" when it is empty: an observed
+// FirstLineOrNone is the first line of s, trimmed, "(none)" when it is empty: an observed
 // value of an assertion.
 func FirstLineOrNone(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return OrNone(strings.TrimSpace(line))
 }
 
-// jsonField is one key of a printed JSON object as text: "(absent)" when the key is missing,
+// JSONField is one key of a printed JSON object as text: "(absent)" when the key is missing,
 // "null" for JSON null (a union's fields are told apart by both).
 func JSONField(j map[string]any, k string) string {
 	v, ok := j[k]
@@ -366,7 +366,7 @@ func JSONField(j map[string]any, k string) string {
 	return fmt.Sprint(v)
 }
 
-// theLastInvocation is the run's latest RUN_INVOCATION; the run must have one.
+// TheLastInvocation is the run's latest RUN_INVOCATION; the run must have one.
 func TheLastInvocation(ctx context.Context) (RunInvocation, error) {
 	invs, err := Invocations(ctx)
 	if err != nil {
@@ -378,7 +378,7 @@ func TheLastInvocation(ctx context.Context) (RunInvocation, error) {
 	return invs[len(invs)-1], nil
 }
 
-// encodeURIComponent is JavaScript's, the product's percent-encoding of the creator code:
+// EncodeURIComponent is JavaScript's, the product's percent-encoding of the creator code:
 // every UTF-8 byte but A–Z a–z 0–9 - _ . ! ~ * ' ( ) becomes %XX. (Go's url.PathEscape
 // keeps more characters, so it cannot be the expectation.)
 func EncodeURIComponent(s string) string {
@@ -393,7 +393,7 @@ func EncodeURIComponent(s string) string {
 	return b.String()
 }
 
-// parseBound reads "n", "lo..hi" or "lo.." (hi -1: unbounded).
+// ParseBound reads "n", "lo..hi" or "lo.." (hi -1: unbounded).
 func ParseBound(s string) (lo, hi int, err error) {
 	a, b, isRange := strings.Cut(s, "..")
 	if lo, err = strconv.Atoi(a); err != nil {

@@ -25,7 +25,7 @@ func cancelRun(ctx context.Context, name string, release bool) error {
 	return c.Finish(ctx)
 }
 
-// startCancelRun starts the STOP (or RELEASE) of the current run without waiting for it.
+// StartCancelRun starts the STOP (or RELEASE) of the current run without waiting for it.
 func StartCancelRun(ctx context.Context, name string, release bool) (*kit.FlownetCall, error) {
 	id, err := kit.CurrentRunID(ctx)
 	if err != nil {

@@ -153,7 +153,7 @@ func currentNetworkRun(ctx context.Context) (*scope.Rendered, string, error) {
 	return n, id, err
 }
 
-// readRunStatus reads the status of the current run as JSON (by --run-id).
+// ReadRunStatus reads the status of the current run as JSON (by --run-id).
 func ReadRunStatus(ctx context.Context, name string) (*statusReading, *statusRun, error) {
 	n, id, err := currentNetworkRun(ctx)
 	if err != nil {

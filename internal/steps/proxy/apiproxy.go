@@ -83,7 +83,7 @@ type scenarioCAState struct {
 
 var scenarioCAKey = scenario.NewKey[scenarioCAState]("proxy-ca")
 
-// scenarioProxyOptions are the options every faultproxy of the scenario shares: the target
+// ScenarioProxyOptions are the options every faultproxy of the scenario shares: the target
 // upstream, the scenario's one CA (its bundle is returned for the children's environment), and
 // the request counter of the scenario for the origin whose process the proxy stands in front
 // of, with the tokens that tell a request's app.
@@ -142,12 +142,12 @@ type invariantParties struct {
 
 var InvariantKey = scenario.NewKey[invariantParties]("invariant-parties")
 
-// judgeWritesOf makes the writes through proxy p count as party name's for the invariants.
+// JudgeWritesOf makes the writes through proxy p count as party name's for the invariants.
 func JudgeWritesOf(st *scenario.State, name string, p *faultproxy.Proxy) {
 	ip := InvariantKey.Of(st)
 	ip.names = append(ip.names, name)
 	ip.proxies = append(ip.proxies, p)
 }
 
-// parties are the party names and their proxies, in the order they started.
+// Parties are the party names and their proxies, in the order they started.
 func (ip *invariantParties) Parties() ([]string, []*faultproxy.Proxy) { return ip.names, ip.proxies }

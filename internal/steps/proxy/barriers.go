@@ -70,7 +70,7 @@ func (barrierDomain) addArmedBarrier(ctx context.Context, name, process, method,
 	return InstallBarrier(ctx, name, process, method, endpoint, app, phase, field, "", after)
 }
 
-// installBarrier installs (or plans, for a process not started yet) one barrier; recordID,
+// InstallBarrier installs (or plans, for a process not started yet) one barrier; recordID,
 // when given, must equal the body's top-level "id"; after, when given, arms it (only a
 // request arriving after one matching after is held).
 func InstallBarrier(ctx context.Context, name, process, method, endpoint, app, phase, field, recordID string, after *faultproxy.Match) error {
@@ -214,7 +214,7 @@ func reachedBarrier(ctx context.Context, name string) (*barrierEntry, *faultprox
 	return b, p, nil
 }
 
-// release lets the held request go and notes when: the record shows the hold as At..ReleasedAt.
+// Release lets the held request go and notes when: the record shows the hold as At..ReleasedAt.
 func (b *barrierEntry) Release(p *faultproxy.Proxy) error {
 	if err := p.Release(b.ID); err != nil {
 		return err
@@ -223,7 +223,7 @@ func (b *barrierEntry) Release(p *faultproxy.Proxy) error {
 	return nil
 }
 
-// releasedAt is when the scenario let barrier name's held request go (an error if it never did).
+// ReleasedAt is when the scenario let barrier name's held request go (an error if it never did).
 func (bs *barrierState) ReleasedAt(name string) (time.Time, error) {
 	b, ok := bs.barriers[name]
 	switch {

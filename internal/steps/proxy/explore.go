@@ -31,7 +31,7 @@ func Explore(st *scenario.State, s *schedule.Scheduler, processes []string) {
 	*exploreKey.Of(st) = exploreState{sched: s, processes: slices.Clone(processes)}
 }
 
-// exploredGate is the scheduler's gate for process name, nil when its writes are not scheduled.
+// ExploredGate is the scheduler's gate for process name, nil when its writes are not scheduled.
 func ExploredGate(st *scenario.State, name string) faultproxy.Gate {
 	es := exploreKey.Of(st)
 	if es.sched == nil || !slices.Contains(es.processes, name) {
@@ -40,7 +40,7 @@ func ExploredGate(st *scenario.State, name string) faultproxy.Gate {
 	return es.sched.Gate(name)
 }
 
-// watchExploredExit tells the scheduler when explored party name has ended (done closed: a
+// WatchExploredExit tells the scheduler when explored party name has ended (done closed: a
 // process exited, the requester's background cancel was answered), so that it counts as
 // quiet at once instead of after the quiescence window (it will send nothing more). Every
 // party ends: the scenario's cleanup stops what is still running. busy is the party's busy
@@ -115,7 +115,7 @@ func exploredJobsGate(st *scenario.State) faultproxy.Gate {
 	return es.sched.Gate(windowProxyName)
 }
 
-// branchOf names an outcome by state/result code only, without the request names (the
+// BranchOf names an outcome by state/result code only, without the request names (the
 // order the two requests were settled in is not part of the branch).
 func BranchOf(got []string) []string {
 	out := make([]string, len(got))

@@ -123,7 +123,7 @@ func proxyEnvFor(ctx context.Context, name string) ([]string, error) {
 	return env, nil
 }
 
-// closeAndRecord closes a proxy of the scenario and puts what it saw into the record under
+// CloseAndRecord closes a proxy of the scenario and puts what it saw into the record under
 // name: its counts, every request, each barrier arrival and, for a barrier the scenario
 // released, the end of its hold (the record shows At..ReleasedAt).
 func CloseAndRecord(st *scenario.State, name string, p *faultproxy.Proxy) error {
@@ -174,7 +174,7 @@ func trafficCounts(name string, c faultproxy.Counts) map[string]int {
 	return out
 }
 
-// endedProxy returns the proxy of a process that has exited: its counts and traffic are final.
+// EndedProxy returns the proxy of a process that has exited: its counts and traffic are final.
 func EndedProxy(ctx context.Context, name, why string) (*faultproxy.Proxy, error) {
 	p, err := proxyOf(ctx, name)
 	if err != nil {

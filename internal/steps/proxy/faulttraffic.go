@@ -113,7 +113,7 @@ func (d faultTrafficDomain) callsWithinOn(ctx context.Context, real string, tabl
 	return d.callsWithin(ctx, table)
 }
 
-// addressesRecord: the logged request names the record with $id id or record_key key, by
+// AddressesRecord: the logged request names the record with $id id or record_key key, by
 // the body's "id" or by its updateKey. The real FlowNet writes its own records (Run, Node
 // State, hold, Attempt, Invocation) by updateKey on record_key and a lock's release and the
 // request app's records by id; a step that means "the PUT of this record" finds it either

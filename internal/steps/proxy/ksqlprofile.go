@@ -15,7 +15,7 @@ import (
 // not from the config file, whose format the contract does not fix; and a proxy's config copy
 // changes the profile's base URL only, proven here for every copy a scenario writes.
 
-// describeProfile is describe-profile of the target's profile in config, run as the
+// DescribeProfile is describe-profile of the target's profile in config, run as the
 // scenario's kSQL-Flow children run (the target's base environment and kSQL-Flow's tokens).
 func DescribeProfile(ctx context.Context, sc *kit.Scene, config string) (*ksqlprofile.Description, error) {
 	t := sc.Suite.Target

@@ -55,7 +55,7 @@ var startsKsqlFlow = map[string]bool{"run-network": true, "poll-requests": true}
 // hold would fail the held read in the child. The scenarios hold for seconds.
 const ksqlFlowBarrierTimeout = 10 * time.Minute
 
-// ensure starts the proxy and writes the config copy, once.
+// Ensure starts the proxy and writes the config copy, once.
 func (s *ksqlProxyState) Ensure(ctx context.Context, sc *kit.Scene) error {
 	if s.proxy != nil {
 		return nil
@@ -113,17 +113,17 @@ func (s *ksqlProxyState) Ensure(ctx context.Context, sc *kit.Scene) error {
 	return nil
 }
 
-// kintoneConfig is the kSQL-Flow config copy whose base URL is the proxy ("" before ensure).
+// KintoneConfig is the kSQL-Flow config copy whose base URL is the proxy ("" before ensure).
 func (s *ksqlProxyState) KintoneConfig() string { return s.config }
 
-// childEnv is what a FlowNet command (and a standalone kSQL-Flow) of the scenario gets:
+// ChildEnv is what a FlowNet command (and a standalone kSQL-Flow) of the scenario gets:
 // nothing before the proxy is in place.
 func (s *ksqlProxyState) ChildEnv() []string { return s.env }
 
 // bound is the longest the proxy holds a request.
 func (s *ksqlProxyState) bound() time.Duration { return s.holdBound }
 
-// held says whether the proxy holds (or held) a request at the barrier id.
+// Held says whether the proxy holds (or held) a request at the barrier id.
 func (s *ksqlProxyState) Held(barrierID string) bool {
 	return s.proxy != nil && slices.ContainsFunc(s.proxy.Arrivals(), func(a faultproxy.Arrival) bool { return a.BarrierID == barrierID })
 }
@@ -141,10 +141,10 @@ func (s *ksqlProxyState) addBarrier(b faultproxy.Barrier) (*faultproxy.Proxy, er
 	return s.proxy, nil
 }
 
-// release lets the request held at a barrier of this proxy go.
+// Release lets the request held at a barrier of this proxy go.
 func (s *ksqlProxyState) Release(b *barrierEntry) error { return b.Release(s.proxy) }
 
-// addFault arms f in the proxy (which must be in place).
+// AddFault arms f in the proxy (which must be in place).
 func (s *ksqlProxyState) AddFault(f faultproxy.Fault) error {
 	if s.proxy == nil {
 		return fmt.Errorf("fault %s: the scenario's kSQL-Flow proxy is not running", f.ID)
@@ -156,7 +156,7 @@ func (s *ksqlProxyState) AddFault(f faultproxy.Fault) error {
 	return nil
 }
 
-// faultFirings are the firings of the proxy's fault id so far.
+// FaultFirings are the firings of the proxy's fault id so far.
 func (s *ksqlProxyState) FaultFirings(id string) []faultproxy.Firing {
 	if s.proxy == nil {
 		return nil

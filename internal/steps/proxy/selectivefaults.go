@@ -86,7 +86,7 @@ func parseTimes(s string) (int, error) {
 	return n, nil
 }
 
-// addFault completes f with its id, matcher and count and installs it in the process's
+// AddFault completes f with its id, matcher and count and installs it in the process's
 // proxy, or keeps it until that proxy starts (the process is planned, not started).
 func AddFault(ctx context.Context, name, process, method, endpoint, app, field, times string, f faultproxy.Fault) error {
 	sc := kit.SceneOf(ctx)

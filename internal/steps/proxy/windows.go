@@ -56,7 +56,7 @@ func (windowDomain) holdFirstRead(ctx context.Context, name, app string) error {
 	return nil
 }
 
-// holdReadBarrier installs, in the scenario's kSQL-Flow proxy (started here if no FlowNet
+// HoldReadBarrier installs, in the scenario's kSQL-Flow proxy (started here if no FlowNet
 // command started it yet), a barrier that holds the next read of the business app of role (a
 // records or cursor request, GET or method-override POST) before it is sent, and registers it
 // under name for the barrier steps.
