@@ -108,15 +108,27 @@ func (forceUnlockDomain) forceUnlocksForAWrongOwner(ctx context.Context, name st
 // network with what the call received (argv, environment, reason file) and the lock record
 // it released, and the RELEASED: line with both.
 func (forceUnlockDomain) forceReleaseIsAudited(ctx context.Context, name string) error {
-	sc := kit.SceneOf(ctx)
 	c, err := kit.FinishedCall(ctx, name)
 	if err != nil {
 		return err
 	}
-	network := c.SubArg(0)
-	audits, err := kit.ReadExact(ctx, sc, target.RoleAudit, kit.DecodeOperationAudit, kit.FieldIs("record_type", "OPERATION_AUDIT"), kit.FieldIs("result_code", "NETWORK_LOCK_FORCE_RELEASED"))
+	a, err := theForceReleaseAudit(ctx, c.SubArg(0))
 	if err != nil {
 		return err
+	}
+	lockKey, err := auditHoldsWhatWasGiven(kit.SceneOf(ctx), c, name, a)
+	if err != nil {
+		return err
+	}
+	return releasedLockMatchesAudit(ctx, c, name, a, lockKey)
+}
+
+// theForceReleaseAudit is the one NETWORK_LOCK_FORCE_RELEASED audit naming network.
+func theForceReleaseAudit(ctx context.Context, network string) (kit.OperationAudit, error) {
+	sc := kit.SceneOf(ctx)
+	audits, err := kit.ReadExact(ctx, sc, target.RoleAudit, kit.DecodeOperationAudit, kit.FieldIs("record_type", "OPERATION_AUDIT"), kit.FieldIs("result_code", "NETWORK_LOCK_FORCE_RELEASED"))
+	if err != nil {
+		return kit.OperationAudit{}, err
 	}
 	var mine []kit.OperationAudit
 	for _, a := range audits {
@@ -125,17 +137,23 @@ func (forceUnlockDomain) forceReleaseIsAudited(ctx context.Context, name string)
 		}
 	}
 	if err := sc.St.Equal("NETWORK_LOCK_FORCE_RELEASED audits naming network "+network, 1, len(mine)); err != nil {
-		return err
+		return kit.OperationAudit{}, err
 	}
-	a := mine[0]
+	return mine[0], nil
+}
+
+// auditHoldsWhatWasGiven compares audit a field by field with what call c (named name) was
+// given: arguments, environment, reason; it returns the network's lock key.
+func auditHoldsWhatWasGiven(sc *kit.Scene, c *kit.FlownetCall, name string, a kit.OperationAudit) (string, error) {
+	network := c.SubArg(0)
 	reason, err := c.ReasonGiven()
 	if err != nil {
-		return err
+		return "", err
 	}
 	profile := c.ArgAfter("--profile")
 	lockKey, err := kit.CanonicalKey("N1", profile, network)
 	if err != nil {
-		return err
+		return "", err
 	}
 	want := []struct{ field, value string }{
 		{"event_type", "NETWORK_LOCK_FORCE_RELEASED"},
@@ -153,9 +171,17 @@ func (forceUnlockDomain) forceReleaseIsAudited(ctx context.Context, name string)
 	}
 	for _, w := range want {
 		if err := sc.St.Equal(w.field+" of the force-release audit against what "+name+" was given", w.value, kit.OrNone(kit.Str(a.Event[w.field]))); err != nil {
-			return err
+			return "", err
 		}
 	}
+	return lockKey, nil
+}
+
+// releasedLockMatchesAudit checks the lock record audit a names (its record_id): left
+// CANCELLED under the audit's post_release_revision, its lease and heartbeat as the audit
+// says, and the RELEASED: line call c printed.
+func releasedLockMatchesAudit(ctx context.Context, c *kit.FlownetCall, name string, a kit.OperationAudit, lockKey string) error {
+	sc := kit.SceneOf(ctx)
 	post, isNumber := a.Event["post_release_revision"].(float64)
 	if err := sc.St.Assert("post_release_revision of the force-release audit", "an integer", fmt.Sprint(a.Event["post_release_revision"]),
 		isNumber && post == math.Trunc(post)); err != nil {

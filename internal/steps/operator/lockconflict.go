@@ -144,83 +144,16 @@ type trialNames struct{ dir, barrier, holder string }
 // lockConflictTrial starts the holder on node name's job with sql, and FlowNet by start once
 // the holder holds the lock.
 func lockConflictTrial(ctx context.Context, names trialNames, name, sql string, start func(context.Context) (*kit.FlownetCall, error)) (trialOutcome, error) {
-	sc := kit.SceneOf(ctx)
-	fx := kit.FixturesOf(ctx)
 	var out trialOutcome
-	node, err := fx.Node(name)
+	h, err := startHolder(ctx, names, name, sql)
 	if err != nil {
 		return out, err
 	}
-	dir := filepath.Join(sc.St.WorkDir, names.dir)
-	fnDir := kit.FlownetDir(sc)
-	same := strings.EqualFold(filepath.Clean(dir), filepath.Clean(fnDir))
-	if err := sc.St.Assert("holder's working directory against FlowNet's (case-insensitive)", "different", dir+" | "+fnDir, !same); err != nil {
+	if err := h.waitHoldsLock(ctx, sql); err != nil {
 		return out, err
 	}
-	src, err := sc.Suite.FixtureFile(scope.FixtureJobs, sql)
-	if err != nil {
-		return out, err
-	}
-	sqlPath := filepath.Join(dir, "job", filepath.FromSlash(src.Name))
-	jobID, err := fx.Scope().RenderSQL(src.Path, sqlPath, node.FixtureJobID, nil)
-	if err != nil {
-		return out, fmt.Errorf("render %s: %w", sql, err)
-	}
-	attemptID := fx.Scope().ID() + "_holder"
-	// The holder keeps its lock while its first read of 顧客管理 is held by a barrier of the
-	// scenario's kSQL-Flow proxy (ksqlproxy.go); the barrier is released only once FlowNet's
-	// run has met the lock and ended. The window is forced, not hoped for from a slow tenant.
-	hold, err := proxy.HoldReadBarrier(ctx, names.barrier, target.RoleCustomers)
-	if err != nil {
-		return out, err
-	}
-	t, kp := sc.Suite.Target, proxy.KsqlProxyKey.Of(sc.St)
-	path, argv := t.KsqlFlow.With("run", "-f", sqlPath,
-		"--result-json", filepath.Join(dir, "holder-result.json"),
-		"--correlation-id", fx.Scope().ID()+"_holder", "--attempt-id", attemptID, "--expected-job-id", jobID,
-		"--profile", t.Profile, "--config", kp.KintoneConfig())
-	env := append(append(append([]string(nil), t.BaseEnv...), t.KsqlFlowEnv()...), kp.ChildEnv()...)
-	holder := &kit.NamedProc{Name: names.holder, Kind: kit.KindKsqlFlow, Role: "holder"}
-	if err := kit.StartChild(ctx, holder, proc.Spec{Path: path, Args: argv, Env: env, Dir: dir}); err != nil {
-		return out, err
-	}
-	p := holder.Proc
-	hold.Ended = func() (string, bool) {
-		if res, done := p.Exited(); done {
-			return fmt.Sprintf("the holder exited (%s)", res), true
-		}
-		return "", false
-	}
-	// FlowNet starts only once the holder's JOB log row is RUNNING (the job lock is taken) and
-	// its read is held (it cannot let go of the lock before the barrier is released).
-	err = wait.For(ctx, wait.JobLogRunning, "the holder's JOB log row to be RUNNING and its first read of 顧客管理 held", func(ctx context.Context) (bool, string, error) {
-		held := kp.Held(hold.ID)
-		if res, done := p.Exited(); done {
-			if res.ExitCode == 0 {
-				// Exit 0 means it took the lock and released it: its reads never met the barrier.
-				return false, "", wait.Permanent(fmt.Errorf("the holder finished (%s) without its read of 顧客管理 being held: %s reads no app the hold matches", res, sql))
-			}
-			return false, "", wait.Permanent(fmt.Errorf("the holder exited %s before it held the lock: %s", res, p.StderrTail()))
-		}
-		if !held {
-			return false, "read not held yet", nil
-		}
-		rows, err := kit.ReadExact(ctx, sc, target.RoleLog, kit.DecodeJobLogRow, kit.FieldIs("attempt_id", attemptID))
-		if err != nil {
-			return false, "", err
-		}
-		for _, r := range rows {
-			if r.Status == "RUNNING" {
-				return true, "RUNNING, read held", nil
-			}
-		}
-		return false, fmt.Sprintf("read held; %d JOB log rows, none RUNNING", len(rows)), nil
-	})
-	if err != nil {
-		return out, err
-	}
-	hold.Reached = true
-	out.toRunning = time.Since(p.Started())
+	h.hold.Reached = true
+	out.toRunning = time.Since(h.proc.Proc.Started())
 	c, err := start(ctx)
 	if err != nil {
 		return out, err
@@ -231,26 +164,124 @@ func lockConflictTrial(ctx context.Context, names trialNames, name, sql string, 
 	out.flownetTime = c.Result.Duration
 	// If the holder is still running now, its lock covered FlowNet's whole run: the node's
 	// job met the held lock, whatever FlowNet then made of it.
-	_, holderDone := p.Exited()
+	_, holderDone := h.proc.Proc.Exited()
 	out.holdCovered = !holderDone
-	if err := kp.Release(hold); err != nil {
+	if err := proxy.KsqlProxyKey.Of(kit.SceneOf(ctx).St).Release(h.hold); err != nil {
 		return out, err
 	}
-	holderRes, err := kit.WaitExit(ctx, holder.Name, p)
+	holderRes, err := kit.WaitExit(ctx, h.proc.Name, h.proc.Proc)
 	if err != nil {
 		return out, err
 	}
 	out.holderTime = holderRes.Duration
 	out.holderExit = holderRes.String()
-	atts, err := kit.AttemptsOf(ctx, node.ID)
+	return out, classifyTrial(ctx, &out, h.node.ID, holderRes.ExitCode)
+}
+
+// trialHolder is the standalone kSQL-Flow of one trial: the node whose job it runs, its
+// attempt id, the barrier that holds its first read, the process.
+type trialHolder struct {
+	node      scope.RenderedNode
+	attemptID string
+	hold      *proxy.BarrierEntry
+	proc      *kit.NamedProc
+}
+
+// startHolder renders sql for node name's job in the trial's own directory (never FlowNet's)
+// and starts the holder on it, its first read of 顧客管理 held by a barrier.
+func startHolder(ctx context.Context, names trialNames, name, sql string) (*trialHolder, error) {
+	sc := kit.SceneOf(ctx)
+	fx := kit.FixturesOf(ctx)
+	node, err := fx.Node(name)
 	if err != nil {
-		return out, err
+		return nil, err
+	}
+	dir := filepath.Join(sc.St.WorkDir, names.dir)
+	fnDir := kit.FlownetDir(sc)
+	same := strings.EqualFold(filepath.Clean(dir), filepath.Clean(fnDir))
+	if err := sc.St.Assert("holder's working directory against FlowNet's (case-insensitive)", "different", dir+" | "+fnDir, !same); err != nil {
+		return nil, err
+	}
+	src, err := sc.Suite.FixtureFile(scope.FixtureJobs, sql)
+	if err != nil {
+		return nil, err
+	}
+	sqlPath := filepath.Join(dir, "job", filepath.FromSlash(src.Name))
+	jobID, err := fx.Scope().RenderSQL(src.Path, sqlPath, node.FixtureJobID, nil)
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", sql, err)
+	}
+	h := &trialHolder{node: node, attemptID: fx.Scope().ID() + "_holder"}
+	// The holder keeps its lock while its first read of 顧客管理 is held by a barrier of the
+	// scenario's kSQL-Flow proxy (ksqlproxy.go); the barrier is released only once FlowNet's
+	// run has met the lock and ended. The window is forced, not hoped for from a slow tenant.
+	if h.hold, err = proxy.HoldReadBarrier(ctx, names.barrier, target.RoleCustomers); err != nil {
+		return nil, err
+	}
+	t, kp := sc.Suite.Target, proxy.KsqlProxyKey.Of(sc.St)
+	path, argv := t.KsqlFlow.With("run", "-f", sqlPath,
+		"--result-json", filepath.Join(dir, "holder-result.json"),
+		"--correlation-id", fx.Scope().ID()+"_holder", "--attempt-id", h.attemptID, "--expected-job-id", jobID,
+		"--profile", t.Profile, "--config", kp.KintoneConfig())
+	env := append(append(append([]string(nil), t.BaseEnv...), t.KsqlFlowEnv()...), kp.ChildEnv()...)
+	h.proc = &kit.NamedProc{Name: names.holder, Kind: kit.KindKsqlFlow, Role: "holder"}
+	if err := kit.StartChild(ctx, h.proc, proc.Spec{Path: path, Args: argv, Env: env, Dir: dir}); err != nil {
+		return nil, err
+	}
+	p := h.proc.Proc
+	h.hold.Ended = func() (string, bool) {
+		if res, done := p.Exited(); done {
+			return fmt.Sprintf("the holder exited (%s)", res), true
+		}
+		return "", false
+	}
+	return h, nil
+}
+
+// waitHoldsLock waits until the holder's JOB log row is RUNNING (the job lock is taken) and
+// its read is held (it cannot let go of the lock before the barrier is released): only then
+// does FlowNet start.
+func (h *trialHolder) waitHoldsLock(ctx context.Context, sql string) error {
+	sc := kit.SceneOf(ctx)
+	kp, p := proxy.KsqlProxyKey.Of(sc.St), h.proc.Proc
+	return wait.For(ctx, wait.JobLogRunning, "the holder's JOB log row to be RUNNING and its first read of 顧客管理 held", func(ctx context.Context) (bool, string, error) {
+		held := kp.Held(h.hold.ID)
+		if res, done := p.Exited(); done {
+			if res.ExitCode == 0 {
+				// Exit 0 means it took the lock and released it: its reads never met the barrier.
+				return false, "", wait.Permanent(fmt.Errorf("the holder finished (%s) without its read of 顧客管理 being held: %s reads no app the hold matches", res, sql))
+			}
+			return false, "", wait.Permanent(fmt.Errorf("the holder exited %s before it held the lock: %s", res, p.StderrTail()))
+		}
+		if !held {
+			return false, "read not held yet", nil
+		}
+		rows, err := kit.ReadExact(ctx, sc, target.RoleLog, kit.DecodeJobLogRow, kit.FieldIs("attempt_id", h.attemptID))
+		if err != nil {
+			return false, "", err
+		}
+		for _, r := range rows {
+			if r.Status == "RUNNING" {
+				return true, "RUNNING, read held", nil
+			}
+		}
+		return false, fmt.Sprintf("read held; %d JOB log rows, none RUNNING", len(rows)), nil
+	})
+}
+
+// classifyTrial reads what the trial left on node nodeID and says which side met the other's
+// lock: the holder first when it succeeded while its hold covered FlowNet's run or FlowNet
+// deferred or failed the node on the lock; FlowNet's node first when the holder failed.
+func classifyTrial(ctx context.Context, out *trialOutcome, nodeID string, holderExit int) error {
+	atts, err := kit.AttemptsOf(ctx, nodeID)
+	if err != nil {
+		return err
 	}
 	states, err := kit.NodeStates(ctx)
 	if err != nil {
-		return out, err
+		return err
 	}
-	out.nodeStateNow = states[node.ID]
+	out.nodeStateNow = states[nodeID]
 	if len(atts) > 0 {
 		out.lastAttempt = atts[len(atts)-1]
 	}
@@ -258,12 +289,12 @@ func lockConflictTrial(ctx context.Context, names trialNames, name, sql string, 
 	deferred := out.nodeStateNow.Status == "WAITING" && out.nodeStateNow.StatusReason == "PREPARE_FAILED"
 	conflictCode := out.lastAttempt.ResultCode == "PREPARE_FAILED" || out.lastAttempt.ResultCode == "LOCK_CONFLICT"
 	switch {
-	case holderRes.ExitCode == 0 && (out.holdCovered || deferred || conflictCode):
+	case holderExit == 0 && (out.holdCovered || deferred || conflictCode):
 		out.class = standaloneFirst
-	case holderRes.ExitCode != 0:
+	case holderExit != 0:
 		out.class = n1First
 	default:
 		out.class = noConflict
 	}
-	return out, nil
+	return nil
 }

@@ -30,7 +30,7 @@ func (d barrierDomain) register(reg stepdef.Registry) {
 
 // barrierState: the scenario's barriers by name, whichever proxy holds them.
 type barrierState struct {
-	barriers map[string]*barrierEntry
+	barriers map[string]*BarrierEntry
 	// pending are barriers declared for a planned process before it started: installed in
 	// its proxy when the proxy starts, before the process sends anything (a poller claims
 	// within milliseconds of its start, too soon for a barrier added afterwards).
@@ -39,7 +39,8 @@ type barrierState struct {
 
 var BarrierKey = scenario.NewKey[barrierState]("barriers")
 
-type barrierEntry struct {
+// BarrierEntry is one named barrier, in a fault proxy or the kSQL-Flow proxy, and what it saw.
+type BarrierEntry struct {
 	name, ID, process string
 	Reached           bool
 	releasedAt        time.Time // when the scenario let the held request go (zero: never)
@@ -108,7 +109,7 @@ func InstallBarrier(ctx context.Context, name, process, method, endpoint, app, p
 	} else if err := p.AddBarrier(b); err != nil {
 		return fmt.Errorf("barrier %q: %w", name, err)
 	}
-	return bs.addBarrier(&barrierEntry{name: name, ID: b.ID, process: process})
+	return bs.addBarrier(&BarrierEntry{name: name, ID: b.ID, process: process})
 }
 
 // unused refuses a barrier name the scenario already installed.
@@ -121,18 +122,18 @@ func (bs *barrierState) unused(name string) error {
 
 // addBarrier registers an installed barrier under its name for the barrier steps; the
 // scope's kSQL-Flow proxy (windows.go) registers its holds here too.
-func (bs *barrierState) addBarrier(e *barrierEntry) error {
+func (bs *barrierState) addBarrier(e *BarrierEntry) error {
 	if err := bs.unused(e.name); err != nil {
 		return err
 	}
 	if bs.barriers == nil {
-		bs.barriers = map[string]*barrierEntry{}
+		bs.barriers = map[string]*BarrierEntry{}
 	}
 	bs.barriers[e.name] = e
 	return nil
 }
 
-func BarrierOf(ctx context.Context, name string) (*barrierEntry, *faultproxy.Proxy, error) {
+func BarrierOf(ctx context.Context, name string) (*BarrierEntry, *faultproxy.Proxy, error) {
 	b, ok := BarrierKey.Of(scenario.From(ctx)).barriers[name]
 	if err := liftedError(scenario.From(ctx), name); err != nil {
 		return nil, nil, err
@@ -203,7 +204,7 @@ func (barrierDomain) releaseBarrier(ctx context.Context, name string) error {
 }
 
 // reachedBarrier is a barrier the scenario may release: installed, and seen holding a request.
-func reachedBarrier(ctx context.Context, name string) (*barrierEntry, *faultproxy.Proxy, error) {
+func reachedBarrier(ctx context.Context, name string) (*BarrierEntry, *faultproxy.Proxy, error) {
 	b, p, err := BarrierOf(ctx, name)
 	if err != nil {
 		return nil, nil, err
@@ -215,7 +216,7 @@ func reachedBarrier(ctx context.Context, name string) (*barrierEntry, *faultprox
 }
 
 // Release lets the held request go and notes when: the record shows the hold as At..ReleasedAt.
-func (b *barrierEntry) Release(p *faultproxy.Proxy) error {
+func (b *BarrierEntry) Release(p *faultproxy.Proxy) error {
 	if err := p.Release(b.ID); err != nil {
 		return err
 	}
@@ -248,8 +249,8 @@ func (bs *barrierState) installPending(name string, p *faultproxy.Proxy) error {
 }
 
 // byID are the installed barriers by their proxy id, for the record of a closing proxy.
-func (bs *barrierState) byID() map[string]*barrierEntry {
-	out := make(map[string]*barrierEntry, len(bs.barriers))
+func (bs *barrierState) byID() map[string]*BarrierEntry {
+	out := make(map[string]*BarrierEntry, len(bs.barriers))
 	for _, b := range bs.barriers {
 		out[b.ID] = b
 	}

@@ -142,7 +142,7 @@ func (s *ksqlProxyState) addBarrier(b faultproxy.Barrier) (*faultproxy.Proxy, er
 }
 
 // Release lets the request held at a barrier of this proxy go.
-func (s *ksqlProxyState) Release(b *barrierEntry) error { return b.Release(s.proxy) }
+func (s *ksqlProxyState) Release(b *BarrierEntry) error { return b.Release(s.proxy) }
 
 // AddFault arms f in the proxy (which must be in place).
 func (s *ksqlProxyState) AddFault(f faultproxy.Fault) error {

@@ -60,7 +60,7 @@ func (windowDomain) holdFirstRead(ctx context.Context, name, app string) error {
 // command started it yet), a barrier that holds the next read of the business app of role (a
 // records or cursor request, GET or method-override POST) before it is sent, and registers it
 // under name for the barrier steps.
-func HoldReadBarrier(ctx context.Context, name, role string) (*barrierEntry, error) {
+func HoldReadBarrier(ctx context.Context, name, role string) (*BarrierEntry, error) {
 	sc := kit.SceneOf(ctx)
 	kp := KsqlProxyKey.Of(sc.St)
 	if err := kp.Ensure(ctx, sc); err != nil {
@@ -83,7 +83,7 @@ func HoldReadBarrier(ctx context.Context, name, role string) (*barrierEntry, err
 	if err != nil {
 		return nil, fmt.Errorf("barrier %q: %w", name, err)
 	}
-	e := &barrierEntry{name: name, ID: b.ID, process: windowProxyName, proxy: p}
+	e := &BarrierEntry{name: name, ID: b.ID, process: windowProxyName, proxy: p}
 	return e, bs.addBarrier(e)
 }
 
