@@ -17,7 +17,7 @@ import (
 // csvFaultDomain: the CSV write fault of csv1-02 (scenarios.md §2.8.3): the original hooked the
 // kSQL-Flow child's HTTP client so that its 2nd POST/PUT of records to the CSV fixture app
 // answered a synthetic HTTP 400 (CSV1_FAULT). Here it is a fault of the scenario's kSQL-Flow
-// proxy (ksqlproxy.go), through which every kSQL-Flow child of the scenario reaches kintone
+// proxy (proxy/ksqlproxy.go), through which every kSQL-Flow child of the scenario reaches kintone
 // with a config copy that changes only the base URL: it answers the n-th records write to the
 // CSV fixture app, counted from the step on, with HTTP 400 CSV1_FAULT once and passes
 // everything else. Each scope (the scenario's own, a sub-scope) arms a fault of its own, so

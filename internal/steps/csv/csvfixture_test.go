@@ -17,7 +17,7 @@ import (
 )
 
 // The CSV fixture step resolves its file through the preflight's resolver as the network
-// fixture steps do (fixturefiles_test.go): an escaping path fails with its reason and
+// fixture steps do (kit/fixturefiles_test.go): an escaping path fails with its reason and
 // renders nothing.
 func TestCSVFixtureStepRefusesEscapingPaths(t *testing.T) {
 	tmp := t.TempDir()

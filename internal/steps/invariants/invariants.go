@@ -26,7 +26,7 @@ import (
 // The contract's invariants (§8, internal/harness/schedule) on every run: at the end of each scenario
 // of `flowtest run`, after its steps and before its cleanup, the checkers judge the writes
 // every party of the scenario sent through its proxy — each FlowNet process (its fault proxy,
-// or the counting proxy of its own, apiproxy.go) and a requester's background cancel (the
+// or the counting proxy of its own, proxy/apiproxy.go) and a requester's background cancel (the
 // parties `flowtest explore` schedules) — with the scope's final records. The writes are
 // ordered by when a proxy saw kintone answer them (faultproxy.TrafficLine.Answer): for two
 // writes that did not overlap that is the order kintone applied them in; overlapping ones are

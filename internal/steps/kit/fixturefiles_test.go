@@ -39,7 +39,7 @@ func TestFixturesOfKeepsTheWholeArgument(t *testing.T) {
 // Every quoted .yaml or .sql argument in the feature files is a fixture the preflight
 // resolves: a new step that reads a fixture must have its expression in fixtureSteps.
 // And every expression there is one the library registers (no stale entry): the kit's own
-// here, the exported ones the groups above register in the root's index_test.go.
+// here, the exported ones the groups above register in ../index_test.go.
 func TestFixtureStepsCoverTheFeatures(t *testing.T) {
 	idx := &stepdef.Index{}
 	AddStepsTo(stepdef.Registry{Index: idx})
@@ -85,7 +85,7 @@ func TestPlainLabel(t *testing.T) {
 
 // The steps resolve their fixture through the preflight's resolver: given an escaping path
 // they fail with its reason and render nothing (before, the step rendered the file it was
-// given, outside the folder the preflight had checked). The CSV fixture step: csvfixture_test.go.
+// given, outside the folder the preflight had checked). The CSV fixture step: csv/csvfixture_test.go.
 func TestFixtureStepsRefuseEscapingPaths(t *testing.T) {
 	tmp := t.TempDir()
 	fixtures := filepath.Join(tmp, "features", "fixtures")

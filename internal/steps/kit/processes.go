@@ -31,7 +31,7 @@ func (d processDomain) register(reg stepdef.Registry) {
 const ProcRef = `(the FlowNet run|the holder|"[^"]+")`
 
 // Process kinds. A requester is no child process: the harness's background party sending
-// the request board's cancel (requester.go), named here so that its name is taken like a
+// the request board's cancel (requests/requester.go), named here so that its name is taken like a
 // process's and a step that needs a process refuses it.
 const (
 	kindFlowNet   = "FlowNet"

@@ -50,7 +50,7 @@ type NodeAttempt struct {
 	AttemptNo                                                                            int
 	ExecutionStartedAt, RunnerExecutionStartedAt, FinishedAt                             string
 	ReadCount, WrittenCount                                                              string // NUMBER fields as read ("" when unset)
-	ErrorMessage                                                                         string // error.message, or the CSV input audit summary (csvreceipt.go)
+	ErrorMessage                                                                         string // error.message, or the CSV input audit summary (csv/csvreceipt.go)
 }
 
 func decodeNodeAttempt(r kintoneapi.Record) NodeAttempt {

@@ -176,7 +176,7 @@ func evidenceRef(sc *kit.Scene) string {
 
 // startKsqlFlow starts one kSQL-Flow operator command in dir with the target's kSQL-Flow
 // environment and profile, reaching kintone through the scenario's kSQL-Flow proxy (its config
-// copy and CA bundle), so what it sends counts with the children's (ksqlproxy.go).
+// copy and CA bundle), so what it sends counts with the children's (proxy/ksqlproxy.go).
 func startKsqlFlow(ctx context.Context, sc *kit.Scene, name, dir string, args ...string) (*proc.Process, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err

@@ -213,7 +213,7 @@ func startHolder(ctx context.Context, names trialNames, name, sql string) (*tria
 	}
 	h := &trialHolder{node: node, attemptID: fx.Scope().ID() + "_holder"}
 	// The holder keeps its lock while its first read of 顧客管理 is held by a barrier of the
-	// scenario's kSQL-Flow proxy (ksqlproxy.go); the barrier is released only once FlowNet's
+	// scenario's kSQL-Flow proxy (proxy/ksqlproxy.go); the barrier is released only once FlowNet's
 	// run has met the lock and ended. The window is forced, not hoped for from a slow tenant.
 	if h.hold, err = proxy.HoldReadBarrier(ctx, names.barrier, target.RoleCustomers); err != nil {
 		return nil, err

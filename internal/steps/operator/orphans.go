@@ -267,7 +267,7 @@ func (orphanDomain) attemptKeptItsStart(ctx context.Context, name, status, code 
 
 // childFinishesCutOff waits (bounded) for the JOB log row of the attempt the last "has a
 // RUNNING attempt" step found to leave RUNNING: kSQL-Flow's traffic does not pass FlowNet's
-// proxy (at most the scope's kSQL-Flow proxy, windows.go), so an outage of FlowNet's traffic
+// proxy (at most the scope's kSQL-Flow proxy, proxy/windows.go), so an outage of FlowNet's traffic
 // must not touch it. The harness reads the JOB log directly.
 func (orphanDomain) childFinishesCutOff(ctx context.Context, status string) error {
 	sc := kit.SceneOf(ctx)

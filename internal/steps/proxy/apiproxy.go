@@ -22,7 +22,7 @@ import (
 // reaches kintone through one: a proxy of its own that only passes and counts, so that
 // FlowNet's requests count on the scenario's API counter like the harness's own (kintone
 // budgets requests per app and day), and so that the invariants judge its writes as its own
-// (invariants.go: a Network lock is released by the process that holds it). It changes only
+// (invariants/invariants.go: a Network lock is released by the process that holds it). It changes only
 // the base URL FlowNet is given, as a fault proxy does (product-contract:
 // KSQL_FLOWNET_BASE_URL), and trusts it through the scenario's CA bundle.
 

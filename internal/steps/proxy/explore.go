@@ -14,7 +14,7 @@ import (
 // An explored run (`flowtest explore`): the scenario runs as written, but the kintone writes
 // of the named parties go through the scheduler, which decides their order. Each such FlowNet
 // process gets a fault proxy whether or not the feature declares one, and the proxy's gate is
-// the scheduler's; a requester's background cancel (requester.go) has a proxy of its own,
+// the scheduler's; a requester's background cancel (requests/requester.go) has a proxy of its own,
 // gated alike. Every other process passes as in `run`.
 
 type exploreState struct {

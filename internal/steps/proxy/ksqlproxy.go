@@ -20,7 +20,7 @@ import (
 // reaches kintone through one pass-through faultproxy of the scenario, so its requests count
 // on the scenario's API counter per app (origin ksql-flow), as FlowNet's do through their
 // proxies (apiproxy.go). The proxy changes nothing on its own; holds (windows.go,
-// lockconflict.go) add barriers to it and the CSV write fault (csvfault.go) a fault.
+// operator/lockconflict.go) add barriers to it and the CSV write fault (csv/csvfault.go) a fault.
 //
 // kSQL-Flow is pointed at it by a copy of the operator's config whose profile's base URL is
 // the proxy and nothing else changed, proven by describe-profile (ksqlprofile.go), and trusts

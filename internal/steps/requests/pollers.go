@@ -22,7 +22,7 @@ import (
 // pollerDomain: `poll-requests` as a real one-shot child process (the cron job of the
 // product), named like every other process ("poller A"), with its allow-list made from the
 // scenario's networks, its timing, and the counters line it prints. Several pollers may run
-// at once; a claim race between two is forced with a fault-proxy barrier (faults.go) on one
+// at once; a claim race between two is forced with a fault-proxy barrier (proxy/faults.go) on one
 // poller's claim, not hoped for.
 type pollerDomain struct{}
 

@@ -22,7 +22,7 @@ import (
 // requesterDomain: the requester on the request board as a named party of its own, racing
 // the pollers. Its cancel is the request board's revision-fenced PUT (lifecycle.go), sent in
 // the background through a fault proxy of its own, so that `flowtest explore` orders it
-// against a poller's claim exactly as it orders two processes' writes (explore.go: the proxy's
+// against a poller's claim exactly as it orders two processes' writes (proxy/explore.go: the proxy's
 // gate is the scheduler's, and the end of the cancel counts as the party's exit). The
 // scenario waits for its answer, then judges the race by what each side saw.
 type requesterDomain struct{}
@@ -128,7 +128,7 @@ func (requesterDomain) cancelInTheBackground(ctx context.Context, ref, name stri
 		b.status, b.err = status, err
 		b.mu.Unlock()
 	}()
-	proxy.WatchExploredExit(st, name, b.done, nil) // explore.go: no process of its own
+	proxy.WatchExploredExit(st, name, b.done, nil) // proxy/explore.go: no process of its own
 	st.Defer("end the background cancel of "+name, func(ctx context.Context) error {
 		stop()
 		select {
