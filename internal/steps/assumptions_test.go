@@ -74,22 +74,26 @@ func tokensOf(v string) []string {
 
 func isTokenChar(c byte) bool { return c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' }
 
-// stepLiterals applies rules G1–G3 to every string literal of every non-test Go file of dir
-// (the directory, whatever its files are called).
+// stepLiterals applies rules G1–G3 to every string literal of every non-test Go file under
+// dir (the tree of step packages, whatever its files are called).
 func stepLiterals(dir string) (literalSet, error) {
 	out := literalSet{}
 	add := out.add
-	entries, err := os.ReadDir(dir)
+	var names []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		names = append(names, filepath.ToSlash(rel))
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
 	fset := token.NewFileSet()
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		file, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
+	for _, name := range names {
+		file, err := parser.ParseFile(fset, filepath.Join(dir, filepath.FromSlash(name)), nil, parser.SkipObjectResolution)
 		if err != nil {
 			return nil, err
 		}

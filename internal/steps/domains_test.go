@@ -10,8 +10,10 @@ import (
 	"go/token"
 	"go/types"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,12 +25,15 @@ import (
 
 // The domains of the step library cannot reach into each other: a domain's state (the T of
 // its `scenario.NewKey[T]`) has its fields touched only by the file that declares it; every
-// other file goes through that domain's methods. `scene` is exempt: set once in
-// BeforeScenario and read by every domain (docs/steps.md).
+// other file goes through that domain's methods. `Scene` is exempt: set once in
+// BeforeScenario and read by every domain (docs/steps.md). Each package of the tree is
+// checked on its own: across packages the compiler keeps unexported fields out of reach.
 func TestDomainsTouchOnlyTheirOwnState(t *testing.T) {
-	fset, files := parseDir(t, ".")
-	for _, v := range stateViolations(t, fset, files) {
-		t.Error(v)
+	for _, dir := range stepDirs(t) {
+		fset, files := parseDir(t, dir)
+		for _, v := range stateViolations(t, dir, fset, files) {
+			t.Error(v)
+		}
 	}
 }
 
@@ -61,16 +66,22 @@ func other(st *scenario.State) int {
 	assert.Equal(t, []string{
 		"b.go:4: touches field n of aState, the state of a.go (use a method of that domain)",
 		"b.go:5: touches field n of aState, the state of a.go (use a method of that domain)",
-	}, stateViolations(t, fset, files))
+	}, stateViolations(t, ".", fset, files))
 }
 
-// The package doc of suite.go lists exactly the package's non-test files, and none of them
-// is over 700 lines (a file that grows past it holds more than one domain).
+// The package doc of every package of the tree lists exactly its non-test files, and none
+// of them is over 700 lines (a file that grows past it holds more than one domain).
 func TestPackageDocListsEveryFile(t *testing.T) {
-	fset, files := parseDir(t, ".")
+	for _, dir := range stepDirs(t) {
+		packageDocListsEveryFile(t, dir)
+	}
+}
+
+func packageDocListsEveryFile(t *testing.T, dir string) {
+	fset, files := parseDir(t, dir)
 	var listed []string
 	for _, f := range files {
-		if f.Doc == nil || f.Name.Name != "steps" {
+		if f.Doc == nil {
 			continue
 		}
 		sc := bufio.NewScanner(strings.NewReader(f.Doc.Text()))
@@ -89,7 +100,21 @@ func TestPackageDocListsEveryFile(t *testing.T) {
 	}
 	slices.Sort(listed)
 	slices.Sort(have)
-	assert.Equal(t, have, listed, "the package doc (suite.go) lists the files of package steps")
+	assert.Equal(t, have, listed, "the package doc lists the files of the package in %s", dir)
+}
+
+// stepDirs are the directories of the step library's packages: this one and every one below.
+func stepDirs(t *testing.T) []string {
+	t.Helper()
+	var dirs []string
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, path)
+		}
+		return err
+	})
+	require.NoError(t, err)
+	return dirs
 }
 
 // parseDir parses the non-test Go files of dir, for every GOOS (the package has no
@@ -112,13 +137,13 @@ func parseDir(t *testing.T, dir string) (*token.FileSet, []*ast.File) {
 	return fset, files
 }
 
-// stateViolations type-checks files as package steps and lists every field selection (or
+// stateViolations type-checks files as the package in dir and lists every field selection (or
 // composite literal) of a domain state type outside the file that declares it.
-func stateViolations(t *testing.T, fset *token.FileSet, files []*ast.File) []string {
+func stateViolations(t *testing.T, dir string, fset *token.FileSet, files []*ast.File) []string {
 	t.Helper()
 	info := &types.Info{Selections: map[*ast.SelectorExpr]*types.Selection{}, Types: map[ast.Expr]types.TypeAndValue{}, Defs: map[*ast.Ident]types.Object{}}
-	conf := types.Config{Importer: importer.ForCompiler(fset, "gc", exportData(t))}
-	pkg, err := conf.Check("github.com/ksqlflow/flowtest/internal/steps", fset, files, info)
+	conf := types.Config{Importer: importer.ForCompiler(fset, "gc", exportData(t, dir))}
+	pkg, err := conf.Check(path.Join("github.com/ksqlflow/flowtest/internal/steps", filepath.ToSlash(dir)), fset, files, info)
 	require.NoError(t, err)
 
 	owner := map[*types.TypeName]string{} // state type -> the file that declares it
@@ -127,7 +152,7 @@ func stateViolations(t *testing.T, fset *token.FileSet, files []*ast.File) []str
 		if !ok || v.Parent() != pkg.Scope() {
 			continue
 		}
-		if state := keyedState(v.Type()); state != nil && state.Name() != "scene" {
+		if state := keyedState(v.Type()); state != nil && state.Name() != "Scene" {
 			owner[state] = filepath.Base(fset.Position(state.Pos()).Filename)
 		}
 	}
@@ -187,11 +212,11 @@ func keyedState(typ types.Type) *types.TypeName {
 	return nil
 }
 
-// exportData finds the compiled export data of the package's imports with `go list -export`,
-// for the gc importer.
-func exportData(t *testing.T) func(path string) (io.ReadCloser, error) {
+// exportData finds the compiled export data of the imports of the package in dir with
+// `go list -export`, for the gc importer.
+func exportData(t *testing.T, dir string) func(path string) (io.ReadCloser, error) {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-export", "-deps", "-f", "{{.ImportPath}}\t{{.Export}}", ".")
+	cmd := exec.Command("go", "list", "-export", "-deps", "-f", "{{.ImportPath}}\t{{.Export}}", "./"+filepath.ToSlash(dir))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -205,7 +230,7 @@ func exportData(t *testing.T) func(path string) (io.ReadCloser, error) {
 	return func(path string) (io.ReadCloser, error) {
 		file, ok := files[path]
 		if !ok {
-			return nil, fmt.Errorf("no export data for %s (not a dependency of package steps)", path)
+			return nil, fmt.Errorf("no export data for %s (not a dependency of the package in %s)", path, dir)
 		}
 		return os.Open(file)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/ksqlflow/flowtest/internal/harness/stepindex"
 	"github.com/ksqlflow/flowtest/internal/runner"
 	"github.com/ksqlflow/flowtest/internal/steps"
+	"github.com/ksqlflow/flowtest/internal/steps/kit"
 )
 
 // The step library and the feature files agree: every definition is used by some scenario,
@@ -47,5 +48,19 @@ func TestStepLibraryMatchesTheFeatures(t *testing.T) {
 			exprs = append(exprs, d.Expr)
 		}
 		t.Errorf("feature step matches %d definitions: %s:%d (%s): %s: %q", len(a.Defs), a.Step.File, a.Step.Line, a.Step.Scenario, a.Step, exprs)
+	}
+}
+
+// The fixture expressions the kit shares with the groups above it are registered by them
+// (the kit's own are checked in kit/fixturefiles_test.go).
+func TestSharedFixtureExpressionsAreRegistered(t *testing.T) {
+	idx := &stepdef.Index{}
+	(&steps.Suite{}).Initialize(nil, stepdef.Registry{Index: idx})
+	registered := map[string]bool{}
+	for _, d := range idx.Defs() {
+		registered[d.Expr] = true
+	}
+	for _, e := range kit.FixtureExprsAbove {
+		require.True(t, registered[e], "kit.FixtureExprsAbove lists an expression no step registers: %s", e)
 	}
 }

@@ -23,7 +23,7 @@ import (
 	"github.com/ksqlflow/flowtest/internal/app/ksqlwrap"
 	"github.com/ksqlflow/flowtest/internal/base/refusal"
 	"github.com/ksqlflow/flowtest/internal/runner"
-	"github.com/ksqlflow/flowtest/internal/steps"
+	"github.com/ksqlflow/flowtest/internal/steps/csv/wrapmode"
 )
 
 // Version is the runner version written into run.json (set with
@@ -185,12 +185,12 @@ func init() {
 			run: cmdHelp},
 		// The CSV steps' kSQL-Flow launcher (internal/app/ksqlwrap): started by FlowNet, not by
 		// people; its flags are the wrapper's own contract with the CSV steps.
-		{name: steps.KsqlFlowWrapperCommand, usage: steps.KsqlFlowWrapperCommand + " --mode MODE -- LAUNCHER ARGS…", hidden: true,
+		{name: wrapmode.Command, usage: wrapmode.Command + " --mode MODE -- LAUNCHER ARGS…", hidden: true,
 			short: "the CSV steps' kSQL-Flow wrapper",
 			run: func(inv invocation, a []string) int {
 				code, err := ksqlwrap.Run(a, inv.stdin, inv.stdout, inv.stderr, inv.sigs)
 				if err != nil {
-					return exitFor(inv.stderr, steps.KsqlFlowWrapperCommand, err)
+					return exitFor(inv.stderr, wrapmode.Command, err)
 				}
 				return code
 			}},

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ksqlflow/flowtest/internal/steps"
+	"github.com/ksqlflow/flowtest/internal/steps/csv/wrapmode"
 )
 
 // The README's command list is the command table's: between its markers it holds exactly
@@ -59,7 +59,7 @@ func TestHelpAndDashHComeFromTheTable(t *testing.T) {
 func TestKsqlWrapIsNotInTheUsage(t *testing.T) {
 	var out, errb bytes.Buffer
 	require.Equal(t, 0, Main([]string{"help"}, nil, &out, &errb, nil))
-	assert.NotContains(t, out.String(), steps.KsqlFlowWrapperCommand)
+	assert.NotContains(t, out.String(), wrapmode.Command)
 }
 
 // flagsIn are the flag names a help text lists (PrintDefaults' "  -name" lines), sorted.

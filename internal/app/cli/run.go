@@ -168,7 +168,7 @@ func runWith(name string, flags *runFlags, fs *flag.FlagSet, args []string, stdo
 
 // sandboxLatency makes the business apps answer like kintone (by default about half a second
 // per read, which gives the long-read fixtures their documented durations, job-longread.sql).
-// No scenario depends on it: windows a scenario needs are held by barriers (internal/steps/windows.go).
+// No scenario depends on it: windows a scenario needs are held by barriers (internal/steps/proxy/windows.go).
 func sandboxLatency(d time.Duration) map[string]time.Duration {
 	return map[string]time.Duration{"customers": d, "deals": d}
 }

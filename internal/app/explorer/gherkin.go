@@ -66,7 +66,7 @@ var (
 )
 
 // backgroundParties are the start steps of the explored parties that are no FlowNet
-// process (internal/steps/requester.go), each with the step that waits for the party's answer.
+// process (internal/steps/requests/requester.go), each with the step that waits for the party's answer.
 var backgroundParties = []struct {
 	start *regexp.Regexp
 	wait  string

@@ -16,7 +16,7 @@ import (
 	"strings"
 
 	"github.com/ksqlflow/flowtest/internal/base/refusal"
-	"github.com/ksqlflow/flowtest/internal/steps"
+	"github.com/ksqlflow/flowtest/internal/steps/csv/wrapmode"
 )
 
 // Run is the hidden `flowtest ksql-flow-wrapper`: a kSQL-Flow launcher the CSV
@@ -69,7 +69,7 @@ type ksqlWrap struct {
 }
 
 func parseKsqlWrap(args []string) (*ksqlWrap, error) {
-	fs := flag.NewFlagSet(steps.KsqlFlowWrapperCommand, flag.ContinueOnError)
+	fs := flag.NewFlagSet(wrapmode.Command, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	mode := fs.String("mode", "", "legacy-capabilities | export-sjis")
 	n := fs.Int("launcher-args", 0, "how many args after the launcher are the launcher's own")
@@ -77,11 +77,11 @@ func parseKsqlWrap(args []string) (*ksqlWrap, error) {
 		return nil, err
 	}
 	switch *mode {
-	case steps.WrapLegacyCapabilities, steps.WrapExportSJIS:
+	case wrapmode.LegacyCapabilities, wrapmode.ExportSJIS:
 	case "":
-		return nil, fmt.Errorf("--mode is required (%s or %s)", steps.WrapLegacyCapabilities, steps.WrapExportSJIS)
+		return nil, fmt.Errorf("--mode is required (%s or %s)", wrapmode.LegacyCapabilities, wrapmode.ExportSJIS)
 	default:
-		return nil, fmt.Errorf("--mode %q: expected %s or %s", *mode, steps.WrapLegacyCapabilities, steps.WrapExportSJIS)
+		return nil, fmt.Errorf("--mode %q: expected %s or %s", *mode, wrapmode.LegacyCapabilities, wrapmode.ExportSJIS)
 	}
 	rest := fs.Args()
 	if len(rest) == 0 || rest[0] == "" {
@@ -103,12 +103,12 @@ func (w *ksqlWrap) callArgs() (args []string, rewrite bool) {
 	args = slices.Clone(w.argv)
 	after := w.subArgs()
 	switch w.mode {
-	case steps.WrapExportSJIS:
+	case wrapmode.ExportSJIS:
 		// As the original wrapper: only a run that exports gets the encoding.
 		if w.sub == "run" && slices.ContainsFunc(after, func(a string) bool { return a == "--export-csv" || strings.HasPrefix(a, "--export-csv=") }) {
 			args = append(args, "--export-encoding", "sjis")
 		}
-	case steps.WrapLegacyCapabilities:
+	case wrapmode.LegacyCapabilities:
 		rewrite = w.sub == "capabilities" && slices.Contains(after, "--json")
 	}
 	return args, rewrite
@@ -127,7 +127,7 @@ func (w *ksqlWrap) run(stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os
 	if !rewrite && w.self {
 		err := execReplace(w.launcher, args, sigs) // returns only if exec is unavailable or failed
 		if !errors.Is(err, errNoExec) {
-			fmt.Fprintf(stderr, "flowtest %s: start %s: %v\n", steps.KsqlFlowWrapperCommand, w.launcher, err)
+			fmt.Fprintf(stderr, "flowtest %s: start %s: %v\n", wrapmode.Command, w.launcher, err)
 			return 127
 		}
 	}
@@ -138,7 +138,7 @@ func (w *ksqlWrap) run(stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os
 	}
 	code, err := w.relay(args, stdin, out, stderr, sigs)
 	if err != nil {
-		fmt.Fprintf(stderr, "flowtest %s: %v\n", steps.KsqlFlowWrapperCommand, err)
+		fmt.Fprintf(stderr, "flowtest %s: %v\n", wrapmode.Command, err)
 		return 127
 	}
 	if !rewrite {
@@ -150,7 +150,7 @@ func (w *ksqlWrap) run(stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os
 	}
 	doc, err := legacyCapabilities(captured.Bytes())
 	if err != nil {
-		fmt.Fprintf(stderr, "flowtest %s: capabilities --json of %s: %v\n", steps.KsqlFlowWrapperCommand, w.launcher, err)
+		fmt.Fprintf(stderr, "flowtest %s: capabilities --json of %s: %v\n", wrapmode.Command, w.launcher, err)
 		return 1
 	}
 	if _, err := stdout.Write(doc); err != nil {

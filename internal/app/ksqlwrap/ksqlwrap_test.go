@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ksqlflow/flowtest/internal/base/refusal"
-	"github.com/ksqlflow/flowtest/internal/steps"
+	"github.com/ksqlflow/flowtest/internal/steps/csv/wrapmode"
 )
 
 // The wrapper's tests start this test binary as the real kSQL-Flow: a launcher whose one own
@@ -124,7 +124,7 @@ func echoed(t *testing.T, stdout string) []string {
 }
 
 func TestKsqlWrapLegacyCapabilitiesSaysImportCsvFalse(t *testing.T) {
-	r := wrapIn(t, steps.WrapLegacyCapabilities, "", "capabilities", "--json")
+	r := wrapIn(t, wrapmode.LegacyCapabilities, "", "capabilities", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.True(t, strings.HasSuffix(r.stdout, "}\n") && strings.Count(r.stdout, "\n") == 1, "one JSON object and a line end: %q", r.stdout)
 	var want, got map[string]any
@@ -136,21 +136,21 @@ func TestKsqlWrapLegacyCapabilitiesSaysImportCsvFalse(t *testing.T) {
 }
 
 func TestKsqlWrapLegacyPassesEverythingElseThrough(t *testing.T) {
-	r := wrapIn(t, steps.WrapLegacyCapabilities, "", "capabilities")
+	r := wrapIn(t, wrapmode.LegacyCapabilities, "", "capabilities")
 	assert.Equal(t, wrapped{0, "kSQL-Flow 9.9.9 (fake)\n", ""}, r, "text capabilities are not rewritten")
 
 	call := []string{"run", "-f", "/x/job.sql", "--import-csv", "source=/io/in/a.csv", "--json"}
-	r = wrapIn(t, steps.WrapLegacyCapabilities, "", call...)
+	r = wrapIn(t, wrapmode.LegacyCapabilities, "", call...)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, call, echoed(t, r.stdout))
 
 	// A failed capabilities call is the real one's answer, unchanged.
-	r = wrapIn(t, steps.WrapLegacyCapabilities, "", "capabilities", "--json", "--fail")
+	r = wrapIn(t, wrapmode.LegacyCapabilities, "", "capabilities", "--json", "--fail")
 	assert.Equal(t, wrapped{4, "{\"kind\":\"ERROR\"}\n", ""}, r)
 }
 
 func TestKsqlWrapLegacyRefusesWhatIsNotCapabilities(t *testing.T) {
-	r := wrapIn(t, steps.WrapLegacyCapabilities, "", "capabilities", "--json", "--garbage")
+	r := wrapIn(t, wrapmode.LegacyCapabilities, "", "capabilities", "--json", "--garbage")
 	assert.Equal(t, 1, r.code)
 	assert.Empty(t, r.stdout, "nothing made up")
 	assert.Contains(t, r.stderr, "capabilities --json of")
@@ -172,33 +172,33 @@ func TestKsqlWrapLegacyRefusesWhatIsNotCapabilities(t *testing.T) {
 
 func TestKsqlWrapExportSJISOnlyOnExportRuns(t *testing.T) {
 	export := []string{"run", "-f", "/x/export.sql", "--profile", "e2e", "--export-csv", "report=/io/out/report.csv"}
-	r := wrapIn(t, steps.WrapExportSJIS, "", export...)
+	r := wrapIn(t, wrapmode.ExportSJIS, "", export...)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, append(slices.Clone(export), "--export-encoding", "sjis"), echoed(t, r.stdout))
 
 	inline := []string{"run", "-f", "/x/export.sql", "--export-csv=report=/io/out/report.csv"}
-	r = wrapIn(t, steps.WrapExportSJIS, "", inline...)
+	r = wrapIn(t, wrapmode.ExportSJIS, "", inline...)
 	assert.Equal(t, append(slices.Clone(inline), "--export-encoding", "sjis"), echoed(t, r.stdout))
 
 	for _, call := range [][]string{
 		{"run", "-f", "/x/import.sql", "--import-csv", "source=/io/in/a.csv"}, // a run that does not export
 		{"args", "--export-csv", "report=/io/out/report.csv"},                 // not a run
 	} {
-		r = wrapIn(t, steps.WrapExportSJIS, "", call...)
+		r = wrapIn(t, wrapmode.ExportSJIS, "", call...)
 		require.Equal(t, 0, r.code, r.stderr)
 		assert.Equal(t, call, echoed(t, r.stdout), "unchanged: %v", call)
 	}
-	r = wrapIn(t, steps.WrapExportSJIS, "", "capabilities", "--json")
+	r = wrapIn(t, wrapmode.ExportSJIS, "", "capabilities", "--json")
 	assert.Equal(t, wrapped{0, fakeCapabilities + "\n", ""}, r, "capabilities are the real ones in this mode")
 }
 
 func TestKsqlWrapRelaysStdioAndExitCode(t *testing.T) {
-	r := wrapIn(t, steps.WrapExportSJIS, "line one\nline two\n", "cat")
+	r := wrapIn(t, wrapmode.ExportSJIS, "line one\nline two\n", "cat")
 	assert.Equal(t, wrapped{0, "line one\nline two\n", "cat: on stderr\n"}, r)
 
-	r = wrapIn(t, steps.WrapLegacyCapabilities, "", "run", "--exit", "5")
+	r = wrapIn(t, wrapmode.LegacyCapabilities, "", "run", "--exit", "5")
 	assert.Equal(t, 5, r.code)
-	r = wrapIn(t, steps.WrapExportSJIS, "", "run", "--export-csv", "r=/o", "--exit", "2")
+	r = wrapIn(t, wrapmode.ExportSJIS, "", "run", "--export-csv", "r=/o", "--exit", "2")
 	assert.Equal(t, 2, r.code)
 }
 
@@ -209,10 +209,10 @@ func TestKsqlWrapRefusesBadUsage(t *testing.T) {
 	}{
 		"no mode":           {[]string{"--", "ksql-flow", "run"}, "--mode is required"},
 		"unknown mode":      {[]string{"--mode", "utf16", "--", "ksql-flow"}, `--mode "utf16"`},
-		"no launcher":       {[]string{"--mode", steps.WrapExportSJIS, "--"}, "no kSQL-Flow launcher"},
-		"too many own args": {[]string{"--mode", steps.WrapExportSJIS, "--launcher-args", "2", "--", "node", "cli.js"}, "--launcher-args 2"},
-		"negative":          {[]string{"--mode", steps.WrapExportSJIS, "--launcher-args", "-1", "--", "node"}, "--launcher-args -1"},
-		"unknown flag":      {[]string{"--mode", steps.WrapExportSJIS, "--encoding", "sjis", "--", "node"}, "-encoding"},
+		"no launcher":       {[]string{"--mode", wrapmode.ExportSJIS, "--"}, "no kSQL-Flow launcher"},
+		"too many own args": {[]string{"--mode", wrapmode.ExportSJIS, "--launcher-args", "2", "--", "node", "cli.js"}, "--launcher-args 2"},
+		"negative":          {[]string{"--mode", wrapmode.ExportSJIS, "--launcher-args", "-1", "--", "node"}, "--launcher-args -1"},
+		"unknown flag":      {[]string{"--mode", wrapmode.ExportSJIS, "--encoding", "sjis", "--", "node"}, "-encoding"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var out, errb bytes.Buffer

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ksqlflow/flowtest/internal/steps"
+	"github.com/ksqlflow/flowtest/internal/steps/csv/wrapmode"
 )
 
 // readyPid reads the fake's "ready <pid>" line: its stop handler is installed.
@@ -40,7 +40,7 @@ func TestKsqlWrapRelayForwardsStopSignals(t *testing.T) {
 			var out bytes.Buffer
 			done := make(chan int, 1)
 			go func() {
-				code, _ := Run(append(fakeLauncher(t, steps.WrapLegacyCapabilities), "capabilities", "--json", "--wait-stop"),
+				code, _ := Run(append(fakeLauncher(t, wrapmode.LegacyCapabilities), "capabilities", "--json", "--wait-stop"),
 					strings.NewReader(""), &out, pw, sigs)
 				_ = pw.Close()
 				done <- code
@@ -58,14 +58,14 @@ func TestKsqlWrapRelayForwardsStopSignals(t *testing.T) {
 // In-process relay: a child killed by a signal is reported as 128+n (the wrapper does not
 // own its process here, so it must not die itself).
 func TestKsqlWrapRelayReportsAChildKilledByASignal(t *testing.T) {
-	r := wrapIn(t, steps.WrapLegacyCapabilities, "", "capabilities", "--json", "--die")
+	r := wrapIn(t, wrapmode.LegacyCapabilities, "", "capabilities", "--json", "--die")
 	assert.Equal(t, 128+int(syscall.SIGKILL), r.code)
 }
 
 // wrapperProcess starts the built flowtest as the wrapper of the fake kSQL-Flow.
 func wrapperProcess(t *testing.T, mode string, call ...string) (*exec.Cmd, *bufio.Reader, *bytes.Buffer) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "flowtest"), append(append([]string{steps.KsqlFlowWrapperCommand}, fakeLauncher(t, mode)...), call...)...)
+	cmd := exec.Command(filepath.Join(binDir, "flowtest"), append(append([]string{wrapmode.Command}, fakeLauncher(t, mode)...), call...)...)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	stderr, err := cmd.StderrPipe()
@@ -84,8 +84,8 @@ func TestKsqlWrapProcessStopsGracefullyOnSIGTERM(t *testing.T) {
 		call       []string
 		samePid    bool
 	}{
-		{"exec keeps the pid", steps.WrapExportSJIS, []string{"wait-stop"}, true},
-		{"relay forwards to its child", steps.WrapLegacyCapabilities, []string{"capabilities", "--json", "--wait-stop"}, false},
+		{"exec keeps the pid", wrapmode.ExportSJIS, []string{"wait-stop"}, true},
+		{"relay forwards to its child", wrapmode.LegacyCapabilities, []string{"capabilities", "--json", "--wait-stop"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cmd, stderr, out := wrapperProcess(t, c.mode, c.call...)
@@ -102,7 +102,7 @@ func TestKsqlWrapProcessStopsGracefullyOnSIGTERM(t *testing.T) {
 
 // The relay path as a process: a child killed by a signal kills the wrapper by the same one.
 func TestKsqlWrapRelayProcessDiesLikeItsChild(t *testing.T) {
-	cmd, _, _ := wrapperProcess(t, steps.WrapLegacyCapabilities, "capabilities", "--json", "--die")
+	cmd, _, _ := wrapperProcess(t, wrapmode.LegacyCapabilities, "capabilities", "--json", "--die")
 	err := cmd.Wait()
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee)

@@ -107,7 +107,7 @@ func Check(defs []stepdef.Def, steps []Step) (unused []stepdef.Def, undefined []
 	return unused, undefined, ambiguous
 }
 
-// RelFile shows where d's handler is relative to the module root ("internal/steps/runs.go"), whatever
+// RelFile shows where d's handler is relative to the module root ("internal/steps/kit/runs.go"), whatever
 // the working directory and whether the build trimmed paths: the handler's package path below
 // the module path is its directory. Handlers outside this module keep their full file path.
 func RelFile(d stepdef.Def) string {

@@ -86,8 +86,8 @@ func TestCheckOfAConsistentLibraryIsEmpty(t *testing.T) {
 }
 
 func TestRelFile(t *testing.T) {
-	assert.Equal(t, "internal/steps/runs.go", RelFile(stepdef.Def{Handler: "github.com/ksqlflow/flowtest/internal/steps.runDomain.runs", File: "/src/flowtest/internal/steps/runs.go"}))
-	assert.Equal(t, "internal/steps/runs.go", RelFile(stepdef.Def{Handler: "github.com/ksqlflow/flowtest/internal/steps.(*world).f-fm", File: "github.com/ksqlflow/flowtest/internal/steps/runs.go"}), "trimmed paths")
+	assert.Equal(t, "internal/steps/kit/runs.go", RelFile(stepdef.Def{Handler: "github.com/ksqlflow/flowtest/internal/steps/kit.runDomain.runs", File: "/src/flowtest/internal/steps/kit/runs.go"}))
+	assert.Equal(t, "internal/steps/kit/runs.go", RelFile(stepdef.Def{Handler: "github.com/ksqlflow/flowtest/internal/steps/kit.(*world).f-fm", File: "github.com/ksqlflow/flowtest/internal/steps/kit/runs.go"}), "trimmed paths")
 	assert.Equal(t, "/elsewhere/x.go", RelFile(stepdef.Def{Handler: "example.com/other.F", File: "/elsewhere/x.go"}))
 	assert.Equal(t, "?", RelFile(stepdef.Def{Handler: "example.com/other.F"}))
 	assert.Equal(t, "github.com/ksqlflow/flowtest/internal/steps", packagePath("github.com/ksqlflow/flowtest/internal/steps.(*world).f"))

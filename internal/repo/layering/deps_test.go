@@ -22,7 +22,7 @@ NONE
   internal/results/redact, internal/results/internal/mdtext,
   internal/harness/wait, internal/harness/apicount, internal/harness/stepdef,
   internal/harness/runlock, internal/harness/faultproxy, internal/harness/ksqlprofile,
-  internal/sandbox/defect,
+  internal/sandbox/defect, internal/steps/csv/wrapmode,
   internal/app/buildtest, internal/app/gate/gatetest, internal/results/pack/packtest,
   internal/repo/ciworkflow, internal/repo/doclinks, internal/repo/layering;
 
@@ -51,14 +51,20 @@ internal/harness/stepindex, internal/harness/target, internal/harness/workdir
 < HARNESS;
 
 # The step library and the runner: neither imports the other; the scenario state joins them.
-HARNESS < internal/steps;
+# The library is a tree of groups in layers: the kit at the bottom, the proxies above it,
+# the operator and CSV groups beside each other, the requests over the operator, the
+# invariants over all, and the root's entry points on top.
+HARNESS < internal/steps/kit < internal/steps/proxy < internal/steps/operator;
+internal/steps/proxy, internal/steps/csv/wrapmode < internal/steps/csv;
+internal/steps/operator < internal/steps/requests < internal/steps/invariants;
+internal/steps/csv, internal/steps/invariants < internal/steps;
 HARNESS, internal/base/yamlerr, internal/runner/tagexpr < internal/runner;
 
 # The commands, each over what it composes; the CLI over all of them.
 internal/results < internal/app/budget;
 internal/harness/schedule < internal/app/explorer;
 internal/harness/scenario, internal/harness/target < internal/app/isolation;
-internal/base/refusal, internal/steps < internal/app/ksqlwrap;
+internal/base/refusal, internal/steps/csv/wrapmode < internal/app/ksqlwrap;
 internal/runner, internal/results/pack, internal/base/refusal < internal/app/gate;
 internal/runner, internal/app/explorer, internal/base/refusal, internal/base/excerpt < internal/app/defects;
 internal/runner, internal/base/refusal, internal/base/excerpt < internal/app/rehearse;
@@ -80,16 +86,28 @@ internal/sandbox/emulator, internal/sandbox/flownet, internal/sandbox/ksqlflow <
 # What the order above implies, said outright so a reordering cannot lose it.
 # flowtest carries none of the sandbox's code: a live run links no reference product.
 internal/sandbox/*, cmd/flowsandbox !< cmd/flowtest, internal/app/*, internal/runner, internal/steps,
-  internal/harness/*, internal/results, internal/results/*, internal/base/*;
+  internal/steps/*, internal/harness/*, internal/results, internal/results/*, internal/base/*;
 # The sandbox knows nothing of the harness that tests it (only the shared kintone client).
 internal/harness/*, internal/results, internal/results/*, internal/runner, internal/steps,
-  internal/app/*, internal/base/*, internal/safety !< internal/sandbox/*;
+  internal/steps/*, internal/app/*, internal/base/*, internal/safety !< internal/sandbox/*;
 # Lower levels never reach up into the commands, the runner or the steps.
 internal/app/* !< internal/harness/*, internal/results, internal/results/*, internal/base/*,
-  internal/steps, internal/runner, internal/kintoneapi, internal/safety;
-internal/runner, internal/steps !< internal/harness/*, internal/results, internal/results/*;
-internal/runner !< internal/steps;
-internal/steps !< internal/runner;
+  internal/steps, internal/steps/*, internal/runner, internal/kintoneapi, internal/safety;
+internal/runner, internal/steps, internal/steps/* !< internal/harness/*, internal/results, internal/results/*;
+internal/runner !< internal/steps, internal/steps/*;
+internal/steps, internal/steps/* !< internal/runner;
+# The step groups never reach up or sideways: the kit and the proxies know no group above
+# them, CSV and the operator/request groups not each other, no group the root; the kSQL-Flow
+# wrapper links its three names, not the library.
+internal/steps/operator, internal/steps/requests, internal/steps/csv, internal/steps/invariants,
+  internal/steps !< internal/steps/kit, internal/steps/proxy;
+internal/steps/csv !< internal/steps/operator, internal/steps/requests;
+internal/steps/operator, internal/steps/requests !< internal/steps/csv;
+internal/steps/requests, internal/steps/invariants !< internal/steps/operator;
+internal/steps/invariants !< internal/steps/requests, internal/steps/csv;
+internal/steps !< internal/steps/*;
+internal/steps, internal/steps/kit, internal/steps/proxy, internal/steps/operator,
+  internal/steps/requests, internal/steps/csv, internal/steps/invariants !< internal/app/ksqlwrap;
 # The evidence is written from records, never from the harness that made them.
 internal/harness/* !< internal/results/redact, internal/results/internal/mdtext, internal/results/pack,
   internal/results/merge, internal/results/evidence;
