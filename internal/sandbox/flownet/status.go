@@ -212,6 +212,8 @@ func optStr(s string) *string { return strp(s) }
 // empty.
 func text(s string) *string { return &s }
 
+// buildStatus reads what status prints: the network's lock, then its Runs (one with
+// --run-id or --business-key, with their detail), each with its activity.
 func (c *cli) buildStatus(ctx context.Context, o statusOptions) (*statusDoc, error) {
 	st, err := c.newStore(false, 0)
 	if err != nil {
@@ -223,16 +225,42 @@ func (c *cli) buildStatus(ctx context.Context, o statusOptions) (*statusDoc, err
 	}
 	now := c.now()
 	doc := &statusDoc{NetworkID: o.networkID, Profile: o.profile, Runs: []*statusRun{}}
-
-	locks, err := st.find(ctx, st.stateApp, `record_type in ("NETWORK_LOCK") and lock_key in (`+q(n1)+`) and status in ("RUNNING")`)
+	lease, err := readStatusLock(ctx, st, n1, o, doc, now)
 	if err != nil {
 		return nil, err
 	}
-	if len(locks) > 1 {
-		return nil, coded(codeMultipleRecords, "%d RUNNING network locks for %s", len(locks), o.networkID)
+	mine, err := findStatusRuns(ctx, st, o)
+	if err != nil {
+		return nil, err
 	}
-	var leaseExp time.Time
-	leaseOK := false
+	detail := o.runID != "" || o.businessKey != ""
+	for _, r := range mine {
+		sr, err := statusRunOf(ctx, st, r, doc, lease, now, detail)
+		if err != nil {
+			return nil, err
+		}
+		doc.Runs = append(doc.Runs, sr)
+	}
+	return doc, nil
+}
+
+// statusLease is the expiry of the network lock's lease; ok is false without a lock or
+// with an unreadable expiry.
+type statusLease struct {
+	expires time.Time
+	ok      bool
+}
+
+// readStatusLock reads the network's RUNNING lock into doc.Lock (none: nil).
+func readStatusLock(ctx context.Context, st *store, n1 string, o statusOptions, doc *statusDoc, now time.Time) (statusLease, error) {
+	var lease statusLease
+	locks, err := st.find(ctx, st.stateApp, `record_type in ("NETWORK_LOCK") and lock_key in (`+q(n1)+`) and status in ("RUNNING")`)
+	if err != nil {
+		return lease, err
+	}
+	if len(locks) > 1 {
+		return lease, coded(codeMultipleRecords, "%d RUNNING network locks for %s", len(locks), o.networkID)
+	}
 	if len(locks) == 1 {
 		// The lock's text fields are printed as read ("" when empty, never null), as the
 		// product's lock reader does.
@@ -247,12 +275,18 @@ func (c *cli) buildStatus(ctx context.Context, o statusOptions) (*statusDoc, err
 		if defect.StatusShowsLeaseToken {
 			doc.Lock.LeaseToken = l.Str("lease_token") // planted defect
 		}
-		if leaseExp, leaseOK = parseTime(l.Str("lease_expires_at")); leaseOK {
-			doc.Lock.StaleCandidate = now.After(leaseExp.Add(kintoneDatetimeAllowance * time.Second))
+		if lease.expires, lease.ok = parseTime(l.Str("lease_expires_at")); lease.ok {
+			doc.Lock.StaleCandidate = now.After(lease.expires.Add(kintoneDatetimeAllowance * time.Second))
 		}
 	}
+	return lease, nil
+}
 
+// findStatusRuns reads the Runs status shows, of this network and profile, by run_id: the
+// one asked for, or every one.
+func findStatusRuns(ctx context.Context, st *store, o statusOptions) ([]kintoneapi.Record, error) {
 	var runs []kintoneapi.Record
+	var err error
 	detail := o.runID != "" || o.businessKey != ""
 	switch {
 	case o.runID != "":
@@ -283,50 +317,53 @@ func (c *cli) buildStatus(ctx context.Context, o statusOptions) (*statusDoc, err
 		return nil, coded(codeRecordNotFound, "no Run with %s in network %s (profile %s)", what, o.networkID, o.profile)
 	}
 	sort.Slice(mine, func(i, j int) bool { return mine[i].Str("run_id") < mine[j].Str("run_id") })
-	for _, r := range mine {
-		sr := &statusRun{RunID: r.Str("run_id"), BusinessKey: r.Str("business_key"), Status: r.Str("status"),
-			ResumeAllowed: r.Str("resume_allowed") == "true", LifecycleStatus: r.Str("lifecycle_status"),
-			CreatedAt: text(r.Str("created_at")), StartedAt: optStr(r.Str("started_at")),
-			FinishedAt: optStr(r.Str("finished_at")), UpdatedAt: text(r.Str("updated_at"))}
-		// Both modes read the Run's Invocations: the lock's owner among them (and its lease,
-		// with the DATETIME allowance, not run out) is what makes the Run LIVE.
-		invs, err := st.findExact(ctx, st.auditApp, `record_type in ("RUN_INVOCATION") and run_id in (`+q(sr.RunID)+`)`, "run_id", sr.RunID)
-		if err != nil {
-			return nil, err
-		}
-		hold, err := readHold(ctx, st, sr.RunID)
-		if err != nil {
-			return nil, err
-		}
-		sr.Hold = hold
-		if !IsTerminalRun(sr.Status) {
-			owned := false
-			for _, inv := range invs {
-				owned = owned || doc.Lock != nil && inv.Str("invocation_id") == doc.Lock.OwnerInvocationID
-			}
-			leaseLive := leaseOK && !now.After(leaseExp.Add(kintoneDatetimeAllowance*time.Second))
-			switch {
-			case hold != nil:
-				sr.Activity = "STOPPED"
-			case owned && (leaseLive || defect.ActivityIgnoresLeaseExpiry): // the defect: a stale lock still counts as live
-				sr.Activity = "LIVE"
-			case sr.StartedAt == nil:
-				sr.Activity = "IDLE"
-			default:
-				sr.Activity = "INTERRUPTED"
-			}
-		}
-		if defect.StatusBumpsRevision { // planted defect: status "repairs" updated_at, a write that bumps $revision
-			_, _ = st.update(ctx, st.stateApp, r.Str("record_key"), vals(map[string]any{"updated_at": r.Str("updated_at")}), r.Revision())
-		}
-		if detail {
-			if err := fillDetail(ctx, st, sr, r, invs, doc); err != nil {
-				return nil, err
-			}
-		}
-		doc.Runs = append(doc.Runs, sr)
+	return mine, nil
+}
+
+// statusRunOf is one Run as status shows it: its fields, hold and activity, and with detail
+// its Node States and recovery identifiers.
+func statusRunOf(ctx context.Context, st *store, r kintoneapi.Record, doc *statusDoc, lease statusLease, now time.Time, detail bool) (*statusRun, error) {
+	sr := &statusRun{RunID: r.Str("run_id"), BusinessKey: r.Str("business_key"), Status: r.Str("status"),
+		ResumeAllowed: r.Str("resume_allowed") == "true", LifecycleStatus: r.Str("lifecycle_status"),
+		CreatedAt: text(r.Str("created_at")), StartedAt: optStr(r.Str("started_at")),
+		FinishedAt: optStr(r.Str("finished_at")), UpdatedAt: text(r.Str("updated_at"))}
+	// Both modes read the Run's Invocations: the lock's owner among them (and its lease,
+	// with the DATETIME allowance, not run out) is what makes the Run LIVE.
+	invs, err := st.findExact(ctx, st.auditApp, `record_type in ("RUN_INVOCATION") and run_id in (`+q(sr.RunID)+`)`, "run_id", sr.RunID)
+	if err != nil {
+		return nil, err
 	}
-	return doc, nil
+	hold, err := readHold(ctx, st, sr.RunID)
+	if err != nil {
+		return nil, err
+	}
+	sr.Hold = hold
+	if !IsTerminalRun(sr.Status) {
+		owned := false
+		for _, inv := range invs {
+			owned = owned || doc.Lock != nil && inv.Str("invocation_id") == doc.Lock.OwnerInvocationID
+		}
+		leaseLive := lease.ok && !now.After(lease.expires.Add(kintoneDatetimeAllowance*time.Second))
+		switch {
+		case hold != nil:
+			sr.Activity = "STOPPED"
+		case owned && (leaseLive || defect.ActivityIgnoresLeaseExpiry): // the defect: a stale lock still counts as live
+			sr.Activity = "LIVE"
+		case sr.StartedAt == nil:
+			sr.Activity = "IDLE"
+		default:
+			sr.Activity = "INTERRUPTED"
+		}
+	}
+	if defect.StatusBumpsRevision { // planted defect: status "repairs" updated_at, a write that bumps $revision
+		_, _ = st.update(ctx, st.stateApp, r.Str("record_key"), vals(map[string]any{"updated_at": r.Str("updated_at")}), r.Revision())
+	}
+	if detail {
+		if err := fillDetail(ctx, st, sr, r, invs, doc); err != nil {
+			return nil, err
+		}
+	}
+	return sr, nil
 }
 
 func readHold(ctx context.Context, st *store, runID string) (*statusHold, error) {
