@@ -99,25 +99,15 @@ func (lx *lexer) advance() rune {
 func isIdentStart(r rune) bool { return r == '_' || unicode.IsLetter(r) }
 func isIdentPart(r rune) bool  { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
 
+// next reads the next token (tEOF at the end), after blanks and -- comments.
 func (lx *lexer) next() (token, error) {
-	for lx.i < len(lx.src) {
-		r := lx.peek(0)
-		switch {
-		case unicode.IsSpace(r) || r == '\u3000':
-			lx.advance()
-		case r == '-' && lx.peek(1) == '-':
-			for lx.i < len(lx.src) && lx.peek(0) != '\n' {
-				lx.advance()
-			}
-		case r == '/' && lx.peek(1) == '*':
-			return token{}, &SyntaxError{Pos{lx.line, lx.col}, diagUnsupported, "block comments /* … */ are not part of dialect 1; use -- comments"}
-		default:
-			goto tok
-		}
+	if err := lx.skipBlank(); err != nil {
+		return token{}, err
 	}
-	return token{kind: tEOF, pos: Pos{lx.line, lx.col}}, nil
-tok:
 	p := Pos{lx.line, lx.col}
+	if lx.i >= len(lx.src) {
+		return token{kind: tEOF, pos: p}, nil
+	}
 	r := lx.peek(0)
 	switch {
 	case r == '$' || isIdentStart(r):
@@ -128,67 +118,16 @@ tok:
 		}
 		return token{kind: tIdent, text: string(lx.src[start:lx.i]), pos: p}, nil
 	case r == '#' || r == '@':
-		lx.advance()
-		if !isIdentStart(lx.peek(0)) {
-			return token{}, &SyntaxError{p, diagSyntax, fmt.Sprintf("%q must be followed by a name", r)}
-		}
-		start := lx.i
-		for lx.i < len(lx.src) && isIdentPart(lx.peek(0)) {
-			lx.advance()
-		}
-		k := tTemp
-		if r == '@' {
-			k = tFunc
-		}
-		return token{kind: k, text: string(lx.src[start:lx.i]), pos: p}, nil
+		return lx.sigilName(p, r)
 	case unicode.IsDigit(r) || (r == '-' && unicode.IsDigit(lx.peek(1))):
-		start := lx.i
-		lx.advance()
-		for lx.i < len(lx.src) && (unicode.IsDigit(lx.peek(0)) || lx.peek(0) == '.') {
-			lx.advance()
-		}
-		text := string(lx.src[start:lx.i])
-		if _, err := strconv.ParseFloat(text, 64); err != nil {
-			return token{}, &SyntaxError{p, diagSyntax, fmt.Sprintf("bad number %q", text)}
-		}
-		return token{kind: tNumber, text: text, pos: p}, nil
+		return lx.number(p)
 	case r == '\'':
-		lx.advance()
-		var b strings.Builder
-		for {
-			if lx.i >= len(lx.src) {
-				return token{}, &SyntaxError{p, diagSyntax, "unterminated string literal"}
-			}
-			c := lx.advance()
-			if c == '\'' {
-				if lx.peek(0) == '\'' { // '' is an escaped quote
-					lx.advance()
-					b.WriteRune('\'')
-					continue
-				}
-				return token{kind: tString, text: b.String(), pos: p}, nil
-			}
-			if c == '\n' {
-				return token{}, &SyntaxError{p, diagSyntax, "newline inside a string literal"}
-			}
-			b.WriteRune(c)
-		}
+		return lx.stringLit(p)
 	case r == '=':
 		lx.advance()
 		return token{kind: tOp, text: "=", pos: p}, nil
 	case r == '!' || r == '<' || r == '>':
-		lx.advance()
-		text := string(r)
-		if lx.peek(0) == '=' || (r == '<' && lx.peek(0) == '>') {
-			text += string(lx.advance())
-		}
-		if text == "!" {
-			return token{}, &SyntaxError{p, diagSyntax, "unexpected '!'"}
-		}
-		if text == "<>" {
-			text = "!="
-		}
-		return token{kind: tOp, text: text, pos: p}, nil
+		return lx.comparison(p, r)
 	case strings.ContainsRune("(),;*.", r):
 		lx.advance()
 		return token{kind: tPunct, text: string(r), pos: p}, nil
@@ -196,4 +135,96 @@ tok:
 		return token{}, &SyntaxError{p, diagUnsupported, fmt.Sprintf("quoted identifiers (%c) are not part of dialect 1; field codes are written bare", r)}
 	}
 	return token{}, &SyntaxError{p, diagSyntax, fmt.Sprintf("unexpected character %q", r)}
+}
+
+// skipBlank skips white space (the ideographic space too) and -- comments; a block comment
+// is refused, not skipped.
+func (lx *lexer) skipBlank() error {
+	for lx.i < len(lx.src) {
+		r := lx.peek(0)
+		switch {
+		case unicode.IsSpace(r) || r == '\u3000':
+			lx.advance()
+		case r == '-' && lx.peek(1) == '-':
+			for lx.i < len(lx.src) && lx.peek(0) != '\n' {
+				lx.advance()
+			}
+		case r == '/' && lx.peek(1) == '*':
+			return &SyntaxError{Pos{lx.line, lx.col}, diagUnsupported, "block comments /* … */ are not part of dialect 1; use -- comments"}
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// sigilName reads #temp (tTemp) or @FUNC (tFunc); the token's text is the name without the sigil.
+func (lx *lexer) sigilName(p Pos, r rune) (token, error) {
+	lx.advance()
+	if !isIdentStart(lx.peek(0)) {
+		return token{}, &SyntaxError{p, diagSyntax, fmt.Sprintf("%q must be followed by a name", r)}
+	}
+	start := lx.i
+	for lx.i < len(lx.src) && isIdentPart(lx.peek(0)) {
+		lx.advance()
+	}
+	k := tTemp
+	if r == '@' {
+		k = tFunc
+	}
+	return token{kind: k, text: string(lx.src[start:lx.i]), pos: p}, nil
+}
+
+// number reads a number literal, optionally negative, digits and dots that must parse as a float.
+func (lx *lexer) number(p Pos) (token, error) {
+	start := lx.i
+	lx.advance()
+	for lx.i < len(lx.src) && (unicode.IsDigit(lx.peek(0)) || lx.peek(0) == '.') {
+		lx.advance()
+	}
+	text := string(lx.src[start:lx.i])
+	if _, err := strconv.ParseFloat(text, 64); err != nil {
+		return token{}, &SyntaxError{p, diagSyntax, fmt.Sprintf("bad number %q", text)}
+	}
+	return token{kind: tNumber, text: text, pos: p}, nil
+}
+
+// stringLit reads a quoted string on one line, a doubled quote standing for one.
+func (lx *lexer) stringLit(p Pos) (token, error) {
+	lx.advance()
+	var b strings.Builder
+	for {
+		if lx.i >= len(lx.src) {
+			return token{}, &SyntaxError{p, diagSyntax, "unterminated string literal"}
+		}
+		c := lx.advance()
+		if c == '\'' {
+			if lx.peek(0) == '\'' { // '' is an escaped quote
+				lx.advance()
+				b.WriteRune('\'')
+				continue
+			}
+			return token{kind: tString, text: b.String(), pos: p}, nil
+		}
+		if c == '\n' {
+			return token{}, &SyntaxError{p, diagSyntax, "newline inside a string literal"}
+		}
+		b.WriteRune(c)
+	}
+}
+
+// comparison reads !=, <, <=, <> (as !=), > or >=; a lone ! is refused.
+func (lx *lexer) comparison(p Pos, r rune) (token, error) {
+	lx.advance()
+	text := string(r)
+	if lx.peek(0) == '=' || (r == '<' && lx.peek(0) == '>') {
+		text += string(lx.advance())
+	}
+	if text == "!" {
+		return token{}, &SyntaxError{p, diagSyntax, "unexpected '!'"}
+	}
+	if text == "<>" {
+		text = "!="
+	}
+	return token{kind: tOp, text: text, pos: p}, nil
 }
