@@ -145,73 +145,13 @@ func (s *Server) WriteOperatorEnv(dir string, o OperatorEnvOptions) error {
 	}
 	caPath := filepath.Join(dir, OperatorCAFile)
 
-	var env, exports []string
-	set := func(k, v string) { env = append(env, k+"="+envQuote(v)) }
-	set("KSQL_SPIKE_BASE_URL", s.baseURL)
-	set("KSQL_FLOWNET_PROFILE", o.Profile)
-	set("FLOWTEST_CA_FILE", caPath)
-	for _, a := range operatorApps {
-		if ids[a.role] == "" {
-			return fmt.Errorf("operator env: the emulator has no %s app", a.role)
-		}
-		set(a.name, ids[a.role])
-	}
-	for _, t := range operatorTokens {
-		tok, err := s.narrowestToken(t.role, t.needs, t.readOnly)
-		if err != nil {
-			return fmt.Errorf("operator env: %s: %w", t.name, err)
-		}
-		if t.readOnly {
-			set(t.name, tok)
-		} else {
-			exports = append(exports, "export "+t.name+"='"+tok+"'")
-		}
-	}
-	args := func(a ...string) string { b, _ := json.Marshal(a); return string(b) }
-	set("FLOWTEST_FLOWNET_BIN", o.Sandbox)
-	set("FLOWTEST_FLOWNET_BIN_ARGS", args("flownet"))
-	set("KSQL_FLOW_BIN", o.Sandbox)
-	set("KSQL_FLOW_BIN_ARGS", args("ksql-flow"))
-	set("KSQL_FLOW_CONFIG", filepath.Join(dir, OperatorFlowConf))
-	set("FLOWTEST_DENYLIST_FILE", filepath.Join(dir, OperatorDenyList))
-	set("KSQL_FLOWNET_IO_DIR", filepath.Join(dir, OperatorIODir))
-
-	// The kSQL-Flow config an operator writes for the real kSQL-Flow 0.9.0 (its
-	// dist/config.js): no formatVersion, each app {"id": <integer>, "tokens": ["env:NAME"]},
-	// logApp the logical name of the JOB log app's entry.
-	app := func(role, tokenVar string) (map[string]any, error) {
-		n, err := strconv.ParseInt(ids[role], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("operator env: %s app id %q: %w", role, ids[role], err)
-		}
-		return map[string]any{"id": n, "tokens": []string{"env:" + tokenVar}}, nil
-	}
-	apps := map[string]any{}
-	for _, a := range []struct{ logical, role, tokenVar string }{
-		{"顧客管理", "customers", "KSQL_TOKEN_CUSTOMERS"},
-		{"案件管理", "deals", "KSQL_TOKEN_DEALS"},
-		{"KSQL_FLOW_TEST_CSV1", "csv", "KSQL_CSV1_TARGET_API_TOKEN"},
-		{"JOB_LOG", "log", "KSQL_E2E_TOKEN_LOGS"},
-	} {
-		entry, err := app(a.role, a.tokenVar)
-		if err != nil {
-			return err
-		}
-		apps[a.logical] = entry
-	}
-	flowConf, err := json.MarshalIndent(map[string]any{
-		"profiles": map[string]any{o.Profile: map[string]any{
-			"baseUrl":  s.baseURL,
-			"timezone": "Asia/Tokyo",
-			"apps":     apps,
-			"logApp":   "JOB_LOG",
-			// An operator of a shared tenant lets kSQL-Flow back off on kintone's 429 (the
-			// emulator answers it under --concurrency-limit) as the shared client does.
-			"retry": operatorRetry,
-		}},
-	}, "", "  ")
+	env, exports, err := s.operatorSettings(dir, caPath, ids, o)
 	if err != nil {
-		return fmt.Errorf("operator env: kSQL-Flow config: %w", err)
+		return err
+	}
+	flowConf, err := s.operatorFlowConfig(ids, o.Profile)
+	if err != nil {
+		return err
 	}
 	deny := operatorFileIntro + "# Production ids of a made-up tenant: none is one of the emulator's apps.\n" +
 		"app:4261\napp:4262\napp:4249\njob:monthly_deal_summary\nprofile:prod\n"
@@ -235,6 +175,83 @@ func (s *Server) WriteOperatorEnv(dir string, o OperatorEnvOptions) error {
 		}
 	}
 	return nil
+}
+
+// operatorSettings are the lines of the operator's .env (non-secret settings and the
+// read-only tokens) and of tokens.sh (exports of the writable tokens).
+func (s *Server) operatorSettings(dir, caPath string, ids map[string]string, o OperatorEnvOptions) (env, exports []string, err error) {
+	set := func(k, v string) { env = append(env, k+"="+envQuote(v)) }
+	set("KSQL_SPIKE_BASE_URL", s.baseURL)
+	set("KSQL_FLOWNET_PROFILE", o.Profile)
+	set("FLOWTEST_CA_FILE", caPath)
+	for _, a := range operatorApps {
+		if ids[a.role] == "" {
+			return nil, nil, fmt.Errorf("operator env: the emulator has no %s app", a.role)
+		}
+		set(a.name, ids[a.role])
+	}
+	for _, t := range operatorTokens {
+		tok, err := s.narrowestToken(t.role, t.needs, t.readOnly)
+		if err != nil {
+			return nil, nil, fmt.Errorf("operator env: %s: %w", t.name, err)
+		}
+		if t.readOnly {
+			set(t.name, tok)
+		} else {
+			exports = append(exports, "export "+t.name+"='"+tok+"'")
+		}
+	}
+	args := func(a ...string) string { b, _ := json.Marshal(a); return string(b) }
+	set("FLOWTEST_FLOWNET_BIN", o.Sandbox)
+	set("FLOWTEST_FLOWNET_BIN_ARGS", args("flownet"))
+	set("KSQL_FLOW_BIN", o.Sandbox)
+	set("KSQL_FLOW_BIN_ARGS", args("ksql-flow"))
+	set("KSQL_FLOW_CONFIG", filepath.Join(dir, OperatorFlowConf))
+	set("FLOWTEST_DENYLIST_FILE", filepath.Join(dir, OperatorDenyList))
+	set("KSQL_FLOWNET_IO_DIR", filepath.Join(dir, OperatorIODir))
+	return env, exports, nil
+}
+
+// operatorFlowConfig is the kSQL-Flow config of the operator's profile, apps named by id.
+func (s *Server) operatorFlowConfig(ids map[string]string, profile string) ([]byte, error) {
+	// The kSQL-Flow config an operator writes for the real kSQL-Flow 0.9.0 (its
+	// dist/config.js): no formatVersion, each app {"id": <integer>, "tokens": ["env:NAME"]},
+	// logApp the logical name of the JOB log app's entry.
+	app := func(role, tokenVar string) (map[string]any, error) {
+		n, err := strconv.ParseInt(ids[role], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("operator env: %s app id %q: %w", role, ids[role], err)
+		}
+		return map[string]any{"id": n, "tokens": []string{"env:" + tokenVar}}, nil
+	}
+	apps := map[string]any{}
+	for _, a := range []struct{ logical, role, tokenVar string }{
+		{"顧客管理", "customers", "KSQL_TOKEN_CUSTOMERS"},
+		{"案件管理", "deals", "KSQL_TOKEN_DEALS"},
+		{"KSQL_FLOW_TEST_CSV1", "csv", "KSQL_CSV1_TARGET_API_TOKEN"},
+		{"JOB_LOG", "log", "KSQL_E2E_TOKEN_LOGS"},
+	} {
+		entry, err := app(a.role, a.tokenVar)
+		if err != nil {
+			return nil, err
+		}
+		apps[a.logical] = entry
+	}
+	flowConf, err := json.MarshalIndent(map[string]any{
+		"profiles": map[string]any{profile: map[string]any{
+			"baseUrl":  s.baseURL,
+			"timezone": "Asia/Tokyo",
+			"apps":     apps,
+			"logApp":   "JOB_LOG",
+			// An operator of a shared tenant lets kSQL-Flow back off on kintone's 429 (the
+			// emulator answers it under --concurrency-limit) as the shared client does.
+			"retry": operatorRetry,
+		}},
+	}, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("operator env: kSQL-Flow config: %w", err)
+	}
+	return flowConf, nil
 }
 
 // operatorRetry is the kSQL-Flow retry policy of the operator's config: the shared client's

@@ -8,133 +8,22 @@ import (
 
 // Query evaluation: a condition compiled to a predicate over records (plus an index hint).
 
+// compileCond compiles one condition to a predicate over records, plus an index hint where
+// the field is unique (or the id) and the operator = or in.
 func compileCond(f *qfield, op string, vals []literal) (pred, *indexHint, *apiError) {
 	switch f.kind {
 	case kID, kRecNo:
-		nums := make([]int64, 0, len(vals))
-		floats := make([]float64, 0, len(vals))
-		for _, v := range vals {
-			x, _ := strconv.ParseFloat(v.s, 64)
-			floats = append(floats, x)
-			nums = append(nums, int64(x))
-		}
-		var hint *indexHint
-		if op == "=" || op == "in" {
-			hint = &indexHint{}
-			for _, n := range nums {
-				hint.values = append(hint.values, strconv.FormatInt(n, 10))
-			}
-		}
-		return numPred(op, floats, func(r *record) (float64, bool) { return float64(r.id), true }), hint, nil
+		return idCond(op, vals)
 	case kNumber:
-		var floats []float64
-		hasEmpty := false
-		for _, v := range vals {
-			if v.s == "" {
-				hasEmpty = true
-				floats = append(floats, 0)
-				continue
-			}
-			x, _ := strconv.ParseFloat(v.s, 64)
-			floats = append(floats, x)
-		}
-		get := func(r *record) (float64, bool) {
-			s, _ := f.get(r).(string)
-			if s == "" {
-				return 0, false
-			}
-			x, _ := strconv.ParseFloat(s, 64)
-			return x, true
-		}
-		base := numPred(op, floats, get)
-		if hasEmpty && (op == "in" || op == "not in" || op == "=" || op == "!=") {
-			isE := func(r *record) bool { s, _ := f.get(r).(string); return s == "" }
-			switch op {
-			case "in", "=":
-				return func(r *record) bool { return isE(r) || base(r) }, nil, nil
-			default:
-				return func(r *record) bool { return !isE(r) && base(r) }, nil, nil
-			}
-		}
-		var hint *indexHint
-		if f.def.Unique && (op == "=" || op == "in") && !hasEmpty {
-			hint = &indexHint{code: f.code}
-			for _, v := range vals {
-				n, _ := normalizeNumber(v.s)
-				hint.values = append(hint.values, n)
-			}
-		}
-		return base, hint, nil
+		return numberCond(f, op, vals)
 	case kText, kChoice, kUser:
-		set := map[string]bool{}
-		for _, v := range vals {
-			set[v.s] = true
-		}
-		get := func(r *record) string { s, _ := f.get(r).(string); return s }
-		var hint *indexHint
-		if f.kind == kText && f.def.Unique && (op == "=" || op == "in") && !set[""] {
-			hint = &indexHint{code: f.code}
-			for _, v := range vals {
-				hint.values = append(hint.values, v.s)
-			}
-		}
-		if f.kind == kText && !f.def.Unique {
-			// kintone searches a non-unique text field through its token index, so = and
-			// in also return values that merely contain the term's tokens (see tokenTerm).
-			terms := make([]tokenTerm, len(vals))
-			for i, v := range vals {
-				terms[i] = newTokenTerm(v.s)
-			}
-			hit := func(r *record) bool {
-				s := get(r)
-				for i := range terms {
-					if terms[i].matches(s) {
-						return true
-					}
-				}
-				return false
-			}
-			switch op {
-			case "=", "in":
-				return hit, nil, nil
-			case "!=", "not in":
-				return func(r *record) bool { return !hit(r) }, nil, nil
-			}
-		}
-		switch op {
-		case "=", "in":
-			return func(r *record) bool { return set[get(r)] }, hint, nil
-		case "!=", "not in":
-			return func(r *record) bool { return !set[get(r)] }, nil, nil
-		}
-		if p := textPred(op, vals, get); p != nil {
-			return p, nil, nil
-		}
+		return textCond(f, op, vals)
 	case kMText:
 		if p := textPred(op, vals, func(r *record) string { s, _ := f.get(r).(string); return s }); p != nil {
 			return p, nil, nil
 		}
 	case kCheck:
-		set := map[string]bool{}
-		for _, v := range vals {
-			set[v.s] = true
-		}
-		any := func(r *record) bool {
-			sel, _ := f.get(r).([]string)
-			if len(sel) == 0 {
-				return set[""]
-			}
-			for _, s := range sel {
-				if set[s] {
-					return true
-				}
-			}
-			return false
-		}
-		if op == "in" {
-			return any, nil, nil
-		}
-		return func(r *record) bool { return !any(r) }, nil, nil
+		return checkCond(f, op, vals)
 	case kFile:
 		// A FILE field is searched by its file names.
 		names := func(r *record) string {
@@ -149,33 +38,176 @@ func compileCond(f *qfield, op string, vals []literal) (pred, *indexHint, *apiEr
 			return p, nil, nil
 		}
 	case kDateTime, kDate:
-		l := vals[0]
-		get := func(r *record) string { s, _ := f.get(r).(string); return s }
-		if !l.isRange { // "" literal
-			switch op {
-			case "=":
-				return func(r *record) bool { return get(r) == "" }, nil, nil
-			case "!=":
-				return func(r *record) bool { return get(r) != "" }, nil, nil
-			}
-			return func(*record) bool { return false }, nil, nil
+		return dateCond(f, op, vals)
+	}
+	return nil, nil, errQuerySyntax()
+}
+
+// idCond compares $id or the record number; = and in give the id index.
+func idCond(op string, vals []literal) (pred, *indexHint, *apiError) {
+	nums := make([]int64, 0, len(vals))
+	floats := make([]float64, 0, len(vals))
+	for _, v := range vals {
+		x, _ := strconv.ParseFloat(v.s, 64)
+		floats = append(floats, x)
+		nums = append(nums, int64(x))
+	}
+	var hint *indexHint
+	if op == "=" || op == "in" {
+		hint = &indexHint{}
+		for _, n := range nums {
+			hint.values = append(hint.values, strconv.FormatInt(n, 10))
 		}
-		lo, hi := l.lo, l.hi
-		in := func(s string) bool { return s != "" && s >= lo && s < hi }
+	}
+	return numPred(op, floats, func(r *record) (float64, bool) { return float64(r.id), true }), hint, nil
+}
+
+// numberCond compares a NUMBER field, where "" matches the empty value; = and in on a
+// unique field give its index.
+func numberCond(f *qfield, op string, vals []literal) (pred, *indexHint, *apiError) {
+	var floats []float64
+	hasEmpty := false
+	for _, v := range vals {
+		if v.s == "" {
+			hasEmpty = true
+			floats = append(floats, 0)
+			continue
+		}
+		x, _ := strconv.ParseFloat(v.s, 64)
+		floats = append(floats, x)
+	}
+	get := func(r *record) (float64, bool) {
+		s, _ := f.get(r).(string)
+		if s == "" {
+			return 0, false
+		}
+		x, _ := strconv.ParseFloat(s, 64)
+		return x, true
+	}
+	base := numPred(op, floats, get)
+	if hasEmpty && (op == "in" || op == "not in" || op == "=" || op == "!=") {
+		isE := func(r *record) bool { s, _ := f.get(r).(string); return s == "" }
+		switch op {
+		case "in", "=":
+			return func(r *record) bool { return isE(r) || base(r) }, nil, nil
+		default:
+			return func(r *record) bool { return !isE(r) && base(r) }, nil, nil
+		}
+	}
+	var hint *indexHint
+	if f.def.Unique && (op == "=" || op == "in") && !hasEmpty {
+		hint = &indexHint{code: f.code}
+		for _, v := range vals {
+			n, _ := normalizeNumber(v.s)
+			hint.values = append(hint.values, n)
+		}
+	}
+	return base, hint, nil
+}
+
+// textCond compares a text, choice or user field; a non-unique text field matches = and
+// in by tokens, as kintone's search does.
+func textCond(f *qfield, op string, vals []literal) (pred, *indexHint, *apiError) {
+	set := map[string]bool{}
+	for _, v := range vals {
+		set[v.s] = true
+	}
+	get := func(r *record) string { s, _ := f.get(r).(string); return s }
+	var hint *indexHint
+	if f.kind == kText && f.def.Unique && (op == "=" || op == "in") && !set[""] {
+		hint = &indexHint{code: f.code}
+		for _, v := range vals {
+			hint.values = append(hint.values, v.s)
+		}
+	}
+	if f.kind == kText && !f.def.Unique {
+		// kintone searches a non-unique text field through its token index, so = and
+		// in also return values that merely contain the term's tokens (see tokenTerm).
+		terms := make([]tokenTerm, len(vals))
+		for i, v := range vals {
+			terms[i] = newTokenTerm(v.s)
+		}
+		hit := func(r *record) bool {
+			s := get(r)
+			for i := range terms {
+				if terms[i].matches(s) {
+					return true
+				}
+			}
+			return false
+		}
+		switch op {
+		case "=", "in":
+			return hit, nil, nil
+		case "!=", "not in":
+			return func(r *record) bool { return !hit(r) }, nil, nil
+		}
+	}
+	switch op {
+	case "=", "in":
+		return func(r *record) bool { return set[get(r)] }, hint, nil
+	case "!=", "not in":
+		return func(r *record) bool { return !set[get(r)] }, nil, nil
+	}
+	if p := textPred(op, vals, get); p != nil {
+		return p, nil, nil
+	}
+	return nil, nil, errQuerySyntax()
+}
+
+// checkCond is in / not in over a check box's selected options ("" = none selected).
+func checkCond(f *qfield, op string, vals []literal) (pred, *indexHint, *apiError) {
+	set := map[string]bool{}
+	for _, v := range vals {
+		set[v.s] = true
+	}
+	any := func(r *record) bool {
+		sel, _ := f.get(r).([]string)
+		if len(sel) == 0 {
+			return set[""]
+		}
+		for _, s := range sel {
+			if set[s] {
+				return true
+			}
+		}
+		return false
+	}
+	if op == "in" {
+		return any, nil, nil
+	}
+	return func(r *record) bool { return !any(r) }, nil, nil
+}
+
+// dateCond compares a date or datetime field with a literal read as a range [lo, hi); the
+// "" literal matches only the empty value.
+func dateCond(f *qfield, op string, vals []literal) (pred, *indexHint, *apiError) {
+	l := vals[0]
+	get := func(r *record) string { s, _ := f.get(r).(string); return s }
+	if !l.isRange { // "" literal
 		switch op {
 		case "=":
-			return func(r *record) bool { return in(get(r)) }, nil, nil
+			return func(r *record) bool { return get(r) == "" }, nil, nil
 		case "!=":
-			return func(r *record) bool { return !in(get(r)) }, nil, nil
-		case ">":
-			return func(r *record) bool { s := get(r); return s != "" && s >= hi }, nil, nil
-		case ">=":
-			return func(r *record) bool { s := get(r); return s != "" && s >= lo }, nil, nil
-		case "<":
-			return func(r *record) bool { s := get(r); return s != "" && s < lo }, nil, nil
-		case "<=":
-			return func(r *record) bool { s := get(r); return s != "" && s < hi }, nil, nil
+			return func(r *record) bool { return get(r) != "" }, nil, nil
 		}
+		return func(*record) bool { return false }, nil, nil
+	}
+	lo, hi := l.lo, l.hi
+	in := func(s string) bool { return s != "" && s >= lo && s < hi }
+	switch op {
+	case "=":
+		return func(r *record) bool { return in(get(r)) }, nil, nil
+	case "!=":
+		return func(r *record) bool { return !in(get(r)) }, nil, nil
+	case ">":
+		return func(r *record) bool { s := get(r); return s != "" && s >= hi }, nil, nil
+	case ">=":
+		return func(r *record) bool { s := get(r); return s != "" && s >= lo }, nil, nil
+	case "<":
+		return func(r *record) bool { s := get(r); return s != "" && s < lo }, nil, nil
+	case "<=":
+		return func(r *record) bool { s := get(r); return s != "" && s < hi }, nil, nil
 	}
 	return nil, nil, errQuerySyntax()
 }

@@ -100,45 +100,14 @@ func dateFunction(name string, args []string, now time.Time, dateOnly bool) (str
 		lo = today.AddDate(0, 0, map[string]int{"TODAY": 0, "YESTERDAY": -1, "TOMORROW": 1}[name])
 		hi = lo.AddDate(0, 0, 1)
 	case "FROM_TODAY":
-		if len(args) != 2 {
-			return "", "", errBadFunction()
+		var e *apiError
+		if lo, hi, e = fromToday(today, args); e != nil {
+			return "", "", e
 		}
-		n, err := strconv.Atoi(args[0])
-		if err != nil {
-			return "", "", errBadArgument()
-		}
-		switch strings.ToUpper(args[1]) {
-		case "DAYS":
-			lo = today.AddDate(0, 0, n)
-		case "WEEKS":
-			lo = today.AddDate(0, 0, 7*n)
-		case "MONTHS":
-			lo = today.AddDate(0, n, 0)
-		case "YEARS":
-			lo = today.AddDate(n, 0, 0)
-		default:
-			return "", "", errQuery("GAIA_IQ25", "The unit of the function is invalid.")
-		}
-		hi = lo.AddDate(0, 0, 1)
 	case "THIS_MONTH", "LAST_MONTH", "NEXT_MONTH":
-		if len(args) > 1 {
-			return "", "", errBadFunction()
-		}
-		off := map[string]int{"THIS_MONTH": 0, "LAST_MONTH": -1, "NEXT_MONTH": 1}[name]
-		first := time.Date(today.Year(), today.Month(), 1, 0, 0, 0, 0, jst).AddDate(0, off, 0)
-		lo, hi = first, first.AddDate(0, 1, 0)
-		if len(args) == 1 {
-			last := hi.AddDate(0, 0, -1).Day()
-			var d int
-			if strings.EqualFold(args[0], "LAST") {
-				d = last
-			} else if v, err := strconv.Atoi(args[0]); err == nil && v >= 1 && v <= 31 {
-				d = min(v, last)
-			} else {
-				return "", "", errBadArgument()
-			}
-			lo = first.AddDate(0, 0, d-1)
-			hi = lo.AddDate(0, 0, 1)
+		var e *apiError
+		if lo, hi, e = monthRange(name, today, args); e != nil {
+			return "", "", e
 		}
 	case "THIS_YEAR", "LAST_YEAR", "NEXT_YEAR":
 		if len(args) != 0 {
@@ -148,23 +117,9 @@ func dateFunction(name string, args []string, now time.Time, dateOnly bool) (str
 		lo = time.Date(today.Year()+off, 1, 1, 0, 0, 0, 0, jst)
 		hi = lo.AddDate(1, 0, 0)
 	case "THIS_WEEK", "LAST_WEEK", "NEXT_WEEK":
-		off := map[string]int{"THIS_WEEK": 0, "LAST_WEEK": -7, "NEXT_WEEK": 7}[name]
-		sunday := today.AddDate(0, 0, -int(today.Weekday())+off)
-		lo, hi = sunday, sunday.AddDate(0, 0, 7)
-		if len(args) == 1 {
-			wd := -1
-			for i, n := range []string{"SUNDAY", "MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY", "SATURDAY"} {
-				if strings.EqualFold(args[0], n) {
-					wd = i
-				}
-			}
-			if wd < 0 {
-				return "", "", errBadArgument()
-			}
-			lo = sunday.AddDate(0, 0, wd)
-			hi = lo.AddDate(0, 0, 1)
-		} else if len(args) > 1 {
-			return "", "", errBadFunction()
+		var e *apiError
+		if lo, hi, e = weekRange(name, today, args); e != nil {
+			return "", "", e
 		}
 	default:
 		return "", "", errQuery("GAIA_IL08", fmt.Sprintf("The function (%s) is invalid.", name))
@@ -173,6 +128,80 @@ func dateFunction(name string, args []string, now time.Time, dateOnly bool) (str
 		return lo.Format("2006-01-02"), hi.Format("2006-01-02"), nil
 	}
 	return lo.UTC().Format(datetimeLayout), hi.UTC().Format(datetimeLayout), nil
+}
+
+// fromToday is FROM_TODAY(n, unit): the day n days, weeks, months or years from today.
+func fromToday(today time.Time, args []string) (lo, hi time.Time, e *apiError) {
+	if len(args) != 2 {
+		return time.Time{}, time.Time{}, errBadFunction()
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil {
+		return time.Time{}, time.Time{}, errBadArgument()
+	}
+	switch strings.ToUpper(args[1]) {
+	case "DAYS":
+		lo = today.AddDate(0, 0, n)
+	case "WEEKS":
+		lo = today.AddDate(0, 0, 7*n)
+	case "MONTHS":
+		lo = today.AddDate(0, n, 0)
+	case "YEARS":
+		lo = today.AddDate(n, 0, 0)
+	default:
+		return time.Time{}, time.Time{}, errQuery("GAIA_IQ25", "The unit of the function is invalid.")
+	}
+	hi = lo.AddDate(0, 0, 1)
+	return lo, hi, nil
+}
+
+// monthRange is THIS_MONTH, LAST_MONTH or NEXT_MONTH: the month, or with an argument
+// (a day number, clamped to the month's length, or LAST) one day of it.
+func monthRange(name string, today time.Time, args []string) (lo, hi time.Time, e *apiError) {
+	if len(args) > 1 {
+		return time.Time{}, time.Time{}, errBadFunction()
+	}
+	off := map[string]int{"THIS_MONTH": 0, "LAST_MONTH": -1, "NEXT_MONTH": 1}[name]
+	first := time.Date(today.Year(), today.Month(), 1, 0, 0, 0, 0, jst).AddDate(0, off, 0)
+	lo, hi = first, first.AddDate(0, 1, 0)
+	if len(args) == 1 {
+		last := hi.AddDate(0, 0, -1).Day()
+		var d int
+		if strings.EqualFold(args[0], "LAST") {
+			d = last
+		} else if v, err := strconv.Atoi(args[0]); err == nil && v >= 1 && v <= 31 {
+			d = min(v, last)
+		} else {
+			return time.Time{}, time.Time{}, errBadArgument()
+		}
+		lo = first.AddDate(0, 0, d-1)
+		hi = lo.AddDate(0, 0, 1)
+	}
+	return lo, hi, nil
+}
+
+// weekRange is THIS_WEEK, LAST_WEEK or NEXT_WEEK: the week from Sunday, or with a weekday
+// argument that one day of it.
+func weekRange(name string, today time.Time, args []string) (lo, hi time.Time, e *apiError) {
+	off := map[string]int{"THIS_WEEK": 0, "LAST_WEEK": -7, "NEXT_WEEK": 7}[name]
+	sunday := today.AddDate(0, 0, -int(today.Weekday())+off)
+	lo, hi = sunday, sunday.AddDate(0, 0, 7)
+	if len(args) == 1 {
+		wd := -1
+		for i, n := range []string{"SUNDAY", "MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY", "SATURDAY"} {
+			if strings.EqualFold(args[0], n) {
+				wd = i
+			}
+		}
+		if wd < 0 {
+			return time.Time{}, time.Time{}, errBadArgument()
+		}
+		lo = sunday.AddDate(0, 0, wd)
+		hi = lo.AddDate(0, 0, 1)
+	} else if len(args) > 1 {
+		return time.Time{}, time.Time{}, errBadFunction()
+	}
+	return lo, hi, nil
 }
 
 // errBadFunction is GAIA_IL08: an unknown function, or one called with the wrong arity.

@@ -145,20 +145,7 @@ func normalizeValue(f *FieldDef, v any, key string) (any, *apiError) {
 		}
 		return s, nil
 	case "NUMBER":
-		s, ok := asString(v)
-		if !ok {
-			return nil, errJSON()
-		}
-		n, ok := normalizeNumber(s)
-		if !ok {
-			// Measured shape: bracket key for the number error plus the dotted required key.
-			bracket := key
-			if i := strings.LastIndex(key, "."); i >= 0 {
-				bracket = key[:i] + "[" + key[i+1:] + "]"
-			}
-			return nil, errValidation(map[string][]string{bracket + ".value": {"Only numbers are allowed."}})
-		}
-		return n, nil
+		return normalizeNumberValue(v, key)
 	case "DATETIME":
 		s, ok := asString(v)
 		if !ok {
@@ -192,27 +179,50 @@ func normalizeValue(f *FieldDef, v any, key string) (any, *apiError) {
 		}
 		return s, nil
 	case "CHECK_BOX":
-		if v == nil {
-			return []string{}, nil
+		return normalizeCheckBox(f, v, key)
+	}
+	return nil, errJSON()
+}
+
+// normalizeNumberValue is a NUMBER write value in its stored (normalized) form.
+func normalizeNumberValue(v any, key string) (any, *apiError) {
+	s, ok := asString(v)
+	if !ok {
+		return nil, errJSON()
+	}
+	n, ok := normalizeNumber(s)
+	if !ok {
+		// Measured shape: bracket key for the number error plus the dotted required key.
+		bracket := key
+		if i := strings.LastIndex(key, "."); i >= 0 {
+			bracket = key[:i] + "[" + key[i+1:] + "]"
 		}
-		arr, ok := v.([]any)
+		return nil, errValidation(map[string][]string{bracket + ".value": {"Only numbers are allowed."}})
+	}
+	return n, nil
+}
+
+// normalizeCheckBox is a CHECK_BOX write value: every entry one of the field's options.
+func normalizeCheckBox(f *FieldDef, v any, key string) (any, *apiError) {
+	if v == nil {
+		return []string{}, nil
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, errJSON()
+	}
+	out := make([]string, 0, len(arr))
+	for i, e := range arr {
+		s, ok := e.(string)
 		if !ok {
 			return nil, errJSON()
 		}
-		out := make([]string, 0, len(arr))
-		for i, e := range arr {
-			s, ok := e.(string)
-			if !ok {
-				return nil, errJSON()
-			}
-			if !slices.Contains(f.Options, s) {
-				return nil, errField(fmt.Sprintf("%s.values[%d].value", key, i), fmt.Sprintf("The value, %q, is not in options.", s))
-			}
-			out = append(out, s)
+		if !slices.Contains(f.Options, s) {
+			return nil, errField(fmt.Sprintf("%s.values[%d].value", key, i), fmt.Sprintf("The value, %q, is not in options.", s))
 		}
-		return out, nil
+		out = append(out, s)
 	}
-	return nil, errJSON()
+	return out, nil
 }
 
 // isEmpty is kintone's emptiness for required/unique purposes.

@@ -431,58 +431,7 @@ func (v *validator) nodes(node *yaml.Node, n *Network) {
 	seen := map[string]int{}
 	for i, item := range node.Content {
 		p := fmt.Sprintf("%s/%d", path, i)
-		f := v.object(item, p, []string{"id", "job_id", "sql", "idempotent"}, []string{"depends_on", "trigger_rule", "inputs", "outputs"})
-		nd := Node{TriggerRule: "all_success"}
-		if f != nil {
-			if x := f["id"]; x != nil {
-				nd.ID, _ = v.identifier(x, p+"/id")
-			}
-			if x := f["job_id"]; x != nil {
-				nd.JobID, _ = v.identifier(x, p+"/job_id")
-			}
-			if x := f["sql"]; x != nil {
-				if s, ok := v.str(x, p+"/sql"); ok {
-					if strings.TrimSpace(s) == "" {
-						v.add("SCHEMA_INVALID", p+"/sql", "must be a non-empty path")
-					} else {
-						nd.SQL = s
-					}
-				}
-			}
-			if x := f["idempotent"]; x != nil {
-				nd.Idempotent, _ = v.boolean(x, p+"/idempotent")
-			}
-			if x := f["trigger_rule"]; x != nil {
-				if s, ok := v.str(x, p+"/trigger_rule"); ok {
-					if s != "all_success" {
-						v.add("TRIGGER_RULE_UNSUPPORTED", p+"/trigger_rule", "trigger_rule %q is not supported (only all_success)", s)
-					}
-					nd.TriggerRule = s
-				}
-			}
-			if x := f["depends_on"]; x != nil {
-				if x.Kind != yaml.SequenceNode {
-					v.add("SCHEMA_INVALID", p+"/depends_on", "must be an array")
-				} else {
-					dup := map[string]bool{}
-					for j, d := range x.Content {
-						dp := fmt.Sprintf("%s/depends_on/%d", p, j)
-						s, ok := v.identifier(d, dp)
-						if !ok {
-							continue
-						}
-						if dup[s] {
-							v.add("DUPLICATE_DEPENDENCY", dp, "dependency %q is listed more than once", s)
-							continue
-						}
-						dup[s] = true
-						nd.DependsOn = append(nd.DependsOn, s)
-					}
-				}
-			}
-			nd.Inputs = v.stringMap(f["inputs"], p+"/inputs")
-			nd.Outputs = v.stringMap(f["outputs"], p+"/outputs")
-		}
+		nd := v.node(item, p)
 		if nd.ID != "" {
 			if prev, dup := seen[nd.ID]; dup {
 				v.add("DUPLICATE_NODE_ID", p+"/id", "node id %q is already used by /nodes/%d", nd.ID, prev)
@@ -507,6 +456,71 @@ func (v *validator) nodes(node *yaml.Node, n *Network) {
 			v.add("CYCLE_DETECTED", path, "dependency cycle among nodes: %s", strings.Join(cyc, ", "))
 		}
 	}
+}
+
+// node reads one entry of /nodes at path p; a field that fails its check is left empty.
+func (v *validator) node(item *yaml.Node, p string) Node {
+	f := v.object(item, p, []string{"id", "job_id", "sql", "idempotent"}, []string{"depends_on", "trigger_rule", "inputs", "outputs"})
+	nd := Node{TriggerRule: "all_success"}
+	if f == nil {
+		return nd
+	}
+	if x := f["id"]; x != nil {
+		nd.ID, _ = v.identifier(x, p+"/id")
+	}
+	if x := f["job_id"]; x != nil {
+		nd.JobID, _ = v.identifier(x, p+"/job_id")
+	}
+	if x := f["sql"]; x != nil {
+		if s, ok := v.str(x, p+"/sql"); ok {
+			if strings.TrimSpace(s) == "" {
+				v.add("SCHEMA_INVALID", p+"/sql", "must be a non-empty path")
+			} else {
+				nd.SQL = s
+			}
+		}
+	}
+	if x := f["idempotent"]; x != nil {
+		nd.Idempotent, _ = v.boolean(x, p+"/idempotent")
+	}
+	if x := f["trigger_rule"]; x != nil {
+		if s, ok := v.str(x, p+"/trigger_rule"); ok {
+			if s != "all_success" {
+				v.add("TRIGGER_RULE_UNSUPPORTED", p+"/trigger_rule", "trigger_rule %q is not supported (only all_success)", s)
+			}
+			nd.TriggerRule = s
+		}
+	}
+	if x := f["depends_on"]; x != nil {
+		nd.DependsOn = v.dependsOn(x, p)
+	}
+	nd.Inputs = v.stringMap(f["inputs"], p+"/inputs")
+	nd.Outputs = v.stringMap(f["outputs"], p+"/outputs")
+	return nd
+}
+
+// dependsOn reads a node's depends_on: identifiers, each listed once.
+func (v *validator) dependsOn(x *yaml.Node, p string) []string {
+	if x.Kind != yaml.SequenceNode {
+		v.add("SCHEMA_INVALID", p+"/depends_on", "must be an array")
+		return nil
+	}
+	var out []string
+	dup := map[string]bool{}
+	for j, d := range x.Content {
+		dp := fmt.Sprintf("%s/depends_on/%d", p, j)
+		s, ok := v.identifier(d, dp)
+		if !ok {
+			continue
+		}
+		if dup[s] {
+			v.add("DUPLICATE_DEPENDENCY", dp, "dependency %q is listed more than once", s)
+			continue
+		}
+		dup[s] = true
+		out = append(out, s)
+	}
+	return out
 }
 
 func (v *validator) stringMap(node *yaml.Node, path string) map[string]string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ksqlflow/flowtest/internal/kintoneapi"
 	"github.com/ksqlflow/flowtest/internal/sandbox/defect"
 )
 
@@ -111,63 +112,13 @@ func (r resolveRequest) resolutionType() string {
 // approver rules, writes the resolution and moves the Node State. It returns the Node State's
 // business revision afterwards.
 func (c *cli) resolve(ctx context.Context, st *store, r resolveRequest) (int, error) {
-	run, err := findRunByID(ctx, st, r.runID)
+	ns, err := resolvableNodeState(ctx, st, r)
 	if err != nil {
 		return 0, err
 	}
-	if run == nil {
-		return 0, coded(codeRecordNotFound, "no Run with run_id %s", r.runID)
-	}
-	states, err := st.findExact(ctx, st.stateApp, `record_type in ("NODE_STATE") and run_id in (`+q(r.runID)+`)`, "run_id", r.runID)
+	att, err := currentAttempt(ctx, st, r, ns.Str("status"))
 	if err != nil {
 		return 0, err
-	}
-	var mine []int
-	for i, s := range states {
-		if s.Str("node_id") == r.nodeID {
-			mine = append(mine, i)
-		}
-	}
-	switch len(mine) {
-	case 0:
-		return 0, coded(codeRecordNotFound, "Run %s has no Node State for %s", r.runID, r.nodeID)
-	case 1:
-	default:
-		return 0, coded("NODE_STATE_NOT_UNIQUE", "Run %s has %d Node States for %s", r.runID, len(mine), r.nodeID)
-	}
-	ns := states[mine[0]]
-	status, idempotent := ns.Str("status"), ns.Str("idempotent") != "false"
-	if status != StatusUnknown && !(status == StatusFailed && !idempotent) {
-		return 0, coded("NODE_NOT_RESOLVABLE", "node %s is %s (idempotent %t); only UNKNOWN nodes and FAILED non-idempotent ones are resolved", r.nodeID, status, idempotent)
-	}
-	if !idempotent && r.to == StatusSuccess && !defect.ApproverCheckMissing && // the planted defect skips the approver rule
-		(r.approvedBy == "" || r.approvedBy == r.requestedBy || r.approvedBy == r.servicePrincipal) {
-		return 0, coded(codeDistinctApproverMissing, "node %s is not idempotent: completing it by hand needs --approved-by someone other than the requester (%s) and the service principal (%s)",
-			r.nodeID, r.requestedBy, r.servicePrincipal)
-	}
-	atts, err := st.findExact(ctx, st.auditApp, `record_type in ("NODE_ATTEMPT") and run_id in (`+q(r.runID)+`)`, "run_id", r.runID)
-	if err != nil {
-		return 0, err
-	}
-	latestNo, count := 0, 0
-	var latest int
-	for i, a := range atts {
-		if a.Str("node_id") != r.nodeID {
-			continue
-		}
-		switch no := atoi(a.Str("attempt_no")); {
-		case no > latestNo:
-			latestNo, count, latest = no, 1, i
-		case no == latestNo:
-			count++
-		}
-	}
-	if count != 1 {
-		return 0, coded("CURRENT_ATTEMPT_NOT_UNIQUE", "node %s has %d attempts numbered %d", r.nodeID, count, latestNo)
-	}
-	att := atts[latest]
-	if att.Str("status") != status {
-		return 0, coded("STATE_ATTEMPT_MISMATCH", "node %s is %s but its attempt %d is %s", r.nodeID, status, latestNo, att.Str("status"))
 	}
 
 	resolvedAt := isoMillis(c.now())
@@ -195,6 +146,77 @@ func (c *cli) resolve(ctx context.Context, st *store, r resolveRequest) (int, er
 		return 0, fmt.Errorf("the resolution of %s is recorded but its Node State was not moved: %w", r.nodeID, err)
 	}
 	return next, nil
+}
+
+// resolvableNodeState reads the Run's one Node State of the node and checks that it may be
+// resolved: UNKNOWN, or FAILED and not idempotent, and for a non-idempotent SUCCESS an
+// approver distinct from the requester and the service principal.
+func resolvableNodeState(ctx context.Context, st *store, r resolveRequest) (kintoneapi.Record, error) {
+	run, err := findRunByID(ctx, st, r.runID)
+	if err != nil {
+		return nil, err
+	}
+	if run == nil {
+		return nil, coded(codeRecordNotFound, "no Run with run_id %s", r.runID)
+	}
+	states, err := st.findExact(ctx, st.stateApp, `record_type in ("NODE_STATE") and run_id in (`+q(r.runID)+`)`, "run_id", r.runID)
+	if err != nil {
+		return nil, err
+	}
+	var mine []int
+	for i, s := range states {
+		if s.Str("node_id") == r.nodeID {
+			mine = append(mine, i)
+		}
+	}
+	switch len(mine) {
+	case 0:
+		return nil, coded(codeRecordNotFound, "Run %s has no Node State for %s", r.runID, r.nodeID)
+	case 1:
+	default:
+		return nil, coded("NODE_STATE_NOT_UNIQUE", "Run %s has %d Node States for %s", r.runID, len(mine), r.nodeID)
+	}
+	ns := states[mine[0]]
+	status, idempotent := ns.Str("status"), ns.Str("idempotent") != "false"
+	if status != StatusUnknown && !(status == StatusFailed && !idempotent) {
+		return nil, coded("NODE_NOT_RESOLVABLE", "node %s is %s (idempotent %t); only UNKNOWN nodes and FAILED non-idempotent ones are resolved", r.nodeID, status, idempotent)
+	}
+	if !idempotent && r.to == StatusSuccess && !defect.ApproverCheckMissing && // the planted defect skips the approver rule
+		(r.approvedBy == "" || r.approvedBy == r.requestedBy || r.approvedBy == r.servicePrincipal) {
+		return nil, coded(codeDistinctApproverMissing, "node %s is not idempotent: completing it by hand needs --approved-by someone other than the requester (%s) and the service principal (%s)",
+			r.nodeID, r.requestedBy, r.servicePrincipal)
+	}
+	return ns, nil
+}
+
+// currentAttempt is the node's one highest-numbered Attempt, which must be in the Node
+// State's status.
+func currentAttempt(ctx context.Context, st *store, r resolveRequest, status string) (kintoneapi.Record, error) {
+	atts, err := st.findExact(ctx, st.auditApp, `record_type in ("NODE_ATTEMPT") and run_id in (`+q(r.runID)+`)`, "run_id", r.runID)
+	if err != nil {
+		return nil, err
+	}
+	latestNo, count := 0, 0
+	var latest int
+	for i, a := range atts {
+		if a.Str("node_id") != r.nodeID {
+			continue
+		}
+		switch no := atoi(a.Str("attempt_no")); {
+		case no > latestNo:
+			latestNo, count, latest = no, 1, i
+		case no == latestNo:
+			count++
+		}
+	}
+	if count != 1 {
+		return nil, coded("CURRENT_ATTEMPT_NOT_UNIQUE", "node %s has %d attempts numbered %d", r.nodeID, count, latestNo)
+	}
+	att := atts[latest]
+	if att.Str("status") != status {
+		return nil, coded("STATE_ATTEMPT_MISMATCH", "node %s is %s but its attempt %d is %s", r.nodeID, status, latestNo, att.Str("status"))
+	}
+	return att, nil
 }
 
 // nullable is s, or JSON null when s is empty.

@@ -204,35 +204,9 @@ func (c *cli) executeRunNetwork(ctx context.Context, o runOptions) (runOutput, e
 	out.RetryBrakeNodeIDs, out.BlockedRunIDs = []string{}, []string{}
 
 	// 1. Definition and business key.
-	n, verrs := LoadNetwork(o.network)
-	if len(verrs) > 0 {
-		lines := make([]string, len(verrs))
-		for i, e := range verrs {
-			lines[i] = e.String()
-		}
-		return out, coded("NETWORK_VALIDATION_FAILED", "Network validation failed with %d error(s):\n%s", len(verrs), strings.Join(lines, "\n"))
-	}
-	env, err := c.requireEnv("KSQL_FLOWNET_PROFILE")
+	n, profile, key, err := c.runDefinition(o)
 	if err != nil {
 		return out, err
-	}
-	profile := env["KSQL_FLOWNET_PROFILE"]
-	var key DerivedKey
-	if o.resumeRun == "" {
-		key, err = DeriveBusinessKey(n, KeyInput{BusinessKey: o.businessKey, HasBusinessKey: o.hasBusinessKey,
-			ScheduledFor: o.scheduledFor, HasScheduledFor: o.hasSched,
-			Manual: !o.resume && !o.hasBusinessKey && !o.hasSched}, c.now())
-		if err != nil {
-			return out, &codedError{Code: "BUSINESS_KEY_INVALID", Msg: fmt.Sprintf("%s: %s", errCode(err, "BUSINESS_KEY_INVALID"), err.Error()), Err: err}
-		}
-	}
-
-	for _, nd := range n.Nodes {
-		if len(nd.Inputs) > 0 || len(nd.Outputs) > 0 {
-			if _, err := c.requireEnv("KSQL_FLOWNET_IO_DIR"); err != nil {
-				return out, err
-			}
-		}
 	}
 	kf, err := c.newKsqlFlow(o, profile)
 	if err != nil {
@@ -287,6 +261,49 @@ func (c *cli) executeRunNetwork(ctx context.Context, o runOptions) (runOutput, e
 
 	// 5. Schedule.
 	out.Outcome, out.RunID, out.InvocationID = adm.outcome, strp(e.runID), strp(invID)
+	// out is read after the call: the order of a return's operands is not specified.
+	err = e.scheduleAndClose(ctx, &out)
+	return out, err
+}
+
+// runDefinition loads and validates the network definition, reads the profile and derives
+// the business key (none for --resume-run); nodes with CSV IO need KSQL_FLOWNET_IO_DIR.
+func (c *cli) runDefinition(o runOptions) (n *Network, profile string, key DerivedKey, err error) {
+	n, verrs := LoadNetwork(o.network)
+	if len(verrs) > 0 {
+		lines := make([]string, len(verrs))
+		for i, e := range verrs {
+			lines[i] = e.String()
+		}
+		return nil, "", DerivedKey{}, coded("NETWORK_VALIDATION_FAILED", "Network validation failed with %d error(s):\n%s", len(verrs), strings.Join(lines, "\n"))
+	}
+	env, err := c.requireEnv("KSQL_FLOWNET_PROFILE")
+	if err != nil {
+		return nil, "", key, err
+	}
+	profile = env["KSQL_FLOWNET_PROFILE"]
+	if o.resumeRun == "" {
+		key, err = DeriveBusinessKey(n, KeyInput{BusinessKey: o.businessKey, HasBusinessKey: o.hasBusinessKey,
+			ScheduledFor: o.scheduledFor, HasScheduledFor: o.hasSched,
+			Manual: !o.resume && !o.hasBusinessKey && !o.hasSched}, c.now())
+		if err != nil {
+			return nil, "", key, &codedError{Code: "BUSINESS_KEY_INVALID", Msg: fmt.Sprintf("%s: %s", errCode(err, "BUSINESS_KEY_INVALID"), err.Error()), Err: err}
+		}
+	}
+
+	for _, nd := range n.Nodes {
+		if len(nd.Inputs) > 0 || len(nd.Outputs) > 0 {
+			if _, err := c.requireEnv("KSQL_FLOWNET_IO_DIR"); err != nil {
+				return nil, "", key, err
+			}
+		}
+	}
+	return n, profile, key, nil
+}
+
+// scheduleAndClose runs the scheduler for an admitted Run and closes the Invocation with
+// its outcome, which it adds to out.
+func (e *execution) scheduleAndClose(ctx context.Context, out *runOutput) error {
 	e.closeRunOnStop()
 	e.closeInvocationOnStop()
 	agg, status, code, serr := e.schedule(ctx)
@@ -303,13 +320,13 @@ func (c *cli) executeRunNetwork(ctx context.Context, o runOptions) (runOutput, e
 		if errCode(serr, "") == codeLeaseInterruptedCode {
 			out.InvocationResultCode = codeLeaseInterruptedCode
 		}
-		return out, e.closeFailed(ctx, serr)
+		return e.closeFailed(ctx, serr)
 	}
 	if cerr := e.closeInvocation(ctx, status, code); cerr != nil {
-		return out, cerr
+		return cerr
 	}
 	out.AggregateStatus, out.InvocationResultCode = strp(agg), code
-	return out, nil
+	return nil
 }
 
 const codeEnsureRunFailed = "ENSURE_RUN_FAILED"

@@ -303,43 +303,8 @@ func (e *execution) schedule(ctx context.Context) (agg, status, code string, err
 	// The lease monitor starts with the scheduler; from here on it also ticks before each
 	// ordinary write (writeTick, aggregateTick).
 	e.lock.startHeartbeat()
-	if e.run.Str("started_at") == "" {
-		// A Run that never started is marked RUNNING first, under its own tick.
-		if err := e.writeTick(ctx); err != nil {
-			return "", "", "", err
-		}
-		if _, err := e.updateRun(ctx, true); err != nil {
-			return "", "", "", err
-		}
-	}
-	if err := e.loadAttempts(ctx); err != nil {
+	if err := e.prepareSchedule(ctx); err != nil {
 		return "", "", "", err
-	}
-	if e.mode != "NEW" {
-		if err := e.adjudicateOrphans(ctx); err != nil {
-			return "", "", "", err
-		}
-		if err := e.finalizeOtherInvocations(ctx); err != nil {
-			return "", "", "", err
-		}
-	}
-	switch e.mode {
-	case "RESUME":
-		if err := e.prepareResumeStates(ctx); err != nil {
-			return "", "", "", err
-		}
-	case "RERUN_FROM":
-		for _, id := range e.order {
-			ns := e.states[id]
-			if e.rerunSet[id] && ns.status != StatusWaiting {
-				if err := e.writeTick(ctx); err != nil {
-					return "", "", "", err
-				}
-				if err := e.putState(ctx, ns, StatusWaiting, map[string]any{"status_reason": "", "blocked_by": "[]", "active_attempt_id": "", "started_at": "", "finished_at": ""}); err != nil {
-					return "", "", "", err
-				}
-			}
-		}
 	}
 	if d, derr := e.kf.describeTimeout(); derr == nil {
 		e.timeout = d
@@ -351,34 +316,12 @@ func (e *execution) schedule(ctx context.Context) (agg, status, code string, err
 			e.settledNode(ns, excluded)
 			continue
 		}
-		var failedDeps []string
-		deferred := false
-		for _, d := range ns.node.DependsOn {
-			switch e.states[d].status {
-			case StatusFailed, StatusBlocked, StatusCancelled, StatusUnknown:
-				failedDeps = append(failedDeps, d)
-			case StatusWaiting, StatusRunning:
-				deferred = true
-			}
-		}
+		failedDeps, deferred := e.upstreamOf(ns)
 		if defect.DownstreamNotBlocked && len(failedDeps) > 0 {
 			continue // planted defect: a failed upstream only skips the node; it stays WAITING
 		}
 		if len(failedDeps) > 0 {
-			blockedBy := jsonArray(failedDeps)
-			if defect.BlockedByMissing {
-				blockedBy = "[]" // planted defect: BLOCKED without naming the upstream
-			}
-			// BLOCKED carries finished_at like the other settled states (a "safe graph" has no
-			// settled node without one); it is cleared again when a resume resets the node.
-			if err := e.writeTick(ctx); err != nil {
-				return "", "", "", err
-			}
-			if err := e.putState(ctx, ns, StatusBlocked, map[string]any{"blocked_by": blockedBy, "status_reason": CodeAllSuccessNotMet, "finished_at": isoMillis(e.c.now())}); err != nil {
-				return "", "", "", err
-			}
-			e.sets.bl.add(id)
-			if _, err := e.aggregateAfterTick(ctx, false); err != nil {
+			if err := e.blockNode(ctx, id, ns, failedDeps); err != nil {
 				return "", "", "", err
 			}
 			continue
@@ -410,6 +353,94 @@ func (e *execution) schedule(ctx context.Context) (agg, status, code string, err
 	}
 	status, code = InvocationFinal(agg)
 	return agg, status, e.finalCode(status, code), nil
+}
+
+// prepareSchedule readies the Run for the node loop: a Run that never started is marked
+// RUNNING, the attempts loaded and, unless NEW, orphans adjudicated and other Invocations
+// finalized; then a RESUME's or RERUN_FROM's nodes are reset.
+func (e *execution) prepareSchedule(ctx context.Context) error {
+	if e.run.Str("started_at") == "" {
+		// A Run that never started is marked RUNNING first, under its own tick.
+		if err := e.writeTick(ctx); err != nil {
+			return err
+		}
+		if _, err := e.updateRun(ctx, true); err != nil {
+			return err
+		}
+	}
+	if err := e.loadAttempts(ctx); err != nil {
+		return err
+	}
+	if e.mode != "NEW" {
+		if err := e.adjudicateOrphans(ctx); err != nil {
+			return err
+		}
+		if err := e.finalizeOtherInvocations(ctx); err != nil {
+			return err
+		}
+	}
+	switch e.mode {
+	case "RESUME":
+		if err := e.prepareResumeStates(ctx); err != nil {
+			return err
+		}
+	case "RERUN_FROM":
+		if err := e.resetRerunNodes(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resetRerunNodes puts every node of the rerun set back to WAITING, one tick per write.
+func (e *execution) resetRerunNodes(ctx context.Context) error {
+	for _, id := range e.order {
+		ns := e.states[id]
+		if e.rerunSet[id] && ns.status != StatusWaiting {
+			if err := e.writeTick(ctx); err != nil {
+				return err
+			}
+			if err := e.putState(ctx, ns, StatusWaiting, map[string]any{"status_reason": "", "blocked_by": "[]", "active_attempt_id": "", "started_at": "", "finished_at": ""}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// upstreamOf sorts a WAITING node's dependencies: those that failed (the node is to be
+// BLOCKED) and whether any is still pending (the node is deferred).
+func (e *execution) upstreamOf(ns *nodeState) (failedDeps []string, deferred bool) {
+	for _, d := range ns.node.DependsOn {
+		switch e.states[d].status {
+		case StatusFailed, StatusBlocked, StatusCancelled, StatusUnknown:
+			failedDeps = append(failedDeps, d)
+		case StatusWaiting, StatusRunning:
+			deferred = true
+		}
+	}
+	return failedDeps, deferred
+}
+
+// blockNode settles a node whose upstream failed as BLOCKED, naming that upstream.
+func (e *execution) blockNode(ctx context.Context, id string, ns *nodeState, failedDeps []string) error {
+	blockedBy := jsonArray(failedDeps)
+	if defect.BlockedByMissing {
+		blockedBy = "[]" // planted defect: BLOCKED without naming the upstream
+	}
+	// BLOCKED carries finished_at like the other settled states (a "safe graph" has no
+	// settled node without one); it is cleared again when a resume resets the node.
+	if err := e.writeTick(ctx); err != nil {
+		return err
+	}
+	if err := e.putState(ctx, ns, StatusBlocked, map[string]any{"blocked_by": blockedBy, "status_reason": CodeAllSuccessNotMet, "finished_at": isoMillis(e.c.now())}); err != nil {
+		return err
+	}
+	e.sets.bl.add(id)
+	if _, err := e.aggregateAfterTick(ctx, false); err != nil {
+		return err
+	}
+	return nil
 }
 
 // leaseLost stops the scheduler when the lease can no longer be trusted. One successful
@@ -578,43 +609,11 @@ func (e *execution) pollHoldWhileRunning(ctx context.Context) (stop func()) {
 // The Run is not written when a node starts (the real FlowNet marks it RUNNING once, when the
 // scheduler starts a Run that never started, and otherwise recomputes it after the node).
 func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
-	no := ns.latestNo
-	for _, a := range e.attempts[ns.node.ID] {
-		if a.no > no {
-			no = a.no
-		}
-	}
-	no++
-	attemptID := "attempt_" + uuid.NewString()
-	if defect.ResumeRestartsAttemptNo && e.mode == "RESUME" {
-		for _, a := range e.attempts[ns.node.ID] {
-			if a.no == ns.latestNo {
-				attemptID = a.id // planted defect: the retry reuses the id of the node's latest Attempt; the insert adjudicates onto that old Attempt
-			}
-		}
-	}
-	a1, err := A1Key(e.runID, ns.node.ID, int64(no))
+	att, err := e.startAttempt(ctx, ns)
 	if err != nil {
 		return err
 	}
-	rec := vals(map[string]any{
-		"record_type": "NODE_ATTEMPT", "run_id": e.runID, "invocation_id": e.invID, "node_attempt_id": attemptID,
-		"attempt_key": a1, "node_id": ns.node.ID, "job_id": ns.node.JobID, "attempt_no": no,
-		"status": StatusRunning, "result_code": CodePending, "state_revision_before": ns.bizRev,
-		// Counts start at 0 (the real FlowNet's createAttempt): an attempt finalised without
-		// a result keeps them, it never leaves them empty.
-		"read_count": 0, "written_count": 0,
-	})
-	_, rev, err := e.st.insert(ctx, e.st.auditApp, "ATT:"+attemptID, rec, "node_attempt_id")
-	if err != nil {
-		return fmt.Errorf("create Attempt %d of %s: %w", no, ns.node.ID, err)
-	}
-	att := &attemptRec{key: "ATT:" + attemptID, rev: rev, id: attemptID, no: no, status: StatusRunning, code: CodePending, invocationID: e.invID}
-	e.attempts[ns.node.ID] = append(e.attempts[ns.node.ID], att)
-	if err := e.putState(ctx, ns, StatusRunning, map[string]any{"active_attempt_id": attemptID, "latest_attempt_no": no,
-		"started_at": isoMillis(e.c.now()), "finished_at": "", "status_reason": "", "blocked_by": "[]"}); err != nil {
-		return err
-	}
+	attemptID := att.id
 	// CSV inputs (io.go): path rules and baselines, before the start marker.
 	inputs, err := e.prepareInputs(ns.node)
 	var outputs []nodeOutput
@@ -646,6 +645,59 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 	obs := observe(rr, e.runID, attemptID, ns.node.JobID, jlErr != nil || (jl != nil && jl.Str("runner_execution_started_at") != ""))
 	out := MapOutcome(obs)
 
+	fields := e.attemptResultFields(rr, obs, out, jl)
+	if out, err = e.settleIO(inputs, outputs, rr, obs, out, fields); err != nil { // io.go: receipts and the IO audit summary
+		return err
+	}
+	return e.finishNode(ctx, ns, att, out, fields)
+}
+
+// startAttempt inserts the node's next Attempt (RUNNING/PENDING, numbered after every one
+// before it) and marks the Node State RUNNING with it.
+func (e *execution) startAttempt(ctx context.Context, ns *nodeState) (*attemptRec, error) {
+	no := ns.latestNo
+	for _, a := range e.attempts[ns.node.ID] {
+		if a.no > no {
+			no = a.no
+		}
+	}
+	no++
+	attemptID := "attempt_" + uuid.NewString()
+	if defect.ResumeRestartsAttemptNo && e.mode == "RESUME" {
+		for _, a := range e.attempts[ns.node.ID] {
+			if a.no == ns.latestNo {
+				attemptID = a.id // planted defect: the retry reuses the id of the node's latest Attempt; the insert adjudicates onto that old Attempt
+			}
+		}
+	}
+	a1, err := A1Key(e.runID, ns.node.ID, int64(no))
+	if err != nil {
+		return nil, err
+	}
+	rec := vals(map[string]any{
+		"record_type": "NODE_ATTEMPT", "run_id": e.runID, "invocation_id": e.invID, "node_attempt_id": attemptID,
+		"attempt_key": a1, "node_id": ns.node.ID, "job_id": ns.node.JobID, "attempt_no": no,
+		"status": StatusRunning, "result_code": CodePending, "state_revision_before": ns.bizRev,
+		// Counts start at 0 (the real FlowNet's createAttempt): an attempt finalised without
+		// a result keeps them, it never leaves them empty.
+		"read_count": 0, "written_count": 0,
+	})
+	_, rev, err := e.st.insert(ctx, e.st.auditApp, "ATT:"+attemptID, rec, "node_attempt_id")
+	if err != nil {
+		return nil, fmt.Errorf("create Attempt %d of %s: %w", no, ns.node.ID, err)
+	}
+	att := &attemptRec{key: "ATT:" + attemptID, rev: rev, id: attemptID, no: no, status: StatusRunning, code: CodePending, invocationID: e.invID}
+	e.attempts[ns.node.ID] = append(e.attempts[ns.node.ID], att)
+	if err := e.putState(ctx, ns, StatusRunning, map[string]any{"active_attempt_id": attemptID, "latest_attempt_no": no,
+		"started_at": isoMillis(e.c.now()), "finished_at": "", "status_reason": "", "blocked_by": "[]"}); err != nil {
+		return nil, err
+	}
+	return att, nil
+}
+
+// attemptResultFields are the Attempt's terminal fields: the outcome, the JOB log's start
+// marker, and what kSQL-Flow's result reports (or why there is none).
+func (e *execution) attemptResultFields(rr runResult, obs Observation, out Outcome, jl kintoneapi.Record) map[string]any {
 	fields := map[string]any{"status": out.AttemptStatus, "result_code": out.AttemptCode, "finished_at": isoMillis(e.c.now())}
 	if jl != nil {
 		// The JOB log's start marker: its time, and its execution id where no result names one.
@@ -674,11 +726,15 @@ func (e *execution) runNode(ctx context.Context, ns *nodeState) error {
 	} else {
 		fields["error_message"] = noResultMessage(rr, obs)
 	}
-	if out, err = e.settleIO(inputs, outputs, rr, obs, out, fields); err != nil { // io.go: receipts and the IO audit summary
-		return err
-	}
+	return fields
+}
+
+// finishNode writes the Attempt's terminal fields, then the Node State's outcome, then the
+// Run's aggregate.
+func (e *execution) finishNode(ctx context.Context, ns *nodeState, att *attemptRec, out Outcome, fields map[string]any) error {
+	var err error
 	if att.rev, err = e.st.update(ctx, e.st.auditApp, att.key, vals(fields), att.rev); err != nil {
-		return fmt.Errorf("finalise Attempt %s: %w", attemptID, err)
+		return fmt.Errorf("finalise Attempt %s: %w", att.id, err)
 	}
 	att.status, att.code = out.AttemptStatus, out.AttemptCode
 	stateFields := map[string]any{"status_reason": out.NodeReason, "finished_at": isoMillis(e.c.now())}

@@ -212,6 +212,8 @@ func optStr(s string) *string { return strp(s) }
 // empty.
 func text(s string) *string { return &s }
 
+// buildStatus reads what status prints: the network's lock, then its Runs (one with
+// --run-id or --business-key, with their detail), each with its activity.
 func (c *cli) buildStatus(ctx context.Context, o statusOptions) (*statusDoc, error) {
 	st, err := c.newStore(false, 0)
 	if err != nil {
@@ -223,16 +225,42 @@ func (c *cli) buildStatus(ctx context.Context, o statusOptions) (*statusDoc, err
 	}
 	now := c.now()
 	doc := &statusDoc{NetworkID: o.networkID, Profile: o.profile, Runs: []*statusRun{}}
-
-	locks, err := st.find(ctx, st.stateApp, `record_type in ("NETWORK_LOCK") and lock_key in (`+q(n1)+`) and status in ("RUNNING")`)
+	lease, err := readStatusLock(ctx, st, n1, o, doc, now)
 	if err != nil {
 		return nil, err
 	}
-	if len(locks) > 1 {
-		return nil, coded(codeMultipleRecords, "%d RUNNING network locks for %s", len(locks), o.networkID)
+	mine, err := findStatusRuns(ctx, st, o)
+	if err != nil {
+		return nil, err
 	}
-	var leaseExp time.Time
-	leaseOK := false
+	detail := o.runID != "" || o.businessKey != ""
+	for _, r := range mine {
+		sr, err := statusRunOf(ctx, st, r, doc, lease, now, detail)
+		if err != nil {
+			return nil, err
+		}
+		doc.Runs = append(doc.Runs, sr)
+	}
+	return doc, nil
+}
+
+// statusLease is the expiry of the network lock's lease; ok is false without a lock or
+// with an unreadable expiry.
+type statusLease struct {
+	expires time.Time
+	ok      bool
+}
+
+// readStatusLock reads the network's RUNNING lock into doc.Lock (none: nil).
+func readStatusLock(ctx context.Context, st *store, n1 string, o statusOptions, doc *statusDoc, now time.Time) (statusLease, error) {
+	var lease statusLease
+	locks, err := st.find(ctx, st.stateApp, `record_type in ("NETWORK_LOCK") and lock_key in (`+q(n1)+`) and status in ("RUNNING")`)
+	if err != nil {
+		return lease, err
+	}
+	if len(locks) > 1 {
+		return lease, coded(codeMultipleRecords, "%d RUNNING network locks for %s", len(locks), o.networkID)
+	}
 	if len(locks) == 1 {
 		// The lock's text fields are printed as read ("" when empty, never null), as the
 		// product's lock reader does.
@@ -247,12 +275,18 @@ func (c *cli) buildStatus(ctx context.Context, o statusOptions) (*statusDoc, err
 		if defect.StatusShowsLeaseToken {
 			doc.Lock.LeaseToken = l.Str("lease_token") // planted defect
 		}
-		if leaseExp, leaseOK = parseTime(l.Str("lease_expires_at")); leaseOK {
-			doc.Lock.StaleCandidate = now.After(leaseExp.Add(kintoneDatetimeAllowance * time.Second))
+		if lease.expires, lease.ok = parseTime(l.Str("lease_expires_at")); lease.ok {
+			doc.Lock.StaleCandidate = now.After(lease.expires.Add(kintoneDatetimeAllowance * time.Second))
 		}
 	}
+	return lease, nil
+}
 
+// findStatusRuns reads the Runs status shows, of this network and profile, by run_id: the
+// one asked for, or every one.
+func findStatusRuns(ctx context.Context, st *store, o statusOptions) ([]kintoneapi.Record, error) {
 	var runs []kintoneapi.Record
+	var err error
 	detail := o.runID != "" || o.businessKey != ""
 	switch {
 	case o.runID != "":
@@ -283,50 +317,53 @@ func (c *cli) buildStatus(ctx context.Context, o statusOptions) (*statusDoc, err
 		return nil, coded(codeRecordNotFound, "no Run with %s in network %s (profile %s)", what, o.networkID, o.profile)
 	}
 	sort.Slice(mine, func(i, j int) bool { return mine[i].Str("run_id") < mine[j].Str("run_id") })
-	for _, r := range mine {
-		sr := &statusRun{RunID: r.Str("run_id"), BusinessKey: r.Str("business_key"), Status: r.Str("status"),
-			ResumeAllowed: r.Str("resume_allowed") == "true", LifecycleStatus: r.Str("lifecycle_status"),
-			CreatedAt: text(r.Str("created_at")), StartedAt: optStr(r.Str("started_at")),
-			FinishedAt: optStr(r.Str("finished_at")), UpdatedAt: text(r.Str("updated_at"))}
-		// Both modes read the Run's Invocations: the lock's owner among them (and its lease,
-		// with the DATETIME allowance, not run out) is what makes the Run LIVE.
-		invs, err := st.findExact(ctx, st.auditApp, `record_type in ("RUN_INVOCATION") and run_id in (`+q(sr.RunID)+`)`, "run_id", sr.RunID)
-		if err != nil {
-			return nil, err
-		}
-		hold, err := readHold(ctx, st, sr.RunID)
-		if err != nil {
-			return nil, err
-		}
-		sr.Hold = hold
-		if !IsTerminalRun(sr.Status) {
-			owned := false
-			for _, inv := range invs {
-				owned = owned || doc.Lock != nil && inv.Str("invocation_id") == doc.Lock.OwnerInvocationID
-			}
-			leaseLive := leaseOK && !now.After(leaseExp.Add(kintoneDatetimeAllowance*time.Second))
-			switch {
-			case hold != nil:
-				sr.Activity = "STOPPED"
-			case owned && (leaseLive || defect.ActivityIgnoresLeaseExpiry): // the defect: a stale lock still counts as live
-				sr.Activity = "LIVE"
-			case sr.StartedAt == nil:
-				sr.Activity = "IDLE"
-			default:
-				sr.Activity = "INTERRUPTED"
-			}
-		}
-		if defect.StatusBumpsRevision { // planted defect: status "repairs" updated_at, a write that bumps $revision
-			_, _ = st.update(ctx, st.stateApp, r.Str("record_key"), vals(map[string]any{"updated_at": r.Str("updated_at")}), r.Revision())
-		}
-		if detail {
-			if err := fillDetail(ctx, st, sr, r, invs, doc); err != nil {
-				return nil, err
-			}
-		}
-		doc.Runs = append(doc.Runs, sr)
+	return mine, nil
+}
+
+// statusRunOf is one Run as status shows it: its fields, hold and activity, and with detail
+// its Node States and recovery identifiers.
+func statusRunOf(ctx context.Context, st *store, r kintoneapi.Record, doc *statusDoc, lease statusLease, now time.Time, detail bool) (*statusRun, error) {
+	sr := &statusRun{RunID: r.Str("run_id"), BusinessKey: r.Str("business_key"), Status: r.Str("status"),
+		ResumeAllowed: r.Str("resume_allowed") == "true", LifecycleStatus: r.Str("lifecycle_status"),
+		CreatedAt: text(r.Str("created_at")), StartedAt: optStr(r.Str("started_at")),
+		FinishedAt: optStr(r.Str("finished_at")), UpdatedAt: text(r.Str("updated_at"))}
+	// Both modes read the Run's Invocations: the lock's owner among them (and its lease,
+	// with the DATETIME allowance, not run out) is what makes the Run LIVE.
+	invs, err := st.findExact(ctx, st.auditApp, `record_type in ("RUN_INVOCATION") and run_id in (`+q(sr.RunID)+`)`, "run_id", sr.RunID)
+	if err != nil {
+		return nil, err
 	}
-	return doc, nil
+	hold, err := readHold(ctx, st, sr.RunID)
+	if err != nil {
+		return nil, err
+	}
+	sr.Hold = hold
+	if !IsTerminalRun(sr.Status) {
+		owned := false
+		for _, inv := range invs {
+			owned = owned || doc.Lock != nil && inv.Str("invocation_id") == doc.Lock.OwnerInvocationID
+		}
+		leaseLive := lease.ok && !now.After(lease.expires.Add(kintoneDatetimeAllowance*time.Second))
+		switch {
+		case hold != nil:
+			sr.Activity = "STOPPED"
+		case owned && (leaseLive || defect.ActivityIgnoresLeaseExpiry): // the defect: a stale lock still counts as live
+			sr.Activity = "LIVE"
+		case sr.StartedAt == nil:
+			sr.Activity = "IDLE"
+		default:
+			sr.Activity = "INTERRUPTED"
+		}
+	}
+	if defect.StatusBumpsRevision { // planted defect: status "repairs" updated_at, a write that bumps $revision
+		_, _ = st.update(ctx, st.stateApp, r.Str("record_key"), vals(map[string]any{"updated_at": r.Str("updated_at")}), r.Revision())
+	}
+	if detail {
+		if err := fillDetail(ctx, st, sr, r, invs, doc); err != nil {
+			return nil, err
+		}
+	}
+	return sr, nil
 }
 
 func readHold(ctx context.Context, st *store, runID string) (*statusHold, error) {
@@ -425,110 +462,153 @@ var (
 // RUNNING attempts, business vs kintone revision, each Attempt's state_revision_before, then
 // its active attempt; then the Attempt Resolutions; then the Run's aggregate.
 func detectInconsistencies(run kintoneapi.Record, states, atts, resolutions []kintoneapi.Record) []inconsistency {
-	incs := []inconsistency{}
-	var nodeOrder []string
-	byNode := map[string][]kintoneapi.Record{}
+	in := newRunInspection(states, atts)
+	in.attemptsWithoutState()
+	for _, s := range states {
+		in.checkNodeState(s)
+	}
+	in.checkResolutions(atts, resolutions)
+	in.checkAggregate(run, states)
+	return in.incs
+}
+
+// runInspection is the state of detectInconsistencies: the records indexed by node, what was
+// found so far, and the nodes whose records are too broken to judge further (unsafe).
+type runInspection struct {
+	incs      []inconsistency
+	nodeOrder []string
+	byNode    map[string][]kintoneapi.Record
+	stateOf   map[string]kintoneapi.Record
+	unsafe    map[string]bool
+}
+
+func newRunInspection(states, atts []kintoneapi.Record) *runInspection {
+	in := &runInspection{incs: []inconsistency{}, byNode: map[string][]kintoneapi.Record{},
+		stateOf: map[string]kintoneapi.Record{}, unsafe: map[string]bool{}}
 	for _, a := range atts {
 		n := a.Str("node_id")
-		if _, ok := byNode[n]; !ok {
-			nodeOrder = append(nodeOrder, n)
+		if _, ok := in.byNode[n]; !ok {
+			in.nodeOrder = append(in.nodeOrder, n)
 		}
-		byNode[n] = append(byNode[n], a)
-	}
-	stateOf := map[string]kintoneapi.Record{}
-	for _, s := range states {
-		stateOf[s.Str("node_id")] = s
-	}
-	ids := func(rs []kintoneapi.Record) []string {
-		out := []string{}
-		for _, r := range rs {
-			out = append(out, r.Str("node_attempt_id"))
-		}
-		return out
-	}
-	unsafe := map[string]bool{}
-	for _, n := range nodeOrder {
-		if _, ok := stateOf[n]; !ok {
-			incs = append(incs, inconsistency{Code: "ATTEMPT_NODE_STATE_MISSING", NodeID: n,
-				Detail: "Node Attempts exist without a corresponding Node State", AttemptIDs: ids(byNode[n])})
-			unsafe[n] = true
-		}
+		in.byNode[n] = append(in.byNode[n], a)
 	}
 	for _, s := range states {
-		n := s.Str("node_id")
-		status, rev := s.Str("status"), atoi(s.Str("revision"))
-		var running []kintoneapi.Record
-		for _, a := range byNode[n] {
-			if a.Str("status") == StatusRunning {
-				running = append(running, a)
-			}
+		in.stateOf[s.Str("node_id")] = s
+	}
+	return in
+}
+
+// attemptIDs are the node_attempt_ids of rs, in order.
+func attemptIDs(rs []kintoneapi.Record) []string {
+	out := []string{}
+	for _, r := range rs {
+		out = append(out, r.Str("node_attempt_id"))
+	}
+	return out
+}
+
+func (in *runInspection) add(i inconsistency) { in.incs = append(in.incs, i) }
+
+// attemptsWithoutState finds the nodes that have Attempts but no Node State.
+func (in *runInspection) attemptsWithoutState() {
+	for _, n := range in.nodeOrder {
+		if _, ok := in.stateOf[n]; !ok {
+			in.add(inconsistency{Code: "ATTEMPT_NODE_STATE_MISSING", NodeID: n,
+				Detail: "Node Attempts exist without a corresponding Node State", AttemptIDs: attemptIDs(in.byNode[n])})
+			in.unsafe[n] = true
 		}
-		if len(running) > 1 {
-			incs = append(incs, inconsistency{Code: "MULTIPLE_RUNNING_ATTEMPTS", NodeID: n,
-				Detail: "one node has multiple RUNNING attempts", AttemptIDs: ids(running)})
-			unsafe[n] = true
+	}
+}
+
+// checkNodeState checks one Node State against its Attempts: their RUNNING count and
+// revisions, then its active attempt.
+func (in *runInspection) checkNodeState(s kintoneapi.Record) {
+	n := s.Str("node_id")
+	rev := atoi(s.Str("revision"))
+	var running []kintoneapi.Record
+	for _, a := range in.byNode[n] {
+		if a.Str("status") == StatusRunning {
+			running = append(running, a)
 		}
-		if rev != atoi(s.Revision()) {
-			incs = append(incs, inconsistency{Code: "REVISION_SERIES_INVERTED", NodeID: n,
-				Detail: fmt.Sprintf("business revision %d differs from storage revision %d", rev, atoi(s.Revision()))})
-			unsafe[n] = true
-		}
-		for _, a := range byNode[n] {
-			id := a.Str("node_attempt_id")
-			before := strings.TrimSpace(a.Str("state_revision_before"))
-			switch {
-			case before == "":
-				incs = append(incs, inconsistency{Code: "REVISION_SERIES_UNDETERMINED", NodeID: n,
-					Detail: "Attempt " + id + " has no state_revision_before", AttemptIDs: []string{id}})
-				unsafe[n] = true
-			case atoi(before) >= rev:
-				code := "REVISION_SERIES_UNDETERMINED"
-				if atoi(before) > rev {
-					code = "REVISION_SERIES_INVERTED"
-				}
-				incs = append(incs, inconsistency{Code: code, NodeID: n,
-					Detail:     fmt.Sprintf("Attempt %s state_revision_before %d is not older than State revision %d", id, atoi(before), rev),
-					AttemptIDs: []string{id}})
-				unsafe[n] = true
-			}
-		}
-		activeID := s.Str("active_attempt_id")
-		if status == StatusRunning && activeID == "" {
-			incs = append(incs, inconsistency{Code: "ACTIVE_ATTEMPT_ID_MISSING", NodeID: n, Detail: "RUNNING Node State has no active_attempt_id"})
-			unsafe[n] = true
-			continue
-		}
-		if activeID == "" {
-			continue
-		}
-		var active []kintoneapi.Record
-		for _, a := range byNode[n] {
-			if a.Str("node_attempt_id") == activeID {
-				active = append(active, a)
-			}
-		}
-		if len(active) != 1 {
-			incs = append(incs, inconsistency{Code: "ACTIVE_ATTEMPT_NOT_FOUND", NodeID: n,
-				Detail: fmt.Sprintf("active attempt cardinality is %d", len(active)), AttemptIDs: []string{activeID}})
-			unsafe[n] = true
-			continue
-		}
-		if unsafe[n] {
-			continue
-		}
-		as := active[0].Str("status")
+	}
+	if len(running) > 1 {
+		in.add(inconsistency{Code: "MULTIPLE_RUNNING_ATTEMPTS", NodeID: n,
+			Detail: "one node has multiple RUNNING attempts", AttemptIDs: attemptIDs(running)})
+		in.unsafe[n] = true
+	}
+	if rev != atoi(s.Revision()) {
+		in.add(inconsistency{Code: "REVISION_SERIES_INVERTED", NodeID: n,
+			Detail: fmt.Sprintf("business revision %d differs from storage revision %d", rev, atoi(s.Revision()))})
+		in.unsafe[n] = true
+	}
+	for _, a := range in.byNode[n] {
+		id := a.Str("node_attempt_id")
+		before := strings.TrimSpace(a.Str("state_revision_before"))
 		switch {
-		case terminalAttempt[as] && (as == status || status == StatusRunning):
-			incs = append(incs, inconsistency{Code: "TERMINAL_ATTEMPT_PENDING_APPLY", NodeID: n,
-				Detail: "terminal active Attempt has not been applied to Node State", AttemptIDs: []string{activeID}})
-		case terminalState[status] && as == StatusRunning:
-			incs = append(incs, inconsistency{Code: "STATE_TERMINAL_ATTEMPT_RUNNING", NodeID: n,
-				Detail: "Node State is terminal while its active Attempt is RUNNING", AttemptIDs: []string{activeID}})
-		case as != status:
-			incs = append(incs, inconsistency{Code: "STATE_ATTEMPT_STATUS_MISMATCH", NodeID: n,
-				Detail: fmt.Sprintf("State %s and Attempt %s do not match", status, as), AttemptIDs: []string{activeID}})
+		case before == "":
+			in.add(inconsistency{Code: "REVISION_SERIES_UNDETERMINED", NodeID: n,
+				Detail: "Attempt " + id + " has no state_revision_before", AttemptIDs: []string{id}})
+			in.unsafe[n] = true
+		case atoi(before) >= rev:
+			code := "REVISION_SERIES_UNDETERMINED"
+			if atoi(before) > rev {
+				code = "REVISION_SERIES_INVERTED"
+			}
+			in.add(inconsistency{Code: code, NodeID: n,
+				Detail:     fmt.Sprintf("Attempt %s state_revision_before %d is not older than State revision %d", id, atoi(before), rev),
+				AttemptIDs: []string{id}})
+			in.unsafe[n] = true
 		}
 	}
+	in.checkActiveAttempt(s)
+}
+
+// checkActiveAttempt checks a Node State's active_attempt_id: present when RUNNING, naming
+// exactly one Attempt, and (on a node still safe to judge) agreeing with its status.
+func (in *runInspection) checkActiveAttempt(s kintoneapi.Record) {
+	n, status := s.Str("node_id"), s.Str("status")
+	activeID := s.Str("active_attempt_id")
+	if status == StatusRunning && activeID == "" {
+		in.add(inconsistency{Code: "ACTIVE_ATTEMPT_ID_MISSING", NodeID: n, Detail: "RUNNING Node State has no active_attempt_id"})
+		in.unsafe[n] = true
+		return
+	}
+	if activeID == "" {
+		return
+	}
+	var active []kintoneapi.Record
+	for _, a := range in.byNode[n] {
+		if a.Str("node_attempt_id") == activeID {
+			active = append(active, a)
+		}
+	}
+	if len(active) != 1 {
+		in.add(inconsistency{Code: "ACTIVE_ATTEMPT_NOT_FOUND", NodeID: n,
+			Detail: fmt.Sprintf("active attempt cardinality is %d", len(active)), AttemptIDs: []string{activeID}})
+		in.unsafe[n] = true
+		return
+	}
+	if in.unsafe[n] {
+		return
+	}
+	as := active[0].Str("status")
+	switch {
+	case terminalAttempt[as] && (as == status || status == StatusRunning):
+		in.add(inconsistency{Code: "TERMINAL_ATTEMPT_PENDING_APPLY", NodeID: n,
+			Detail: "terminal active Attempt has not been applied to Node State", AttemptIDs: []string{activeID}})
+	case terminalState[status] && as == StatusRunning:
+		in.add(inconsistency{Code: "STATE_TERMINAL_ATTEMPT_RUNNING", NodeID: n,
+			Detail: "Node State is terminal while its active Attempt is RUNNING", AttemptIDs: []string{activeID}})
+	case as != status:
+		in.add(inconsistency{Code: "STATE_ATTEMPT_STATUS_MISMATCH", NodeID: n,
+			Detail: fmt.Sprintf("State %s and Attempt %s do not match", status, as), AttemptIDs: []string{activeID}})
+	}
+}
+
+// checkResolutions checks the Attempt Resolutions of this Run's Attempts, per Attempt in the
+// order first read: one outcome, an UNKNOWN or FAILED Attempt, the node's current attempt,
+// and applied to its Node State.
+func (in *runInspection) checkResolutions(atts, resolutions []kintoneapi.Record) {
 	attemptByID := map[string]kintoneapi.Record{}
 	for _, a := range atts {
 		attemptByID[a.Str("node_attempt_id")] = a
@@ -553,21 +633,21 @@ func detectInconsistencies(run kintoneapi.Record, states, atts, resolutions []ki
 			outcomes[r.Str("resolved_outcome")] = true
 		}
 		if len(outcomes) > 1 {
-			incs = append(incs, inconsistency{Code: "CONFLICTING_ATTEMPT_RESOLUTIONS", NodeID: n,
+			in.add(inconsistency{Code: "CONFLICTING_ATTEMPT_RESOLUTIONS", NodeID: n,
 				Detail: "Attempt " + id + " has conflicting Resolution outcomes", AttemptIDs: []string{id}})
 			continue
 		}
 		if as := a.Str("status"); as != StatusUnknown && as != StatusFailed {
-			incs = append(incs, inconsistency{Code: "RESOLUTION_ATTEMPT_NOT_UNKNOWN", NodeID: n,
+			in.add(inconsistency{Code: "RESOLUTION_ATTEMPT_NOT_UNKNOWN", NodeID: n,
 				Detail: "Resolution targets " + as + " Attempt " + id, AttemptIDs: []string{id}})
 			continue
 		}
-		s, ok := stateOf[n]
+		s, ok := in.stateOf[n]
 		if !ok {
 			continue
 		}
-		if atoi(a.Str("attempt_no")) != atoi(s.Str("latest_attempt_no")) || unsafe[n] {
-			incs = append(incs, inconsistency{Code: "RESOLUTION_NOT_CURRENT_ATTEMPT", NodeID: n,
+		if atoi(a.Str("attempt_no")) != atoi(s.Str("latest_attempt_no")) || in.unsafe[n] {
+			in.add(inconsistency{Code: "RESOLUTION_NOT_CURRENT_ATTEMPT", NodeID: n,
 				Detail: "Resolution attempt " + id + " is not the uniquely current State attempt", AttemptIDs: []string{id}})
 			continue
 		}
@@ -576,22 +656,25 @@ func detectInconsistencies(run kintoneapi.Record, states, atts, resolutions []ki
 			continue
 		}
 		if status == StatusUnknown || status == StatusFailed && a.Str("status") == StatusFailed && s.Str("idempotent") != "true" {
-			incs = append(incs, inconsistency{Code: "ATTEMPT_RESOLUTION_PENDING_APPLY", NodeID: n,
+			in.add(inconsistency{Code: "ATTEMPT_RESOLUTION_PENDING_APPLY", NodeID: n,
 				Detail: "Resolution for Attempt " + id + " has not been applied to Node State", AttemptIDs: []string{id}})
 		} else {
-			incs = append(incs, inconsistency{Code: "RESOLUTION_STATE_NOT_UNKNOWN", NodeID: n,
+			in.add(inconsistency{Code: "RESOLUTION_STATE_NOT_UNKNOWN", NodeID: n,
 				Detail: "Resolution cannot be applied to State " + status, AttemptIDs: []string{id}})
 		}
 	}
+}
+
+// checkAggregate compares the Run's status with the one its Node States aggregate to.
+func (in *runInspection) checkAggregate(run kintoneapi.Record, states []kintoneapi.Record) {
 	statuses := make([]string, 0, len(states))
 	for _, s := range states {
 		statuses = append(statuses, s.Str("status"))
 	}
 	if agg := Aggregate(statuses, run.Str("started_at") != ""); agg != run.Str("status") {
-		incs = append(incs, inconsistency{Code: "RUN_AGGREGATE_MISMATCH",
+		in.add(inconsistency{Code: "RUN_AGGREGATE_MISMATCH",
 			Detail: fmt.Sprintf("Run status %s differs from computed %s", run.Str("status"), agg)})
 	}
-	return incs
 }
 
 // printStatusText prints the status as the product's text form does: the lock's keys one a

@@ -355,16 +355,9 @@ func number(v any) (float64, bool) {
 
 func resolveProfile(raw, p obj, name string) (*Profile, error) {
 	ctx := "profiles." + name
-	base, _ := p["baseUrl"].(string)
-	if base == "" {
-		return nil, cfgErr("%s.baseUrl が必要です", ctx)
-	}
-	base, err := resolveEnvRef(base, ctx+".baseUrl")
+	base, err := resolveBaseURL(p, ctx)
 	if err != nil {
 		return nil, err
-	}
-	if u, err := url.Parse(base); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, cfgErr("%s.baseUrl が URL として不正です: %s", ctx, base)
 	}
 	out := &Profile{Name: name, BaseURL: strings.TrimRight(base, "/"), Apps: map[string]AppRef{}}
 	if tz, ok := p["timezone"]; ok {
@@ -385,28 +378,11 @@ func resolveProfile(raw, p obj, name string) (*Profile, error) {
 			return nil, err
 		}
 	}
-	if lv, ok := p["logApp"]; ok {
-		s, isStr := lv.(string)
-		if !isStr || s == "" {
-			return nil, cfgErr("%s.logApp は論理アプリ名の文字列で指定してください", ctx)
-		}
-		a, ok := out.Apps[s]
-		if !ok {
-			return nil, cfgErr(`%s.logApp "%s" が %s.apps に定義されていません`, ctx, s, ctx)
-		}
-		out.LogApp = &LogAppRef{Name: s, AppID: a.AppID, Token: a.Token}
+	if err := resolveLogApp(p, ctx, out); err != nil {
+		return nil, err
 	}
-	if cc, ok := p["clientCert"]; ok {
-		if c, isObj := cc.(obj); !isObj || c["pfxPath"] == nil {
-			return nil, cfgErr("%s.clientCert.pfxPath が必要です", ctx)
-		}
-		return nil, cfgErr("%s.clientCert は現バージョンでは未対応です。安全のため設定を削除してから再実行してください", ctx)
-	}
-	if px, ok := p["proxy"]; ok && px != nil {
-		if _, isStr := px.(string); !isStr {
-			return nil, cfgErr("%s.proxy は文字列で指定してください", ctx)
-		}
-		return nil, cfgErr("%s.proxy は現バージョンでは未対応です。安全のため設定を削除してから再実行してください", ctx)
+	if err := refuseUnsupported(p, ctx); err != nil {
+		return nil, err
 	}
 	if g, ok := p["guestSpaceId"]; ok && g != nil {
 		id, ok := safeInt(g)
@@ -415,22 +391,7 @@ func resolveProfile(raw, p obj, name string) (*Profile, error) {
 		}
 		out.GuestSpaceID = &id
 	}
-	section := func(key string) any {
-		if v, ok := p[key]; ok && v != nil {
-			return v
-		}
-		return raw[key]
-	}
-	if out.Limits, err = resolveLimits(section("limits"), ctx); err != nil {
-		return nil, err
-	}
-	if out.Retry, err = resolveRetry(section("retry")); err != nil {
-		return nil, err
-	}
-	if err := resolveNotifications(section("notifications"), ctx); err != nil {
-		return nil, err
-	}
-	if err := resolveLogging(section("logging")); err != nil {
+	if err := resolveSections(raw, p, ctx, out); err != nil {
 		return nil, err
 	}
 	out.HTTPTimeoutMs = defaultHTTPTimeoutMs
@@ -442,6 +403,81 @@ func resolveProfile(raw, p obj, name string) (*Profile, error) {
 		out.HTTPTimeoutMs = f
 	}
 	return out, nil
+}
+
+// resolveBaseURL is the profile's baseUrl (an env: reference resolved), an http(s) URL.
+func resolveBaseURL(p obj, ctx string) (string, error) {
+	base, _ := p["baseUrl"].(string)
+	if base == "" {
+		return "", cfgErr("%s.baseUrl が必要です", ctx)
+	}
+	base, err := resolveEnvRef(base, ctx+".baseUrl")
+	if err != nil {
+		return "", err
+	}
+	if u, err := url.Parse(base); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return "", cfgErr("%s.baseUrl が URL として不正です: %s", ctx, base)
+	}
+	return base, nil
+}
+
+// resolveLogApp names the JOB log app: one of the profile's apps, by logical name.
+func resolveLogApp(p obj, ctx string, out *Profile) error {
+	if lv, ok := p["logApp"]; ok {
+		s, isStr := lv.(string)
+		if !isStr || s == "" {
+			return cfgErr("%s.logApp は論理アプリ名の文字列で指定してください", ctx)
+		}
+		a, ok := out.Apps[s]
+		if !ok {
+			return cfgErr(`%s.logApp "%s" が %s.apps に定義されていません`, ctx, s, ctx)
+		}
+		out.LogApp = &LogAppRef{Name: s, AppID: a.AppID, Token: a.Token}
+	}
+	return nil
+}
+
+// refuseUnsupported refuses the settings the real accepts and the stand-in does not
+// implement (a client certificate, a proxy): run without them, never half-honoured.
+func refuseUnsupported(p obj, ctx string) error {
+	if cc, ok := p["clientCert"]; ok {
+		if c, isObj := cc.(obj); !isObj || c["pfxPath"] == nil {
+			return cfgErr("%s.clientCert.pfxPath が必要です", ctx)
+		}
+		return cfgErr("%s.clientCert は現バージョンでは未対応です。安全のため設定を削除してから再実行してください", ctx)
+	}
+	if px, ok := p["proxy"]; ok && px != nil {
+		if _, isStr := px.(string); !isStr {
+			return cfgErr("%s.proxy は文字列で指定してください", ctx)
+		}
+		return cfgErr("%s.proxy は現バージョンでは未対応です。安全のため設定を削除してから再実行してください", ctx)
+	}
+	return nil
+}
+
+// resolveSections reads limits, retry, notifications and logging, each from the profile or
+// else from the top level of the config.
+func resolveSections(raw, p obj, ctx string, out *Profile) error {
+	var err error
+	section := func(key string) any {
+		if v, ok := p[key]; ok && v != nil {
+			return v
+		}
+		return raw[key]
+	}
+	if out.Limits, err = resolveLimits(section("limits"), ctx); err != nil {
+		return err
+	}
+	if out.Retry, err = resolveRetry(section("retry")); err != nil {
+		return err
+	}
+	if err := resolveNotifications(section("notifications"), ctx); err != nil {
+		return err
+	}
+	if err := resolveLogging(section("logging")); err != nil {
+		return err
+	}
+	return nil
 }
 
 // resolveAuth accepts the real's auth types; the stand-in speaks API tokens only, so a

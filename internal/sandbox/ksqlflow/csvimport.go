@@ -167,65 +167,89 @@ func importCSV(ctx context.Context, w recordWriter, s *ImportStmt, in *importInp
 	if err != nil {
 		return nil, rc, 0, err
 	}
-	errs := &Table{Cols: []string{"row_no", "error_code"}}
-	skip := func(rowNos []int, err error) {
-		code, _ := classifyAPIError(err)
-		for _, n := range rowNos {
-			errs.Rows = append(errs.Rows, []string{fmt.Sprint(n), code})
+	im := &importer{w: w, s: s, header: header, keyCol: keyCol, existing: existing,
+		errs: &Table{Cols: []string{"row_no", "error_code"}}}
+	for i, row := range rows {
+		if err := im.row(ctx, i+1, row); err != nil {
+			return nil, rc, im.written, err
 		}
 	}
-	written := 0
-	var batch []kintoneapi.Record
-	var batchNos []int
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
+	if err := im.flush(ctx); err != nil {
+		return nil, rc, im.written, err
+	}
+	return im.errs, rc, im.written, nil
+}
+
+// importer writes an IMPORT's rows: a row whose key exists updates that record, new ones
+// are added in batches of 100. A refused write is an error row; only a cancelled context
+// stops the import.
+type importer struct {
+	w        recordWriter
+	s        *ImportStmt
+	header   []string
+	keyCol   int
+	existing map[string]bool // keys in the app, and those already batched
+
+	errs     *Table
+	written  int
+	batch    []kintoneapi.Record
+	batchNos []int
+}
+
+// skip records the rows of a refused write as error rows with the API error's code.
+func (im *importer) skip(rowNos []int, err error) {
+	code, _ := classifyAPIError(err)
+	for _, n := range rowNos {
+		im.errs.Rows = append(im.errs.Rows, []string{fmt.Sprint(n), code})
+	}
+}
+
+// flush adds the batch of new records.
+func (im *importer) flush(ctx context.Context) error {
+	if len(im.batch) == 0 {
+		return nil
+	}
+	if err := im.w.add(ctx, im.s.App, im.batch); err != nil {
+		if ctx.Err() != nil {
+			return err
 		}
-		if err := w.add(ctx, s.App, batch); err != nil {
+		im.skip(im.batchNos, err)
+	} else {
+		im.written += len(im.batch)
+	}
+	im.batch, im.batchNos = nil, nil
+	return nil
+}
+
+// row imports the CSV row numbered rowNo (from 1).
+func (im *importer) row(ctx context.Context, rowNo int, row []string) error {
+	if len(row) != len(im.header) {
+		im.errs.Rows = append(im.errs.Rows, []string{fmt.Sprint(rowNo), "COLUMN_COUNT"})
+		return nil
+	}
+	rec := kintoneapi.Record{}
+	for c, h := range im.header {
+		rec[h] = kintoneapi.Field{Value: row[c]}
+	}
+	key := row[im.keyCol]
+	if im.existing[key] {
+		delete(rec, im.s.Key)
+		if err := im.w.updateByKey(ctx, im.s.App, im.s.Key, key, rec); err != nil {
 			if ctx.Err() != nil {
 				return err
 			}
-			skip(batchNos, err)
-		} else {
-			written += len(batch)
+			im.skip([]int{rowNo}, err)
+			return nil
 		}
-		batch, batchNos = nil, nil
+		im.written++
 		return nil
 	}
-	for i, row := range rows {
-		if len(row) != len(header) {
-			errs.Rows = append(errs.Rows, []string{fmt.Sprint(i + 1), "COLUMN_COUNT"})
-			continue
-		}
-		rec := kintoneapi.Record{}
-		for c, h := range header {
-			rec[h] = kintoneapi.Field{Value: row[c]}
-		}
-		key := row[keyCol]
-		if existing[key] {
-			delete(rec, s.Key)
-			if err := w.updateByKey(ctx, s.App, s.Key, key, rec); err != nil {
-				if ctx.Err() != nil {
-					return nil, rc, written, err
-				}
-				skip([]int{i + 1}, err)
-				continue
-			}
-			written++
-			continue
-		}
-		existing[key] = true
-		batch, batchNos = append(batch, rec), append(batchNos, i+1)
-		if len(batch) == 100 {
-			if err := flush(); err != nil {
-				return nil, rc, written, err
-			}
-		}
+	im.existing[key] = true
+	im.batch, im.batchNos = append(im.batch, rec), append(im.batchNos, rowNo)
+	if len(im.batch) == 100 {
+		return im.flush(ctx)
 	}
-	if err := flush(); err != nil {
-		return nil, rc, written, err
-	}
-	return errs, rc, written, nil
+	return nil
 }
 
 // keysOf reads the key field of every record of the app.

@@ -186,183 +186,258 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	return res.ExitCode
 }
 
-// execute runs one job and always returns a complete result.
+// execute runs one job and always returns a complete result. Its phases, in order: check
+// the inputs (prepare), take the local lock, take the JOB log lock (openJobLog), run the
+// statements and write the exports (runStatements); every exit after the JOB log lock
+// finishes its record (jobLogHold.close).
 func execute(o *runOpts, stopRequested func() bool, stderr io.Writer) *ExecutionResult {
+	j := newJobRun(o, stopRequested, stderr)
+	res := j.res
+	p, stop := j.prepare()
+	if stop != nil {
+		return stop
+	}
+	useJobLog := o.lockMode != "local-only"
+	c, err := newConn(p.prof, scriptApps(p.sc), useJobLog)
+	if err != nil {
+		return j.invalid("CONFIG", "%v", err)
+	}
+	defer func() { res.APICalls = c.calls.Load() }()
+	if o.dryRun {
+		fmt.Fprintf(stderr, "ksql-flow: dry run: %s parsed, %d statements, job key %s\n", filepath.Base(o.file), len(p.sc.Stmts), p.key)
+		return j.finish(nil)
+	}
+
+	host, _ := os.Hostname()
+	cwd, err := os.Getwd()
+	if err != nil {
+		return j.finish(&failure{code: "LOCK_UNAVAILABLE", msg: fmt.Sprintf("working directory: %v", err)})
+	}
+	release, err := acquireLocalLock(cwd, localLock{PID: os.Getpid(), Host: host, Profile: o.profile, StartedAt: j.begin.UTC().Format(time.RFC3339Nano), BatchID: res.ExecutionID},
+		p.prof.lockAge())
+	if err != nil {
+		var held *localLockHeld
+		if errors.As(err, &held) {
+			return j.finish(&failure{code: "LOCK_CONFLICT", errCode: "LOCAL_LOCK_HELD", msg: err.Error(), retryable: true})
+		}
+		return j.finish(&failure{code: "LOCK_UNAVAILABLE", msg: err.Error(), retryable: true})
+	}
+	defer release()
+
+	ctx := context.Background()
+	lg, stop := j.openJobLog(ctx, p, c, useJobLog, host)
+	if stop != nil {
+		return stop
+	}
+	// From here on the JOB log record holds the lock and must always be finished.
+	total := fmt.Sprintf("0/%d", len(p.sc.Stmts))
+	if stopRequested() {
+		return lg.close(&failure{code: "CANCELLED", msg: "stopped by signal before the first statement"}, total, 0)
+	}
+	startAt := time.Now()
+	if useJobLog {
+		lg.rev, err = lg.jl.markStarted(ctx, lg.recID, lg.rev, startAt)
+		if err != nil {
+			return lg.close(&failure{code: "LOCK_UNAVAILABLE", msg: err.Error(), retryable: true}, total, 0)
+		}
+	}
+	res.ExecutionStarted = true
+	res.StartedAt = strPtr(isoMillis(startAt))
+	if defect.ResultStartedAtIsAsOf && o.asOf != "" {
+		res.StartedAt = strPtr(isoMillis(p.asOf))
+	}
+	return j.runStatements(ctx, p, c, lg)
+}
+
+// jobRun is one execution in progress: its options and the result it fills in.
+type jobRun struct {
+	o             *runOpts
+	stopRequested func() bool
+	stderr        io.Writer
+	begin         time.Time
+	res           *ExecutionResult
+}
+
+func newJobRun(o *runOpts, stopRequested func() bool, stderr io.Writer) *jobRun {
 	begin := time.Now()
-	execID := newUUID()
 	res := &ExecutionResult{
 		FormatVersion: 1, Kind: "EXECUTION_RESULT", Contract: Contract,
 		CorrelationID: strPtr(o.correlationID), AttemptID: strPtr(o.attemptID),
-		ExecutionID: execID, Profile: o.profile, AsOf: strPtr(o.asOf),
+		ExecutionID: newUUID(), Profile: o.profile, AsOf: strPtr(o.asOf),
 		KsqlFlowVersion: KsqlFlowVersion, EngineVersion: EngineVersion,
 		InputFiles: []InputFile{}, OutputFiles: []InputFile{},
 	}
 	// Until the job file names its job, the result names the job the caller expected, as
 	// the real kSQL-Flow's synthetic outcome does (commands/run.js syntheticOutcome).
 	res.JobID = strPtr(o.expectedJobID)
-	finish := func(f *failure) *ExecutionResult {
-		res.setOutcome(f)
-		now := time.Now()
-		res.FinishedAt = isoMillis(now)
-		res.DurationMs = now.Sub(begin).Milliseconds()
-		return res
-	}
-	invalid := func(cat, format string, a ...any) *ExecutionResult {
-		return finish(&failure{code: "VALIDATION_ERROR", category: cat, msg: fmt.Sprintf(format, a...)})
-	}
+	return &jobRun{o: o, stopRequested: stopRequested, stderr: stderr, begin: begin, res: res}
+}
 
+// finish sets the outcome (nil = OK) and the end time.
+func (j *jobRun) finish(f *failure) *ExecutionResult {
+	j.res.setOutcome(f)
+	now := time.Now()
+	j.res.FinishedAt = isoMillis(now)
+	j.res.DurationMs = now.Sub(j.begin).Milliseconds()
+	return j.res
+}
+
+func (j *jobRun) invalid(cat, format string, a ...any) *ExecutionResult {
+	return j.finish(&failure{code: "VALIDATION_ERROR", category: cat, msg: fmt.Sprintf(format, a...)})
+}
+
+// jobPlan is what prepare checked: the profile, the script and its inputs and outputs.
+type jobPlan struct {
+	prof      *Profile
+	sc        *Script
+	jobID     string
+	key       string
+	imports   map[string]*importInput
+	exports   []exportSink
+	exportEnc string
+	asOf      time.Time
+}
+
+// prepare loads the profile and the job file and checks every option against them; on
+// the first problem it returns the finished VALIDATION_ERROR result instead of a plan.
+func (j *jobRun) prepare() (*jobPlan, *ExecutionResult) {
+	o, res := j.o, j.res
 	if o.profile == "" {
 		res.Profile = "default" // what the real names the profile of a startup failure
 	}
 	prof, err := LoadConfig(o.config, o.profile)
 	if err != nil {
-		return invalid("CONFIG", "%v", err)
+		return nil, j.invalid("CONFIG", "%v", err)
 	}
 	o.profile, res.Profile = prof.Name, prof.Name // --profile, else defaultProfile
 	if o.orchestrator && !filepath.IsAbs(o.file) {
-		return invalid("CONFIG", "-f %s: orchestrator mode requires an absolute path", o.file)
+		return nil, j.invalid("CONFIG", "-f %s: orchestrator mode requires an absolute path", o.file)
 	}
 	src, err := os.ReadFile(o.file)
 	if err != nil {
-		return invalid("CONFIG", "read job file: %v", err)
+		return nil, j.invalid("CONFIG", "read job file: %v", err)
 	}
 	sc, err := ParseScript(string(src))
 	if err != nil {
-		return invalid("SQL", "%s: %v", filepath.Base(o.file), err)
+		return nil, j.invalid("SQL", "%s: %v", filepath.Base(o.file), err)
 	}
 	jobID := jobIDOf(sc, o.file)
 	if o.expectedJobID != "" && o.expectedJobID != jobID {
-		return invalid("CONFIG", "job file declares job id %q, expected %q", jobID, o.expectedJobID)
+		return nil, j.invalid("CONFIG", "job file declares job id %q, expected %q", jobID, o.expectedJobID)
 	}
 	res.JobID = &jobID
 	if err := CheckScript(sc, prof.appIDs()); err != nil {
-		return invalid("SQL", "%s: %v", filepath.Base(o.file), err)
+		return nil, j.invalid("SQL", "%s: %v", filepath.Base(o.file), err)
 	}
 	key, err := jobKey(o.profile, jobID)
 	if err != nil {
-		return invalid("CONFIG", "%v", err)
+		return nil, j.invalid("CONFIG", "%v", err)
 	}
 	imports, err := readImports(o.importCSV, o.importSHA)
 	if err != nil {
-		return invalid("CONFIG", "%v", err)
+		return nil, j.invalid("CONFIG", "%v", err)
 	}
 	exports, err := parseExports(o.exportCSV, sc)
 	if err != nil {
-		return invalid("CONFIG", "%v", err)
+		return nil, j.invalid("CONFIG", "%v", err)
 	}
 	exportEnc := firstSet(o.exportEncoding, "utf8")
 	if exportEnc != "utf8" && exportEnc != "sjis" {
-		return invalid("CONFIG", "--export-encoding %q: expected utf8 or sjis", exportEnc)
+		return nil, j.invalid("CONFIG", "--export-encoding %q: expected utf8 or sjis", exportEnc)
 	}
 	for _, st := range sc.Stmts {
 		if is, ok := st.(*ImportStmt); ok && imports[is.Input] == nil {
-			return invalid("SQL", "%s: line %d: IMPORT names input %q, which no --import-csv gives", filepath.Base(o.file), is.Pos.Line, is.Input)
+			return nil, j.invalid("SQL", "%s: line %d: IMPORT names input %q, which no --import-csv gives", filepath.Base(o.file), is.Pos.Line, is.Input)
 		}
 	}
 	if o.sample != "" {
-		return invalid("CONFIG", "--sample is not supported by the sandbox kSQL-Flow")
+		return nil, j.invalid("CONFIG", "--sample is not supported by the sandbox kSQL-Flow")
 	}
-	asOf := begin
+	asOf := j.begin
 	if o.asOf != "" {
 		asOf, _ = time.Parse(time.RFC3339Nano, o.asOf) // checked by parseRunFlags
 	}
-	useJobLog := o.lockMode != "local-only"
-	c, err := newConn(prof, scriptApps(sc), useJobLog)
-	if err != nil {
-		return invalid("CONFIG", "%v", err)
-	}
-	defer func() { res.APICalls = c.calls.Load() }()
-	if o.dryRun {
-		fmt.Fprintf(stderr, "ksql-flow: dry run: %s parsed, %d statements, job key %s\n", filepath.Base(o.file), len(sc.Stmts), key)
-		return finish(nil)
-	}
+	return &jobPlan{prof: prof, sc: sc, jobID: jobID, key: key, imports: imports, exports: exports, exportEnc: exportEnc, asOf: asOf}, nil
+}
 
-	host, _ := os.Hostname()
-	cwd, err := os.Getwd()
-	if err != nil {
-		return finish(&failure{code: "LOCK_UNAVAILABLE", msg: fmt.Sprintf("working directory: %v", err)})
-	}
-	release, err := acquireLocalLock(cwd, localLock{PID: os.Getpid(), Host: host, Profile: o.profile, StartedAt: begin.UTC().Format(time.RFC3339Nano), BatchID: execID},
-		prof.lockAge())
-	if err != nil {
-		var held *localLockHeld
-		if errors.As(err, &held) {
-			return finish(&failure{code: "LOCK_CONFLICT", errCode: "LOCAL_LOCK_HELD", msg: err.Error(), retryable: true})
-		}
-		return finish(&failure{code: "LOCK_UNAVAILABLE", msg: err.Error(), retryable: true})
-	}
-	defer release()
+// jobLogHold is the JOB log record that holds the job lock (none in local-only mode).
+type jobLogHold struct {
+	j     *jobRun
+	jl    *jobLog
+	use   bool
+	recID string
+	rev   string
+	key   string
+	prof  *Profile
+}
 
-	ctx := context.Background()
-	jl := &jobLog{c: c}
-	var recID, rev string
-	if useJobLog {
-		jl.app = prof.LogApp.AppID
-		rec := map[string]any{
-			"record_type": "JOB", "status": logRunning, "batch_id": execID, "execution_id": execID,
-			"correlation_id": o.correlationID, "attempt_id": o.attemptID, "job_id": jobID,
-			"parent_batch_id": "", "job_key": key, "script_name": filepath.Base(o.file),
-			"profile": o.profile, "executed_by": executedBy(), "host": host, "git_ref": "",
-			"ksql_version": KsqlFlowVersion, "started_at": kintoneTime(begin),
-		}
-		if o.asOf != "" {
-			rec["as_of"] = kintoneTime(asOf)
-		}
-		if defect.JobLogWrongExecutionId {
-			rec["execution_id"] = newUUID() // planted defect: the JOB log mints its own id instead of the result's executionId
-		}
-		if defect.JobLogWrongCorrelation {
-			rec["correlation_id"] = o.attemptID // planted defect: the two orchestrator ids mixed up
-		}
-		recID, rev, err = jl.acquire(ctx, key, execID, kintoneapi.Values(rec))
-		if err != nil {
-			var lc *lockConflictError
-			if errors.As(err, &lc) {
-				return finish(&failure{code: "LOCK_CONFLICT", msg: err.Error(), retryable: true})
-			}
-			return finish(&failure{code: "LOCK_UNAVAILABLE", msg: err.Error(), retryable: true})
-		}
+// openJobLog inserts the RUNNING JOB log record that is the job lock; when it cannot, it
+// returns the finished LOCK_CONFLICT or LOCK_UNAVAILABLE result instead.
+func (j *jobRun) openJobLog(ctx context.Context, p *jobPlan, c *conn, useJobLog bool, host string) (*jobLogHold, *ExecutionResult) {
+	o := j.o
+	execID := j.res.ExecutionID
+	lg := &jobLogHold{j: j, jl: &jobLog{c: c}, use: useJobLog, key: p.key, prof: p.prof}
+	if !useJobLog {
+		return lg, nil
 	}
-	// From here on the JOB log record holds the lock and must always be finished.
-	closeLog := func(f *failure, stmts string, readRows int) *ExecutionResult {
-		out := finish(f)
-		if !useJobLog {
-			return out
+	lg.jl.app = p.prof.LogApp.AppID
+	rec := map[string]any{
+		"record_type": "JOB", "status": logRunning, "batch_id": execID, "execution_id": execID,
+		"correlation_id": o.correlationID, "attempt_id": o.attemptID, "job_id": p.jobID,
+		"parent_batch_id": "", "job_key": p.key, "script_name": filepath.Base(o.file),
+		"profile": o.profile, "executed_by": executedBy(), "host": host, "git_ref": "",
+		"ksql_version": KsqlFlowVersion, "started_at": kintoneTime(j.begin),
+	}
+	if o.asOf != "" {
+		rec["as_of"] = kintoneTime(p.asOf)
+	}
+	if defect.JobLogWrongExecutionId {
+		rec["execution_id"] = newUUID() // planted defect: the JOB log mints its own id instead of the result's executionId
+	}
+	if defect.JobLogWrongCorrelation {
+		rec["correlation_id"] = o.attemptID // planted defect: the two orchestrator ids mixed up
+	}
+	var err error
+	lg.recID, lg.rev, err = lg.jl.acquire(ctx, p.key, execID, kintoneapi.Values(rec))
+	if err != nil {
+		var lc *lockConflictError
+		if errors.As(err, &lc) {
+			return nil, j.finish(&failure{code: "LOCK_CONFLICT", msg: err.Error(), retryable: true})
 		}
-		fields := map[string]any{
-			"status": jobLogStatus(out.ResultCode), "finished_at": kintoneTime(time.Now()),
-			"duration_sec": fmt.Sprintf("%.3f", float64(out.DurationMs)/1000), "read_count": readRows,
-			"written_count": 0, "deleted_count": 0, "api_calls": c.calls.Load() + 1,
-			"log_detail": fmt.Sprintf("resultCode=%s exitCode=%d statements=%s", out.ResultCode, out.ExitCode, stmts),
-		}
-		if out.Error != nil {
-			fields["error_message"] = out.Error.Message
-		}
-		// The final write must happen even after a timeout: a fresh context.
-		fctx, cancel := context.WithTimeout(context.Background(), time.Duration(prof.HTTPTimeoutMs)*time.Millisecond)
-		defer cancel()
-		if err := jl.finish(fctx, recID, rev, key, fields); err != nil {
-			fmt.Fprintf(stderr, "ksql-flow: %v\n", err)
-		}
+		return nil, j.finish(&failure{code: "LOCK_UNAVAILABLE", msg: err.Error(), retryable: true})
+	}
+	return lg, nil
+}
+
+// close finishes the result and then the JOB log record with it.
+func (lg *jobLogHold) close(f *failure, stmts string, readRows int) *ExecutionResult {
+	out := lg.j.finish(f)
+	if !lg.use {
 		return out
 	}
-	total := fmt.Sprintf("0/%d", len(sc.Stmts))
-	if stopRequested() {
-		return closeLog(&failure{code: "CANCELLED", msg: "stopped by signal before the first statement"}, total, 0)
+	c := lg.jl.c
+	fields := map[string]any{
+		"status": jobLogStatus(out.ResultCode), "finished_at": kintoneTime(time.Now()),
+		"duration_sec": fmt.Sprintf("%.3f", float64(out.DurationMs)/1000), "read_count": readRows,
+		"written_count": 0, "deleted_count": 0, "api_calls": c.calls.Load() + 1,
+		"log_detail": fmt.Sprintf("resultCode=%s exitCode=%d statements=%s", out.ResultCode, out.ExitCode, stmts),
 	}
-	startAt := time.Now()
-	if useJobLog {
-		rev, err = jl.markStarted(ctx, recID, rev, startAt)
-		if err != nil {
-			return closeLog(&failure{code: "LOCK_UNAVAILABLE", msg: err.Error(), retryable: true}, total, 0)
-		}
+	if out.Error != nil {
+		fields["error_message"] = out.Error.Message
 	}
-	res.ExecutionStarted = true
-	res.StartedAt = strPtr(isoMillis(startAt))
-	if defect.ResultStartedAtIsAsOf && o.asOf != "" {
-		res.StartedAt = strPtr(isoMillis(asOf))
+	// The final write must happen even after a timeout: a fresh context.
+	fctx, cancel := context.WithTimeout(context.Background(), time.Duration(lg.prof.HTTPTimeoutMs)*time.Millisecond)
+	defer cancel()
+	if err := lg.jl.finish(fctx, lg.recID, lg.rev, lg.key, fields); err != nil {
+		fmt.Fprintf(lg.j.stderr, "ksql-flow: %v\n", err)
 	}
+	return out
+}
 
+// runStatements runs the script under the job timeout, writes the exports of a run that
+// succeeded and closes the JOB log with the outcome.
+func (j *jobRun) runStatements(ctx context.Context, p *jobPlan, c *conn, lg *jobLogHold) *ExecutionResult {
+	res, sc, prof := j.res, p.sc, p.prof
 	timeout := time.Duration(limitOr(prof.Limits.BatchTimeoutSec)) * time.Second
 	if sc.Header.TimeoutSec != nil {
 		timeout = time.Duration(*sc.Header.TimeoutSec) * time.Second
@@ -373,44 +448,44 @@ func execute(o *runOpts, stopRequested func() bool, stderr io.Writer) *Execution
 	}
 	defer cancel()
 	done := 0
-	reader := &appReader{c: c, maxCalls: limitOr(prof.Limits.MaxAPICalls), stop: stopRequested}
+	reader := &appReader{c: c, maxCalls: limitOr(prof.Limits.MaxAPICalls), stop: j.stopRequested}
 	eng := &Engine{
 		Reader: reader,
 		Import: func(ctx context.Context, s *ImportStmt) (*Table, error) {
-			t, rc, n, err := importCSV(ctx, reader, s, imports[s.Input])
+			t, rc, n, err := importCSV(ctx, reader, s, p.imports[s.Input])
 			res.WrittenCount += n
 			if rc.Rows > 0 || err == nil {
 				res.InputFiles = append(res.InputFiles, rc)
 			}
 			return t, err
 		},
-		AsOf:        asOf,
+		AsOf:        p.asOf,
 		Loc:         prof.location(),
 		MaxReadRows: int(limitOr(prof.Limits.MaxReadRows)),
 		MaxTempRows: int(limitOr(prof.Limits.MaxTempRows)),
 		Boundary: func(i int) error {
 			done = i
-			if stopRequested() {
+			if j.stopRequested() {
 				return errCancelled
 			}
-			fmt.Fprintf(stderr, "ksql-flow: statement %d/%d\n", i+1, len(sc.Stmts))
+			fmt.Fprintf(j.stderr, "ksql-flow: statement %d/%d\n", i+1, len(sc.Stmts))
 			return nil
 		},
 	}
-	err = eng.Run(rctx, sc)
+	err := eng.Run(rctx, sc)
 	if err == nil {
 		done = len(sc.Stmts)
-		if len(exports) > 0 {
-			rc, xerr := writeExports(exports, eng.temps, exportEnc)
+		if len(p.exports) > 0 {
+			rc, xerr := writeExports(p.exports, eng.temps, p.exportEnc)
 			if xerr != nil {
 				res.ReadCount = eng.ReadRows
-				return closeLog(&failure{code: "SQL_ERROR", errCode: "EXPORT_FAILED", msg: xerr.Error()}, fmt.Sprintf("%d/%d", done, len(sc.Stmts)), eng.ReadRows)
+				return lg.close(&failure{code: "SQL_ERROR", errCode: "EXPORT_FAILED", msg: xerr.Error()}, fmt.Sprintf("%d/%d", done, len(sc.Stmts)), eng.ReadRows)
 			}
 			res.OutputFiles = rc
 		}
 	}
 	res.ReadCount = eng.ReadRows
-	return closeLog(classifyRunError(err, rctx), fmt.Sprintf("%d/%d", done, len(sc.Stmts)), eng.ReadRows)
+	return lg.close(classifyRunError(err, rctx), fmt.Sprintf("%d/%d", done, len(sc.Stmts)), eng.ReadRows)
 }
 
 // classifyRunError turns an execution error into a failure (nil = OK).

@@ -194,7 +194,56 @@ func (e *Engine) query(ctx context.Context, q *Query) (*Table, error) {
 	return out, nil
 }
 
+// selectArm runs one SELECT of a query: its source's rows, filtered by WHERE, then either
+// one aggregate row (COUNT/SUM) or one row per kept row.
 func (e *Engine) selectArm(ctx context.Context, s *Select) (*Table, error) {
+	rows, err := e.sourceRows(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	var kept []Row
+	for _, r := range rows {
+		ok, err := e.match(s.Where, r, s.From)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			kept = append(kept, r)
+		}
+	}
+	t := &Table{}
+	for _, it := range s.Items {
+		t.Cols = append(t.Cols, it.Alias)
+	}
+	if k := s.Items[0].Kind; k == itemCount || k == itemSum {
+		row, err := aggregateRow(s, kept)
+		if err != nil {
+			return nil, err
+		}
+		t.Rows = [][]string{row}
+		return t, nil
+	}
+	for _, r := range kept {
+		row := make([]string, len(s.Items))
+		for i, it := range s.Items {
+			if it.Kind == itemLiteral {
+				row[i] = it.Lit
+				continue
+			}
+			v, ok := r(it.Field)
+			if !ok {
+				return nil, unknownField(it.Field, s.From, it.Pos)
+			}
+			row[i] = v
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t, nil
+}
+
+// sourceRows are the rows of a SELECT's source: one empty row without FROM, a temp
+// table's rows, or an app's records (counted against maxReadRows).
+func (e *Engine) sourceRows(ctx context.Context, s *Select) ([]Row, error) {
 	var rows []Row
 	if s.From.None {
 		rows = []Row{func(string) (string, bool) { return "", false }}
@@ -231,63 +280,36 @@ func (e *Engine) selectArm(ctx context.Context, s *Select) (*Table, error) {
 			rows = append(rows, func(f string) (string, bool) { v, ok := m[f]; return v, ok })
 		}
 	}
-	var kept []Row
-	for _, r := range rows {
-		ok, err := e.match(s.Where, r, s.From)
-		if err != nil {
-			return nil, err
+	return rows, nil
+}
+
+// aggregateRow is the one row of an aggregate SELECT: COUNT(*) of the kept rows, or the
+// SUM of a field over them (empty values skipped).
+func aggregateRow(s *Select, kept []Row) ([]string, error) {
+	row := make([]string, len(s.Items))
+	for i, it := range s.Items {
+		if it.Kind == itemCount {
+			row[i] = strconv.Itoa(len(kept))
+			continue
 		}
-		if ok {
-			kept = append(kept, r)
-		}
-	}
-	t := &Table{}
-	for _, it := range s.Items {
-		t.Cols = append(t.Cols, it.Alias)
-	}
-	if k := s.Items[0].Kind; k == itemCount || k == itemSum {
-		row := make([]string, len(s.Items))
-		for i, it := range s.Items {
-			if it.Kind == itemCount {
-				row[i] = strconv.Itoa(len(kept))
-				continue
-			}
-			sum := 0.0
-			for _, r := range kept {
-				v, ok := r(it.Field)
-				if !ok {
-					return nil, unknownField(it.Field, s.From, it.Pos)
-				}
-				if v == "" {
-					continue
-				}
-				n, err := strconv.ParseFloat(v, 64)
-				if err != nil {
-					return nil, &SQLError{it.Pos, fmt.Sprintf("SUM(%s): value %q is not a number", it.Field, v)}
-				}
-				sum += n
-			}
-			row[i] = strconv.FormatFloat(sum, 'f', -1, 64)
-		}
-		t.Rows = [][]string{row}
-		return t, nil
-	}
-	for _, r := range kept {
-		row := make([]string, len(s.Items))
-		for i, it := range s.Items {
-			if it.Kind == itemLiteral {
-				row[i] = it.Lit
-				continue
-			}
+		sum := 0.0
+		for _, r := range kept {
 			v, ok := r(it.Field)
 			if !ok {
 				return nil, unknownField(it.Field, s.From, it.Pos)
 			}
-			row[i] = v
+			if v == "" {
+				continue
+			}
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return nil, &SQLError{it.Pos, fmt.Sprintf("SUM(%s): value %q is not a number", it.Field, v)}
+			}
+			sum += n
 		}
-		t.Rows = append(t.Rows, row)
+		row[i] = strconv.FormatFloat(sum, 'f', -1, 64)
 	}
-	return t, nil
+	return row, nil
 }
 
 func unknownField(f string, src Source, pos Pos) error {
