@@ -211,7 +211,7 @@ func renderGateHTML(p func(string, ...any), v *runView) {
 	} else {
 		p("<tr><th>Carried-over evidence from</th><td>none (no --since-archive): every carry-over series runs</td></tr>\n")
 	}
-	p("<tr><th>Scenarios</th><td>%s</td></tr>\n</table>\n", e(g.Counts.countsText()))
+	p("<tr><th>Scenarios</th><td>%s</td></tr>\n</table>\n", e(gateCountsText(g.Counts)))
 	p("<table>\n<tr><th>Scenario</th><th>Required</th><th>Status</th><th>Evidence</th><th>Detail</th></tr>\n")
 	for _, r := range v.gateRows() {
 		ev := "—"
@@ -229,10 +229,10 @@ func renderGateHTML(p func(string, ...any), v *runView) {
 	}
 	p("</table>\n")
 	for _, r := range g.CarryOver {
-		state := r.stateText()
+		state := carryOverStateText(r)
 		p("<h3>Carry-over rule %s — %s</h3>\n<p>%s</p>\n<p class=\"muted\">Paths: <code>%s</code>. %s</p>\n", e(r.Series), e(state), e(r.Why), e(strings.Join(r.Paths, ", ")), e(r.Justification))
 		for _, d := range r.Diffs {
-			p("<p><code>%s</code></p>\n<pre>%s</pre>\n", e(d.Command), e(strings.TrimRight(d.statText(), "\n")))
+			p("<p><code>%s</code></p>\n<pre>%s</pre>\n", e(d.Command), e(strings.TrimRight(gateDiffStatText(d), "\n")))
 		}
 	}
 }

@@ -167,7 +167,7 @@ func renderGateMarkdown(p func(string, ...any), v *runView) {
 	p("- Verdict: **%s** — %s\n", mdtext.Inline(g.Verdict), mdtext.Inline(g.VerdictWhy))
 	p("- Definition: `%s` (sha256 %s)\n", mdtext.Code(g.Definition), mdtext.Inline(g.DefinitionSHA256))
 	p("- Required: `%s`\n", mdtext.Code(g.Required))
-	p("- SUT commit: %s\n", mdtext.Inline(g.sutText()))
+	p("- SUT commit: %s\n", mdtext.Inline(gateSUTText(g)))
 	if g.SUT.Head != "" {
 		p("- **Warning**: the SUT repository's HEAD is %s, not the gate's commit\n", mdtext.Inline(g.SUT.Head))
 	}
@@ -176,7 +176,7 @@ func renderGateMarkdown(p func(string, ...any), v *runView) {
 	} else {
 		p("- Carried-over evidence from: none (no --since-archive): every carry-over series runs\n")
 	}
-	p("- Scenarios: %s\n\n", g.Counts.countsText())
+	p("- Scenarios: %s\n\n", gateCountsText(g.Counts))
 	p("| Scenario | Required | Status | Evidence | Detail |\n| --- | --- | --- | --- | --- |\n")
 	for _, r := range v.gateRows() {
 		ev := "—"
@@ -195,11 +195,11 @@ func renderGateMarkdown(p func(string, ...any), v *runView) {
 	if len(g.CarryOver) > 0 {
 		p("\n### Carry-over rules\n\n")
 		for _, r := range g.CarryOver {
-			state := r.stateText()
+			state := carryOverStateText(r)
 			p("- **%s** (%s) — %s. Paths: %s. %s\n", mdtext.Inline(r.Series), state, mdtext.Inline(r.Why), mdtext.Inline(strings.Join(r.Paths, ", ")), mdtext.Inline(r.Justification))
 			for _, d := range r.Diffs {
 				p("\n  `%s`\n\n", mdtext.Code(d.Command))
-				stat := d.statText()
+				stat := gateDiffStatText(d)
 				fence := "```"
 				for strings.Contains(stat, fence) {
 					fence += "`"

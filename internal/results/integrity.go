@@ -121,14 +121,14 @@ func (c *integrity) readRun() *Run {
 	return run
 }
 
-// record is a parsed scenario record and the name of its file.
-type record struct {
+// scenarioFile is a parsed scenario record and the name of its file.
+type scenarioFile struct {
 	file string
 	s    *Scenario
 }
 
-func (c *integrity) readRecords(run *Run) map[string]*record {
-	out := map[string]*record{}
+func (c *integrity) readRecords(run *Run) map[string]*scenarioFile {
+	out := map[string]*scenarioFile{}
 	entries, err := os.ReadDir(filepath.Join(c.dir, ScenarioDir))
 	if errors.Is(err, fs.ErrNotExist) {
 		c.add(ScenarioDir+"/", "missing (every archive has the folder, even before its first scenario)")
@@ -173,7 +173,7 @@ func (c *integrity) readRecords(run *Run) map[string]*record {
 		if p := knownDefectProblem(s.Status, s.KnownDefect); p != "" {
 			c.add(name, "%s", p)
 		}
-		out[name] = &record{file: name, s: s}
+		out[name] = &scenarioFile{file: name, s: s}
 	}
 	return out
 }
@@ -214,7 +214,7 @@ func knownStatus(s string) bool {
 }
 
 // crossCheck relates run.json's rows to the records and to run_order.
-func (c *integrity) crossCheck(run *Run, records map[string]*record, complete bool) {
+func (c *integrity) crossCheck(run *Run, records map[string]*scenarioFile, complete bool) {
 	inOrder := map[string]int{}
 	for _, id := range run.RunOrder {
 		inOrder[id]++

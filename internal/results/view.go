@@ -10,32 +10,6 @@ import (
 	"github.com/ksqlflow/flowtest/internal/results/internal/mdtext"
 )
 
-// FirstObservation is the first failing assertion (expected/seen), else the failing step,
-// else the record's reason.
-func (s *Scenario) FirstObservation() string {
-	for _, a := range s.Assertions {
-		if !a.OK {
-			return fmt.Sprintf("%s: expected %s, saw %s", a.What, a.Expected, a.Seen)
-		}
-	}
-	for _, st := range s.Steps {
-		if st.Status == "failed" {
-			return fmt.Sprintf("step %q: %s", st.Text, st.Error)
-		}
-	}
-	if !s.Cleanup.OK {
-		return "cleanup failed: " + s.Cleanup.Error
-	}
-	return mdtext.OrDash(s.Reason)
-}
-
-// ReasonLine is the first line of the record's reason: what the console's END line, the
-// JUnit message and the repeat and explore summaries show of it.
-func (s *Scenario) ReasonLine() string {
-	line, _, _ := strings.Cut(s.Reason, "\n")
-	return line
-}
-
 // Acceptance lists the acceptance numbers from @acc-N tags.
 func Acceptance(tags []string) string {
 	var acc []string
@@ -234,14 +208,14 @@ type gateRow struct {
 func (v *runView) gateRows() []gateRow {
 	var rows []gateRow
 	for _, s := range v.gate.Scenarios {
-		rows = append(rows, gateRow{id: s.ID, required: s.requiredText(), status: s.Status, detail: s.detailText(),
+		rows = append(rows, gateRow{id: s.ID, required: gateRequiredText(s), status: s.Status, detail: gateDetailText(s),
 			file: s.File, carried: s.CarriedOver, linked: s.File != "" && s.Status != StatusNotRun})
 	}
 	return rows
 }
 
-// sutText is the gate's SUT commit, with the form it was given in when that differs.
-func (g *GateRecord) sutText() string {
+// gateSUTText is the gate's SUT commit, with the form it was given in when that differs.
+func gateSUTText(g *GateRecord) string {
 	sut := g.SUT.Commit
 	if g.SUT.Given != "" && g.SUT.Given != g.SUT.Commit {
 		sut += " (given as " + g.SUT.Given + ")"
@@ -249,14 +223,14 @@ func (g *GateRecord) sutText() string {
 	return mdtext.OrDash(sut)
 }
 
-// countsText is the gate's count of scenarios by status.
-func (c GateCounts) countsText() string {
+// gateCountsText is the gate's count of scenarios by status.
+func gateCountsText(c GateCounts) string {
 	return fmt.Sprintf("%d — %d passed, %d carried over, %d failed, %d blocked, %d interrupted, %d not run",
 		c.Total, c.Passed, c.CarriedOver, c.Failed, c.Blocked, c.Interrupted, c.NotRun)
 }
 
-// statText is a diff stat as shown: "(no changes)" rather than nothing.
-func (d GateDiff) statText() string {
+// gateDiffStatText is a diff stat as shown: "(no changes)" rather than nothing.
+func gateDiffStatText(d GateDiff) string {
 	if strings.TrimSpace(d.Stat) == "" {
 		return "(no changes)"
 	}

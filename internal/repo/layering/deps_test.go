@@ -29,7 +29,8 @@ NONE
 internal/base/refusal < internal/base/flagcheck;
 
 # The evidence: the record types, the archive and its readers.
-internal/results/redact, internal/results/internal/mdtext
+internal/results/internal/mdtext < internal/results/record;
+internal/results/redact, internal/results/record
 < internal/results
 < internal/results/merge, internal/results/pack, internal/results/evidence,
   internal/results/internal/archivetest;
