@@ -21,7 +21,7 @@ NONE
   internal/kintoneapi, internal/safety, internal/runner/tagexpr,
   internal/results/redact, internal/results/internal/mdtext,
   internal/harness/wait, internal/harness/apicount, internal/harness/stepdef,
-  internal/harness/runlock, internal/harness/faultproxy, internal/harness/ksqlprofile,
+  internal/harness/runlock, internal/harness/ksqlprofile,
   internal/sandbox/defect,
   internal/app/buildtest, internal/app/gate/gatetest, internal/results/pack/packtest,
   internal/repo/ciworkflow, internal/repo/doclinks, internal/repo/layering;
@@ -36,8 +36,10 @@ internal/results/redact, internal/results/record
   internal/results/internal/archivetest;
 internal/results/merge, internal/results/pack, internal/results/evidence < EVIDENCE;
 
-# The harness: what a scenario drives, each piece below the steps and the runner.
-internal/harness/wait < internal/harness/proc;
+# The harness: what a scenario drives, each piece below the steps and the runner. The
+# processes and the proxies fill the record types themselves (one definition, no mirror).
+internal/harness/wait, internal/results/record < internal/harness/proc;
+internal/results/record < internal/harness/faultproxy;
 internal/harness/faultproxy, internal/harness/wait < internal/harness/schedule;
 internal/safety < internal/harness/config;
 internal/harness/apicount, internal/kintoneapi, internal/safety < internal/harness/kintoneguard;
@@ -91,7 +93,9 @@ internal/app/* !< internal/harness/*, internal/results, internal/results/*, inte
 internal/runner, internal/steps !< internal/harness/*, internal/results, internal/results/*;
 internal/runner !< internal/steps;
 internal/steps !< internal/runner;
-# The evidence is written from records, never from the harness that made them.
+# The evidence is written from records, never from the harness that made them; the record
+# types are a leaf that knows nothing of either.
+internal/harness/*, internal/results !< internal/results/record;
 internal/harness/* !< internal/results/redact, internal/results/internal/mdtext, internal/results/pack,
   internal/results/merge, internal/results/evidence;
 `
