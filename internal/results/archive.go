@@ -18,12 +18,13 @@ import (
 	"github.com/ksqlflow/flowtest/internal/results/redact"
 )
 
-// Archive is one run's results folder. Every byte written into it goes through write(),
+// Archive is one run's results folder. Every byte written into it goes through its Writer,
 // which redacts; there is no other way to put a file there through this type.
 type Archive struct {
 	dir   string
 	label string
 	red   *redact.Redactor
+	w     *Writer // redacts by the record rules, into dir
 	start time.Time
 
 	mu        sync.Mutex
@@ -91,7 +92,7 @@ func Create(outDir, label string, now time.Time, red *redact.Redactor) (*Archive
 	if err := os.Mkdir(filepath.Join(dir, ScenarioDir), 0o755); err != nil {
 		return nil, fmt.Errorf("create archive folder %s: %w", dir, err)
 	}
-	a := &Archive{dir: dir, label: label, red: red, start: now, names: map[string]bool{}}
+	a := &Archive{dir: dir, label: label, red: red, w: NewWriter(dir, red, JSONRecord), start: now, names: map[string]bool{}}
 	if err := a.UpdateRun(&Run{Label: label, State: RunInterrupted, Start: now}); err != nil {
 		return nil, err
 	}
@@ -299,74 +300,10 @@ func (a *Archive) prepareRun(run *Run) *Run {
 
 // WriteFile writes any other file into the archive (name relative to it, '/'-separated),
 // redacted: JSON files (".json") token by token when they parse, everything as bytes.
-func (a *Archive) WriteFile(name string, data []byte) error {
-	clean := path.Clean(strings.ReplaceAll(name, `\`, "/"))
-	if clean == "." || strings.HasPrefix(clean, "../") || clean == ".." || path.IsAbs(clean) {
-		return fmt.Errorf("write %q: name must stay inside the archive", name)
-	}
-	if dir := path.Dir(clean); dir != "." {
-		if err := os.MkdirAll(filepath.Join(a.dir, filepath.FromSlash(dir)), 0o755); err != nil {
-			return fmt.Errorf("write %s: %w", clean, err)
-		}
-	}
-	return a.write(clean, data)
-}
+func (a *Archive) WriteFile(name string, data []byte) error { return a.w.WriteFile(name, data) }
 
-// write is the one writer: redact, then write atomically (temp file in the same folder,
-// fsync, rename, fsync folder).
-func (a *Archive) write(name string, data []byte) error {
-	var out []byte
-	if strings.HasSuffix(name, ".json") {
-		if j, err := a.red.JSON(data); err == nil {
-			out = j
-		}
-	}
-	if out == nil {
-		out = a.red.Bytes(data)
-	}
-	return writeAtomic(filepath.Join(a.dir, filepath.FromSlash(name)), out)
-}
-
-// TempPrefix starts the name of a file being written; readers skip such files.
-const TempPrefix = ".tmp-"
-
-func writeAtomic(dst string, data []byte) error {
-	dir := filepath.Dir(dst)
-	f, err := os.CreateTemp(dir, TempPrefix+filepath.Base(dst)+"-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", dst, err)
-	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", dst, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", dst, err)
-	}
-	if err := os.Chmod(tmp, 0o644); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", dst, err)
-	}
-	if err := os.Rename(tmp, dst); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", dst, err)
-	}
-	// Make the rename durable; not supported on every OS (Windows), so best effort.
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
-}
+// write is the one writer of the archive's own files (their names are known to be inside it).
+func (a *Archive) write(name string, data []byte) error { return a.w.write(name, data) }
 
 // redactMark returns a redacted copy of a known-defect mark (nil for none).
 func redactMark(r *redact.Redactor, m *KnownDefectMark) *KnownDefectMark {
