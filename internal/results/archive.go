@@ -9,13 +9,12 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/ksqlflow/flowtest/internal/results/record"
 	"github.com/ksqlflow/flowtest/internal/results/redact"
+	"github.com/ksqlflow/flowtest/internal/results/render"
 )
 
 // Archive is one run's results folder. Every byte written into it goes through its Writer,
@@ -84,7 +83,7 @@ func Create(outDir, label string, now time.Time, red *redact.Redactor) (*Archive
 	if red == nil {
 		return nil, errors.New("create archive: a redactor is required")
 	}
-	label = SanitizeLabel(label)
+	label = record.SanitizeLabel(label)
 	dir, err := NewDatedDir(outDir, label, now)
 	if err != nil {
 		return nil, fmt.Errorf("create archive folder: %w", err)
@@ -107,7 +106,7 @@ func NewDatedDir(outDir, label string, now time.Time) (string, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", err
 	}
-	base := now.Format("150405") + "-" + SanitizeLabel(label)
+	base := now.Format("150405") + "-" + record.SanitizeLabel(label)
 	for i := 1; ; i++ {
 		name := base
 		if i > 1 {
@@ -122,30 +121,6 @@ func NewDatedDir(outDir, label string, now time.Time) (string, error) {
 			return "", err
 		}
 	}
-}
-
-// SanitizeLabel turns a tag expression into a file-name-safe label:
-// "@p2-16 and not @slow" -> "p2-16-and-not-slow"; empty -> "all"; at most 60 bytes.
-func SanitizeLabel(label string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range label {
-		if r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '.' || r == '_') {
-			b.WriteRune(r)
-			dash = false
-		} else if !dash && b.Len() > 0 {
-			b.WriteByte('-')
-			dash = true
-		}
-	}
-	s := strings.Trim(b.String(), "-.")
-	if len(s) > 60 {
-		s = strings.Trim(s[:60], "-.")
-	}
-	if s == "" {
-		return "all"
-	}
-	return s
 }
 
 // Dir is the archive folder.
@@ -167,7 +142,7 @@ func (a *Archive) WriteScenario(s *Scenario) error {
 		return fmt.Errorf("write scenario %s: encode: %w", red.ID, err)
 	}
 	a.mu.Lock()
-	base := SanitizeLabel(red.ID)
+	base := record.SanitizeLabel(red.ID)
 	if red.ID == "" {
 		base = "scenario"
 	}
@@ -259,19 +234,19 @@ func (a *Archive) Finish(run *Run) error {
 	if err := a.write("run.json", data); err != nil {
 		errs = append(errs, err)
 	}
-	view := newRunView(r, scen, gate)
-	if err := a.write("README.md", renderReadme(view)); err != nil {
+	view := render.NewView(r, scen, gate)
+	if err := a.write("README.md", render.Readme(view)); err != nil {
 		errs = append(errs, err)
 	}
-	if err := a.write(IndexFile, renderIndex(view)); err != nil {
+	if err := a.write(IndexFile, render.Index(view)); err != nil {
 		errs = append(errs, err)
 	}
-	if cj, err := renderCucumber(scen); err != nil {
+	if cj, err := render.Cucumber(scen); err != nil {
 		errs = append(errs, fmt.Errorf("cucumber.json: %w", err))
 	} else if err := a.write("cucumber.json", cj); err != nil {
 		errs = append(errs, err)
 	}
-	if jx, err := renderJUnit(r, scen); err != nil {
+	if jx, err := render.JUnit(r, scen); err != nil {
 		errs = append(errs, fmt.Errorf("junit.xml: %w", err))
 	} else if err := a.write("junit.xml", jx); err != nil {
 		errs = append(errs, err)

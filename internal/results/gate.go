@@ -13,35 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ksqlflow/flowtest/internal/results/internal/mdtext"
+	"github.com/ksqlflow/flowtest/internal/results/record"
 )
-
-// GateFile is the gate record of a `flowtest gate run`, beside run.json.
-const GateFile = "gate.json"
-
-// gateRequiredText and gateDetailText are the Required and Detail cells of the gate's scenario
-// table, the same in README.md and index.html.
-func gateRequiredText(s GateScenario) string {
-	if s.Required {
-		return "yes"
-	}
-	return "no (carry-over series)"
-}
-
-func gateDetailText(s GateScenario) string {
-	if co := s.CarriedOver; co != nil {
-		return "carried over by the " + co.Series + " rule: " + co.Justification
-	}
-	return mdtext.OrDash(s.Why)
-}
-
-// carryOverStateText says what a carry-over rule decided, in both renderings.
-func carryOverStateText(r CarryOverRule) string {
-	if r.Holds {
-		return "holds: the series is carried over"
-	}
-	return "does not hold: the series runs"
-}
 
 // CompleteGate fills the status of every scenario g lists without one from run (its summary
 // in run.Scenarios; a scenario with no summary is not run) and decides the verdict.
@@ -137,7 +110,7 @@ func decideGate(scen []GateScenario, interrupted bool) (verdict, why string) {
 	var gaps []string
 	for _, st := range []string{StatusBlocked, StatusInterrupted, StatusNotRun} {
 		if n := len(byStatus[st]); n > 0 {
-			gaps = append(gaps, fmt.Sprintf("%d %s (%s)", n, statusWord(st), list(st)))
+			gaps = append(gaps, fmt.Sprintf("%d %s (%s)", n, record.StatusWord(st), list(st)))
 		}
 	}
 	if interrupted {
@@ -150,16 +123,6 @@ func decideGate(scen []GateScenario, interrupted bool) (verdict, why string) {
 		return GateIncomplete, "not every scenario of the gate passed or was carried over: " + strings.Join(gaps, "; ")
 	}
 	return GatePass, fmt.Sprintf("%d passed in this run, %d carried over", len(byStatus[StatusPassed]), len(byStatus[StatusCarriedOver]))
-}
-
-func statusWord(st string) string {
-	switch st {
-	case StatusNotRun:
-		return "not run"
-	case StatusCarriedOver:
-		return "carried over"
-	}
-	return st
 }
 
 // ReadGate reads an archive's gate.json; (nil, nil) when the archive has none.

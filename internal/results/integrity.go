@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/ksqlflow/flowtest/internal/results/render"
 )
 
 // Problem is one way an archive's files do not hold together: a file that is missing, extra,
@@ -332,7 +334,7 @@ func markText(m *KnownDefectMark) string {
 // they are about the same scenarios; an interrupted run may lack them, but what it has must
 // parse.
 func (c *integrity) checkReports(run *Run, complete bool) {
-	var feats []cukeFeature
+	var feats []render.CucumberFeature
 	if _, ok := c.readJSON("cucumber.json", &feats, complete); ok {
 		n := 0
 		for _, f := range feats {

@@ -2,6 +2,8 @@ package results
 
 import (
 	"strings"
+
+	"github.com/ksqlflow/flowtest/internal/results/record"
 )
 
 // Applying are the entries of defects that apply to a run of p.
@@ -47,7 +49,7 @@ func JudgeKnownDefect(rec *Scenario, applying []KnownDefect) {
 // failsBy reports whether rec failed by the assertion whose what starts with prefix, and by
 // nothing else.
 func failsBy(rec *Scenario, prefix string) bool {
-	bad := failedAssertions(rec)
+	bad := record.FailedAssertions(rec)
 	if len(bad) == 0 || !rec.Cleanup.OK || prefix == "" {
 		return false
 	}
@@ -87,27 +89,4 @@ func Unexcused(status string, m *KnownDefectMark) bool {
 		return m.Stale()
 	}
 	return false
-}
-
-// knownDefectIDs are the ids of the run's rows marked with outcome, in run order.
-func knownDefectIDs(sums []ScenarioSummary, outcome string) []string {
-	var ids []string
-	for _, s := range sums {
-		if m := s.KnownDefect; m != nil && m.Outcome == outcome {
-			ids = append(ids, m.ID)
-		}
-	}
-	return ids
-}
-
-// StaleKnownDefects are the flags of the run's known defects that no longer reproduce, one
-// line each, for the console, the record and the page.
-func StaleKnownDefects(sums []ScenarioSummary) []string {
-	var out []string
-	for _, s := range sums {
-		if s.KnownDefect.Stale() {
-			out = append(out, s.KnownDefect.StaleText()+" (scenario "+s.ID+" passed)")
-		}
-	}
-	return out
 }

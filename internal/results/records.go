@@ -1,9 +1,13 @@
 // The record types under their old names: the archive, its readers and the callers across
-// the module name them results.X; the one definition is in package record.
+// the module name them results.X; the one definition is in package record, the renderers
+// in package render.
 
 package results
 
-import "github.com/ksqlflow/flowtest/internal/results/record"
+import (
+	"github.com/ksqlflow/flowtest/internal/results/record"
+	"github.com/ksqlflow/flowtest/internal/results/render"
+)
 
 type (
 	Differential    = record.Differential
@@ -45,6 +49,7 @@ type (
 )
 
 const (
+	GateFile               = record.GateFile
 	StatusCarriedOver      = record.StatusCarriedOver
 	GatePass               = record.GatePass
 	GateFail               = record.GateFail
@@ -71,4 +76,20 @@ const (
 	WaitGaveUp             = record.WaitGaveUp
 	ProductReal            = record.ProductReal
 	ProductReference       = record.ProductReference
+	IndexFile              = render.IndexFile
 )
+
+// SanitizeLabel is record.SanitizeLabel, the file-name form of a label.
+func SanitizeLabel(label string) string { return record.SanitizeLabel(label) }
+
+// StaleKnownDefects is record.StaleKnownDefects, the flags of known defects that no longer
+// reproduce.
+func StaleKnownDefects(sums []ScenarioSummary) []string { return record.StaleKnownDefects(sums) }
+
+// Acceptance, TotalsText and RunTotalsText are the renderers' words for a run's tags and
+// totals, which the console prints too.
+func Acceptance(tags []string) string { return render.Acceptance(tags) }
+
+func TotalsText(t Totals) string { return render.TotalsText(t) }
+
+func RunTotalsText(run *Run) string { return render.RunTotalsText(run) }

@@ -29,8 +29,8 @@ NONE
 internal/base/refusal < internal/base/flagcheck;
 
 # The evidence: the record types, the archive and its readers.
-internal/results/internal/mdtext < internal/results/record;
-internal/results/redact, internal/results/record
+internal/results/internal/mdtext < internal/results/record < internal/results/render;
+internal/results/redact, internal/results/render
 < internal/results
 < internal/results/merge, internal/results/pack, internal/results/evidence,
   internal/results/internal/archivetest;
@@ -95,7 +95,11 @@ internal/runner !< internal/steps;
 internal/steps !< internal/runner;
 # The evidence is written from records, never from the harness that made them; the record
 # types are a leaf that knows nothing of either.
-internal/harness/*, internal/results !< internal/results/record;
+internal/harness/*, internal/results, internal/results/render !< internal/results/record;
+# The renderers read records only: no harness below them, and the harness pieces that fill
+# records never reach a page (harness/scenario still does, through results' differential).
+internal/harness/*, internal/results/redact !< internal/results/render;
+internal/results/render !< internal/harness/proc, internal/harness/faultproxy;
 internal/harness/* !< internal/results/redact, internal/results/internal/mdtext, internal/results/pack,
   internal/results/merge, internal/results/evidence;
 `

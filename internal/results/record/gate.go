@@ -2,6 +2,9 @@ package record
 
 import "time"
 
+// GateFile is the gate record of a `flowtest gate run`, beside run.json.
+const GateFile = "gate.json"
+
 // Gate verdicts. PASS only when every scenario of the gate passed in this run or was
 // legitimately carried over; FAIL when one failed; INCOMPLETE otherwise (blocked,
 // interrupted, not run). Not run is never PASS.

@@ -32,3 +32,14 @@ func (s *Scenario) ReasonLine() string {
 	line, _, _ := strings.Cut(s.Reason, "\n")
 	return line
 }
+
+// FailedAssertions are the assertions of s that did not hold.
+func FailedAssertions(s *Scenario) []Assertion {
+	var bad []Assertion
+	for _, a := range s.Assertions {
+		if !a.OK {
+			bad = append(bad, a)
+		}
+	}
+	return bad
+}

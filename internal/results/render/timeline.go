@@ -1,4 +1,4 @@
-package results
+package render
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/ksqlflow/flowtest/internal/results/internal/mdtext"
+
+	"github.com/ksqlflow/flowtest/internal/results/record"
 )
 
 // timeline geometry
@@ -56,7 +58,7 @@ func minuteText(t time.Time) string {
 
 // timelineSVG draws one scenario on one time axis: its steps, the processes it started, the
 // node attempts its runs left, its waits and its barrier holds.
-func timelineSVG(s *Scenario) string {
+func timelineSVG(s *record.Scenario) string {
 	t0, t1 := s.Start, s.End
 	grow := func(t time.Time) {
 		if t.IsZero() {
@@ -130,7 +132,7 @@ func timelineSVG(s *Scenario) string {
 	// Node attempts, one lane per attempt (a node's attempts often share the same minutes),
 	// nodes in order of first appearance; each within the process that ran it (attempts.go).
 	ran := attemptProcesses(s)
-	nodes, byNode := groupInOrder(s.Attempts, func(a Attempt) string { return a.Node })
+	nodes, byNode := groupInOrder(s.Attempts, func(a record.Attempt) string { return a.Node })
 	for _, node := range nodes {
 		idx := byNode[node]
 		sort.SliceStable(idx, func(i, j int) bool { return s.Attempts[idx[i]].AttemptNo < s.Attempts[idx[j]].AttemptNo })
@@ -172,7 +174,7 @@ func timelineSVG(s *Scenario) string {
 		}
 		to := spanFrom(w.Start, w.ElapsedMS)
 		col := colWait
-		if w.Outcome != WaitReached {
+		if w.Outcome != record.WaitReached {
 			col = statusColour(w.Outcome)
 		}
 		m := mark{from: w.Start, to: to, colour: col, kind: "tl-wait",
@@ -197,7 +199,7 @@ func timelineSVG(s *Scenario) string {
 	}
 	lanes = append(lanes, waitLanes...)
 	// Barriers: one lane per barrier id; a hold runs from arrival to release.
-	barrierIDs, byBarrier := groupInOrder(s.Barriers, func(ba BarrierArrival) string { return ba.ID })
+	barrierIDs, byBarrier := groupInOrder(s.Barriers, func(ba record.BarrierArrival) string { return ba.ID })
 	for _, id := range barrierIDs {
 		// Labelled as the feature names it, with the process whose proxy holds it; the
 		// scope-prefixed id (older records) differs only at its end.

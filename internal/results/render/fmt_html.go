@@ -1,4 +1,4 @@
-package results
+package render
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/ksqlflow/flowtest/internal/results/internal/mdtext"
+
+	"github.com/ksqlflow/flowtest/internal/results/record"
 )
 
 // IndexFile is the acceptance record as one self-contained HTML page: no script, no external
@@ -30,17 +32,17 @@ const (
 
 func statusColour(st string) string {
 	switch st {
-	case StatusPassed, GatePass, WaitReached:
+	case record.StatusPassed, record.GatePass, record.WaitReached:
 		return colPassed
-	case StatusFailed, GateFail, WaitTimedOut:
+	case record.StatusFailed, record.GateFail, record.WaitTimedOut:
 		return colFailed
-	case StatusBlocked:
+	case record.StatusBlocked:
 		return colBlocked
-	case StatusInterrupted, WaitGaveUp:
+	case record.StatusInterrupted, record.WaitGaveUp:
 		return colInterrupted
-	case StatusCarriedOver:
+	case record.StatusCarriedOver:
 		return colCarried
-	case GateIncomplete:
+	case record.GateIncomplete:
 		return colInterrupted
 	}
 	return colNotRun
@@ -58,9 +60,9 @@ svg{display:block;margin:6px 0 2px;max-width:100%;height:auto}svg text{font-fami
 .legend span{display:inline-block;margin-right:12px;font-size:12px}.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-2px;border-radius:2px}
 `
 
-// renderIndex renders index.html from the run's view; the page goes through the archive
+// Index renders index.html from the run's view; the page goes through the archive
 // writer once more.
-func renderIndex(v *runView) []byte {
+func Index(v *View) []byte {
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	e := html.EscapeString
@@ -73,12 +75,12 @@ func renderIndex(v *runView) []byte {
 		// Which FlowNet ran decides what every figure below means: a reference run tested
 		// flowtest's model, not the product.
 		colour := "#e6f4ea"
-		if run.Product.Kind != ProductReal {
+		if run.Product.Kind != record.ProductReal {
 			colour = "#fff4ce"
 		}
 		p("<div class=\"verdict\" style=\"background:%s\"><b>Product: %s</b></div>\n", colour, e(run.Product.Label()))
 	}
-	for _, line := range StaleKnownDefects(run.Scenarios) {
+	for _, line := range record.StaleKnownDefects(run.Scenarios) {
 		p("<div class=\"verdict\" style=\"background:%s\"><b>Warning</b>: %s</div>\n", colFailed, e(line))
 	}
 	if gate != nil {
@@ -86,7 +88,7 @@ func renderIndex(v *runView) []byte {
 	}
 	p("<p class=\"muted\">Files: <code>run.json</code>, <code>scenarios/&lt;id&gt;.json</code>, <code>README.md</code>, <code>cucumber.json</code>, <code>junit.xml</code>")
 	if gate != nil {
-		p(", <code>%s</code>", GateFile)
+		p(", <code>%s</code>", record.GateFile)
 	}
 	p("; all redacted. Times are UTC unless shown otherwise.</p>\n")
 
@@ -97,13 +99,13 @@ func renderIndex(v *runView) []byte {
 	p("<h2 id=\"results\">Results</h2>\n<table>\n<tr><th>#</th><th>Scenario</th><th>Acceptance</th><th>Result</th><th>Duration</th><th>Record</th></tr>\n")
 	n := 0
 	for _, s := range run.Scenarios {
-		if s.Status == StatusNotRun {
+		if s.Status == record.StatusNotRun {
 			continue // listed under Not run
 		}
 		n++
 		// A failure says what failed right in the table: its first failing assertion.
 		why := ""
-		if rec := v.records[s.ID]; rec != nil && s.Status == StatusFailed {
+		if rec := v.records[s.ID]; rec != nil && s.Status == record.StatusFailed {
 			why = fmt.Sprintf("<div class=\"fail1\">%s</div>", e(rec.FirstObservation()))
 		}
 		if m := s.KnownDefect; m != nil {
@@ -128,7 +130,7 @@ func renderIndex(v *runView) []byte {
 		colPassed, colFailed, colBlocked, colInterrupted, colProcess, colWait, colAttempt, colBarrier)
 	ran := 0
 	for _, s := range v.scen {
-		if s.Status == StatusNotRun {
+		if s.Status == record.StatusNotRun {
 			continue
 		}
 		ran++
@@ -136,7 +138,7 @@ func renderIndex(v *runView) []byte {
 		if m := s.KnownDefect; m != nil {
 			p("<p class=\"fail1\"><b>%s</b></p>\n", e(knownDefectDetail(m)))
 		}
-		if s.Status == StatusFailed {
+		if s.Status == record.StatusFailed {
 			p("<p class=\"fail1\"><b>First failure</b>: %s</p>\n", e(s.FirstObservation()))
 		}
 		where := s.FeatureFile
@@ -144,11 +146,11 @@ func renderIndex(v *runView) []byte {
 			where += fmt.Sprintf(":%d", s.Line)
 		}
 		p("<p class=\"muted\">%s · <code>%s</code> · %s</p>\n", e(mdtext.OrDash(s.Name)), e(mdtext.OrDash(where)), e(fmtDur(time.Duration(s.DurationMS)*time.Millisecond)))
-		if s.Reason != "" && s.Status != StatusPassed {
+		if s.Reason != "" && s.Status != record.StatusPassed {
 			p("<p><b>%s</b>: %s</p>\n", e(s.Status), e(s.Reason))
 		}
 		b.WriteString(timelineSVG(s))
-		if bad := failedAssertions(s); len(bad) > 0 {
+		if bad := record.FailedAssertions(s); len(bad) > 0 {
 			p("<table><tr><th>Failed assertion</th><th>Expected</th><th>Seen</th></tr>\n")
 			for _, a := range bad {
 				p("<tr><td>%s</td><td>%s</td><td>%s</td></tr>\n", e(a.What), e(a.Expected), e(a.Seen))
@@ -190,7 +192,7 @@ func renderIndex(v *runView) []byte {
 	return b.Bytes()
 }
 
-func renderGateHTML(p func(string, ...any), v *runView) {
+func renderGateHTML(p func(string, ...any), v *View) {
 	e := html.EscapeString
 	g := v.gate
 	p("<h2 id=\"gate\">Release gate %s</h2>\n", e(g.Gate))
@@ -238,7 +240,7 @@ func renderGateHTML(p func(string, ...any), v *runView) {
 }
 
 func badge(st string) string {
-	return fmt.Sprintf("<span class=\"st\" style=\"background:%s\">%s</span>", statusColour(st), html.EscapeString(statusWord(st)))
+	return fmt.Sprintf("<span class=\"st\" style=\"background:%s\">%s</span>", statusColour(st), html.EscapeString(record.StatusWord(st)))
 }
 
-func anchor(id string) string { return SanitizeLabel(id) }
+func anchor(id string) string { return record.SanitizeLabel(id) }

@@ -1,4 +1,4 @@
-package results
+package render
 
 import (
 	"bytes"
@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"github.com/ksqlflow/flowtest/internal/results/internal/mdtext"
+
+	"github.com/ksqlflow/flowtest/internal/results/record"
 )
 
-// renderReadme writes README.md, the acceptance record a person reads, from the run's view;
+// Readme writes README.md, the acceptance record a person reads, from the run's view;
 // the bytes go through the archive writer once more.
-func renderReadme(v *runView) []byte {
+func Readme(v *View) []byte {
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	run, gate := v.run, v.gate
@@ -23,7 +25,7 @@ func renderReadme(v *runView) []byte {
 	if run.Product != nil {
 		p("- Product: **%s**\n", mdtext.Inline(run.Product.Label()))
 	}
-	for _, line := range StaleKnownDefects(run.Scenarios) {
+	for _, line := range record.StaleKnownDefects(run.Scenarios) {
 		p("- **Warning**: %s\n", mdtext.Inline(line))
 	}
 	if gate != nil {
@@ -31,7 +33,7 @@ func renderReadme(v *runView) []byte {
 	}
 	files := "`run.json` (schema_version %d), `scenarios/<id>.json`, `cucumber.json`, `junit.xml`, `index.html`"
 	if gate != nil {
-		files += ", `" + GateFile + "`"
+		files += ", `" + record.GateFile + "`"
 	}
 	p("- Files: "+files+"; all redacted\n\n", run.SchemaVersion)
 	if gate != nil {
@@ -53,11 +55,11 @@ func renderReadme(v *runView) []byte {
 
 	p("\n## Results\n\n| Scenario | Acceptance | Result | Duration | Evidence |\n| --- | --- | --- | --- | --- |\n")
 	for _, s := range run.Scenarios {
-		if s.Status == StatusNotRun && s.NotRunCategory == NotRunTag {
+		if s.Status == record.StatusNotRun && s.NotRunCategory == record.NotRunTag {
 			continue // filtered scenarios are listed below, not as results
 		}
 		result := s.Status
-		if s.Status == StatusFailed || s.Status == StatusBlocked || s.Status == StatusInterrupted {
+		if s.Status == record.StatusFailed || s.Status == record.StatusBlocked || s.Status == record.StatusInterrupted {
 			result = "**" + s.Status + "**"
 		}
 		if m := s.KnownDefect; m != nil {
@@ -74,10 +76,10 @@ func renderReadme(v *runView) []byte {
 		heading  string
 		statuses []string
 	}{
-		{"Failures", []string{StatusFailed}},
-		{"Blocked and interrupted (not failures of the SUT, not passes either)", []string{StatusBlocked, StatusInterrupted}},
+		{"Failures", []string{record.StatusFailed}},
+		{"Blocked and interrupted (not failures of the SUT, not passes either)", []string{record.StatusBlocked, record.StatusInterrupted}},
 	} {
-		var list []*Scenario
+		var list []*record.Scenario
 		for _, s := range v.scen {
 			if slices.Contains(group.statuses, s.Status) {
 				list = append(list, s)
@@ -88,7 +90,7 @@ func renderReadme(v *runView) []byte {
 		}
 		p("\n## %s\n\n", group.heading)
 		for _, s := range list {
-			if s.Status == StatusFailed {
+			if s.Status == record.StatusFailed {
 				p("### %s\n\n", mdtext.Inline(s.ID))
 			} else {
 				p("### %s (%s)\n\n", mdtext.Inline(s.ID), s.Status)
@@ -105,7 +107,7 @@ func renderReadme(v *runView) []byte {
 					p("- step %s: `%s%s`: %s\n", st.Status, mdtext.Code(kw), mdtext.Code(name), mdtext.Inline(mdtext.OrDash(st.Error)))
 				}
 			}
-			for _, a := range failedAssertions(s) {
+			for _, a := range record.FailedAssertions(s) {
 				p("- %s: expected %s, saw %s\n", mdtext.Inline(a.What), mdtext.Inline(a.Expected), mdtext.Inline(a.Seen))
 			}
 			if !s.Cleanup.OK {
@@ -158,7 +160,7 @@ func mdTable(p func(string, ...any), empty string, header []string, rows [][]str
 }
 
 // renderGateMarkdown is the README's release-gate section.
-func renderGateMarkdown(p func(string, ...any), v *runView) {
+func renderGateMarkdown(p func(string, ...any), v *View) {
 	g := v.gate
 	p("## Release gate %s: **%s**\n\n", mdtext.Inline(g.Gate), mdtext.Inline(g.Verdict))
 	if g.Title != "" {
@@ -186,8 +188,8 @@ func renderGateMarkdown(p func(string, ...any), v *runView) {
 		if co := r.carried; co != nil {
 			ev = fmt.Sprintf("`%s/%s` sha256 %s (commit %s)", mdtext.Code(co.Archive), mdtext.Code(co.Record), co.SHA256, mdtext.OrDash(co.Commit))
 		}
-		st := statusWord(r.status)
-		if r.status != StatusPassed && r.status != StatusCarriedOver {
+		st := record.StatusWord(r.status)
+		if r.status != record.StatusPassed && r.status != record.StatusCarriedOver {
 			st = "**" + st + "**"
 		}
 		p("| %s | %s | %s | %s | %s |\n", mdtext.Cell(r.id), r.required, st, mdtext.Cell(ev), mdtext.Cell(r.detail))
