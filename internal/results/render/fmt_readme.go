@@ -12,11 +12,27 @@ import (
 	"github.com/ksqlflow/flowtest/internal/results/record"
 )
 
-// Readme writes README.md, the acceptance record a person reads, from the run's view;
-// the bytes go through the archive writer once more.
+// Readme writes README.md, the acceptance record a person reads, from the run's view,
+// section by section; the bytes go through the archive writer once more.
 func Readme(v *View) []byte {
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	readmeHeader(p, v)
+	if v.gate != nil {
+		renderGateMarkdown(p, v)
+	}
+	readmeEnvironment(p, v)
+	readmeResults(p, v)
+	readmeFailures(p, v)
+	readmeNotRun(p, v)
+	readmeAPIRequests(p, v)
+	readmeEvidence(p, v)
+	return b.Bytes()
+}
+
+// readmeHeader is the title and the run in a list: dates, state, result, product, stale
+// known defects, the gate's verdict and the files beside the README.
+func readmeHeader(p func(string, ...any), v *View) {
 	run, gate := v.run, v.gate
 	p("# Acceptance record: %s\n\n", mdtext.Inline(v.title))
 	p("- Date: %s to %s (%s)\n", fmtTime(run.Start), fmtTime(run.End), fmtDur(v.duration))
@@ -36,10 +52,11 @@ func Readme(v *View) []byte {
 		files += ", `" + record.GateFile + "`"
 	}
 	p("- Files: "+files+"; all redacted\n\n", run.SchemaVersion)
-	if gate != nil {
-		renderGateMarkdown(p, v)
-	}
+}
 
+// readmeEnvironment is the environment table and the run order.
+func readmeEnvironment(p func(string, ...any), v *View) {
+	run := v.run
 	p("## Environment\n\n| | |\n| --- | --- |\n")
 	for _, r := range v.environment(false, true) {
 		p("| %s | %s |\n", mdtext.Cell(r.key), mdtext.Cell(r.value))
@@ -52,7 +69,11 @@ func Readme(v *View) []byte {
 	for i, id := range run.RunOrder {
 		p("%d. %s\n", i+1, mdtext.Inline(id))
 	}
+}
 
+// readmeResults is a row per scenario, except those the tag filter left out.
+func readmeResults(p func(string, ...any), v *View) {
+	run := v.run
 	p("\n## Results\n\n| Scenario | Acceptance | Result | Duration | Evidence |\n| --- | --- | --- | --- | --- |\n")
 	for _, s := range run.Scenarios {
 		if s.Status == record.StatusNotRun && s.NotRunCategory == record.NotRunTag {
@@ -71,7 +92,11 @@ func Readme(v *View) []byte {
 		}
 		p("| %s | %s | %s | %s | %s |\n", mdtext.Cell(s.ID), mdtext.Cell(Acceptance(s.Tags)), result, fmtDur(time.Duration(s.DurationMS)*time.Millisecond), file)
 	}
+}
 
+// readmeFailures are the failed, then the blocked and interrupted scenarios: why, the
+// steps and assertions that failed, a failed cleanup.
+func readmeFailures(p func(string, ...any), v *View) {
 	for _, group := range []struct {
 		heading  string
 		statuses []string
@@ -116,10 +141,14 @@ func Readme(v *View) []byte {
 			p("\n")
 		}
 	}
+}
 
+func readmeNotRun(p func(string, ...any), v *View) {
 	p("\n## Not run\n\n")
 	mdTable(p, "Every selected scenario ran.\n", notRunHeader, v.notRunRows())
+}
 
+func readmeAPIRequests(p func(string, ...any), v *View) {
 	if api := v.apiRequests(); len(api.rows) > 0 {
 		p("\n## API requests\n\nkintone REST requests per app, the runner's own and its proxies' (kintone counts them per app and day).\n\n")
 		p("| App | Requests | By method | By origin | Throttled (429) | Estimated |\n| --- | --- | --- | --- | --- | --- |\n")
@@ -132,14 +161,16 @@ func Readme(v *View) []byte {
 			}
 		}
 	}
+}
 
+func readmeEvidence(p func(string, ...any), v *View) {
+	run := v.run
 	p("\n## Evidence\n\n")
 	var evidence [][]string
 	for _, e := range run.Evidence {
 		evidence = append(evidence, []string{e.Criterion, e.Environment, e.Result, mdtext.OrDash(e.Limits), strings.Join(e.Scenarios, ", ")})
 	}
 	mdTable(p, "(no evidence rows recorded)\n", []string{"Criterion", "Environment", "Result", "Limits", "Scenarios"}, evidence)
-	return b.Bytes()
 }
 
 // mdTable writes a Markdown table of header and rows, every cell through mdtext.Cell; empty
