@@ -314,53 +314,11 @@ func (a *Archive) redactScenario(s *Scenario) *Scenario {
 	c.Notes = eachRedacted(s.Notes, true, func(n Note) Note {
 		return Note{What: r.String(n.What), Detail: r.String(n.Detail)}
 	})
-	c.Processes = eachRedacted(s.Processes, false, func(p Process) Process {
-		p.Name, p.Signal = r.String(p.Name), r.String(p.Signal)
-		p.Argv = r.Argv(p.Argv)
-		if p.ExitCode != nil {
-			code := *p.ExitCode
-			p.ExitCode = &code
-		}
-		p.StdoutTail, p.StderrTail = r.Tail(p.StdoutTail, TailLimit), r.Tail(p.StderrTail, TailLimit)
-		return p
-	})
-	c.Barriers = eachRedacted(s.Barriers, false, func(b BarrierArrival) BarrierArrival {
-		b.ID, b.Name, b.Process, b.Phase, b.Method, b.Path = r.String(b.ID), r.String(b.Name), r.String(b.Process), r.String(b.Phase), r.String(b.Method), r.String(b.Path)
-		return b
-	})
-	c.Faults = eachRedacted(s.Faults, true, func(f FaultFiring) FaultFiring {
-		f.Fault, f.Process, f.Action, f.Method, f.Path = r.String(f.Fault), r.String(f.Process), r.String(f.Action), r.String(f.Method), r.String(f.Path)
-		f.App, f.RecordID, f.RecordKey, f.Error = r.String(f.App), r.String(f.RecordID), r.String(f.RecordKey), r.String(f.Error)
-		return f
-	})
-	c.Attempts = eachRedacted(s.Attempts, true, func(at Attempt) Attempt {
-		at.Node, at.Status, at.ResultCode, at.InvocationID = r.String(at.Node), r.String(at.Status), r.String(at.ResultCode), r.String(at.InvocationID)
-		return at
-	})
+	c.Processes = eachRedacted(s.Processes, false, func(p Process) Process { return redactProcess(r, p) })
+	redactTimedEvidence(r, s, &c)
 	if s.Differential != nil {
-		c.Differential = &Differential{
-			Records: eachRedacted(s.Differential.Records, false, func(d DiffRecord) DiffRecord {
-				f := make(map[string]string, len(d.Fields))
-				for k, v := range d.Fields {
-					f[r.String(k)] = r.String(v)
-				}
-				return DiffRecord{App: r.String(d.App), Type: r.String(d.Type), Fields: f}
-			}),
-			Processes: eachRedacted(s.Differential.Processes, false, func(p DiffProcess) DiffProcess {
-				p.Name, p.StdoutHead = r.String(p.Name), r.Strings(p.StdoutHead)
-				if p.ExitCode != nil {
-					code := *p.ExitCode
-					p.ExitCode = &code
-				}
-				return p
-			}),
-		}
+		c.Differential = redactDifferential(r, s.Differential)
 	}
-	c.Waits = eachRedacted(s.Waits, false, func(w Wait) Wait {
-		w.Name, w.What, w.Outcome = r.String(w.Name), r.String(w.What), r.String(w.Outcome)
-		w.LastObservation, w.LastError = r.String(w.LastObservation), r.String(w.LastError)
-		return w
-	})
 	c.Traffic = map[string]int{}
 	for k, v := range s.Traffic {
 		c.Traffic[r.String(k)] += v
@@ -381,6 +339,63 @@ func (a *Archive) redactScenario(s *Scenario) *Scenario {
 		c.Cleanup.Actions = []string{}
 	}
 	return &c
+}
+
+// redactProcess is a process of a record, redacted: its argv and tails (cut to TailLimit),
+// its exit code copied so the record shares nothing with the harness's.
+func redactProcess(r *redact.Redactor, p Process) Process {
+	p.Name, p.Signal = r.String(p.Name), r.String(p.Signal)
+	p.Argv = r.Argv(p.Argv)
+	if p.ExitCode != nil {
+		code := *p.ExitCode
+		p.ExitCode = &code
+	}
+	p.StdoutTail, p.StderrTail = r.Tail(p.StdoutTail, TailLimit), r.Tail(p.StderrTail, TailLimit)
+	return p
+}
+
+// redactTimedEvidence redacts into c what s recorded on the timeline: barrier arrivals,
+// fault firings, node attempts and waits.
+func redactTimedEvidence(r *redact.Redactor, s, c *Scenario) {
+	c.Barriers = eachRedacted(s.Barriers, false, func(b BarrierArrival) BarrierArrival {
+		b.ID, b.Name, b.Process, b.Phase, b.Method, b.Path = r.String(b.ID), r.String(b.Name), r.String(b.Process), r.String(b.Phase), r.String(b.Method), r.String(b.Path)
+		return b
+	})
+	c.Faults = eachRedacted(s.Faults, true, func(f FaultFiring) FaultFiring {
+		f.Fault, f.Process, f.Action, f.Method, f.Path = r.String(f.Fault), r.String(f.Process), r.String(f.Action), r.String(f.Method), r.String(f.Path)
+		f.App, f.RecordID, f.RecordKey, f.Error = r.String(f.App), r.String(f.RecordID), r.String(f.RecordKey), r.String(f.Error)
+		return f
+	})
+	c.Attempts = eachRedacted(s.Attempts, true, func(at Attempt) Attempt {
+		at.Node, at.Status, at.ResultCode, at.InvocationID = r.String(at.Node), r.String(at.Status), r.String(at.ResultCode), r.String(at.InvocationID)
+		return at
+	})
+	c.Waits = eachRedacted(s.Waits, false, func(w Wait) Wait {
+		w.Name, w.What, w.Outcome = r.String(w.Name), r.String(w.What), r.String(w.Outcome)
+		w.LastObservation, w.LastError = r.String(w.LastObservation), r.String(w.LastError)
+		return w
+	})
+}
+
+// redactDifferential is the differential record of a scenario, redacted.
+func redactDifferential(r *redact.Redactor, d *Differential) *Differential {
+	return &Differential{
+		Records: eachRedacted(d.Records, false, func(d DiffRecord) DiffRecord {
+			f := make(map[string]string, len(d.Fields))
+			for k, v := range d.Fields {
+				f[r.String(k)] = r.String(v)
+			}
+			return DiffRecord{App: r.String(d.App), Type: r.String(d.Type), Fields: f}
+		}),
+		Processes: eachRedacted(d.Processes, false, func(p DiffProcess) DiffProcess {
+			p.Name, p.StdoutHead = r.String(p.Name), r.Strings(p.StdoutHead)
+			if p.ExitCode != nil {
+				code := *p.ExitCode
+				p.ExitCode = &code
+			}
+			return p
+		}),
+	}
 }
 
 // eachRedacted is the copy of a scenario's list with every element through `through`; keepNil
