@@ -378,16 +378,16 @@ func redactTimedEvidence(r *redact.Redactor, s, c *Scenario) {
 }
 
 // redactDifferential is the differential record of a scenario, redacted.
-func redactDifferential(r *redact.Redactor, d *Differential) *Differential {
+func redactDifferential(r *redact.Redactor, diff *Differential) *Differential {
 	return &Differential{
-		Records: eachRedacted(d.Records, false, func(d DiffRecord) DiffRecord {
+		Records: eachRedacted(diff.Records, false, func(d DiffRecord) DiffRecord {
 			f := make(map[string]string, len(d.Fields))
 			for k, v := range d.Fields {
 				f[r.String(k)] = r.String(v)
 			}
 			return DiffRecord{App: r.String(d.App), Type: r.String(d.Type), Fields: f}
 		}),
-		Processes: eachRedacted(d.Processes, false, func(p DiffProcess) DiffProcess {
+		Processes: eachRedacted(diff.Processes, false, func(p DiffProcess) DiffProcess {
 			p.Name, p.StdoutHead = r.String(p.Name), r.Strings(p.StdoutHead)
 			if p.ExitCode != nil {
 				code := *p.ExitCode
