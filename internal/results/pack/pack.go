@@ -69,26 +69,9 @@ func pack(dir, dst string, replace bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	sums := map[string]string{}
-	for _, rel := range files {
-		sum, err := results.FileSHA256(filepath.Join(dir, filepath.FromSlash(rel)))
-		if err != nil {
-			return "", fmt.Errorf("pack: %w", err)
-		}
-		sums[rel] = sum
-	}
-	if old, err := os.ReadFile(filepath.Join(dir, SumsFile)); err == nil {
-		listed, perr := parseSums(old)
-		if perr != nil {
-			return "", fmt.Errorf("pack: %s has a %s that cannot be read (%v); remove it to pack the folder as it is", dir, SumsFile, perr)
-		}
-		if probs := compareSums(listed, sums); len(probs) > 0 {
-			return "", fmt.Errorf("pack: %s does not match its own %s: %s", dir, SumsFile, strings.Join(probs, "; "))
-		}
-	}
-	var manifest bytes.Buffer
-	for _, rel := range files {
-		fmt.Fprintf(&manifest, "%s  %s\n", sums[rel], rel)
+	sums, manifest, err := manifestOf(dir, files)
+	if err != nil {
+		return "", err
 	}
 	base := filepath.Base(filepath.Clean(dir))
 	if base == "." || base == string(filepath.Separator) || base == "" {
@@ -104,7 +87,55 @@ func pack(dir, dst string, replace bool) (string, error) {
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename this fails harmlessly
 	h := sha256.New()
-	gz, _ := gzip.NewWriterLevel(io.MultiWriter(tmp, h), gzip.BestCompression)
+	if err := writeTarGz(io.MultiWriter(tmp, h), tmp, dir, base, manifest, files, sums); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("pack: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return "", fmt.Errorf("pack: %w", err)
+	}
+	if err := publish(tmp.Name(), dst, replace); err != nil {
+		return "", err
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	if err := os.WriteFile(dst+".sha256", []byte(sum+"  "+filepath.Base(dst)+"\n"), 0o644); err != nil {
+		return sum, fmt.Errorf("pack: write the detached digest: %w", err)
+	}
+	return sum, nil
+}
+
+// manifestOf is the digest of each of files and the SHA256SUMS manifest listing them; a
+// folder that already holds a manifest must match it.
+func manifestOf(dir string, files []string) (map[string]string, []byte, error) {
+	sums := map[string]string{}
+	for _, rel := range files {
+		sum, err := results.FileSHA256(filepath.Join(dir, filepath.FromSlash(rel)))
+		if err != nil {
+			return nil, nil, fmt.Errorf("pack: %w", err)
+		}
+		sums[rel] = sum
+	}
+	if old, err := os.ReadFile(filepath.Join(dir, SumsFile)); err == nil {
+		listed, perr := parseSums(old)
+		if perr != nil {
+			return nil, nil, fmt.Errorf("pack: %s has a %s that cannot be read (%v); remove it to pack the folder as it is", dir, SumsFile, perr)
+		}
+		if probs := compareSums(listed, sums); len(probs) > 0 {
+			return nil, nil, fmt.Errorf("pack: %s does not match its own %s: %s", dir, SumsFile, strings.Join(probs, "; "))
+		}
+	}
+	var manifest bytes.Buffer
+	for _, rel := range files {
+		fmt.Fprintf(&manifest, "%s  %s\n", sums[rel], rel)
+	}
+	return sums, manifest.Bytes(), nil
+}
+
+// writeTarGz writes the pack to w (tmp and the pack's digest): the manifest, then each file
+// under base, checked against its digest as it is read; the tar, then the gzip stream are
+// ended and tmp synced before it is closed.
+func writeTarGz(w io.Writer, tmp *os.File, dir, base string, manifest []byte, files []string, sums map[string]string) error {
+	gz, _ := gzip.NewWriterLevel(w, gzip.BestCompression)
 	tw := tar.NewWriter(gz)
 	add := func(name string, data []byte) error {
 		hdr := &tar.Header{Name: path.Join(base, name), Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg,
@@ -115,9 +146,8 @@ func pack(dir, dst string, replace bool) (string, error) {
 		_, err := tw.Write(data)
 		return err
 	}
-	if err := add(SumsFile, manifest.Bytes()); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("pack: %w", err)
+	if err := add(SumsFile, manifest); err != nil {
+		return err
 	}
 	for _, rel := range files {
 		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
@@ -131,45 +161,41 @@ func pack(dir, dst string, replace bool) (string, error) {
 			err = add(rel, data)
 		}
 		if err != nil {
-			tmp.Close()
-			return "", fmt.Errorf("pack: %w", err)
+			return err
 		}
 	}
 	// The tar, then the gzip stream are ended and the file is on disk before it is closed.
 	for _, finish := range []func() error{tw.Close, gz.Close, tmp.Sync} {
 		if err := finish(); err != nil {
-			tmp.Close()
-			return "", fmt.Errorf("pack: %w", err)
+			return err
 		}
 	}
-	if err := tmp.Close(); err != nil {
-		return "", fmt.Errorf("pack: %w", err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return "", fmt.Errorf("pack: %w", err)
+	return nil
+}
+
+// publish puts the written pack tmp at dst: replacing it, or only where no file is.
+func publish(tmp, dst string, replace bool) error {
+	if err := os.Chmod(tmp, 0o644); err != nil {
+		return fmt.Errorf("pack: %w", err)
 	}
 	if replace {
-		if err := os.Rename(tmp.Name(), dst); err != nil {
-			return "", fmt.Errorf("pack: %w", err)
+		if err := os.Rename(tmp, dst); err != nil {
+			return fmt.Errorf("pack: %w", err)
 		}
-	} else if err := os.Link(tmp.Name(), dst); err != nil {
+	} else if err := os.Link(tmp, dst); err != nil {
 		// A link, unlike a rename, fails when dst appeared meanwhile (another pack run).
 		if errors.Is(err, fs.ErrExist) {
-			return "", fmt.Errorf("pack: %s: %w", dst, ErrPackExists)
+			return fmt.Errorf("pack: %s: %w", dst, ErrPackExists)
 		}
 		// A file system without hard links: check, then rename (a narrow race, no worse).
 		if _, serr := os.Lstat(dst); serr == nil {
-			return "", fmt.Errorf("pack: %s: %w", dst, ErrPackExists)
+			return fmt.Errorf("pack: %s: %w", dst, ErrPackExists)
 		}
-		if err := os.Rename(tmp.Name(), dst); err != nil {
-			return "", fmt.Errorf("pack: %w", err)
+		if err := os.Rename(tmp, dst); err != nil {
+			return fmt.Errorf("pack: %w", err)
 		}
 	}
-	sum := hex.EncodeToString(h.Sum(nil))
-	if err := os.WriteFile(dst+".sha256", []byte(sum+"  "+filepath.Base(dst)+"\n"), 0o644); err != nil {
-		return sum, fmt.Errorf("pack: write the detached digest: %w", err)
-	}
-	return sum, nil
+	return nil
 }
 
 // packFiles lists the regular files under dir ('/'-separated, sorted), without a top-level
