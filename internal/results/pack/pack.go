@@ -387,14 +387,7 @@ func VerifyPack(pack, expect, extractTo string) (*PackCheck, error) {
 		return nil, fmt.Errorf("verify pack: %w", err)
 	}
 	pc.SHA256 = hex.EncodeToString(h.Sum(nil))
-	pc.Detached = strings.ToLower(strings.TrimSpace(expect))
-	if pc.Detached == "" {
-		if data, err := os.ReadFile(pack + ".sha256"); err == nil {
-			if fields := strings.Fields(string(data)); len(fields) > 0 {
-				pc.Detached = strings.ToLower(fields[0])
-			}
-		}
-	}
+	pc.Detached = detachedDigest(pack, expect)
 	if pc.Detached != "" && pc.Detached != pc.SHA256 {
 		pc.Problems = append(pc.Problems, fmt.Sprintf("%s: the pack's sha256 is %s, the detached digest says %s: the pack changed after it was made", filepath.Base(pack), pc.SHA256, pc.Detached))
 	}
@@ -406,9 +399,43 @@ func VerifyPack(pack, expect, extractTo string) (*PackCheck, error) {
 		pc.Problems = append(pc.Problems, fmt.Sprintf("%s: not a readable gzip stream: %v", filepath.Base(pack), err))
 		return pc, nil
 	}
-	tr := tar.NewReader(gz)
-	actual := map[string]string{}
-	var manifest []byte
+	actual, manifest, err := pc.readEntries(tar.NewReader(gz), filepath.Base(pack), extractTo)
+	if err != nil {
+		return nil, err
+	}
+	pc.Files = len(actual)
+	if manifest == nil {
+		pc.Problems = append(pc.Problems, fmt.Sprintf("%s: no %s in the pack: nothing says what it should hold", filepath.Base(pack), SumsFile))
+		return pc, nil
+	}
+	listed, err := parseSums(manifest)
+	if err != nil {
+		pc.Problems = append(pc.Problems, fmt.Sprintf("%s: %v", SumsFile, err))
+		return pc, nil
+	}
+	pc.Problems = append(pc.Problems, compareSums(listed, actual)...)
+	return pc, nil
+}
+
+// detachedDigest is the pack's expected sha256: expect, else the first field of its
+// detached .sha256 file ("" when neither says).
+func detachedDigest(pack, expect string) string {
+	if d := strings.ToLower(strings.TrimSpace(expect)); d != "" {
+		return d
+	}
+	if data, err := os.ReadFile(pack + ".sha256"); err == nil {
+		if fields := strings.Fields(string(data)); len(fields) > 0 {
+			return strings.ToLower(fields[0])
+		}
+	}
+	return ""
+}
+
+// readEntries reads the pack's entries: the digest of each file (extracted to extractTo when
+// given) and the manifest, naming in pc every entry a pack must not hold. The error is a
+// failure to extract, not a fault of the pack.
+func (pc *PackCheck) readEntries(tr *tar.Reader, packName, extractTo string) (actual map[string]string, manifest []byte, err error) {
+	actual = map[string]string{}
 	names := extracted{files: map[string]bool{}, folders: map[string]string{}, folded: map[string]string{}}
 	current := "(start of the pack)"
 	for {
@@ -417,26 +444,12 @@ func VerifyPack(pack, expect, extractTo string) (*PackCheck, error) {
 			break
 		}
 		if err != nil {
-			pc.Problems = append(pc.Problems, fmt.Sprintf("%s: the pack is corrupt after %s: %v", filepath.Base(pack), current, err))
+			pc.Problems = append(pc.Problems, fmt.Sprintf("%s: the pack is corrupt after %s: %v", packName, current, err))
 			break
 		}
-		name := hdr.Name
-		current = name
-		folder, rel, ok := strings.Cut(path.Clean(name), "/")
-		switch {
-		case hdr.Typeflag == tar.TypeDir:
-			continue
-		case hdr.Typeflag != tar.TypeReg:
-			pc.Problems = append(pc.Problems, fmt.Sprintf("%s: not a regular file (tar type %q)", name, hdr.Typeflag))
-			continue
-		case !ok || path.IsAbs(name) || strings.HasPrefix(path.Clean(name), "../") || strings.Contains(name, `\`) || rel == "" || !fs.ValidPath(path.Clean(name)):
-			pc.Problems = append(pc.Problems, fmt.Sprintf("%s: unsafe or unexpected name (a pack holds one folder)", name))
-			continue
-		}
-		if pc.Folder == "" {
-			pc.Folder = folder
-		} else if folder != pc.Folder {
-			pc.Problems = append(pc.Problems, fmt.Sprintf("%s: outside the pack's folder %s", name, pc.Folder))
+		current = hdr.Name
+		rel, ok := pc.entryPath(hdr)
+		if !ok {
 			continue
 		}
 		if _, dup := actual[rel]; dup || (rel == SumsFile && manifest != nil) {
@@ -464,25 +477,38 @@ func VerifyPack(pack, expect, extractTo string) (*PackCheck, error) {
 		if extractTo != "" {
 			dst := filepath.Join(extractTo, filepath.FromSlash(rel))
 			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-				return nil, fmt.Errorf("verify pack: %w", err)
+				return nil, nil, fmt.Errorf("verify pack: %w", err)
 			}
 			if err := os.WriteFile(dst, data, 0o644); err != nil {
-				return nil, fmt.Errorf("verify pack: %w", err)
+				return nil, nil, fmt.Errorf("verify pack: %w", err)
 			}
 		}
 	}
-	pc.Files = len(actual)
-	if manifest == nil {
-		pc.Problems = append(pc.Problems, fmt.Sprintf("%s: no %s in the pack: nothing says what it should hold", filepath.Base(pack), SumsFile))
-		return pc, nil
+	return actual, manifest, nil
+}
+
+// entryPath is the entry's path inside the pack's one folder; false (the problem named in
+// pc) for a folder, a non-regular file, an unsafe name or one outside the folder.
+func (pc *PackCheck) entryPath(hdr *tar.Header) (string, bool) {
+	name := hdr.Name
+	folder, rel, ok := strings.Cut(path.Clean(name), "/")
+	switch {
+	case hdr.Typeflag == tar.TypeDir:
+		return "", false
+	case hdr.Typeflag != tar.TypeReg:
+		pc.Problems = append(pc.Problems, fmt.Sprintf("%s: not a regular file (tar type %q)", name, hdr.Typeflag))
+		return "", false
+	case !ok || path.IsAbs(name) || strings.HasPrefix(path.Clean(name), "../") || strings.Contains(name, `\`) || rel == "" || !fs.ValidPath(path.Clean(name)):
+		pc.Problems = append(pc.Problems, fmt.Sprintf("%s: unsafe or unexpected name (a pack holds one folder)", name))
+		return "", false
 	}
-	listed, err := parseSums(manifest)
-	if err != nil {
-		pc.Problems = append(pc.Problems, fmt.Sprintf("%s: %v", SumsFile, err))
-		return pc, nil
+	if pc.Folder == "" {
+		pc.Folder = folder
+	} else if folder != pc.Folder {
+		pc.Problems = append(pc.Problems, fmt.Sprintf("%s: outside the pack's folder %s", name, pc.Folder))
+		return "", false
 	}
-	pc.Problems = append(pc.Problems, compareSums(listed, actual)...)
-	return pc, nil
+	return rel, true
 }
 
 // IsPack reports whether path names a packed archive (by its extension).
