@@ -9,21 +9,21 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/ksqlflow/flowtest/internal/results/record"
 	"github.com/ksqlflow/flowtest/internal/results/redact"
+	"github.com/ksqlflow/flowtest/internal/results/render"
 )
 
-// Archive is one run's results folder. Every byte written into it goes through write(),
+// Archive is one run's results folder. Every byte written into it goes through its Writer,
 // which redacts; there is no other way to put a file there through this type.
 type Archive struct {
 	dir   string
 	label string
 	red   *redact.Redactor
+	w     *Writer // redacts by the record rules, into dir
 	start time.Time
 
 	mu        sync.Mutex
@@ -83,7 +83,7 @@ func Create(outDir, label string, now time.Time, red *redact.Redactor) (*Archive
 	if red == nil {
 		return nil, errors.New("create archive: a redactor is required")
 	}
-	label = SanitizeLabel(label)
+	label = record.SanitizeLabel(label)
 	dir, err := NewDatedDir(outDir, label, now)
 	if err != nil {
 		return nil, fmt.Errorf("create archive folder: %w", err)
@@ -91,7 +91,7 @@ func Create(outDir, label string, now time.Time, red *redact.Redactor) (*Archive
 	if err := os.Mkdir(filepath.Join(dir, ScenarioDir), 0o755); err != nil {
 		return nil, fmt.Errorf("create archive folder %s: %w", dir, err)
 	}
-	a := &Archive{dir: dir, label: label, red: red, start: now, names: map[string]bool{}}
+	a := &Archive{dir: dir, label: label, red: red, w: NewWriter(dir, red, JSONRecord), start: now, names: map[string]bool{}}
 	if err := a.UpdateRun(&Run{Label: label, State: RunInterrupted, Start: now}); err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func NewDatedDir(outDir, label string, now time.Time) (string, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", err
 	}
-	base := now.Format("150405") + "-" + SanitizeLabel(label)
+	base := now.Format("150405") + "-" + record.SanitizeLabel(label)
 	for i := 1; ; i++ {
 		name := base
 		if i > 1 {
@@ -121,30 +121,6 @@ func NewDatedDir(outDir, label string, now time.Time) (string, error) {
 			return "", err
 		}
 	}
-}
-
-// SanitizeLabel turns a tag expression into a file-name-safe label:
-// "@p2-16 and not @slow" -> "p2-16-and-not-slow"; empty -> "all"; at most 60 bytes.
-func SanitizeLabel(label string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range label {
-		if r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '.' || r == '_') {
-			b.WriteRune(r)
-			dash = false
-		} else if !dash && b.Len() > 0 {
-			b.WriteByte('-')
-			dash = true
-		}
-	}
-	s := strings.Trim(b.String(), "-.")
-	if len(s) > 60 {
-		s = strings.Trim(s[:60], "-.")
-	}
-	if s == "" {
-		return "all"
-	}
-	return s
 }
 
 // Dir is the archive folder.
@@ -166,7 +142,7 @@ func (a *Archive) WriteScenario(s *Scenario) error {
 		return fmt.Errorf("write scenario %s: encode: %w", red.ID, err)
 	}
 	a.mu.Lock()
-	base := SanitizeLabel(red.ID)
+	base := record.SanitizeLabel(red.ID)
 	if red.ID == "" {
 		base = "scenario"
 	}
@@ -258,19 +234,19 @@ func (a *Archive) Finish(run *Run) error {
 	if err := a.write("run.json", data); err != nil {
 		errs = append(errs, err)
 	}
-	view := newRunView(r, scen, gate)
-	if err := a.write("README.md", renderReadme(view)); err != nil {
+	view := render.NewView(r, scen, gate)
+	if err := a.write("README.md", render.Readme(view)); err != nil {
 		errs = append(errs, err)
 	}
-	if err := a.write(IndexFile, renderIndex(view)); err != nil {
+	if err := a.write(IndexFile, render.Index(view)); err != nil {
 		errs = append(errs, err)
 	}
-	if cj, err := renderCucumber(scen); err != nil {
+	if cj, err := render.Cucumber(scen); err != nil {
 		errs = append(errs, fmt.Errorf("cucumber.json: %w", err))
 	} else if err := a.write("cucumber.json", cj); err != nil {
 		errs = append(errs, err)
 	}
-	if jx, err := renderJUnit(r, scen); err != nil {
+	if jx, err := render.JUnit(r, scen); err != nil {
 		errs = append(errs, fmt.Errorf("junit.xml: %w", err))
 	} else if err := a.write("junit.xml", jx); err != nil {
 		errs = append(errs, err)
@@ -299,74 +275,10 @@ func (a *Archive) prepareRun(run *Run) *Run {
 
 // WriteFile writes any other file into the archive (name relative to it, '/'-separated),
 // redacted: JSON files (".json") token by token when they parse, everything as bytes.
-func (a *Archive) WriteFile(name string, data []byte) error {
-	clean := path.Clean(strings.ReplaceAll(name, `\`, "/"))
-	if clean == "." || strings.HasPrefix(clean, "../") || clean == ".." || path.IsAbs(clean) {
-		return fmt.Errorf("write %q: name must stay inside the archive", name)
-	}
-	if dir := path.Dir(clean); dir != "." {
-		if err := os.MkdirAll(filepath.Join(a.dir, filepath.FromSlash(dir)), 0o755); err != nil {
-			return fmt.Errorf("write %s: %w", clean, err)
-		}
-	}
-	return a.write(clean, data)
-}
+func (a *Archive) WriteFile(name string, data []byte) error { return a.w.WriteFile(name, data) }
 
-// write is the one writer: redact, then write atomically (temp file in the same folder,
-// fsync, rename, fsync folder).
-func (a *Archive) write(name string, data []byte) error {
-	var out []byte
-	if strings.HasSuffix(name, ".json") {
-		if j, err := a.red.JSON(data); err == nil {
-			out = j
-		}
-	}
-	if out == nil {
-		out = a.red.Bytes(data)
-	}
-	return writeAtomic(filepath.Join(a.dir, filepath.FromSlash(name)), out)
-}
-
-// TempPrefix starts the name of a file being written; readers skip such files.
-const TempPrefix = ".tmp-"
-
-func writeAtomic(dst string, data []byte) error {
-	dir := filepath.Dir(dst)
-	f, err := os.CreateTemp(dir, TempPrefix+filepath.Base(dst)+"-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", dst, err)
-	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", dst, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", dst, err)
-	}
-	if err := os.Chmod(tmp, 0o644); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", dst, err)
-	}
-	if err := os.Rename(tmp, dst); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", dst, err)
-	}
-	// Make the rename durable; not supported on every OS (Windows), so best effort.
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
-}
+// write is the one writer of the archive's own files (their names are known to be inside it).
+func (a *Archive) write(name string, data []byte) error { return a.w.write(name, data) }
 
 // redactMark returns a redacted copy of a known-defect mark (nil for none).
 func redactMark(r *redact.Redactor, m *KnownDefectMark) *KnownDefectMark {
@@ -402,53 +314,11 @@ func (a *Archive) redactScenario(s *Scenario) *Scenario {
 	c.Notes = eachRedacted(s.Notes, true, func(n Note) Note {
 		return Note{What: r.String(n.What), Detail: r.String(n.Detail)}
 	})
-	c.Processes = eachRedacted(s.Processes, false, func(p Process) Process {
-		p.Name, p.Signal = r.String(p.Name), r.String(p.Signal)
-		p.Argv = r.Argv(p.Argv)
-		if p.ExitCode != nil {
-			code := *p.ExitCode
-			p.ExitCode = &code
-		}
-		p.StdoutTail, p.StderrTail = r.Tail(p.StdoutTail, TailLimit), r.Tail(p.StderrTail, TailLimit)
-		return p
-	})
-	c.Barriers = eachRedacted(s.Barriers, false, func(b BarrierArrival) BarrierArrival {
-		b.ID, b.Name, b.Process, b.Phase, b.Method, b.Path = r.String(b.ID), r.String(b.Name), r.String(b.Process), r.String(b.Phase), r.String(b.Method), r.String(b.Path)
-		return b
-	})
-	c.Faults = eachRedacted(s.Faults, true, func(f FaultFiring) FaultFiring {
-		f.Fault, f.Process, f.Action, f.Method, f.Path = r.String(f.Fault), r.String(f.Process), r.String(f.Action), r.String(f.Method), r.String(f.Path)
-		f.App, f.RecordID, f.RecordKey, f.Error = r.String(f.App), r.String(f.RecordID), r.String(f.RecordKey), r.String(f.Error)
-		return f
-	})
-	c.Attempts = eachRedacted(s.Attempts, true, func(at Attempt) Attempt {
-		at.Node, at.Status, at.ResultCode, at.InvocationID = r.String(at.Node), r.String(at.Status), r.String(at.ResultCode), r.String(at.InvocationID)
-		return at
-	})
+	c.Processes = eachRedacted(s.Processes, false, func(p Process) Process { return redactProcess(r, p) })
+	redactTimedEvidence(r, s, &c)
 	if s.Differential != nil {
-		c.Differential = &Differential{
-			Records: eachRedacted(s.Differential.Records, false, func(d DiffRecord) DiffRecord {
-				f := make(map[string]string, len(d.Fields))
-				for k, v := range d.Fields {
-					f[r.String(k)] = r.String(v)
-				}
-				return DiffRecord{App: r.String(d.App), Type: r.String(d.Type), Fields: f}
-			}),
-			Processes: eachRedacted(s.Differential.Processes, false, func(p DiffProcess) DiffProcess {
-				p.Name, p.StdoutHead = r.String(p.Name), r.Strings(p.StdoutHead)
-				if p.ExitCode != nil {
-					code := *p.ExitCode
-					p.ExitCode = &code
-				}
-				return p
-			}),
-		}
+		c.Differential = redactDifferential(r, s.Differential)
 	}
-	c.Waits = eachRedacted(s.Waits, false, func(w Wait) Wait {
-		w.Name, w.What, w.Outcome = r.String(w.Name), r.String(w.What), r.String(w.Outcome)
-		w.LastObservation, w.LastError = r.String(w.LastObservation), r.String(w.LastError)
-		return w
-	})
 	c.Traffic = map[string]int{}
 	for k, v := range s.Traffic {
 		c.Traffic[r.String(k)] += v
@@ -469,6 +339,63 @@ func (a *Archive) redactScenario(s *Scenario) *Scenario {
 		c.Cleanup.Actions = []string{}
 	}
 	return &c
+}
+
+// redactProcess is a process of a record, redacted: its argv and tails (cut to TailLimit),
+// its exit code copied so the record shares nothing with the harness's.
+func redactProcess(r *redact.Redactor, p Process) Process {
+	p.Name, p.Signal = r.String(p.Name), r.String(p.Signal)
+	p.Argv = r.Argv(p.Argv)
+	if p.ExitCode != nil {
+		code := *p.ExitCode
+		p.ExitCode = &code
+	}
+	p.StdoutTail, p.StderrTail = r.Tail(p.StdoutTail, TailLimit), r.Tail(p.StderrTail, TailLimit)
+	return p
+}
+
+// redactTimedEvidence redacts into c what s recorded on the timeline: barrier arrivals,
+// fault firings, node attempts and waits.
+func redactTimedEvidence(r *redact.Redactor, s, c *Scenario) {
+	c.Barriers = eachRedacted(s.Barriers, false, func(b BarrierArrival) BarrierArrival {
+		b.ID, b.Name, b.Process, b.Phase, b.Method, b.Path = r.String(b.ID), r.String(b.Name), r.String(b.Process), r.String(b.Phase), r.String(b.Method), r.String(b.Path)
+		return b
+	})
+	c.Faults = eachRedacted(s.Faults, true, func(f FaultFiring) FaultFiring {
+		f.Fault, f.Process, f.Action, f.Method, f.Path = r.String(f.Fault), r.String(f.Process), r.String(f.Action), r.String(f.Method), r.String(f.Path)
+		f.App, f.RecordID, f.RecordKey, f.Error = r.String(f.App), r.String(f.RecordID), r.String(f.RecordKey), r.String(f.Error)
+		return f
+	})
+	c.Attempts = eachRedacted(s.Attempts, true, func(at Attempt) Attempt {
+		at.Node, at.Status, at.ResultCode, at.InvocationID = r.String(at.Node), r.String(at.Status), r.String(at.ResultCode), r.String(at.InvocationID)
+		return at
+	})
+	c.Waits = eachRedacted(s.Waits, false, func(w Wait) Wait {
+		w.Name, w.What, w.Outcome = r.String(w.Name), r.String(w.What), r.String(w.Outcome)
+		w.LastObservation, w.LastError = r.String(w.LastObservation), r.String(w.LastError)
+		return w
+	})
+}
+
+// redactDifferential is the differential record of a scenario, redacted.
+func redactDifferential(r *redact.Redactor, diff *Differential) *Differential {
+	return &Differential{
+		Records: eachRedacted(diff.Records, false, func(d DiffRecord) DiffRecord {
+			f := make(map[string]string, len(d.Fields))
+			for k, v := range d.Fields {
+				f[r.String(k)] = r.String(v)
+			}
+			return DiffRecord{App: r.String(d.App), Type: r.String(d.Type), Fields: f}
+		}),
+		Processes: eachRedacted(diff.Processes, false, func(p DiffProcess) DiffProcess {
+			p.Name, p.StdoutHead = r.String(p.Name), r.Strings(p.StdoutHead)
+			if p.ExitCode != nil {
+				code := *p.ExitCode
+				p.ExitCode = &code
+			}
+			return p
+		}),
+	}
 }
 
 // eachRedacted is the copy of a scenario's list with every element through `through`; keepNil

@@ -16,6 +16,8 @@ import (
 	"github.com/ksqlflow/flowtest/internal/results/redact"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ksqlflow/flowtest/internal/results/render"
 )
 
 const (
@@ -169,14 +171,14 @@ func TestFinishWritesRecordsAndVerifyPasses(t *testing.T) {
 		assert.Contains(t, string(readme), want)
 	}
 
-	var cuke []cukeFeature
+	var cuke []render.CucumberFeature
 	data, _ = os.ReadFile(filepath.Join(a.Dir(), "cucumber.json"))
 	require.NoError(t, json.Unmarshal(data, &cuke), string(data))
 	require.Len(t, cuke, 2, "one feature per feature file")
 	assert.Equal(t, "failed", cuke[1].Elements[0].Steps[1].Result.Status)
 	assert.Equal(t, int64(700*time.Millisecond), cuke[1].Elements[0].Steps[1].Result.Duration)
 
-	var ju junitSuites
+	var ju render.JUnitSuites
 	data, _ = os.ReadFile(filepath.Join(a.Dir(), "junit.xml"))
 	require.NoError(t, xml.Unmarshal(data, &ju), string(data))
 	assert.Equal(t, 3, ju.Tests, "two run + the platform skip; tag-filtered ones are not test cases")

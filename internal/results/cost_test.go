@@ -23,7 +23,7 @@ func TestComputeRunnerCost(t *testing.T) {
 	assert.Equal(t, int64(190), c.SetupP95MS) // the 19th of 20
 	assert.Equal(t, int64(200), c.SetupMaxMS)
 	require.Len(t, c.SlowestSetups, 3)
-	assert.Equal(t, []ScenarioTime{{"st", 200}, {"ss", 190}, {"sr", 180}}, c.SlowestSetups)
+	assert.Equal(t, []ScenarioTime{{ID: "st", MS: 200}, {ID: "ss", MS: 190}, {ID: "sr", MS: 180}}, c.SlowestSetups)
 	assert.Equal(t, "runner: wall 1m30s, CPU 7.5s, setup p50 100ms p95 190ms (slowest setups: st 200ms, ss 190ms, sr 180ms)", CostText(c))
 }
 

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ksqlflow/flowtest/internal/results/render"
 )
 
 func gateScen(id, status string, required bool) GateScenario {
@@ -176,7 +178,7 @@ func TestBlockedAndInterruptedReports(t *testing.T) {
 
 	cj, err := os.ReadFile(filepath.Join(a.Dir(), "cucumber.json"))
 	require.NoError(t, err)
-	var feats []cukeFeature
+	var feats []render.CucumberFeature
 	require.NoError(t, json.Unmarshal(cj, &feats))
 	seen := map[string]bool{}
 	for _, f := range feats {

@@ -2,6 +2,7 @@ package results
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -86,6 +87,8 @@ func goldenArchive(t *testing.T, gate bool) string {
 }
 
 // gateVolatile are the gate record's fields that name the temp folder and the clock.
+var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata")
+
 var gateVolatile = regexp.MustCompile(`"(archive|decided)": "[^"]*"`)
 
 // Every file of a fixed archive against its golden copy: what a run writes (run.json, the

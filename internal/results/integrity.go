@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/ksqlflow/flowtest/internal/results/render"
 )
 
 // Problem is one way an archive's files do not hold together: a file that is missing, extra,
@@ -121,14 +123,14 @@ func (c *integrity) readRun() *Run {
 	return run
 }
 
-// record is a parsed scenario record and the name of its file.
-type record struct {
+// scenarioFile is a parsed scenario record and the name of its file.
+type scenarioFile struct {
 	file string
 	s    *Scenario
 }
 
-func (c *integrity) readRecords(run *Run) map[string]*record {
-	out := map[string]*record{}
+func (c *integrity) readRecords(run *Run) map[string]*scenarioFile {
+	out := map[string]*scenarioFile{}
 	entries, err := os.ReadDir(filepath.Join(c.dir, ScenarioDir))
 	if errors.Is(err, fs.ErrNotExist) {
 		c.add(ScenarioDir+"/", "missing (every archive has the folder, even before its first scenario)")
@@ -173,7 +175,7 @@ func (c *integrity) readRecords(run *Run) map[string]*record {
 		if p := knownDefectProblem(s.Status, s.KnownDefect); p != "" {
 			c.add(name, "%s", p)
 		}
-		out[name] = &record{file: name, s: s}
+		out[name] = &scenarioFile{file: name, s: s}
 	}
 	return out
 }
@@ -214,7 +216,7 @@ func knownStatus(s string) bool {
 }
 
 // crossCheck relates run.json's rows to the records and to run_order.
-func (c *integrity) crossCheck(run *Run, records map[string]*record, complete bool) {
+func (c *integrity) crossCheck(run *Run, records map[string]*scenarioFile, complete bool) {
 	inOrder := map[string]int{}
 	for _, id := range run.RunOrder {
 		inOrder[id]++
@@ -223,45 +225,69 @@ func (c *integrity) crossCheck(run *Run, records map[string]*record, complete bo
 	rowsOf := map[string]int{}
 	for i, row := range run.Scenarios {
 		rowsOf[row.ID]++
-		if inOrder[row.ID] == 0 {
-			c.add("run.json", "scenario row %d (%s) is not in run_order", i+1, row.ID)
-		}
-		if row.File == "" {
-			c.add("run.json", "scenario row %d (%s) names no record file", i+1, row.ID)
-			continue
-		}
-		file := path.Clean(row.File)
-		if path.Dir(file) != ScenarioDir {
-			// Anything else would be read (or found missing) outside the records, or outside
-			// the archive: "../x.json".
-			c.add("run.json", "scenario row %d (%s) names %q, not a record in %s/", i+1, row.ID, row.File, ScenarioDir)
-			continue
-		}
-		if listedFile[file] {
-			c.add("run.json", "two scenario rows name the record %s", file)
-			continue
-		}
-		listedFile[file] = true
-		rec := records[file]
-		if rec == nil {
-			if _, err := os.Stat(filepath.Join(c.dir, filepath.FromSlash(file))); errors.Is(err, fs.ErrNotExist) {
-				c.add(file, "missing: run.json lists scenario %s in it", row.ID)
-			} // else it exists and its own problem (unreadable, truncated) was named
-			continue
-		}
-		if rec.s.ID != row.ID {
-			c.add(file, "holds scenario %s, run.json says %s", rec.s.ID, row.ID)
-		}
-		if rec.s.Status != row.Status {
-			c.add(file, "status %s, run.json says %s for %s", rec.s.Status, row.Status, row.ID)
-		}
-		if !sameMark(rec.s.KnownDefect, row.KnownDefect) {
-			c.add(file, "known_defect %s, run.json says %s for %s", markText(rec.s.KnownDefect), markText(row.KnownDefect), row.ID)
-		}
-		if rec.s.DurationMS != row.DurationMS {
-			c.add(file, "duration_ms %d, run.json says %d for %s", rec.s.DurationMS, row.DurationMS, row.ID)
-		}
+		c.checkRow(i, row, inOrder, listedFile, records)
 	}
+	c.checkUnlisted(run, records, listedFile, inOrder, rowsOf, complete)
+	if complete {
+		c.checkRunOrder(run, inOrder, rowsOf)
+	}
+	if want := ComputeTotals(run.Scenarios); want != run.Totals {
+		c.add("run.json", "totals %s do not add up: the rows give %s", totalsText(run.Totals), totalsText(want))
+	}
+}
+
+// checkRow checks the i-th scenario row of run.json: in run_order, naming one record of the
+// records folder no other row names, which exists and agrees with the row. listedFile
+// gathers the records named.
+func (c *integrity) checkRow(i int, row ScenarioSummary, inOrder map[string]int, listedFile map[string]bool, records map[string]*scenarioFile) {
+	if inOrder[row.ID] == 0 {
+		c.add("run.json", "scenario row %d (%s) is not in run_order", i+1, row.ID)
+	}
+	if row.File == "" {
+		c.add("run.json", "scenario row %d (%s) names no record file", i+1, row.ID)
+		return
+	}
+	file := path.Clean(row.File)
+	if path.Dir(file) != ScenarioDir {
+		// Anything else would be read (or found missing) outside the records, or outside
+		// the archive: "../x.json".
+		c.add("run.json", "scenario row %d (%s) names %q, not a record in %s/", i+1, row.ID, row.File, ScenarioDir)
+		return
+	}
+	if listedFile[file] {
+		c.add("run.json", "two scenario rows name the record %s", file)
+		return
+	}
+	listedFile[file] = true
+	rec := records[file]
+	if rec == nil {
+		if _, err := os.Stat(filepath.Join(c.dir, filepath.FromSlash(file))); errors.Is(err, fs.ErrNotExist) {
+			c.add(file, "missing: run.json lists scenario %s in it", row.ID)
+		} // else it exists and its own problem (unreadable, truncated) was named
+		return
+	}
+	c.checkRecordAgainstRow(file, rec.s, row)
+}
+
+// checkRecordAgainstRow checks that the record in file says what its run.json row says.
+func (c *integrity) checkRecordAgainstRow(file string, s *Scenario, row ScenarioSummary) {
+	if s.ID != row.ID {
+		c.add(file, "holds scenario %s, run.json says %s", s.ID, row.ID)
+	}
+	if s.Status != row.Status {
+		c.add(file, "status %s, run.json says %s for %s", s.Status, row.Status, row.ID)
+	}
+	if !sameMark(s.KnownDefect, row.KnownDefect) {
+		c.add(file, "known_defect %s, run.json says %s for %s", markText(s.KnownDefect), markText(row.KnownDefect), row.ID)
+	}
+	if s.DurationMS != row.DurationMS {
+		c.add(file, "duration_ms %d, run.json says %d for %s", s.DurationMS, row.DurationMS, row.ID)
+	}
+}
+
+// checkUnlisted names the records no row lists, except those an interrupted run may have
+// written after its last run.json update (counted into rowsOf).
+func (c *integrity) checkUnlisted(run *Run, records map[string]*scenarioFile, listedFile map[string]bool, inOrder, rowsOf map[string]int, complete bool) {
 	var unlisted []string
 	for file := range records {
 		if !listedFile[file] {
@@ -286,26 +312,26 @@ func (c *integrity) crossCheck(run *Run, records map[string]*record, complete bo
 			rowsOf[id]++ // written after the interrupted run's last run.json update
 		}
 	}
-	if complete {
-		var rowIDs []string
-		for _, row := range run.Scenarios {
-			rowIDs = append(rowIDs, row.ID)
-		}
-		for _, id := range run.RunOrder {
-			if rowsOf[id] < inOrder[id] {
-				c.add("run.json", "scenario %s of run_order has no row (and no record)", id)
-				rowsOf[id] = inOrder[id] // once per id
-			}
-		}
-		if len(rowIDs) == len(run.RunOrder) && strings.Join(rowIDs, "\n") != strings.Join(run.RunOrder, "\n") {
-			c.add("run.json", "scenario rows are not in run_order")
-		}
-		if run.Totals.Total != len(run.RunOrder) {
-			c.add("run.json", "totals.total %d, run_order has %d scenario(s)", run.Totals.Total, len(run.RunOrder))
+}
+
+// checkRunOrder checks a complete run's rows against its run_order: every scenario has a
+// row, in that order, and the total counts them.
+func (c *integrity) checkRunOrder(run *Run, inOrder, rowsOf map[string]int) {
+	var rowIDs []string
+	for _, row := range run.Scenarios {
+		rowIDs = append(rowIDs, row.ID)
+	}
+	for _, id := range run.RunOrder {
+		if rowsOf[id] < inOrder[id] {
+			c.add("run.json", "scenario %s of run_order has no row (and no record)", id)
+			rowsOf[id] = inOrder[id] // once per id
 		}
 	}
-	if want := ComputeTotals(run.Scenarios); want != run.Totals {
-		c.add("run.json", "totals %s do not add up: the rows give %s", totalsText(run.Totals), totalsText(want))
+	if len(rowIDs) == len(run.RunOrder) && strings.Join(rowIDs, "\n") != strings.Join(run.RunOrder, "\n") {
+		c.add("run.json", "scenario rows are not in run_order")
+	}
+	if run.Totals.Total != len(run.RunOrder) {
+		c.add("run.json", "totals.total %d, run_order has %d scenario(s)", run.Totals.Total, len(run.RunOrder))
 	}
 }
 
@@ -332,7 +358,7 @@ func markText(m *KnownDefectMark) string {
 // they are about the same scenarios; an interrupted run may lack them, but what it has must
 // parse.
 func (c *integrity) checkReports(run *Run, complete bool) {
-	var feats []cukeFeature
+	var feats []render.CucumberFeature
 	if _, ok := c.readJSON("cucumber.json", &feats, complete); ok {
 		n := 0
 		for _, f := range feats {

@@ -21,6 +21,7 @@ import (
 	"github.com/ksqlflow/flowtest/internal/harness/stepdef"
 	"github.com/ksqlflow/flowtest/internal/harness/wait"
 	"github.com/ksqlflow/flowtest/internal/results"
+	"github.com/ksqlflow/flowtest/internal/results/redact"
 )
 
 // Exit codes of a run.
@@ -132,18 +133,11 @@ func (rs *runState) formatsWritten(files []string, err error) {
 	}
 }
 
-// byteRedactor is what the --format files need of the archive's redactor.
-type byteRedactor interface{ Bytes([]byte) []byte }
-
-type noRedaction struct{}
-
-func (noRedaction) Bytes(b []byte) []byte { return b }
-
 // redactor is the archive's redactor, which the --format files go through as well; without
-// an archive (tests only) nothing is redacted.
-func (o Options) redactor() byteRedactor {
+// an archive (tests only) it is nil and nothing is redacted.
+func (o Options) redactor() *redact.Redactor {
 	if o.Archive == nil {
-		return noRedaction{}
+		return nil
 	}
 	return o.Archive.Redactor()
 }
@@ -591,10 +585,12 @@ func fileFormat(f, id, workDir string, n int) (formatFile, bool) {
 	return formatFile{name: name, work: work, dest: dest}, true
 }
 
-// publishFormats writes each scenario format file to its destination through red: the raw
-// file stays in the work dir, the destination is replaced atomically (a reader never sees a
-// half-written or unredacted file). It returns the destinations written.
-func publishFormats(files []formatFile, red byteRedactor) ([]string, error) {
+// publishFormats writes each scenario format file to its destination through the archive's
+// redacting writer (results.Writer, as bytes: godog's keys are not flowtest's): the raw file
+// stays in the work dir, the destination is replaced atomically (a reader never sees a
+// half-written or unredacted file) with the archive's file mode. It returns the destinations
+// written.
+func publishFormats(files []formatFile, red *redact.Redactor) ([]string, error) {
 	var written []string
 	var errs []error
 	for _, f := range files {
@@ -603,31 +599,14 @@ func publishFormats(files []formatFile, red byteRedactor) ([]string, error) {
 			errs = append(errs, fmt.Errorf("--format %s:%s: godog wrote no file: %w", f.name, f.dest, err))
 			continue
 		}
-		if err := writeFileAtomic(f.dest, red.Bytes(data)); err != nil {
+		w := results.NewWriter(filepath.Dir(f.dest), red, results.JSONAsBytes)
+		if err := w.WriteFile(filepath.Base(f.dest), data); err != nil {
 			errs = append(errs, fmt.Errorf("--format %s:%s: %w", f.name, f.dest, err))
 			continue
 		}
 		written = append(written, f.dest)
 	}
 	return written, errors.Join(errs...)
-}
-
-func writeFileAtomic(dst string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".tmp-"+filepath.Base(dst)+"-*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), dst)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
 }
 
 // stepLog keeps one record per step of the scenario, pre-filled as skipped.

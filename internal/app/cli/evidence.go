@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 
 	"github.com/ksqlflow/flowtest/internal/base/flagcheck"
+	"github.com/ksqlflow/flowtest/internal/results"
 	"github.com/ksqlflow/flowtest/internal/results/evidence"
 	"github.com/ksqlflow/flowtest/internal/results/redact"
 	"github.com/ksqlflow/flowtest/internal/runner"
@@ -85,11 +86,9 @@ func cmdEvidence(inv invocation, f *evidenceFlags, fset *flag.FlagSet, args []st
 		stdout.Write(md)
 	}
 	if f.out != "" {
-		err := os.MkdirAll(filepath.Dir(f.out), 0o755)
-		if err == nil {
-			err = os.WriteFile(f.out, md, 0o644)
-		}
-		if err != nil {
+		// The one redacting writer, like the archive's files (md is redacted already; the
+		// writer makes the file whole and its mode the archive's).
+		if err := results.NewWriter(filepath.Dir(f.out), red, results.JSONAsBytes).WriteFile(filepath.Base(f.out), md); err != nil {
 			fmt.Fprintf(stderr, "flowtest evidence: --out: %v\n", err)
 			return runner.ExitFailed
 		}

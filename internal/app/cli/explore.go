@@ -314,7 +314,8 @@ func (s *session) exploreRuns(ctx context.Context, tgt *target.Target, stdout io
 	rep.Via = sp.via
 	rep.Product = tgt.Product.Label()
 	replayCmd := func(file string) string { return fmt.Sprintf("flowtest explore %s --replay %s", sp.id, file) }
-	if werr := explorer.Write(dir, rep, replayCmd, s.gherkinSource(it, sp.processes), red); werr != nil {
+	out := results.NewWriter(dir, red, results.JSONText)
+	if werr := explorer.Write(dir, rep, replayCmd, s.gherkinSource(it, sp.processes), out); werr != nil {
 		fmt.Fprintf(stdout, "flowtest explore: write the report: %v\n", werr)
 		return runner.ExitFailed
 	}
@@ -322,10 +323,10 @@ func (s *session) exploreRuns(ctx context.Context, tgt *target.Target, stdout io
 		sp.requested(), Version, tgt.Name, runtime.GOOS, runtime.GOARCH, explorer.Markdown(rep))
 	page, werr := explorer.HTML(rep)
 	if werr == nil {
-		werr = os.WriteFile(filepath.Join(dir, "README.md"), []byte(red.String(readme)), 0o644)
+		werr = out.WriteFile("README.md", []byte(readme))
 	}
 	if werr == nil {
-		werr = os.WriteFile(filepath.Join(dir, "index.html"), []byte(red.String(page)), 0o644)
+		werr = out.WriteFile("index.html", []byte(page))
 	}
 	if werr != nil {
 		fmt.Fprintf(stdout, "flowtest explore: %v\n", werr)

@@ -179,73 +179,105 @@ func Explore(ctx context.Context, r Runner, o Options) (*Report, error) {
 	}
 	start := time.Now()
 	rep := &Report{Scenario: o.Scenario, Strategy: o.Strategy.Name(), Branches: map[string]int{}, Start: start.UTC()}
-	var deadline time.Time
+	pl := &pool{ctx: ctx, o: o, rep: rep, seen: map[string]bool{}}
+	pl.cond = sync.NewCond(&pl.mu)
 	if o.Time > 0 {
-		deadline = start.Add(o.Time)
-	}
-
-	var mu sync.Mutex
-	cond := sync.NewCond(&mu)
-	planned, running := 0, 0
-	seen := map[string]bool{}
-	var runErr error
-	next := func() (int, schedule.Chooser, bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		for {
-			if runErr != nil || ctx.Err() != nil || (o.Schedules > 0 && planned >= o.Schedules) ||
-				(!deadline.IsZero() && time.Now().After(deadline)) {
-				return 0, nil, false
-			}
-			c, wait := o.Strategy.Plan(planned)
-			if c != nil {
-				planned++
-				running++
-				return planned, c, true
-			}
-			if !wait || running == 0 {
-				rep.Exhausted = true
-				return 0, nil, false
-			}
-			cond.Wait() // a running schedule will report and may give the strategy more
-		}
+		pl.deadline = start.Add(o.Time)
 	}
 	var wg sync.WaitGroup
 	for range o.Workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				n, c, ok := next()
-				if !ok {
-					return
-				}
-				t0 := time.Now()
-				out, err := r.Run(ctx, n, c)
-				mu.Lock()
-				running--
-				if err != nil {
-					if runErr == nil {
-						runErr = fmt.Errorf("schedule %d: %w", n, err)
-					}
-					cond.Broadcast()
-					mu.Unlock()
-					return
-				}
-				o.Strategy.Executed(n-1, out.Result)
-				s := judge(n, out, time.Since(t0))
-				key := schedule.Order(s.Order)
-				s.Duplicate = seen[key]
-				seen[key] = true
-				rep.Schedules = append(rep.Schedules, s)
-				progress(o.Progress, s) // under the lock: one line at a time
-				cond.Broadcast()
-				mu.Unlock()
-			}
+			pl.work(r)
 		}()
 	}
 	wg.Wait()
 	sort.Slice(rep.Schedules, func(i, j int) bool { return rep.Schedules[i].N < rep.Schedules[j].N })
+	tally(rep)
+	if pl.runErr == nil {
+		rep.Violations = violations(ctx, r, rep.Schedules, o)
+	}
+	rep.Elapsed = time.Since(start).Seconds()
+	if rep.Elapsed > 0 {
+		rep.PerMinute = float64(rep.SchedulesRun) / rep.Elapsed * 60
+	}
+	return rep, pl.runErr
+}
+
+// pool hands the strategy's schedules to the workers and gathers what they ran into the
+// report, one schedule at a time under mu.
+type pool struct {
+	ctx      context.Context
+	o        Options
+	rep      *Report
+	deadline time.Time // zero: no time budget
+
+	mu               sync.Mutex
+	cond             *sync.Cond // a schedule ended: the strategy may have more
+	planned, running int
+	seen             map[string]bool // write orders seen
+	runErr           error           // the first schedule that could not be run
+}
+
+// next is the next schedule to run, its number and its chooser; false when the budget is
+// spent, the run was stopped or failed, or the strategy has no more.
+func (pl *pool) next() (int, schedule.Chooser, bool) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	o := pl.o
+	for {
+		if pl.runErr != nil || pl.ctx.Err() != nil || (o.Schedules > 0 && pl.planned >= o.Schedules) ||
+			(!pl.deadline.IsZero() && time.Now().After(pl.deadline)) {
+			return 0, nil, false
+		}
+		c, wait := o.Strategy.Plan(pl.planned)
+		if c != nil {
+			pl.planned++
+			pl.running++
+			return pl.planned, c, true
+		}
+		if !wait || pl.running == 0 {
+			pl.rep.Exhausted = true
+			return 0, nil, false
+		}
+		pl.cond.Wait() // a running schedule will report and may give the strategy more
+	}
+}
+
+// work runs schedules until next says stop or one cannot be run.
+func (pl *pool) work(r Runner) {
+	for {
+		n, c, ok := pl.next()
+		if !ok {
+			return
+		}
+		t0 := time.Now()
+		out, err := r.Run(pl.ctx, n, c)
+		pl.mu.Lock()
+		pl.running--
+		if err != nil {
+			if pl.runErr == nil {
+				pl.runErr = fmt.Errorf("schedule %d: %w", n, err)
+			}
+			pl.cond.Broadcast()
+			pl.mu.Unlock()
+			return
+		}
+		pl.o.Strategy.Executed(n-1, out.Result)
+		s := judge(n, out, time.Since(t0))
+		key := schedule.Order(s.Order)
+		s.Duplicate = pl.seen[key]
+		pl.seen[key] = true
+		pl.rep.Schedules = append(pl.rep.Schedules, s)
+		progress(pl.o.Progress, s) // under the lock: one line at a time
+		pl.cond.Broadcast()
+		pl.mu.Unlock()
+	}
+}
+
+// tally counts the report's schedules: run, duplicates, distinct orders, branches, passed.
+func tally(rep *Report) {
 	rep.SchedulesRun = len(rep.Schedules)
 	for _, s := range rep.Schedules {
 		if s.Duplicate {
@@ -260,27 +292,26 @@ func Explore(ctx context.Context, r Runner, o Options) (*Report, error) {
 			rep.Passed++
 		}
 	}
-	if runErr == nil {
-		// One shrink per way of failing, the first schedule that showed it: the others are
-		// listed with their own order (a shrink costs up to ShrinkRuns runs of the scenario).
-		shrunk := map[string]bool{}
-		for _, s := range rep.Schedules {
-			if s.failed() && ctx.Err() == nil {
-				v := Violating{Schedule: s, Replay: s.Order, ShrunkFrom: len(s.Order), Released: s.Order}
-				if o.ShrinkRuns > 0 && !shrunk[s.failure()] {
-					shrunk[s.failure()] = true
-					v.Replay, v.Released = Shrink(ctx, r, s, o.ShrinkRuns, o.Progress)
-					v.Shrunk = true
-				}
-				rep.Violations = append(rep.Violations, v)
+}
+
+// violations are the failed schedules, each shrunk when it is the first to fail that way:
+// the others are listed with their own order (a shrink costs up to ShrinkRuns runs of the
+// scenario).
+func violations(ctx context.Context, r Runner, schedules []ScheduleRun, o Options) []Violating {
+	var out []Violating
+	shrunk := map[string]bool{}
+	for _, s := range schedules {
+		if s.failed() && ctx.Err() == nil {
+			v := Violating{Schedule: s, Replay: s.Order, ShrunkFrom: len(s.Order), Released: s.Order}
+			if o.ShrinkRuns > 0 && !shrunk[s.failure()] {
+				shrunk[s.failure()] = true
+				v.Replay, v.Released = Shrink(ctx, r, s, o.ShrinkRuns, o.Progress)
+				v.Shrunk = true
 			}
+			out = append(out, v)
 		}
 	}
-	rep.Elapsed = time.Since(start).Seconds()
-	if rep.Elapsed > 0 {
-		rep.PerMinute = float64(rep.SchedulesRun) / rep.Elapsed * 60
-	}
-	return rep, runErr
+	return out
 }
 
 func progress(w io.Writer, s ScheduleRun) {

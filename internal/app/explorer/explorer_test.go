@@ -15,6 +15,7 @@ import (
 
 	"github.com/ksqlflow/flowtest/internal/harness/faultproxy"
 	"github.com/ksqlflow/flowtest/internal/harness/schedule"
+	"github.com/ksqlflow/flowtest/internal/results"
 	"github.com/ksqlflow/flowtest/internal/results/redact"
 )
 
@@ -158,7 +159,7 @@ func TestAViolationIsFoundShrunkWrittenAndReplaysToTheSameFailure(t *testing.T) 
 	assert.Contains(t, progress.String(), "VIOLATION invariant lock-intervals-disjoint")
 
 	dir := t.TempDir()
-	require.NoError(t, Write(dir, rep, func(f string) string { return "flowtest explore fake --replay " + f }, nil, redact.New(nil, nil)))
+	require.NoError(t, Write(dir, rep, func(f string) string { return "flowtest explore fake --replay " + f }, nil, results.NewWriter(dir, redact.New(nil, nil), results.JSONText)))
 	f, err := LoadReplay(filepath.Join(dir, rep.Violations[0].File))
 	require.NoError(t, err)
 	assert.Equal(t, "invariant lock-intervals-disjoint", f.Failure)
@@ -203,7 +204,7 @@ func TestARedirectIsRecordedInTheReportAndTheReadme(t *testing.T) {
 	dir := t.TempDir()
 	rep := &Report{Scenario: "free", Strategy: "random", Branches: map[string]int{},
 		Via: &Redirect{From: "forced", To: "free", Reason: "its barriers force one order"}}
-	require.NoError(t, Write(dir, rep, nil, nil, redact.New(nil, nil)))
+	require.NoError(t, Write(dir, rep, nil, nil, results.NewWriter(dir, redact.New(nil, nil), results.JSONText)))
 	data, err := os.ReadFile(filepath.Join(dir, "explore.json"))
 	require.NoError(t, err)
 	var back Report
@@ -235,7 +236,7 @@ func TestWriteRedacts(t *testing.T) {
 	rep := &Report{Scenario: "fake", Strategy: "random", Branches: map[string]int{}, Schedules: []ScheduleRun{sched},
 		Violations: []Violating{{Schedule: sched, Replay: []schedule.Signature{{Process: "poller A", Method: "PUT", Role: "request"}}}}}
 	red := redact.New(map[string]string{"KINTONE_TOKEN": token}, nil)
-	require.NoError(t, Write(dir, rep, func(f string) string { return "flowtest explore fake --replay " + f }, nil, red))
+	require.NoError(t, Write(dir, rep, func(f string) string { return "flowtest explore fake --replay " + f }, nil, results.NewWriter(dir, red, results.JSONText)))
 	for _, name := range []string{"explore.json", "schedules/2.json"} {
 		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
 		require.NoError(t, err)

@@ -37,18 +37,19 @@ func LoadReplay(path string) (ReplayFile, error) {
 	return f, nil
 }
 
-// Redactor is what every file Write writes passes through (internal/results/redact's Redactor, with
-// the run's secrets): a failure or a step's text may quote a process's output.
-type Redactor interface {
-	JSONText(data []byte) ([]byte, error) // text rules only: "reason" here is a failure
-	String(s string) string
+// FileWriter is where Write puts its files: internal/results' Writer over the exploration's
+// folder, which redacts every file with the run's secrets (JSON by flowtest's own keys,
+// where "reason" is a failure) and writes it whole, with the archive's file mode. A failure or
+// a step's text may quote a process's output, so no file may go around it.
+type FileWriter interface {
+	WriteFile(name string, data []byte) error // name relative to the folder, '/'-separated
 }
 
 // Write puts explore.json and one schedules/<n>.json per violation into dir, fills in each
 // violation's file and replay command, and, given the scenario's source, writes beside the
 // replay file of each shrunk violation the scenario whose barriers force it
-// (schedules/<n>.feature), or notes why it cannot. Every file passes red.
-func Write(dir string, rep *Report, command func(file string) string, src *GherkinSource, red Redactor) error {
+// (schedules/<n>.feature), or notes why it cannot. dir is w's folder, for the replay commands.
+func Write(dir string, rep *Report, command func(file string) string, src *GherkinSource, w FileWriter) error {
 	for i := range rep.Violations {
 		v := &rep.Violations[i]
 		rel := filepath.ToSlash(filepath.Join("schedules", fmt.Sprintf("%d.json", v.Schedule.N)))
@@ -57,7 +58,7 @@ func Write(dir string, rep *Report, command func(file string) string, src *Gherk
 			v.Command = command(filepath.Join(dir, rel))
 		}
 		f := ReplayFile{Scenario: rep.Scenario, Replay: v.Replay, Failure: v.Schedule.failure(), Reason: v.Schedule.Reason, Command: v.Command}
-		if err := writeJSON(filepath.Join(dir, rel), f, red); err != nil {
+		if err := writeJSON(w, rel, f); err != nil {
 			return err
 		}
 		if src == nil || !v.Shrunk {
@@ -71,25 +72,19 @@ func Write(dir string, rep *Report, command func(file string) string, src *Gherk
 		v.Gherkin = strings.TrimSuffix(rel, ".json") + ".feature"
 		j := joiningOf(*src, v.Schedule.N)
 		v.Joins = &j
-		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(v.Gherkin)), []byte(red.String(text)), 0o644); err != nil {
+		if err := w.WriteFile(v.Gherkin, []byte(text)); err != nil {
 			return err
 		}
 	}
-	return writeJSON(filepath.Join(dir, "explore.json"), rep, red)
+	return writeJSON(w, "explore.json", rep)
 }
 
-func writeJSON(path string, v any, red Redactor) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
+func writeJSON(w FileWriter, name string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", name, err)
 	}
-	if data, err = red.JSONText(data); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return os.WriteFile(path, data, 0o644)
+	return w.WriteFile(name, data)
 }
 
 // Markdown is the README section of an exploration.

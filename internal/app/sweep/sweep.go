@@ -378,17 +378,14 @@ func WriteRecord(out string, now time.Time, rec *Record, red *redact.Redactor) (
 	if err != nil {
 		return "", err
 	}
-	clean, err := red.JSON(data)
-	if err != nil {
-		return "", err
-	}
 	dir, err := results.NewDatedDir(out, "sweep", now)
 	if err != nil {
 		return "", err
 	}
 	path := filepath.Join(dir, RecordFile)
-	// Whole or not at all: a sweep stopped while writing leaves no half record.
-	if err := results.WriteFileAtomic(path, clean); err != nil {
+	// Redacted by the record rules and whole or not at all, like an archive's files: a sweep
+	// stopped while writing leaves no half record.
+	if err := results.NewWriter(dir, red, results.JSONRecord).WriteFile(RecordFile, data); err != nil {
 		return dir, err
 	}
 	// What was written is checked for what the redactor knows, as a run checks its archive.

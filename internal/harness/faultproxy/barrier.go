@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ksqlflow/flowtest/internal/results/record"
 )
 
 // Phase is when a barrier holds its request.
@@ -71,6 +73,13 @@ type Arrival struct {
 	Path      string    `json:"path"`
 	// ResponseStatus is the upstream status held by an after-success barrier (0 for before).
 	ResponseStatus int `json:"response_status,omitempty"`
+}
+
+// Record is the arrival for the scenario record, at the proxy of process; the feature's
+// name for the barrier is the steps' to add.
+func (a Arrival) Record(process string) record.BarrierArrival {
+	return record.BarrierArrival{ID: a.BarrierID, Process: process, Phase: string(a.Phase), Method: a.Method,
+		Path: a.Path, Status: a.ResponseStatus, At: a.At}
 }
 
 // compiled is a validated barrier ready for matching.

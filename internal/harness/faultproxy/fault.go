@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ksqlflow/flowtest/internal/results/record"
 )
 
 // Action is what a fault does to a request it takes.
@@ -128,6 +130,15 @@ type Firing struct {
 	// Error says why the fault did not act although it took the request (a barrier
 	// before it timed out, the client went away, the upstream failed).
 	Error string `json:"error,omitempty"`
+}
+
+// Record is the firing for the scenario record: fault is the feature's name for the fault,
+// process the process whose proxy holds it, appRole the role of the app it addressed (the
+// record names no app id).
+func (f Firing) Record(fault, process, appRole string) record.FaultFiring {
+	return record.FaultFiring{Fault: fault, Process: process, Action: string(f.Action), Match: f.Match,
+		Method: f.Method, Path: f.Path, App: appRole, RecordID: f.RecordID, RecordKey: f.RecordKey,
+		Status: f.Status, Error: f.Error, At: f.At.UTC()}
 }
 
 // compiledFault is a validated fault ready for matching.

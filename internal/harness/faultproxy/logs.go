@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ksqlflow/flowtest/internal/results/record"
 )
 
 type trafficEntry struct {
@@ -41,26 +43,14 @@ type trafficEntry struct {
 	created string
 }
 
-// TrafficLine is one logged request as Traffic returns it (the traffic log's fields).
+// TrafficLine is one logged request as Traffic returns it: the scenario record's traffic
+// line (record.TrafficLine, its Process left for Record to name) and what stays in memory
+// beside it.
 type TrafficLine struct {
-	At       time.Time
-	Method   string
-	Path     string
-	App      string
-	RecordID string
-	// RecordKey is the updateKey value of a PUT by updateKey ("" for one by id).
-	RecordKey  string
-	Fields     []string
-	Blocked    bool
-	Heartbeat  bool
-	Status     int
-	DurationMS float64
-	Error      string
+	record.TrafficLine
 	// Fault and FaultAction name the fault that took the request, if one did.
 	Fault       string
 	FaultAction Action
-	// Fenced: a PUT or DELETE carried kintone's revision fence (nil for other methods).
-	Fenced *bool
 	// Write is, for a write to the record(s) endpoint, what a gate would see of it, with
 	// Values cut to Options.Judged: what the invariant checkers of flowtest run judge. It is
 	// kept in memory only, never in the log file.
@@ -74,11 +64,28 @@ type TrafficLine struct {
 	Answer uint64
 }
 
+// Record is the line for the scenario record, under the name of the process whose proxy
+// logged it.
+func (l TrafficLine) Record(process string) record.TrafficLine {
+	r := l.TrafficLine
+	r.Process = process
+	return r
+}
+
 // answers numbers the answers seen by every proxy of the process (TrafficLine.Answer).
 var answers atomic.Uint64
 
 // maxTrafficLines bounds the lines Traffic keeps in memory (the log file keeps all).
 const maxTrafficLines = 20000
+
+// line is the entry as Traffic keeps it: the log file's fields in the record's shape (the
+// log's own layout, with targeted and the fault, stays as it was) and the in-memory ones.
+func (e *trafficEntry) line() TrafficLine {
+	return TrafficLine{TrafficLine: record.TrafficLine{At: e.At, Method: e.Method, Path: e.Path, App: e.App,
+		RecordID: e.RecordID, RecordKey: e.RecordKey, Fields: e.Fields, Blocked: e.Blocked, Heartbeat: e.Heartbeat,
+		Fenced: e.Fenced, Status: e.Status, DurationMS: e.DurationMS, Error: e.Error},
+		Fault: e.Fault, FaultAction: e.FaultAction, Write: e.write, Answer: e.answer, Created: e.created}
+}
 
 // logTraffic queues the request's traffic line. Failed requests are logged before
 // their connection is dropped, so a client that saw the failure finds the line after
@@ -90,9 +97,7 @@ func (p *Proxy) logTraffic(e *trafficEntry, start time.Time) {
 	}
 	p.mu.Lock()
 	if len(p.traffic) < maxTrafficLines {
-		p.traffic = append(p.traffic, TrafficLine{At: e.At, Method: e.Method, Path: e.Path, App: e.App, RecordID: e.RecordID, RecordKey: e.RecordKey,
-			Fields: e.Fields, Blocked: e.Blocked, Heartbeat: e.Heartbeat, Status: e.Status, DurationMS: e.DurationMS, Error: e.Error,
-			Fault: e.Fault, FaultAction: e.FaultAction, Fenced: e.Fenced, Write: e.write, Answer: e.answer, Created: e.created})
+		p.traffic = append(p.traffic, e.line())
 	}
 	p.mu.Unlock()
 	p.writeLog(p.trafficLog, e)

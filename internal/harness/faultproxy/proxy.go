@@ -142,41 +142,18 @@ func New(opts Options) (*Proxy, error) {
 		opts.Name = "faultproxy"
 	}
 	name := regexp.MustCompile(`[^A-Za-z0-9._-]+`).ReplaceAllString(opts.Name, "_")
-	up, err := url.Parse(opts.Upstream)
-	if err != nil || (up.Scheme != "http" && up.Scheme != "https") || up.Host == "" {
-		return nil, fmt.Errorf("fault proxy %s: upstream %q is not an absolute http(s) URL", opts.Name, opts.Upstream)
+	up, err := checkUpstream(opts)
+	if err != nil {
+		return nil, err
 	}
-	if up.RawQuery != "" || up.Fragment != "" {
-		return nil, fmt.Errorf("fault proxy %s: upstream must be a base URL without query or fragment", opts.Name)
-	}
-	if opts.LogDir == "" {
-		return nil, fmt.Errorf("fault proxy %s: LogDir is required", opts.Name)
-	}
-	if opts.BarrierTimeout <= 0 {
-		opts.BarrierTimeout = DefaultBarrierTimeout
-	}
-	if opts.MaxBodyBuffer <= 0 {
-		opts.MaxBodyBuffer = DefaultMaxBodyBuffer
-	}
-	if opts.Listen == "" {
-		opts.Listen = "127.0.0.1:0"
-	}
+	opts = withDefaults(opts)
 	if err := os.MkdirAll(opts.LogDir, 0o755); err != nil {
 		return nil, fmt.Errorf("fault proxy %s: %w", opts.Name, err)
 	}
 
-	rootCAs, err := x509.SystemCertPool()
-	if err != nil || rootCAs == nil {
-		rootCAs = x509.NewCertPool()
-	}
-	if opts.UpstreamCA != "" {
-		pemData, err := os.ReadFile(opts.UpstreamCA)
-		if err != nil {
-			return nil, fmt.Errorf("fault proxy %s: upstream CA: %w", opts.Name, err)
-		}
-		if !rootCAs.AppendCertsFromPEM(pemData) {
-			return nil, fmt.Errorf("fault proxy %s: upstream CA %s holds no PEM certificate", opts.Name, opts.UpstreamCA)
-		}
+	rootCAs, err := upstreamRoots(opts)
+	if err != nil {
+		return nil, err
 	}
 
 	p := &Proxy{
@@ -189,28 +166,7 @@ func New(opts Options) (*Proxy, error) {
 		firingsChanged: make(chan struct{}),
 		counts:         Counts{Records: map[string]int{}},
 	}
-	// No environment proxy: FlowNet's own fetch does not use one either, and the
-	// runner's HTTP(S)_PROXY must not reroute test traffic.
-	p.tr = &http.Transport{
-		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		TLSClientConfig:       &tls.Config{RootCAs: rootCAs, MinVersion: tls.VersionTLS12},
-		MaxIdleConns:          128,
-		MaxIdleConnsPerHost:   64,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   15 * time.Second,
-		ExpectContinueTimeout: time.Second,
-	}
-	p.rp = &httputil.ReverseProxy{
-		Rewrite:        func(pr *httputil.ProxyRequest) { pr.SetURL(up) },
-		Transport:      p.tr,
-		ModifyResponse: p.modifyResponse,
-		ErrorHandler:   p.errorHandler,
-		// The default logger would print upstream errors, which can carry URLs.
-		ErrorLog: log.New(io.Discard, "", 0),
-		// Without a pool every response copy allocates 32 KiB; the garbage shows up
-		// as tail latency.
-		BufferPool: &bufferPool{},
-	}
+	p.tr, p.rp = p.reverseProxy(up, rootCAs)
 
 	if p.trafficLog, err = openLog(filepath.Join(opts.LogDir, name+".traffic.jsonl")); err != nil {
 		return nil, fmt.Errorf("fault proxy %s: %w", opts.Name, err)
@@ -227,26 +183,13 @@ func New(opts Options) (*Proxy, error) {
 	}
 	scheme := "http"
 	if opts.TLS {
-		ca := opts.CA
-		if ca == nil {
-			if ca, err = NewCA(); err != nil {
-				ln.Close()
-				p.closeFiles()
-				return nil, fmt.Errorf("fault proxy %s: %w", opts.Name, err)
-			}
-		}
-		cert, err := ca.ServerCert()
-		if err == nil {
-			p.caFile = filepath.Join(opts.LogDir, name+".ca.pem")
-			err = ca.WriteCertFile(p.caFile)
-		}
+		tln, err := p.listenTLS(ln, name)
 		if err != nil {
 			ln.Close()
 			p.closeFiles()
 			return nil, fmt.Errorf("fault proxy %s: %w", opts.Name, err)
 		}
-		// HTTP/1.1 only: dropping a connection needs Hijack, which HTTP/2 lacks.
-		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
+		ln = tln
 		scheme = "https"
 	}
 	p.logCh = make(chan logLine, 1024)
@@ -266,6 +209,103 @@ func New(opts Options) (*Proxy, error) {
 	}
 	go func() { _ = p.srv.Serve(ln) }()
 	return p, nil
+}
+
+// checkUpstream is the upstream base URL: absolute http(s), without query or fragment; a
+// log folder is required too.
+func checkUpstream(opts Options) (*url.URL, error) {
+	up, err := url.Parse(opts.Upstream)
+	if err != nil || (up.Scheme != "http" && up.Scheme != "https") || up.Host == "" {
+		return nil, fmt.Errorf("fault proxy %s: upstream %q is not an absolute http(s) URL", opts.Name, opts.Upstream)
+	}
+	if up.RawQuery != "" || up.Fragment != "" {
+		return nil, fmt.Errorf("fault proxy %s: upstream must be a base URL without query or fragment", opts.Name)
+	}
+	if opts.LogDir == "" {
+		return nil, fmt.Errorf("fault proxy %s: LogDir is required", opts.Name)
+	}
+	return up, nil
+}
+
+// withDefaults fills the options left zero.
+func withDefaults(opts Options) Options {
+	if opts.BarrierTimeout <= 0 {
+		opts.BarrierTimeout = DefaultBarrierTimeout
+	}
+	if opts.MaxBodyBuffer <= 0 {
+		opts.MaxBodyBuffer = DefaultMaxBodyBuffer
+	}
+	if opts.Listen == "" {
+		opts.Listen = "127.0.0.1:0"
+	}
+	return opts
+}
+
+// upstreamRoots are the CAs the proxy trusts upstream: the system's, plus opts.UpstreamCA.
+func upstreamRoots(opts Options) (*x509.CertPool, error) {
+	rootCAs, err := x509.SystemCertPool()
+	if err != nil || rootCAs == nil {
+		rootCAs = x509.NewCertPool()
+	}
+	if opts.UpstreamCA != "" {
+		pemData, err := os.ReadFile(opts.UpstreamCA)
+		if err != nil {
+			return nil, fmt.Errorf("fault proxy %s: upstream CA: %w", opts.Name, err)
+		}
+		if !rootCAs.AppendCertsFromPEM(pemData) {
+			return nil, fmt.Errorf("fault proxy %s: upstream CA %s holds no PEM certificate", opts.Name, opts.UpstreamCA)
+		}
+	}
+	return rootCAs, nil
+}
+
+// reverseProxy is the transport to the upstream and the reverse proxy over it.
+func (p *Proxy) reverseProxy(up *url.URL, rootCAs *x509.CertPool) (*http.Transport, *httputil.ReverseProxy) {
+	// No environment proxy: FlowNet's own fetch does not use one either, and the
+	// runner's HTTP(S)_PROXY must not reroute test traffic.
+	tr := &http.Transport{
+		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:       &tls.Config{RootCAs: rootCAs, MinVersion: tls.VersionTLS12},
+		MaxIdleConns:          128,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   15 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite:        func(pr *httputil.ProxyRequest) { pr.SetURL(up) },
+		Transport:      tr,
+		ModifyResponse: p.modifyResponse,
+		ErrorHandler:   p.errorHandler,
+		// The default logger would print upstream errors, which can carry URLs.
+		ErrorLog: log.New(io.Discard, "", 0),
+		// Without a pool every response copy allocates 32 KiB; the garbage shows up
+		// as tail latency.
+		BufferPool: &bufferPool{},
+	}
+	return tr, rp
+}
+
+// listenTLS serves ln over TLS with a certificate of opts.CA (a new CA when none is given),
+// and writes the CA's certificate beside the logs for the clients to trust.
+func (p *Proxy) listenTLS(ln net.Listener, name string) (net.Listener, error) {
+	ca := p.opts.CA
+	if ca == nil {
+		var err error
+		if ca, err = NewCA(); err != nil {
+			return nil, err
+		}
+	}
+	cert, err := ca.ServerCert()
+	if err == nil {
+		p.caFile = filepath.Join(p.opts.LogDir, name+".ca.pem")
+		err = ca.WriteCertFile(p.caFile)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// HTTP/1.1 only: dropping a connection needs Hijack, which HTTP/2 lacks.
+	return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12}), nil
 }
 
 func openLog(path string) (*os.File, error) {

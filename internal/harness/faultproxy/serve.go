@@ -56,16 +56,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	view := &requestView{method: r.Method, override: r.Header.Get("X-HTTP-Method-Override"), path: r.URL.Path, query: r.URL.Query()}
 	bodyErr := p.bufferBody(r, view)
-	entry := &trafficEntry{At: start.UTC(), Method: r.Method, Path: r.URL.Path, Targeted: true, Heartbeat: view.isHeartbeat()}
-	entry.App, entry.RecordID, entry.RecordKey, entry.Fields = view.touched()
-	if view.isWrite() {
-		entry.Fenced = view.fenced()
-		if recordsPath.MatchString(entry.Path) {
-			gr := view.gateRequest(entry.App, entry.RecordID, entry.Fields, entry.Heartbeat)
-			gr.Values = keepValues(gr.Values, p.opts.Judged)
-			entry.write = &gr
-		}
-	}
+	entry := p.newEntry(r, view, start)
 	if bodyErr != nil {
 		// Nothing sensible can be forwarded; fail the way the broken connection already has.
 		entry.Error = "request body could not be read"
@@ -75,18 +66,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	p.mu.Lock()
-	p.counts.Total++
-	switch {
-	case recordsPath.MatchString(entry.Path):
-		p.counts.Records[r.Method]++
-	case filePath.MatchString(entry.Path):
-		p.counts.File++
-	default:
-		p.counts.Other++
-	}
-	if entry.Heartbeat {
-		p.counts.Heartbeat++
-	}
+	p.countLocked(r.Method, entry)
 	if p.mode.blocks(r.Method) {
 		// Blocked requests never reach barriers (as in the original hook).
 		entry.Blocked = true
@@ -99,7 +79,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if g := gateOf(&p.gate); g != nil { // one atomic load when no gate is installed
 		p.mu.Unlock() // a gate may hold the request for long
 		gr := view.gateRequest(entry.App, entry.RecordID, entry.Fields, entry.Heartbeat)
-		gr.MethodOverride = r.Header.Get("X-HTTP-Method-Override")
+		gr.MethodOverride = view.override
 		done, err := g.Begin(r.Context(), gr)
 		if err != nil {
 			entry.Error = "gate: " + err.Error()
@@ -124,14 +104,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Unlock()
 
 	// Barriers hold first; a fault acts on the request once they released it.
-	for _, st := range befores {
-		if err := p.hold(r.Context(), st); err != nil {
-			entry.Error = err.Error()
-			p.fired(take, 0, "not applied: "+entry.Error)
-			p.logTraffic(entry, start)
-			drop(w)
-			return
-		}
+	if !p.holdBefore(w, r, befores, take, entry, start) {
+		return
 	}
 	if take != nil && !p.applyBeforeForward(w, r, take, start) {
 		return
@@ -140,6 +114,53 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, rs)))
 	if !rs.logged {
 		p.logTraffic(entry, start)
+	}
+}
+
+// holdBefore holds the request at each of its before barriers in turn; false when one failed
+// (timed out, the client left), after the request was logged and its connection dropped.
+func (p *Proxy) holdBefore(w http.ResponseWriter, r *http.Request, befores []*barrierState, take *faultTake, entry *trafficEntry, start time.Time) bool {
+	for _, st := range befores {
+		if err := p.hold(r.Context(), st); err != nil {
+			entry.Error = err.Error()
+			p.fired(take, 0, "not applied: "+entry.Error)
+			p.logTraffic(entry, start)
+			drop(w)
+			return false
+		}
+	}
+	return true
+}
+
+// newEntry is the traffic line of the request seen in view: what it touched, and for a
+// write to the record(s) endpoint whether it was fenced and what a gate would judge of it.
+func (p *Proxy) newEntry(r *http.Request, view *requestView, start time.Time) *trafficEntry {
+	entry := &trafficEntry{At: start.UTC(), Method: r.Method, Path: r.URL.Path, Targeted: true, Heartbeat: view.isHeartbeat()}
+	entry.App, entry.RecordID, entry.RecordKey, entry.Fields = view.touched()
+	if view.isWrite() {
+		entry.Fenced = view.fenced()
+		if recordsPath.MatchString(entry.Path) {
+			gr := view.gateRequest(entry.App, entry.RecordID, entry.Fields, entry.Heartbeat)
+			gr.Values = keepValues(gr.Values, p.opts.Judged)
+			entry.write = &gr
+		}
+	}
+	return entry
+}
+
+// countLocked counts the request by endpoint (p.mu held).
+func (p *Proxy) countLocked(method string, entry *trafficEntry) {
+	p.counts.Total++
+	switch {
+	case recordsPath.MatchString(entry.Path):
+		p.counts.Records[method]++
+	case filePath.MatchString(entry.Path):
+		p.counts.File++
+	default:
+		p.counts.Other++
+	}
+	if entry.Heartbeat {
+		p.counts.Heartbeat++
 	}
 }
 

@@ -128,27 +128,8 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 func start(spec Spec) (*Process, error) {
-	if spec.Name == "" {
-		return nil, errors.New("start process: Spec.Name is empty")
-	}
-	if spec.Path == "" {
-		return nil, fmt.Errorf("start %s: Spec.Path is empty", spec.Name)
-	}
-	if spec.Dir == "" {
-		return nil, fmt.Errorf("start %s: Spec.Dir is empty (a child must not run in the runner's directory by accident)", spec.Name)
-	}
-	if spec.LogDir == "" {
-		return nil, fmt.Errorf("start %s: Spec.LogDir is empty", spec.Name)
-	}
-	for i, kv := range spec.Env {
-		k, _, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			// The entry itself is not printed: it may be a token.
-			return nil, fmt.Errorf("start %s: environment entry %d is not KEY=value", spec.Name, i)
-		}
-		if strings.HasPrefix(strings.ToUpper(k), "GODOG_") {
-			return nil, fmt.Errorf("start %s: environment variable %s must not reach a child (godog's own settings)", spec.Name, k)
-		}
+	if err := checkSpec(spec); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(spec.LogDir, 0o755); err != nil {
 		return nil, fmt.Errorf("start %s: log dir: %w", spec.Name, err)
@@ -211,6 +192,34 @@ func start(spec Spec) (*Process, error) {
 	}
 	go p.reap()
 	return p, nil
+}
+
+// checkSpec refuses a spec that names no process, program, working or log folder, or whose
+// environment holds an entry that is not KEY=value or one of godog's own settings.
+func checkSpec(spec Spec) error {
+	if spec.Name == "" {
+		return errors.New("start process: Spec.Name is empty")
+	}
+	if spec.Path == "" {
+		return fmt.Errorf("start %s: Spec.Path is empty", spec.Name)
+	}
+	if spec.Dir == "" {
+		return fmt.Errorf("start %s: Spec.Dir is empty (a child must not run in the runner's directory by accident)", spec.Name)
+	}
+	if spec.LogDir == "" {
+		return fmt.Errorf("start %s: Spec.LogDir is empty", spec.Name)
+	}
+	for i, kv := range spec.Env {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			// The entry itself is not printed: it may be a token.
+			return fmt.Errorf("start %s: environment entry %d is not KEY=value", spec.Name, i)
+		}
+		if strings.HasPrefix(strings.ToUpper(k), "GODOG_") {
+			return fmt.Errorf("start %s: environment variable %s must not reach a child (godog's own settings)", spec.Name, k)
+		}
+	}
+	return nil
 }
 
 // startRetryingBusy retries ETXTBSY ("text file busy"), which Linux reports when a

@@ -164,9 +164,10 @@ func TestExitCodeCaptureTailsAndRegistryFromContext(t *testing.T) {
 	assert.NotEqual(t, p.StdoutPath(), p2.StdoutPath())
 	require.NoError(t, os.RemoveAll(s.LogDir))
 	assert.Contains(t, p2.StdoutTail(), "out-line")
-	info := p2.Info()
-	assert.True(t, info.Exited)
-	assert.Equal(t, 3, info.ExitCode)
+	rec := p2.Record()
+	require.NotNil(t, rec.ExitCode, "exited, not killed: %+v", rec)
+	assert.Equal(t, 3, *rec.ExitCode)
+	assert.Contains(t, rec.StdoutTail, "out-line")
 }
 
 func TestTailIsBounded(t *testing.T) {

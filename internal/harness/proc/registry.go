@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ksqlflow/flowtest/internal/harness/wait"
+	"github.com/ksqlflow/flowtest/internal/results/record"
 )
 
 // Registry holds every process a scenario started, so the After hook can kill all that
@@ -180,31 +181,23 @@ func CheckLeaks(t TB) *Registry {
 	return r
 }
 
-// Info is a process as the scenario record shows it.
-type Info struct {
-	Name       string    `json:"name"`
-	Pid        int       `json:"pid"`
-	Argv       []string  `json:"argv"`
-	Started    time.Time `json:"started"`
-	Exited     bool      `json:"exited"`
-	ExitCode   int       `json:"exit_code"`
-	Signal     string    `json:"signal,omitempty"`
-	Duration   string    `json:"duration,omitempty"`
-	KilledPids []int32   `json:"killed_pids,omitempty"`
-	StdoutPath string    `json:"stdout_path"`
-	StderrPath string    `json:"stderr_path"`
-	// Tails are raw; the results package redacts them before they leave the run.
-	StdoutTail string `json:"stdout_tail"`
-	StderrTail string `json:"stderr_tail"`
-}
-
-// Info describes the process for the scenario record.
-func (p *Process) Info() Info {
-	in := Info{Name: p.Name(), Pid: p.Pid(), Argv: p.Argv(), Started: p.started,
-		StdoutPath: p.stdoutPath, StderrPath: p.stderrPath, KilledPids: p.KilledPids(),
-		StdoutTail: p.StdoutTail(), StderrTail: p.StderrTail()}
-	if res, ok := p.Exited(); ok {
-		in.Exited, in.ExitCode, in.Signal, in.Duration = true, res.ExitCode, res.Signal, res.Duration.String()
+// Record is the process as the scenario record shows it, taken at one instant: a process
+// that has not exited is "still running when recorded". The tails are raw; the archive
+// redacts them before they leave the run.
+func (p *Process) Record() record.Process {
+	r := record.Process{Name: p.Name(), Argv: p.Argv(), StdoutTail: p.StdoutTail(), StderrTail: p.StderrTail()}
+	if !p.started.IsZero() {
+		r.Start = p.started.UTC()
 	}
-	return in
+	res, ok := p.Exited()
+	if !ok {
+		r.Signal = "still running when recorded"
+		return r
+	}
+	r.Signal, r.DurationMS = res.Signal, res.Duration.Milliseconds()
+	if res.Signal == "" {
+		code := res.ExitCode
+		r.ExitCode = &code
+	}
+	return r
 }

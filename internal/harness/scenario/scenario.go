@@ -317,26 +317,11 @@ func (s *State) Evidence(rec *results.Scenario) {
 	rec.Attempts = append(rec.Attempts, s.attempts...)
 	rec.TrafficLog = append(rec.TrafficLog, s.trafficLog...)
 	for _, p := range s.Procs.Processes() {
-		in := p.Info()
-		rp := results.Process{Name: in.Name, Argv: in.Argv, Signal: in.Signal, StdoutTail: in.StdoutTail, StderrTail: in.StderrTail}
+		rp := p.Record()
 		if s.summarize {
-			out, errOut := in.StdoutTail != "", in.StderrTail != ""
+			out, errOut := rp.StdoutTail != "", rp.StderrTail != ""
 			rp.OutputSummarized, rp.StdoutPresent, rp.StderrPresent = true, &out, &errOut
-			rp.StdoutTail, rp.StderrTail = SummarizeOutput(in.StdoutTail), SummarizeOutput(in.StderrTail)
-		}
-		if !in.Started.IsZero() {
-			rp.Start = in.Started.UTC()
-		}
-		if in.Exited {
-			if in.Signal == "" {
-				code := in.ExitCode
-				rp.ExitCode = &code
-			}
-			if res, ok := p.Exited(); ok {
-				rp.DurationMS = res.Duration.Milliseconds()
-			}
-		} else {
-			rp.Signal = "still running when recorded"
+			rp.StdoutTail, rp.StderrTail = SummarizeOutput(rp.StdoutTail), SummarizeOutput(rp.StderrTail)
 		}
 		rec.Processes = append(rec.Processes, rp)
 	}

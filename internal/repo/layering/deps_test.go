@@ -21,7 +21,7 @@ NONE
   internal/kintoneapi, internal/safety, internal/runner/tagexpr,
   internal/results/redact, internal/results/internal/mdtext,
   internal/harness/wait, internal/harness/apicount, internal/harness/stepdef,
-  internal/harness/runlock, internal/harness/faultproxy, internal/harness/ksqlprofile,
+  internal/harness/runlock, internal/harness/ksqlprofile,
   internal/sandbox/defect, internal/steps/csv/wrapmode,
   internal/app/buildtest, internal/app/gate/gatetest, internal/results/pack/packtest,
   internal/repo/ciworkflow, internal/repo/doclinks, internal/repo/layering;
@@ -29,14 +29,17 @@ NONE
 internal/base/refusal < internal/base/flagcheck;
 
 # The evidence: the record types, the archive and its readers.
-internal/results/redact, internal/results/internal/mdtext
+internal/results/internal/mdtext < internal/results/record < internal/results/render;
+internal/results/redact, internal/results/render
 < internal/results
 < internal/results/merge, internal/results/pack, internal/results/evidence,
   internal/results/internal/archivetest;
 internal/results/merge, internal/results/pack, internal/results/evidence < EVIDENCE;
 
-# The harness: what a scenario drives, each piece below the steps and the runner.
-internal/harness/wait < internal/harness/proc;
+# The harness: what a scenario drives, each piece below the steps and the runner. The
+# processes and the proxies fill the record types themselves (one definition, no mirror).
+internal/harness/wait, internal/results/record < internal/harness/proc;
+internal/results/record < internal/harness/faultproxy;
 internal/harness/faultproxy, internal/harness/wait < internal/harness/schedule;
 internal/safety < internal/harness/config;
 internal/harness/apicount, internal/kintoneapi, internal/safety < internal/harness/kintoneguard;
@@ -108,7 +111,13 @@ internal/steps/invariants !< internal/steps/requests, internal/steps/csv;
 internal/steps !< internal/steps/*;
 internal/steps, internal/steps/kit, internal/steps/proxy, internal/steps/operator,
   internal/steps/requests, internal/steps/csv, internal/steps/invariants !< internal/app/ksqlwrap;
-# The evidence is written from records, never from the harness that made them.
+# The evidence is written from records, never from the harness that made them; the record
+# types are a leaf that knows nothing of either.
+internal/harness/*, internal/results, internal/results/render !< internal/results/record;
+# The renderers read records only: no harness below them, and the harness pieces that fill
+# records never reach a page (harness/scenario still does, through results' differential).
+internal/harness/*, internal/results/redact !< internal/results/render;
+internal/results/render !< internal/harness/proc, internal/harness/faultproxy;
 internal/harness/* !< internal/results/redact, internal/results/internal/mdtext, internal/results/pack,
   internal/results/merge, internal/results/evidence;
 `

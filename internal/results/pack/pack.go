@@ -69,26 +69,9 @@ func pack(dir, dst string, replace bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	sums := map[string]string{}
-	for _, rel := range files {
-		sum, err := results.FileSHA256(filepath.Join(dir, filepath.FromSlash(rel)))
-		if err != nil {
-			return "", fmt.Errorf("pack: %w", err)
-		}
-		sums[rel] = sum
-	}
-	if old, err := os.ReadFile(filepath.Join(dir, SumsFile)); err == nil {
-		listed, perr := parseSums(old)
-		if perr != nil {
-			return "", fmt.Errorf("pack: %s has a %s that cannot be read (%v); remove it to pack the folder as it is", dir, SumsFile, perr)
-		}
-		if probs := compareSums(listed, sums); len(probs) > 0 {
-			return "", fmt.Errorf("pack: %s does not match its own %s: %s", dir, SumsFile, strings.Join(probs, "; "))
-		}
-	}
-	var manifest bytes.Buffer
-	for _, rel := range files {
-		fmt.Fprintf(&manifest, "%s  %s\n", sums[rel], rel)
+	sums, manifest, err := manifestOf(dir, files)
+	if err != nil {
+		return "", err
 	}
 	base := filepath.Base(filepath.Clean(dir))
 	if base == "." || base == string(filepath.Separator) || base == "" {
@@ -104,7 +87,55 @@ func pack(dir, dst string, replace bool) (string, error) {
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename this fails harmlessly
 	h := sha256.New()
-	gz, _ := gzip.NewWriterLevel(io.MultiWriter(tmp, h), gzip.BestCompression)
+	if err := writeTarGz(io.MultiWriter(tmp, h), tmp, dir, base, manifest, files, sums); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("pack: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return "", fmt.Errorf("pack: %w", err)
+	}
+	if err := publish(tmp.Name(), dst, replace); err != nil {
+		return "", err
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	if err := os.WriteFile(dst+".sha256", []byte(sum+"  "+filepath.Base(dst)+"\n"), 0o644); err != nil {
+		return sum, fmt.Errorf("pack: write the detached digest: %w", err)
+	}
+	return sum, nil
+}
+
+// manifestOf is the digest of each of files and the SHA256SUMS manifest listing them; a
+// folder that already holds a manifest must match it.
+func manifestOf(dir string, files []string) (map[string]string, []byte, error) {
+	sums := map[string]string{}
+	for _, rel := range files {
+		sum, err := results.FileSHA256(filepath.Join(dir, filepath.FromSlash(rel)))
+		if err != nil {
+			return nil, nil, fmt.Errorf("pack: %w", err)
+		}
+		sums[rel] = sum
+	}
+	if old, err := os.ReadFile(filepath.Join(dir, SumsFile)); err == nil {
+		listed, perr := parseSums(old)
+		if perr != nil {
+			return nil, nil, fmt.Errorf("pack: %s has a %s that cannot be read (%v); remove it to pack the folder as it is", dir, SumsFile, perr)
+		}
+		if probs := compareSums(listed, sums); len(probs) > 0 {
+			return nil, nil, fmt.Errorf("pack: %s does not match its own %s: %s", dir, SumsFile, strings.Join(probs, "; "))
+		}
+	}
+	var manifest bytes.Buffer
+	for _, rel := range files {
+		fmt.Fprintf(&manifest, "%s  %s\n", sums[rel], rel)
+	}
+	return sums, manifest.Bytes(), nil
+}
+
+// writeTarGz writes the pack to w (tmp and the pack's digest): the manifest, then each file
+// under base, checked against its digest as it is read; the tar, then the gzip stream are
+// ended and tmp synced before it is closed.
+func writeTarGz(w io.Writer, tmp *os.File, dir, base string, manifest []byte, files []string, sums map[string]string) error {
+	gz, _ := gzip.NewWriterLevel(w, gzip.BestCompression)
 	tw := tar.NewWriter(gz)
 	add := func(name string, data []byte) error {
 		hdr := &tar.Header{Name: path.Join(base, name), Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg,
@@ -115,9 +146,8 @@ func pack(dir, dst string, replace bool) (string, error) {
 		_, err := tw.Write(data)
 		return err
 	}
-	if err := add(SumsFile, manifest.Bytes()); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("pack: %w", err)
+	if err := add(SumsFile, manifest); err != nil {
+		return err
 	}
 	for _, rel := range files {
 		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
@@ -131,45 +161,41 @@ func pack(dir, dst string, replace bool) (string, error) {
 			err = add(rel, data)
 		}
 		if err != nil {
-			tmp.Close()
-			return "", fmt.Errorf("pack: %w", err)
+			return err
 		}
 	}
 	// The tar, then the gzip stream are ended and the file is on disk before it is closed.
 	for _, finish := range []func() error{tw.Close, gz.Close, tmp.Sync} {
 		if err := finish(); err != nil {
-			tmp.Close()
-			return "", fmt.Errorf("pack: %w", err)
+			return err
 		}
 	}
-	if err := tmp.Close(); err != nil {
-		return "", fmt.Errorf("pack: %w", err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return "", fmt.Errorf("pack: %w", err)
+	return nil
+}
+
+// publish puts the written pack tmp at dst: replacing it, or only where no file is.
+func publish(tmp, dst string, replace bool) error {
+	if err := os.Chmod(tmp, 0o644); err != nil {
+		return fmt.Errorf("pack: %w", err)
 	}
 	if replace {
-		if err := os.Rename(tmp.Name(), dst); err != nil {
-			return "", fmt.Errorf("pack: %w", err)
+		if err := os.Rename(tmp, dst); err != nil {
+			return fmt.Errorf("pack: %w", err)
 		}
-	} else if err := os.Link(tmp.Name(), dst); err != nil {
+	} else if err := os.Link(tmp, dst); err != nil {
 		// A link, unlike a rename, fails when dst appeared meanwhile (another pack run).
 		if errors.Is(err, fs.ErrExist) {
-			return "", fmt.Errorf("pack: %s: %w", dst, ErrPackExists)
+			return fmt.Errorf("pack: %s: %w", dst, ErrPackExists)
 		}
 		// A file system without hard links: check, then rename (a narrow race, no worse).
 		if _, serr := os.Lstat(dst); serr == nil {
-			return "", fmt.Errorf("pack: %s: %w", dst, ErrPackExists)
+			return fmt.Errorf("pack: %s: %w", dst, ErrPackExists)
 		}
-		if err := os.Rename(tmp.Name(), dst); err != nil {
-			return "", fmt.Errorf("pack: %w", err)
+		if err := os.Rename(tmp, dst); err != nil {
+			return fmt.Errorf("pack: %w", err)
 		}
 	}
-	sum := hex.EncodeToString(h.Sum(nil))
-	if err := os.WriteFile(dst+".sha256", []byte(sum+"  "+filepath.Base(dst)+"\n"), 0o644); err != nil {
-		return sum, fmt.Errorf("pack: write the detached digest: %w", err)
-	}
-	return sum, nil
+	return nil
 }
 
 // packFiles lists the regular files under dir ('/'-separated, sorted), without a top-level
@@ -361,14 +387,7 @@ func VerifyPack(pack, expect, extractTo string) (*PackCheck, error) {
 		return nil, fmt.Errorf("verify pack: %w", err)
 	}
 	pc.SHA256 = hex.EncodeToString(h.Sum(nil))
-	pc.Detached = strings.ToLower(strings.TrimSpace(expect))
-	if pc.Detached == "" {
-		if data, err := os.ReadFile(pack + ".sha256"); err == nil {
-			if fields := strings.Fields(string(data)); len(fields) > 0 {
-				pc.Detached = strings.ToLower(fields[0])
-			}
-		}
-	}
+	pc.Detached = detachedDigest(pack, expect)
 	if pc.Detached != "" && pc.Detached != pc.SHA256 {
 		pc.Problems = append(pc.Problems, fmt.Sprintf("%s: the pack's sha256 is %s, the detached digest says %s: the pack changed after it was made", filepath.Base(pack), pc.SHA256, pc.Detached))
 	}
@@ -380,9 +399,43 @@ func VerifyPack(pack, expect, extractTo string) (*PackCheck, error) {
 		pc.Problems = append(pc.Problems, fmt.Sprintf("%s: not a readable gzip stream: %v", filepath.Base(pack), err))
 		return pc, nil
 	}
-	tr := tar.NewReader(gz)
-	actual := map[string]string{}
-	var manifest []byte
+	actual, manifest, err := pc.readEntries(tar.NewReader(gz), filepath.Base(pack), extractTo)
+	if err != nil {
+		return nil, err
+	}
+	pc.Files = len(actual)
+	if manifest == nil {
+		pc.Problems = append(pc.Problems, fmt.Sprintf("%s: no %s in the pack: nothing says what it should hold", filepath.Base(pack), SumsFile))
+		return pc, nil
+	}
+	listed, err := parseSums(manifest)
+	if err != nil {
+		pc.Problems = append(pc.Problems, fmt.Sprintf("%s: %v", SumsFile, err))
+		return pc, nil
+	}
+	pc.Problems = append(pc.Problems, compareSums(listed, actual)...)
+	return pc, nil
+}
+
+// detachedDigest is the pack's expected sha256: expect, else the first field of its
+// detached .sha256 file ("" when neither says).
+func detachedDigest(pack, expect string) string {
+	if d := strings.ToLower(strings.TrimSpace(expect)); d != "" {
+		return d
+	}
+	if data, err := os.ReadFile(pack + ".sha256"); err == nil {
+		if fields := strings.Fields(string(data)); len(fields) > 0 {
+			return strings.ToLower(fields[0])
+		}
+	}
+	return ""
+}
+
+// readEntries reads the pack's entries: the digest of each file (extracted to extractTo when
+// given) and the manifest, naming in pc every entry a pack must not hold. The error is a
+// failure to extract, not a fault of the pack.
+func (pc *PackCheck) readEntries(tr *tar.Reader, packName, extractTo string) (actual map[string]string, manifest []byte, err error) {
+	actual = map[string]string{}
 	names := extracted{files: map[string]bool{}, folders: map[string]string{}, folded: map[string]string{}}
 	current := "(start of the pack)"
 	for {
@@ -391,26 +444,12 @@ func VerifyPack(pack, expect, extractTo string) (*PackCheck, error) {
 			break
 		}
 		if err != nil {
-			pc.Problems = append(pc.Problems, fmt.Sprintf("%s: the pack is corrupt after %s: %v", filepath.Base(pack), current, err))
+			pc.Problems = append(pc.Problems, fmt.Sprintf("%s: the pack is corrupt after %s: %v", packName, current, err))
 			break
 		}
-		name := hdr.Name
-		current = name
-		folder, rel, ok := strings.Cut(path.Clean(name), "/")
-		switch {
-		case hdr.Typeflag == tar.TypeDir:
-			continue
-		case hdr.Typeflag != tar.TypeReg:
-			pc.Problems = append(pc.Problems, fmt.Sprintf("%s: not a regular file (tar type %q)", name, hdr.Typeflag))
-			continue
-		case !ok || path.IsAbs(name) || strings.HasPrefix(path.Clean(name), "../") || strings.Contains(name, `\`) || rel == "" || !fs.ValidPath(path.Clean(name)):
-			pc.Problems = append(pc.Problems, fmt.Sprintf("%s: unsafe or unexpected name (a pack holds one folder)", name))
-			continue
-		}
-		if pc.Folder == "" {
-			pc.Folder = folder
-		} else if folder != pc.Folder {
-			pc.Problems = append(pc.Problems, fmt.Sprintf("%s: outside the pack's folder %s", name, pc.Folder))
+		current = hdr.Name
+		rel, ok := pc.entryPath(hdr)
+		if !ok {
 			continue
 		}
 		if _, dup := actual[rel]; dup || (rel == SumsFile && manifest != nil) {
@@ -438,25 +477,38 @@ func VerifyPack(pack, expect, extractTo string) (*PackCheck, error) {
 		if extractTo != "" {
 			dst := filepath.Join(extractTo, filepath.FromSlash(rel))
 			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-				return nil, fmt.Errorf("verify pack: %w", err)
+				return nil, nil, fmt.Errorf("verify pack: %w", err)
 			}
 			if err := os.WriteFile(dst, data, 0o644); err != nil {
-				return nil, fmt.Errorf("verify pack: %w", err)
+				return nil, nil, fmt.Errorf("verify pack: %w", err)
 			}
 		}
 	}
-	pc.Files = len(actual)
-	if manifest == nil {
-		pc.Problems = append(pc.Problems, fmt.Sprintf("%s: no %s in the pack: nothing says what it should hold", filepath.Base(pack), SumsFile))
-		return pc, nil
+	return actual, manifest, nil
+}
+
+// entryPath is the entry's path inside the pack's one folder; false (the problem named in
+// pc) for a folder, a non-regular file, an unsafe name or one outside the folder.
+func (pc *PackCheck) entryPath(hdr *tar.Header) (string, bool) {
+	name := hdr.Name
+	folder, rel, ok := strings.Cut(path.Clean(name), "/")
+	switch {
+	case hdr.Typeflag == tar.TypeDir:
+		return "", false
+	case hdr.Typeflag != tar.TypeReg:
+		pc.Problems = append(pc.Problems, fmt.Sprintf("%s: not a regular file (tar type %q)", name, hdr.Typeflag))
+		return "", false
+	case !ok || path.IsAbs(name) || strings.HasPrefix(path.Clean(name), "../") || strings.Contains(name, `\`) || rel == "" || !fs.ValidPath(path.Clean(name)):
+		pc.Problems = append(pc.Problems, fmt.Sprintf("%s: unsafe or unexpected name (a pack holds one folder)", name))
+		return "", false
 	}
-	listed, err := parseSums(manifest)
-	if err != nil {
-		pc.Problems = append(pc.Problems, fmt.Sprintf("%s: %v", SumsFile, err))
-		return pc, nil
+	if pc.Folder == "" {
+		pc.Folder = folder
+	} else if folder != pc.Folder {
+		pc.Problems = append(pc.Problems, fmt.Sprintf("%s: outside the pack's folder %s", name, pc.Folder))
+		return "", false
 	}
-	pc.Problems = append(pc.Problems, compareSums(listed, actual)...)
-	return pc, nil
+	return rel, true
 }
 
 // IsPack reports whether path names a packed archive (by its extension).

@@ -43,6 +43,17 @@ type dfa struct {
 // match everywhere); duplicates keep the first occurrence, so callers order them by priority.
 func newDFA(pats []pattern) *dfa {
 	m := &dfa{}
+	m.addPatterns(pats)
+	m.newState() // root
+	m.buildTrie()
+	m.linkFailures()
+	m.buildFast()
+	return m
+}
+
+// addPatterns keeps each distinct non-empty pattern once and numbers the bytes they use
+// (class 0: every byte no pattern uses).
+func (m *dfa) addPatterns(pats []pattern) {
 	seen := map[string]bool{}
 	for _, p := range pats {
 		if len(p.text) == 0 || seen[string(p.text)] {
@@ -60,23 +71,29 @@ func newDFA(pats []pattern) *dfa {
 			}
 		}
 	}
-	n := m.ncls
-	newState := func() int32 {
-		for i := int32(0); i < n; i++ {
-			m.delta = append(m.delta, -1)
-		}
-		m.outLen = append(m.outLen, 0)
-		m.outPat = append(m.outPat, -1)
-		m.hint = append(m.hint, false)
-		return int32(len(m.outLen) - 1)
+}
+
+// newState adds a state with no edges and no output, and returns it.
+func (m *dfa) newState() int32 {
+	for i := int32(0); i < m.ncls; i++ {
+		m.delta = append(m.delta, -1)
 	}
-	newState() // root
+	m.outLen = append(m.outLen, 0)
+	m.outPat = append(m.outPat, -1)
+	m.hint = append(m.hint, false)
+	return int32(len(m.outLen) - 1)
+}
+
+// buildTrie adds each pattern's path from the root; its last state outputs the longest
+// pattern ending there, or marks a hint.
+func (m *dfa) buildTrie() {
+	n := m.ncls
 	for pi, p := range m.pats {
 		s := int32(0)
 		for _, b := range p.text {
 			c := m.cls[b]
 			if m.delta[s*n+c] < 0 {
-				t := newState()
+				t := m.newState()
 				m.delta[s*n+c] = t
 			}
 			s = m.delta[s*n+c]
@@ -87,7 +104,12 @@ func newDFA(pats []pattern) *dfa {
 			m.outLen[s], m.outPat[s] = int32(len(p.text)), int32(pi)
 		}
 	}
-	// Breadth-first: fail links, outputs inherited along them, missing edges filled in.
+}
+
+// linkFailures walks the trie breadth-first: fail links, outputs inherited along them,
+// missing edges filled in.
+func (m *dfa) linkFailures() {
+	n := m.ncls
 	fail := make([]int32, len(m.outLen))
 	queue := make([]int32, 0, len(m.outLen))
 	for c := int32(0); c < n; c++ {
@@ -114,6 +136,12 @@ func newDFA(pats []pattern) *dfa {
 			queue = append(queue, t)
 		}
 	}
+}
+
+// buildFast is the transition table the scan reads: the next state's row offset, negative
+// (minus one) where that state has an output or a hint.
+func (m *dfa) buildFast() {
+	n := m.ncls
 	m.fast = make([]int32, len(m.delta))
 	for i, t := range m.delta {
 		if m.outLen[t] != 0 || m.hint[t] {
@@ -122,7 +150,6 @@ func newDFA(pats []pattern) *dfa {
 			m.fast[i] = t * n
 		}
 	}
-	return m
 }
 
 // any reports whether some pattern occurs in data.

@@ -409,62 +409,20 @@ func appHits(b []byte, apps map[string]string, idLens *[32]bool) []appHit {
 
 // appContext decides whether the digits at b[pos] sit in an app position (see appHits).
 func appContext(b []byte, pos int) (quote, form string, ok bool) {
-	p := pos
-	valueQuoted := false
-	if p > 0 && (b[p-1] == '"' || b[p-1] == '\'') {
-		p--
-		valueQuoted = true
-		if p > 0 && b[p-1] == '\\' {
-			p--
-		}
-	}
-	spaces := 0
-	for p > 0 && b[p-1] == ' ' {
-		p--
-		spaces++
-	}
-	sep := byte(0)
-	switch {
-	case p > 0 && (b[p-1] == '=' || b[p-1] == ':' || b[p-1] == '/'):
-		sep = b[p-1]
-		p--
-	case p >= 3 && b[p-3] == '%' && b[p-2] == '3' && (b[p-1] == 'D' || b[p-1] == 'd'):
-		sep = '='
-		p -= 3
-	}
+	p, valueQuoted, spaces := valueLead(b, pos)
+	sep, p := separatorBefore(b, p)
 	if sep == '/' {
 		if valueQuoted || spaces > 0 {
 			return "", "", false
 		}
-		ks := p
-		for ks > 0 && isAlnum(b[ks-1]) {
-			ks--
-		}
-		seg := strings.ToLower(string(b[ks:p]))
-		if ks > 0 && b[ks-1] == '/' && (seg == "k" || seg == "app" || seg == "apps") {
-			return "", "path /" + seg + "/", true
-		}
-		return "", "", false
+		return pathContext(b, p)
 	}
 	if sep != 0 {
 		for p > 0 && b[p-1] == ' ' {
 			p--
 		}
 	}
-	keyQuote := ""
-	if p > 0 && (b[p-1] == '"' || b[p-1] == '\'') {
-		keyQuote = string(b[p-1])
-		p--
-		if p > 0 && b[p-1] == '\\' {
-			keyQuote = `\` + keyQuote
-			p--
-		}
-	}
-	ks := p
-	for ks > 0 && (isIdent(b[ks-1]) || b[ks-1] == '.') {
-		ks--
-	}
-	key := string(b[ks:p])
+	key, keyQuote := keyBefore(b, p)
 	if key == "" {
 		return "", "", false
 	}
@@ -489,6 +447,68 @@ func appContext(b []byte, pos int) (quote, form string, ok bool) {
 		quote = keyQuote
 	}
 	return quote, "field " + key, true
+}
+
+// valueLead steps back from the value at pos over its opening quote (an escaped one too) and
+// the spaces before it.
+func valueLead(b []byte, pos int) (p int, valueQuoted bool, spaces int) {
+	p = pos
+	if p > 0 && (b[p-1] == '"' || b[p-1] == '\'') {
+		p--
+		valueQuoted = true
+		if p > 0 && b[p-1] == '\\' {
+			p--
+		}
+	}
+	for p > 0 && b[p-1] == ' ' {
+		p--
+		spaces++
+	}
+	return p, valueQuoted, spaces
+}
+
+// separatorBefore is the separator ending at p ('=', ':', '/', or a URL-encoded '='; 0 for
+// none) and where it starts.
+func separatorBefore(b []byte, p int) (byte, int) {
+	switch {
+	case p > 0 && (b[p-1] == '=' || b[p-1] == ':' || b[p-1] == '/'):
+		return b[p-1], p - 1
+	case p >= 3 && b[p-3] == '%' && b[p-2] == '3' && (b[p-1] == 'D' || b[p-1] == 'd'):
+		return '=', p - 3
+	}
+	return 0, p
+}
+
+// pathContext says whether the path segment ending at p is /k/, /app/ or /apps/: a value
+// after it is an app id.
+func pathContext(b []byte, p int) (quote, form string, ok bool) {
+	ks := p
+	for ks > 0 && isAlnum(b[ks-1]) {
+		ks--
+	}
+	seg := strings.ToLower(string(b[ks:p]))
+	if ks > 0 && b[ks-1] == '/' && (seg == "k" || seg == "app" || seg == "apps") {
+		return "", "path /" + seg + "/", true
+	}
+	return "", "", false
+}
+
+// keyBefore is the key (identifier characters and dots) ending at p, after its closing quote
+// if it has one, and that quote (with its backslash when escaped).
+func keyBefore(b []byte, p int) (key, keyQuote string) {
+	if p > 0 && (b[p-1] == '"' || b[p-1] == '\'') {
+		keyQuote = string(b[p-1])
+		p--
+		if p > 0 && b[p-1] == '\\' {
+			keyQuote = `\` + keyQuote
+			p--
+		}
+	}
+	ks := p
+	for ks > 0 && (isIdent(b[ks-1]) || b[ks-1] == '.') {
+		ks--
+	}
+	return string(b[ks:p]), keyQuote
 }
 
 // isAppKey: a key or flag that names an app (see appHits).

@@ -134,7 +134,7 @@ func CloseAndRecord(st *scenario.State, name string, p *faultproxy.Proxy) error 
 	arrived := map[string]bool{}
 	for _, a := range p.Arrivals() {
 		arrived[a.BarrierID] = true
-		rec := results.BarrierArrival{ID: a.BarrierID, Process: name, Phase: string(a.Phase), Method: a.Method, Path: a.Path, Status: a.ResponseStatus, At: a.At}
+		rec := a.Record(name)
 		if b := byID[a.BarrierID]; b != nil {
 			rec.Name = b.name
 			if b.process != "" {
@@ -155,8 +155,7 @@ func CloseAndRecord(st *scenario.State, name string, p *faultproxy.Proxy) error 
 func trafficLines(name string, lines []faultproxy.TrafficLine) []results.TrafficLine {
 	out := make([]results.TrafficLine, len(lines))
 	for i, l := range lines {
-		out[i] = results.TrafficLine{Process: name, At: l.At, Method: l.Method, Path: l.Path, App: l.App, RecordID: l.RecordID, RecordKey: l.RecordKey,
-			Fields: l.Fields, Blocked: l.Blocked, Heartbeat: l.Heartbeat, Fenced: l.Fenced, Status: l.Status, DurationMS: l.DurationMS, Error: l.Error}
+		out[i] = l.Record(name)
 	}
 	return out
 }

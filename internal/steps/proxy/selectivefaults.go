@@ -161,8 +161,7 @@ func recordFaultFirings(st *scenario.State, sc *kit.Scene, process string, p *fa
 		if name == "" {
 			name = f.FaultID // a fault of the control file
 		}
-		out = append(out, results.FaultFiring{Fault: name, Process: process, Action: string(f.Action), Match: f.Match,
-			Method: f.Method, Path: f.Path, App: roles[f.App], RecordID: f.RecordID, RecordKey: f.RecordKey, Status: f.Status, Error: f.Error, At: f.At.UTC()})
+		out = append(out, f.Record(name, process, roles[f.App]))
 	}
 	if len(out) > 0 {
 		st.AddFaultFirings(out...)

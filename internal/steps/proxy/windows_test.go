@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/ksqlflow/flowtest/internal/harness/faultproxy"
+	"github.com/ksqlflow/flowtest/internal/results"
 )
 
 // The m7-03 hold ends on the lease's clock: the first 2xx heartbeat at least `after` past the
@@ -15,10 +16,10 @@ func TestHeartbeatAfterFirstLeaseWrite(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	lease := func(s float64, status int) faultproxy.TrafficLine {
-		return faultproxy.TrafficLine{At: at(s), Status: status, Fields: []string{"lease_expires_at", "status"}}
+		return faultproxy.TrafficLine{TrafficLine: results.TrafficLine{At: at(s), Status: status, Fields: []string{"lease_expires_at", "status"}}}
 	}
 	beat := func(s float64, status int) faultproxy.TrafficLine {
-		return faultproxy.TrafficLine{At: at(s), Status: status, Heartbeat: true, Fields: []string{"heartbeat_at", "lease_expires_at"}}
+		return faultproxy.TrafficLine{TrafficLine: results.TrafficLine{At: at(s), Status: status, Heartbeat: true, Fields: []string{"heartbeat_at", "lease_expires_at"}}}
 	}
 	cases := []struct {
 		name        string

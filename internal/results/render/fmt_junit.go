@@ -1,4 +1,4 @@
-package results
+package render
 
 import (
 	"encoding/xml"
@@ -7,10 +7,12 @@ import (
 	"time"
 
 	"github.com/ksqlflow/flowtest/internal/results/internal/mdtext"
+
+	"github.com/ksqlflow/flowtest/internal/results/record"
 )
 
 // JUnit XML, the common Jenkins/GitLab/GitHub dialect.
-type junitSuites struct {
+type JUnitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
 	Name     string       `xml:"name,attr"`
 	Tests    int          `xml:"tests,attr"`
@@ -48,9 +50,9 @@ type junitMessage struct {
 	Text    string `xml:",chardata"`
 }
 
-// renderJUnit: one suite per feature; a test case per scenario written, plus scenarios not
+// JUnit: one suite per feature; a test case per scenario written, plus scenarios not
 // run for a reason other than the tag filter (as skipped), so CI shows what the gate missed.
-func renderJUnit(run *Run, scen []*Scenario) ([]byte, error) {
+func JUnit(run *record.Run, scen []*record.Scenario) ([]byte, error) {
 	suites := map[string]*junitSuite{}
 	dur := map[string]time.Duration{}
 	var order []string
@@ -78,11 +80,11 @@ func renderJUnit(run *Run, scen []*Scenario) ([]byte, error) {
 			c.Name = s.ID + ": " + s.Name
 		}
 		switch s.Status {
-		case StatusFailed:
+		case record.StatusFailed:
 			msg, _, _ := strings.Cut(failureMessage(s), "\n")
 			c.Failure = &junitMessage{Message: mdtext.OrDash(msg), Type: "failed", Text: failureMessage(s)}
 			su.Failures++
-		case StatusBlocked, StatusInterrupted:
+		case record.StatusBlocked, record.StatusInterrupted:
 			// Not a failure of the SUT, not a pass either: a JUnit error of its own type.
 			msg := s.ReasonLine()
 			if !strings.HasPrefix(msg, s.Status+":") {
@@ -90,7 +92,7 @@ func renderJUnit(run *Run, scen []*Scenario) ([]byte, error) {
 			}
 			c.Error = &junitMessage{Message: msg, Type: s.Status, Text: s.Reason}
 			su.Errors++
-		case StatusNotRun:
+		case record.StatusNotRun:
 			c.Skipped = &junitMessage{Message: mdtext.OrDash(s.Reason)}
 			su.Skipped++
 		}
@@ -102,7 +104,7 @@ func renderJUnit(run *Run, scen []*Scenario) ([]byte, error) {
 		su.Cases = append(su.Cases, c)
 	}
 	for _, s := range run.Scenarios {
-		if s.Status != StatusNotRun || written[s.ID] || s.NotRunCategory == NotRunTag {
+		if s.Status != record.StatusNotRun || written[s.ID] || s.NotRunCategory == record.NotRunTag {
 			continue
 		}
 		su := suite(s.Feature)
@@ -111,7 +113,7 @@ func renderJUnit(run *Run, scen []*Scenario) ([]byte, error) {
 		su.Cases = append(su.Cases, junitCase{Name: s.ID, Classname: orName(s.Series), Time: "0.000",
 			Skipped: &junitMessage{Message: strings.TrimSpace(notRunText(s.NotRunCategory) + ": " + s.Reason)}})
 	}
-	root := junitSuites{Name: "flowtest " + run.Label, Time: secs(total)}
+	root := JUnitSuites{Name: "flowtest " + run.Label, Time: secs(total)}
 	for _, n := range order {
 		su := suites[n]
 		su.Time = secs(dur[n])
@@ -128,7 +130,7 @@ func renderJUnit(run *Run, scen []*Scenario) ([]byte, error) {
 	return append([]byte(xml.Header), append(out, '\n')...), nil
 }
 
-func failureMessage(s *Scenario) string {
+func failureMessage(s *record.Scenario) string {
 	var lines []string
 	if m := s.KnownDefect; m != nil {
 		// Still a failure; its first line (the message) says which known defect it is.

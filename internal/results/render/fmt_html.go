@@ -1,4 +1,4 @@
-package results
+package render
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/ksqlflow/flowtest/internal/results/internal/mdtext"
+
+	"github.com/ksqlflow/flowtest/internal/results/record"
 )
 
 // IndexFile is the acceptance record as one self-contained HTML page: no script, no external
@@ -30,17 +32,17 @@ const (
 
 func statusColour(st string) string {
 	switch st {
-	case StatusPassed, GatePass, WaitReached:
+	case record.StatusPassed, record.GatePass, record.WaitReached:
 		return colPassed
-	case StatusFailed, GateFail, WaitTimedOut:
+	case record.StatusFailed, record.GateFail, record.WaitTimedOut:
 		return colFailed
-	case StatusBlocked:
+	case record.StatusBlocked:
 		return colBlocked
-	case StatusInterrupted, WaitGaveUp:
+	case record.StatusInterrupted, record.WaitGaveUp:
 		return colInterrupted
-	case StatusCarriedOver:
+	case record.StatusCarriedOver:
 		return colCarried
-	case GateIncomplete:
+	case record.GateIncomplete:
 		return colInterrupted
 	}
 	return colNotRun
@@ -58,11 +60,29 @@ svg{display:block;margin:6px 0 2px;max-width:100%;height:auto}svg text{font-fami
 .legend span{display:inline-block;margin-right:12px;font-size:12px}.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-2px;border-radius:2px}
 `
 
-// renderIndex renders index.html from the run's view; the page goes through the archive
-// writer once more.
-func renderIndex(v *runView) []byte {
+// Index renders index.html from the run's view, section by section; the page goes through
+// the archive writer once more. It is built with fmt and html.EscapeString rather than
+// html/template: the template escaper writes '+' as "&#43;", so the page would no longer be
+// byte-identical to the archives already handed over (diff stats quote "(+)").
+func Index(v *View) []byte {
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	indexHeader(p, v)
+	if v.gate != nil {
+		renderGateHTML(p, v)
+	}
+	indexResults(p, v)
+	indexEnvironment(p, v)
+	indexTimelines(p, v)
+	indexNotRun(p, v)
+	indexAPIRequests(p, v)
+	p("</body>\n</html>\n")
+	return b.Bytes()
+}
+
+// indexHeader is the page's head and banner: title, times, product, stale known defects,
+// the gate's verdict and the files beside the page.
+func indexHeader(p func(string, ...any), v *View) {
 	e := html.EscapeString
 	run, gate, title := v.run, v.gate, v.title
 	p("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
@@ -73,12 +93,12 @@ func renderIndex(v *runView) []byte {
 		// Which FlowNet ran decides what every figure below means: a reference run tested
 		// flowtest's model, not the product.
 		colour := "#e6f4ea"
-		if run.Product.Kind != ProductReal {
+		if run.Product.Kind != record.ProductReal {
 			colour = "#fff4ce"
 		}
 		p("<div class=\"verdict\" style=\"background:%s\"><b>Product: %s</b></div>\n", colour, e(run.Product.Label()))
 	}
-	for _, line := range StaleKnownDefects(run.Scenarios) {
+	for _, line := range record.StaleKnownDefects(run.Scenarios) {
 		p("<div class=\"verdict\" style=\"background:%s\"><b>Warning</b>: %s</div>\n", colFailed, e(line))
 	}
 	if gate != nil {
@@ -86,24 +106,25 @@ func renderIndex(v *runView) []byte {
 	}
 	p("<p class=\"muted\">Files: <code>run.json</code>, <code>scenarios/&lt;id&gt;.json</code>, <code>README.md</code>, <code>cucumber.json</code>, <code>junit.xml</code>")
 	if gate != nil {
-		p(", <code>%s</code>", GateFile)
+		p(", <code>%s</code>", record.GateFile)
 	}
 	p("; all redacted. Times are UTC unless shown otherwise.</p>\n")
+}
 
-	if gate != nil {
-		renderGateHTML(p, v)
-	}
-
+// indexResults is the table of the scenarios that ran, a failure's first observation in its row.
+func indexResults(p func(string, ...any), v *View) {
+	e := html.EscapeString
+	run := v.run
 	p("<h2 id=\"results\">Results</h2>\n<table>\n<tr><th>#</th><th>Scenario</th><th>Acceptance</th><th>Result</th><th>Duration</th><th>Record</th></tr>\n")
 	n := 0
 	for _, s := range run.Scenarios {
-		if s.Status == StatusNotRun {
+		if s.Status == record.StatusNotRun {
 			continue // listed under Not run
 		}
 		n++
 		// A failure says what failed right in the table: its first failing assertion.
 		why := ""
-		if rec := v.records[s.ID]; rec != nil && s.Status == StatusFailed {
+		if rec := v.records[s.ID]; rec != nil && s.Status == record.StatusFailed {
 			why = fmt.Sprintf("<div class=\"fail1\">%s</div>", e(rec.FirstObservation()))
 		}
 		if m := s.KnownDefect; m != nil {
@@ -116,19 +137,27 @@ func renderIndex(v *runView) []byte {
 		p("<tr><td colspan=\"6\">No scenario ran.</td></tr>\n")
 	}
 	p("</table>\n")
+}
 
+func indexEnvironment(p func(string, ...any), v *View) {
+	e := html.EscapeString
 	p("<h2 id=\"environment\">Environment</h2>\n<table>\n")
 	for _, r := range v.environment(true, false) {
 		p("<tr><th>%s</th><td>%s</td></tr>\n", e(r.key), e(r.value))
 	}
 	p("</table>\n")
+}
 
+// indexTimelines is one section per scenario that ran: its known defect, first failure,
+// where it is, its timeline and its failed assertions.
+func indexTimelines(p func(string, ...any), v *View) {
+	e := html.EscapeString
 	p("<h2 id=\"timelines\">Timelines</h2>\n")
 	p("<p class=\"legend\"><span><i style=\"background:%s\"></i>step passed / wait reached</span><span><i style=\"background:%s\"></i>failed / timed out</span><span><i style=\"background:%s\"></i>blocked</span><span><i style=\"background:%s\"></i>interrupted / gave up</span><span><i style=\"background:%s\"></i>process</span><span><i style=\"background:%s\"></i>wait</span><span><i style=\"background:%s\"></i>node attempt (kintone keeps minutes: a dashed bar is the span it lies in)</span><span><i style=\"background:%s\"></i>barrier hold</span></p>\n",
 		colPassed, colFailed, colBlocked, colInterrupted, colProcess, colWait, colAttempt, colBarrier)
 	ran := 0
 	for _, s := range v.scen {
-		if s.Status == StatusNotRun {
+		if s.Status == record.StatusNotRun {
 			continue
 		}
 		ran++
@@ -136,7 +165,7 @@ func renderIndex(v *runView) []byte {
 		if m := s.KnownDefect; m != nil {
 			p("<p class=\"fail1\"><b>%s</b></p>\n", e(knownDefectDetail(m)))
 		}
-		if s.Status == StatusFailed {
+		if s.Status == record.StatusFailed {
 			p("<p class=\"fail1\"><b>First failure</b>: %s</p>\n", e(s.FirstObservation()))
 		}
 		where := s.FeatureFile
@@ -144,11 +173,11 @@ func renderIndex(v *runView) []byte {
 			where += fmt.Sprintf(":%d", s.Line)
 		}
 		p("<p class=\"muted\">%s · <code>%s</code> · %s</p>\n", e(mdtext.OrDash(s.Name)), e(mdtext.OrDash(where)), e(fmtDur(time.Duration(s.DurationMS)*time.Millisecond)))
-		if s.Reason != "" && s.Status != StatusPassed {
+		if s.Reason != "" && s.Status != record.StatusPassed {
 			p("<p><b>%s</b>: %s</p>\n", e(s.Status), e(s.Reason))
 		}
-		b.WriteString(timelineSVG(s))
-		if bad := failedAssertions(s); len(bad) > 0 {
+		p("%s", timelineSVG(s))
+		if bad := record.FailedAssertions(s); len(bad) > 0 {
 			p("<table><tr><th>Failed assertion</th><th>Expected</th><th>Seen</th></tr>\n")
 			for _, a := range bad {
 				p("<tr><td>%s</td><td>%s</td><td>%s</td></tr>\n", e(a.What), e(a.Expected), e(a.Seen))
@@ -162,7 +191,10 @@ func renderIndex(v *runView) []byte {
 	if ran == 0 {
 		p("<p>No scenario ran.</p>\n")
 	}
+}
 
+func indexNotRun(p func(string, ...any), v *View) {
+	e := html.EscapeString
 	p("<h2 id=\"not-run\">Not run</h2>\n")
 	if rows := v.notRunRows(); len(rows) == 0 {
 		p("<p>Every selected scenario ran.</p>\n")
@@ -173,6 +205,10 @@ func renderIndex(v *runView) []byte {
 		}
 		p("</table>\n")
 	}
+}
+
+func indexAPIRequests(p func(string, ...any), v *View) {
+	e := html.EscapeString
 	if api := v.apiRequests(); len(api.rows) > 0 {
 		p("<h2 id=\"api-requests\">API requests</h2>\n<p>kintone REST requests per app, the runner's own and its proxies' (kintone counts them per app and day).</p>\n")
 		p("<table>\n<tr><th>App</th><th>Requests</th><th>By method</th><th>By origin</th><th>Throttled (429)</th><th>Estimated</th></tr>\n")
@@ -186,11 +222,9 @@ func renderIndex(v *runView) []byte {
 			}
 		}
 	}
-	p("</body>\n</html>\n")
-	return b.Bytes()
 }
 
-func renderGateHTML(p func(string, ...any), v *runView) {
+func renderGateHTML(p func(string, ...any), v *View) {
 	e := html.EscapeString
 	g := v.gate
 	p("<h2 id=\"gate\">Release gate %s</h2>\n", e(g.Gate))
@@ -211,7 +245,7 @@ func renderGateHTML(p func(string, ...any), v *runView) {
 	} else {
 		p("<tr><th>Carried-over evidence from</th><td>none (no --since-archive): every carry-over series runs</td></tr>\n")
 	}
-	p("<tr><th>Scenarios</th><td>%s</td></tr>\n</table>\n", e(g.Counts.countsText()))
+	p("<tr><th>Scenarios</th><td>%s</td></tr>\n</table>\n", e(gateCountsText(g.Counts)))
 	p("<table>\n<tr><th>Scenario</th><th>Required</th><th>Status</th><th>Evidence</th><th>Detail</th></tr>\n")
 	for _, r := range v.gateRows() {
 		ev := "—"
@@ -229,16 +263,16 @@ func renderGateHTML(p func(string, ...any), v *runView) {
 	}
 	p("</table>\n")
 	for _, r := range g.CarryOver {
-		state := r.stateText()
+		state := carryOverStateText(r)
 		p("<h3>Carry-over rule %s — %s</h3>\n<p>%s</p>\n<p class=\"muted\">Paths: <code>%s</code>. %s</p>\n", e(r.Series), e(state), e(r.Why), e(strings.Join(r.Paths, ", ")), e(r.Justification))
 		for _, d := range r.Diffs {
-			p("<p><code>%s</code></p>\n<pre>%s</pre>\n", e(d.Command), e(strings.TrimRight(d.statText(), "\n")))
+			p("<p><code>%s</code></p>\n<pre>%s</pre>\n", e(d.Command), e(strings.TrimRight(gateDiffStatText(d), "\n")))
 		}
 	}
 }
 
 func badge(st string) string {
-	return fmt.Sprintf("<span class=\"st\" style=\"background:%s\">%s</span>", statusColour(st), html.EscapeString(statusWord(st)))
+	return fmt.Sprintf("<span class=\"st\" style=\"background:%s\">%s</span>", statusColour(st), html.EscapeString(record.StatusWord(st)))
 }
 
-func anchor(id string) string { return SanitizeLabel(id) }
+func anchor(id string) string { return record.SanitizeLabel(id) }

@@ -1,4 +1,4 @@
-package results
+package render
 
 import (
 	"cmp"
@@ -49,7 +49,7 @@ func originsText(byOrigin map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-func (v *runView) apiRequests() apiSection {
+func (v *View) apiRequests() apiSection {
 	var out apiSection
 	run := v.run
 	for _, app := range slices.Sorted(maps.Keys(run.APIRequests)) {

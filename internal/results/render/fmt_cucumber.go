@@ -1,4 +1,4 @@
-package results
+package render
 
 import (
 	"encoding/json"
@@ -6,10 +6,12 @@ import (
 	"time"
 
 	"github.com/ksqlflow/flowtest/internal/results/internal/mdtext"
+
+	"github.com/ksqlflow/flowtest/internal/results/record"
 )
 
 // Cucumber JSON, the subset CI report tools read.
-type cukeFeature struct {
+type CucumberFeature struct {
 	URI      string     `json:"uri"`
 	ID       string     `json:"id"`
 	Keyword  string     `json:"keyword"`
@@ -56,8 +58,9 @@ type cukeResult struct {
 	Error    string `json:"error_message,omitempty"`
 }
 
-func renderCucumber(scen []*Scenario) ([]byte, error) {
-	byFeature := map[string]*cukeFeature{}
+// Cucumber renders cucumber.json from the records written (redacted already).
+func Cucumber(scen []*record.Scenario) ([]byte, error) {
+	byFeature := map[string]*CucumberFeature{}
 	var order []string
 	for _, s := range scen {
 		key := s.FeatureFile
@@ -66,7 +69,7 @@ func renderCucumber(scen []*Scenario) ([]byte, error) {
 		}
 		f, ok := byFeature[key]
 		if !ok {
-			f = &cukeFeature{URI: key, ID: slug(s.Feature), Keyword: "Feature", Name: s.Feature, Line: 1, Tags: []cukeTag{}}
+			f = &CucumberFeature{URI: key, ID: slug(s.Feature), Keyword: "Feature", Name: s.Feature, Line: 1, Tags: []cukeTag{}}
 			byFeature[key] = f
 			order = append(order, key)
 		}
@@ -84,7 +87,7 @@ func renderCucumber(scen []*Scenario) ([]byte, error) {
 		// Blocked and interrupted are neither passed nor failed: Cucumber JSON has no such
 		// status, so the step that was cut short (and every later one) is skipped with the
 		// reason as its message, and an after hook and the description say which it was.
-		cut := s.Status == StatusBlocked || s.Status == StatusInterrupted
+		cut := s.Status == record.StatusBlocked || s.Status == record.StatusInterrupted
 		for _, st := range s.Steps {
 			status, msg := st.Status, st.Error
 			if status == "" {
@@ -110,7 +113,7 @@ func renderCucumber(scen []*Scenario) ([]byte, error) {
 				Result: cukeResult{Status: "skipped", Error: why}})
 		}
 		// A scenario that failed outside its steps (cleanup, After hook) must not look green.
-		if s.Status == StatusFailed && !anyStepFailed(s) {
+		if s.Status == record.StatusFailed && !anyStepFailed(s) {
 			msg := s.Reason
 			if !s.Cleanup.OK {
 				msg = strings.TrimSpace("cleanup failed: " + s.Cleanup.Error + " " + msg)
@@ -119,7 +122,7 @@ func renderCucumber(scen []*Scenario) ([]byte, error) {
 		}
 		f.Elements = append(f.Elements, cs)
 	}
-	out := make([]*cukeFeature, 0, len(order))
+	out := make([]*CucumberFeature, 0, len(order))
 	for _, k := range order {
 		out = append(out, byFeature[k])
 	}
@@ -129,7 +132,7 @@ func renderCucumber(scen []*Scenario) ([]byte, error) {
 // stepParts splits a step into its keyword (with the space after it) and its text. The
 // runner records the whole line as the text ("And the run is …") with the keyword beside it
 // ("And"); older records hold the text without the keyword.
-func stepParts(st Step) (keyword, text string) {
+func stepParts(st record.Step) (keyword, text string) {
 	kw := strings.TrimSpace(st.Keyword)
 	if kw != "" && strings.HasPrefix(st.Text, kw+" ") {
 		return kw + " ", strings.TrimPrefix(st.Text, kw+" ")
@@ -140,7 +143,7 @@ func stepParts(st Step) (keyword, text string) {
 	return "", st.Text
 }
 
-func anyStepFailed(s *Scenario) bool {
+func anyStepFailed(s *record.Scenario) bool {
 	for _, st := range s.Steps {
 		if st.Status == "failed" {
 			return true
@@ -149,4 +152,4 @@ func anyStepFailed(s *Scenario) bool {
 	return false
 }
 
-func slug(s string) string { return strings.ToLower(SanitizeLabel(s)) }
+func slug(s string) string { return strings.ToLower(record.SanitizeLabel(s)) }

@@ -1,14 +1,13 @@
-// Package results owns everything that leaves a flowtest run: one record per scenario,
-// run.json, the acceptance record README.md, cucumber.json and junit.xml, all written into a
-// dated archive folder through a single redacting writer, plus the leak check that re-scans an
-// archive (`flowtest archive verify`) and the reader behind `flowtest run --rerun`.
+// Package record is the schema of what leaves a flowtest run: the record of one scenario,
+// run.json and gate.json as Go types. It is the one definition the harness fills (a process,
+// a traffic line, a barrier arrival, a fault firing) and the archive writes, reads and
+// renders, so a new evidence field is added here once.
 //
-// The JSON layout is versioned by SchemaVersion and documented in schema/*.schema.json and
-// README.md of this package.
-package results
+// The JSON layout is versioned by SchemaVersion and documented in ../schema/*.schema.json and
+// ../README.md.
+package record
 
 import (
-	"strings"
 	"time"
 )
 
@@ -486,50 +485,8 @@ type EvidenceRow struct {
 	Scenarios   []string `json:"scenarios,omitempty"`
 }
 
-// Summarize builds the run.json row for a scenario; file is its path relative to the archive.
-func Summarize(s *Scenario, file string) ScenarioSummary {
-	return ScenarioSummary{
-		ID: s.ID, Name: s.Name, Feature: s.Feature, Series: s.Series, Extended: s.Extended, Tags: append([]string(nil), s.Tags...),
-		Status: s.Status, Reason: s.Reason, KnownDefect: s.KnownDefect, DurationMS: s.DurationMS, SetupMS: s.SetupMS, File: file,
-	}
-}
-
-// ComputeTotals counts the summaries.
-func ComputeTotals(sums []ScenarioSummary) Totals {
-	var t Totals
-	for _, s := range sums {
-		t.Total++
-		t.DurationMS += s.DurationMS
-		if s.Extended {
-			t.Extended++
-		}
-		switch s.Status {
-		case StatusPassed:
-			t.Passed++
-			if s.KnownDefect.Stale() {
-				t.KnownDefectsNotReproduced++
-			}
-		case StatusFailed:
-			t.Failed++
-			if s.KnownDefect.Excused() {
-				t.KnownDefects++
-			}
-		case StatusBlocked:
-			t.Blocked++
-		case StatusInterrupted:
-			t.Interrupted++
-		default:
-			t.NotRun++
-		}
-	}
-	return t
-}
-
 // ReasonOtherShardPrefix starts the not-run reason of a scenario that `run --shard K/N` left
 // to another shard ("in another shard: 2/3"). Its not-run category is NotRunTag: like a tag
 // filter, it is a selection, and `archive merge` replaces it with the record of the shard
 // that ran the scenario.
 const ReasonOtherShardPrefix = "in another shard"
-
-// IsOtherShard reports whether a not-run reason says another shard runs the scenario.
-func IsOtherShard(reason string) bool { return strings.HasPrefix(reason, ReasonOtherShardPrefix) }

@@ -1,4 +1,4 @@
-package results
+package render
 
 import (
 	"encoding/json"
@@ -14,9 +14,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ksqlflow/flowtest/internal/results/record"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata")
+
+func intp(i int) *int { return &i }
 
 // svgShape is one drawn rect or path of a timeline, with its class and <title>.
 type svgShape struct {
@@ -87,7 +91,7 @@ func svgShapes(t *testing.T, svg string) (shapes []svgShape, texts []string) {
 func TestTimelineOfARecordedScenario(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("testdata", "timeline", "p2-16-05-close-rerun-race.json"))
 	require.NoError(t, err)
-	var s Scenario
+	var s record.Scenario
 	require.NoError(t, json.Unmarshal(data, &s))
 	svg := timelineSVG(&s)
 
@@ -148,20 +152,20 @@ func TestTimelineOfARecordedScenario(t *testing.T) {
 func TestAttemptProcesses(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 23, 14, 35, 0, time.UTC)
 	minute := t0.Truncate(time.Minute)
-	proc := func(name, cmd string, start time.Duration, ms int64) Process {
-		return Process{Name: name, Argv: []string{"flowsandbox", "flownet", cmd}, ExitCode: intp(1), Start: t0.Add(start), DurationMS: ms}
+	proc := func(name, cmd string, start time.Duration, ms int64) record.Process {
+		return record.Process{Name: name, Argv: []string{"flowsandbox", "flownet", cmd}, ExitCode: intp(1), Start: t0.Add(start), DurationMS: ms}
 	}
-	att := func(node string, no int, inv string) Attempt {
-		return Attempt{Node: node, AttemptNo: no, InvocationID: inv, StartedAt: minute, FinishedAt: minute, DurationSec: 0.03}
+	att := func(node string, no int, inv string) record.Attempt {
+		return record.Attempt{Node: node, AttemptNo: no, InvocationID: inv, StartedAt: minute, FinishedAt: minute, DurationSec: 0.03}
 	}
 	// m5-resume: the first run ran n1#1 and n2#1 (one invocation), the resume n2#2; an
 	// archive-run between them runs no node.
-	s := &Scenario{Start: t0, End: t0.Add(2 * time.Second),
-		Processes: []Process{proc("first", "run-network", 100*time.Millisecond, 700), proc("archive", "archive-run", 850*time.Millisecond, 20), proc("resume", "run-network", 900*time.Millisecond, 100)},
-		Attempts:  []Attempt{att("n1", 1, "A"), att("n2", 1, "A"), att("n2", 2, "B")}}
+	s := &record.Scenario{Start: t0, End: t0.Add(2 * time.Second),
+		Processes: []record.Process{proc("first", "run-network", 100*time.Millisecond, 700), proc("archive", "archive-run", 850*time.Millisecond, 20), proc("resume", "run-network", 900*time.Millisecond, 100)},
+		Attempts:  []record.Attempt{att("n1", 1, "A"), att("n2", 1, "A"), att("n2", 2, "B")}}
 	assert.Equal(t, []int{0, 0, 2}, attemptProcesses(s))
 	// Listed out of order, the attempt numbers still order the invocations.
-	s.Attempts = []Attempt{att("n2", 2, "B"), att("n1", 1, "A"), att("n2", 1, "A")}
+	s.Attempts = []record.Attempt{att("n2", 2, "B"), att("n1", 1, "A"), att("n2", 1, "A")}
 	assert.Equal(t, []int{2, 0, 0}, attemptProcesses(s))
 	// Drawn inside the process, never longer than it ran.
 	from, to, exact := attemptWindow(s, s.Attempts[0], 2)
@@ -169,7 +173,7 @@ func TestAttemptProcesses(t *testing.T) {
 	assert.Equal(t, s.Processes[2].Start, from)
 	assert.Equal(t, s.Processes[2].Start.Add(100*time.Millisecond), to)
 	// A process in another minute does not qualify: no process, the scenario bounds it.
-	s.Attempts = []Attempt{{Node: "n1", AttemptNo: 1, InvocationID: "C", StartedAt: minute.Add(-time.Hour), FinishedAt: minute.Add(-time.Hour)}}
+	s.Attempts = []record.Attempt{{Node: "n1", AttemptNo: 1, InvocationID: "C", StartedAt: minute.Add(-time.Hour), FinishedAt: minute.Add(-time.Hour)}}
 	assert.Equal(t, []int{-1}, attemptProcesses(s))
 	from, to, _ = attemptWindow(s, s.Attempts[0], -1)
 	assert.Equal(t, []time.Time{s.Start, s.End}, []time.Time{from, to}, "no overlap at all: the scenario's lifetime")

@@ -1,4 +1,4 @@
-package results
+package render
 
 import (
 	"bytes"
@@ -8,13 +8,31 @@ import (
 	"time"
 
 	"github.com/ksqlflow/flowtest/internal/results/internal/mdtext"
+
+	"github.com/ksqlflow/flowtest/internal/results/record"
 )
 
-// renderReadme writes README.md, the acceptance record a person reads, from the run's view;
-// the bytes go through the archive writer once more.
-func renderReadme(v *runView) []byte {
+// Readme writes README.md, the acceptance record a person reads, from the run's view,
+// section by section; the bytes go through the archive writer once more.
+func Readme(v *View) []byte {
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	readmeHeader(p, v)
+	if v.gate != nil {
+		renderGateMarkdown(p, v)
+	}
+	readmeEnvironment(p, v)
+	readmeResults(p, v)
+	readmeFailures(p, v)
+	readmeNotRun(p, v)
+	readmeAPIRequests(p, v)
+	readmeEvidence(p, v)
+	return b.Bytes()
+}
+
+// readmeHeader is the title and the run in a list: dates, state, result, product, stale
+// known defects, the gate's verdict and the files beside the README.
+func readmeHeader(p func(string, ...any), v *View) {
 	run, gate := v.run, v.gate
 	p("# Acceptance record: %s\n\n", mdtext.Inline(v.title))
 	p("- Date: %s to %s (%s)\n", fmtTime(run.Start), fmtTime(run.End), fmtDur(v.duration))
@@ -23,7 +41,7 @@ func renderReadme(v *runView) []byte {
 	if run.Product != nil {
 		p("- Product: **%s**\n", mdtext.Inline(run.Product.Label()))
 	}
-	for _, line := range StaleKnownDefects(run.Scenarios) {
+	for _, line := range record.StaleKnownDefects(run.Scenarios) {
 		p("- **Warning**: %s\n", mdtext.Inline(line))
 	}
 	if gate != nil {
@@ -31,13 +49,14 @@ func renderReadme(v *runView) []byte {
 	}
 	files := "`run.json` (schema_version %d), `scenarios/<id>.json`, `cucumber.json`, `junit.xml`, `index.html`"
 	if gate != nil {
-		files += ", `" + GateFile + "`"
+		files += ", `" + record.GateFile + "`"
 	}
 	p("- Files: "+files+"; all redacted\n\n", run.SchemaVersion)
-	if gate != nil {
-		renderGateMarkdown(p, v)
-	}
+}
 
+// readmeEnvironment is the environment table and the run order.
+func readmeEnvironment(p func(string, ...any), v *View) {
+	run := v.run
 	p("## Environment\n\n| | |\n| --- | --- |\n")
 	for _, r := range v.environment(false, true) {
 		p("| %s | %s |\n", mdtext.Cell(r.key), mdtext.Cell(r.value))
@@ -50,14 +69,18 @@ func renderReadme(v *runView) []byte {
 	for i, id := range run.RunOrder {
 		p("%d. %s\n", i+1, mdtext.Inline(id))
 	}
+}
 
+// readmeResults is a row per scenario, except those the tag filter left out.
+func readmeResults(p func(string, ...any), v *View) {
+	run := v.run
 	p("\n## Results\n\n| Scenario | Acceptance | Result | Duration | Evidence |\n| --- | --- | --- | --- | --- |\n")
 	for _, s := range run.Scenarios {
-		if s.Status == StatusNotRun && s.NotRunCategory == NotRunTag {
+		if s.Status == record.StatusNotRun && s.NotRunCategory == record.NotRunTag {
 			continue // filtered scenarios are listed below, not as results
 		}
 		result := s.Status
-		if s.Status == StatusFailed || s.Status == StatusBlocked || s.Status == StatusInterrupted {
+		if s.Status == record.StatusFailed || s.Status == record.StatusBlocked || s.Status == record.StatusInterrupted {
 			result = "**" + s.Status + "**"
 		}
 		if m := s.KnownDefect; m != nil {
@@ -69,15 +92,19 @@ func renderReadme(v *runView) []byte {
 		}
 		p("| %s | %s | %s | %s | %s |\n", mdtext.Cell(s.ID), mdtext.Cell(Acceptance(s.Tags)), result, fmtDur(time.Duration(s.DurationMS)*time.Millisecond), file)
 	}
+}
 
+// readmeFailures are the failed, then the blocked and interrupted scenarios: why, the
+// steps and assertions that failed, a failed cleanup.
+func readmeFailures(p func(string, ...any), v *View) {
 	for _, group := range []struct {
 		heading  string
 		statuses []string
 	}{
-		{"Failures", []string{StatusFailed}},
-		{"Blocked and interrupted (not failures of the SUT, not passes either)", []string{StatusBlocked, StatusInterrupted}},
+		{"Failures", []string{record.StatusFailed}},
+		{"Blocked and interrupted (not failures of the SUT, not passes either)", []string{record.StatusBlocked, record.StatusInterrupted}},
 	} {
-		var list []*Scenario
+		var list []*record.Scenario
 		for _, s := range v.scen {
 			if slices.Contains(group.statuses, s.Status) {
 				list = append(list, s)
@@ -88,7 +115,7 @@ func renderReadme(v *runView) []byte {
 		}
 		p("\n## %s\n\n", group.heading)
 		for _, s := range list {
-			if s.Status == StatusFailed {
+			if s.Status == record.StatusFailed {
 				p("### %s\n\n", mdtext.Inline(s.ID))
 			} else {
 				p("### %s (%s)\n\n", mdtext.Inline(s.ID), s.Status)
@@ -105,7 +132,7 @@ func renderReadme(v *runView) []byte {
 					p("- step %s: `%s%s`: %s\n", st.Status, mdtext.Code(kw), mdtext.Code(name), mdtext.Inline(mdtext.OrDash(st.Error)))
 				}
 			}
-			for _, a := range failedAssertions(s) {
+			for _, a := range record.FailedAssertions(s) {
 				p("- %s: expected %s, saw %s\n", mdtext.Inline(a.What), mdtext.Inline(a.Expected), mdtext.Inline(a.Seen))
 			}
 			if !s.Cleanup.OK {
@@ -114,10 +141,14 @@ func renderReadme(v *runView) []byte {
 			p("\n")
 		}
 	}
+}
 
+func readmeNotRun(p func(string, ...any), v *View) {
 	p("\n## Not run\n\n")
 	mdTable(p, "Every selected scenario ran.\n", notRunHeader, v.notRunRows())
+}
 
+func readmeAPIRequests(p func(string, ...any), v *View) {
 	if api := v.apiRequests(); len(api.rows) > 0 {
 		p("\n## API requests\n\nkintone REST requests per app, the runner's own and its proxies' (kintone counts them per app and day).\n\n")
 		p("| App | Requests | By method | By origin | Throttled (429) | Estimated |\n| --- | --- | --- | --- | --- | --- |\n")
@@ -130,14 +161,16 @@ func renderReadme(v *runView) []byte {
 			}
 		}
 	}
+}
 
+func readmeEvidence(p func(string, ...any), v *View) {
+	run := v.run
 	p("\n## Evidence\n\n")
 	var evidence [][]string
 	for _, e := range run.Evidence {
 		evidence = append(evidence, []string{e.Criterion, e.Environment, e.Result, mdtext.OrDash(e.Limits), strings.Join(e.Scenarios, ", ")})
 	}
 	mdTable(p, "(no evidence rows recorded)\n", []string{"Criterion", "Environment", "Result", "Limits", "Scenarios"}, evidence)
-	return b.Bytes()
 }
 
 // mdTable writes a Markdown table of header and rows, every cell through mdtext.Cell; empty
@@ -158,7 +191,7 @@ func mdTable(p func(string, ...any), empty string, header []string, rows [][]str
 }
 
 // renderGateMarkdown is the README's release-gate section.
-func renderGateMarkdown(p func(string, ...any), v *runView) {
+func renderGateMarkdown(p func(string, ...any), v *View) {
 	g := v.gate
 	p("## Release gate %s: **%s**\n\n", mdtext.Inline(g.Gate), mdtext.Inline(g.Verdict))
 	if g.Title != "" {
@@ -167,7 +200,7 @@ func renderGateMarkdown(p func(string, ...any), v *runView) {
 	p("- Verdict: **%s** — %s\n", mdtext.Inline(g.Verdict), mdtext.Inline(g.VerdictWhy))
 	p("- Definition: `%s` (sha256 %s)\n", mdtext.Code(g.Definition), mdtext.Inline(g.DefinitionSHA256))
 	p("- Required: `%s`\n", mdtext.Code(g.Required))
-	p("- SUT commit: %s\n", mdtext.Inline(g.sutText()))
+	p("- SUT commit: %s\n", mdtext.Inline(gateSUTText(g)))
 	if g.SUT.Head != "" {
 		p("- **Warning**: the SUT repository's HEAD is %s, not the gate's commit\n", mdtext.Inline(g.SUT.Head))
 	}
@@ -176,7 +209,7 @@ func renderGateMarkdown(p func(string, ...any), v *runView) {
 	} else {
 		p("- Carried-over evidence from: none (no --since-archive): every carry-over series runs\n")
 	}
-	p("- Scenarios: %s\n\n", g.Counts.countsText())
+	p("- Scenarios: %s\n\n", gateCountsText(g.Counts))
 	p("| Scenario | Required | Status | Evidence | Detail |\n| --- | --- | --- | --- | --- |\n")
 	for _, r := range v.gateRows() {
 		ev := "—"
@@ -186,8 +219,8 @@ func renderGateMarkdown(p func(string, ...any), v *runView) {
 		if co := r.carried; co != nil {
 			ev = fmt.Sprintf("`%s/%s` sha256 %s (commit %s)", mdtext.Code(co.Archive), mdtext.Code(co.Record), co.SHA256, mdtext.OrDash(co.Commit))
 		}
-		st := statusWord(r.status)
-		if r.status != StatusPassed && r.status != StatusCarriedOver {
+		st := record.StatusWord(r.status)
+		if r.status != record.StatusPassed && r.status != record.StatusCarriedOver {
 			st = "**" + st + "**"
 		}
 		p("| %s | %s | %s | %s | %s |\n", mdtext.Cell(r.id), r.required, st, mdtext.Cell(ev), mdtext.Cell(r.detail))
@@ -195,11 +228,11 @@ func renderGateMarkdown(p func(string, ...any), v *runView) {
 	if len(g.CarryOver) > 0 {
 		p("\n### Carry-over rules\n\n")
 		for _, r := range g.CarryOver {
-			state := r.stateText()
+			state := carryOverStateText(r)
 			p("- **%s** (%s) — %s. Paths: %s. %s\n", mdtext.Inline(r.Series), state, mdtext.Inline(r.Why), mdtext.Inline(strings.Join(r.Paths, ", ")), mdtext.Inline(r.Justification))
 			for _, d := range r.Diffs {
 				p("\n  `%s`\n\n", mdtext.Code(d.Command))
-				stat := d.statText()
+				stat := gateDiffStatText(d)
 				fence := "```"
 				for strings.Contains(stat, fence) {
 					fence += "`"

@@ -1,4 +1,4 @@
-package results
+package render
 
 import (
 	"fmt"
@@ -8,33 +8,9 @@ import (
 	"time"
 
 	"github.com/ksqlflow/flowtest/internal/results/internal/mdtext"
+
+	"github.com/ksqlflow/flowtest/internal/results/record"
 )
-
-// FirstObservation is the first failing assertion (expected/seen), else the failing step,
-// else the record's reason.
-func (s *Scenario) FirstObservation() string {
-	for _, a := range s.Assertions {
-		if !a.OK {
-			return fmt.Sprintf("%s: expected %s, saw %s", a.What, a.Expected, a.Seen)
-		}
-	}
-	for _, st := range s.Steps {
-		if st.Status == "failed" {
-			return fmt.Sprintf("step %q: %s", st.Text, st.Error)
-		}
-	}
-	if !s.Cleanup.OK {
-		return "cleanup failed: " + s.Cleanup.Error
-	}
-	return mdtext.OrDash(s.Reason)
-}
-
-// ReasonLine is the first line of the record's reason: what the console's END line, the
-// JUnit message and the repeat and explore summaries show of it.
-func (s *Scenario) ReasonLine() string {
-	line, _, _ := strings.Cut(s.Reason, "\n")
-	return line
-}
 
 // Acceptance lists the acceptance numbers from @acc-N tags.
 func Acceptance(tags []string) string {
@@ -51,15 +27,15 @@ func Acceptance(tags []string) string {
 // TotalsText is the one-line count of a run's scenarios. "failed" counts the failures no
 // known product defect excuses; those it excuses are counted apart ("1 known product
 // defect"), as are passes under a known defect that no longer reproduces.
-func TotalsText(t Totals) string { return totalsLine(t, nil, nil) }
+func TotalsText(t record.Totals) string { return totalsLine(t, nil, nil) }
 
 // RunTotalsText is TotalsText naming the known defects: "62 passed, 0 failed, 1 known
 // product defect (KPD-1), 0 not run, of 63".
-func RunTotalsText(run *Run) string {
-	return totalsLine(run.Totals, knownDefectIDs(run.Scenarios, KDReproduced), knownDefectIDs(run.Scenarios, KDNoLongerReproduces))
+func RunTotalsText(run *record.Run) string {
+	return totalsLine(run.Totals, record.KnownDefectIDs(run.Scenarios, record.KDReproduced), record.KnownDefectIDs(run.Scenarios, record.KDNoLongerReproduces))
 }
 
-func totalsLine(t Totals, kpd, stale []string) string {
+func totalsLine(t record.Totals, kpd, stale []string) string {
 	ids := func(l []string) string {
 		if len(l) == 0 {
 			return ""
@@ -92,13 +68,13 @@ func totalsLine(t Totals, kpd, stale []string) string {
 
 func notRunText(cat string) string {
 	switch cat {
-	case NotRunTag:
+	case record.NotRunTag:
 		return "filtered by tag"
-	case NotRunPlatform:
+	case record.NotRunPlatform:
 		return "other platform"
-	case NotRunNotImplemented:
+	case record.NotRunNotImplemented:
 		return "not implemented"
-	case NotRunInterrupted:
+	case record.NotRunInterrupted:
 		return "interrupted"
 	case "":
 		return "not run"
@@ -123,24 +99,25 @@ func fmtDur(d time.Duration) string {
 	return fmt.Sprintf("%.1f s", d.Seconds())
 }
 
-// runView is what the acceptance record shows of a run, decided once: the README
+// View is what the acceptance record shows of a run, decided once: the README
 // (fmt_readme.go) and the page (fmt_html.go) render the same sections from it, each in its
 // own markup, so that a section's content (which rows, in which order, which words) cannot
 // drift between the two. run and scen are redacted already.
-type runView struct {
-	run      *Run
+type View struct {
+	run      *record.Run
 	title    string
 	duration time.Duration
 	totals   string
-	gate     *GateRecord
-	records  map[string]*Scenario // by id, for the results table
-	scen     []*Scenario          // the records in run order
-	notRun   []ScenarioSummary    // every summary not run, in run order
+	gate     *record.GateRecord
+	records  map[string]*record.Scenario // by id, for the results table
+	scen     []*record.Scenario          // the records in run order
+	notRun   []record.ScenarioSummary    // every summary not run, in run order
 }
 
-func newRunView(run *Run, scen []*Scenario, gate *GateRecord) *runView {
-	v := &runView{run: run, title: run.Label, duration: run.End.Sub(run.Start), totals: RunTotalsText(run),
-		gate: gate, records: map[string]*Scenario{}, scen: scen}
+// NewView decides the view of run with its written records and its gate record (nil for none).
+func NewView(run *record.Run, scen []*record.Scenario, gate *record.GateRecord) *View {
+	v := &View{run: run, title: run.Label, duration: run.End.Sub(run.Start), totals: RunTotalsText(run),
+		gate: gate, records: map[string]*record.Scenario{}, scen: scen}
 	if v.title == "" {
 		v.title = "all"
 	}
@@ -148,7 +125,7 @@ func newRunView(run *Run, scen []*Scenario, gate *GateRecord) *runView {
 		v.records[s.ID] = s
 	}
 	for _, s := range run.Scenarios {
-		if s.Status == StatusNotRun {
+		if s.Status == record.StatusNotRun {
 			v.notRun = append(v.notRun, s)
 		}
 	}
@@ -159,7 +136,7 @@ func newRunView(run *Run, scen []*Scenario, gate *GateRecord) *runView {
 // not run and the detail.
 var notRunHeader = []string{"Scenario", "Why", "Detail"}
 
-func (v *runView) notRunRows() [][]string {
+func (v *View) notRunRows() [][]string {
 	var rows [][]string
 	for _, s := range v.notRun {
 		rows = append(rows, []string{s.ID, notRunText(s.NotRunCategory), mdtext.OrDash(s.Reason)})
@@ -173,7 +150,7 @@ type envRow struct{ key, value string }
 // environment is the environment table. The page shows the command line and the commit
 // alone; the README, which is read without run.json at hand, says where the commit came from
 // and whether the checkout was dirty.
-func (v *runView) environment(withCommand, commitDetail bool) []envRow {
+func (v *View) environment(withCommand, commitDetail bool) []envRow {
 	run := v.run
 	rows := []envRow{{"Target", run.Target}, {"Profile", run.Profile}, {"OS", run.OS}, {"Runner version", run.RunnerVersion},
 		{"Tag expression", mdtext.OrDash(run.TagExpression)}}
@@ -202,46 +179,35 @@ func (v *runView) environment(withCommand, commitDetail bool) []envRow {
 }
 
 // knownDefectDetail is what the record and the page say of a scenario's known-defect mark.
-func knownDefectDetail(m *KnownDefectMark) string {
+func knownDefectDetail(m *record.KnownDefectMark) string {
 	switch m.Outcome {
-	case KDReproduced:
+	case record.KDReproduced:
 		return fmt.Sprintf("Failed — known product defect %s of %s: it fails by its declared assertion %q (evidence: %s). Still a failure of the product; not counted against the run's exit code.", m.ID, m.Product, m.Assertion, m.Evidence)
-	case KDNoLongerReproduces:
+	case record.KDNoLongerReproduces:
 		return m.StaleText()
 	}
 	return fmt.Sprintf("Known product defect %s of %s applies to this scenario, but it failed otherwise than by the declared assertion %q: an ordinary failure.", m.ID, m.Product, m.Assertion)
 }
 
-// failedAssertions are the assertions of s that did not hold.
-func failedAssertions(s *Scenario) []Assertion {
-	var bad []Assertion
-	for _, a := range s.Assertions {
-		if !a.OK {
-			bad = append(bad, a)
-		}
-	}
-	return bad
-}
-
 // gateRow is one row of the gate's scenario table.
 type gateRow struct {
 	id, required, status, detail string
-	file                         string       // the record in this archive, or ""
-	carried                      *CarriedOver // where a carried-over scenario last passed
-	linked                       bool         // the record is in this archive: the page links to it
+	file                         string              // the record in this archive, or ""
+	carried                      *record.CarriedOver // where a carried-over scenario last passed
+	linked                       bool                // the record is in this archive: the page links to it
 }
 
-func (v *runView) gateRows() []gateRow {
+func (v *View) gateRows() []gateRow {
 	var rows []gateRow
 	for _, s := range v.gate.Scenarios {
-		rows = append(rows, gateRow{id: s.ID, required: s.requiredText(), status: s.Status, detail: s.detailText(),
-			file: s.File, carried: s.CarriedOver, linked: s.File != "" && s.Status != StatusNotRun})
+		rows = append(rows, gateRow{id: s.ID, required: gateRequiredText(s), status: s.Status, detail: gateDetailText(s),
+			file: s.File, carried: s.CarriedOver, linked: s.File != "" && s.Status != record.StatusNotRun})
 	}
 	return rows
 }
 
-// sutText is the gate's SUT commit, with the form it was given in when that differs.
-func (g *GateRecord) sutText() string {
+// gateSUTText is the gate's SUT commit, with the form it was given in when that differs.
+func gateSUTText(g *record.GateRecord) string {
 	sut := g.SUT.Commit
 	if g.SUT.Given != "" && g.SUT.Given != g.SUT.Commit {
 		sut += " (given as " + g.SUT.Given + ")"
@@ -249,16 +215,40 @@ func (g *GateRecord) sutText() string {
 	return mdtext.OrDash(sut)
 }
 
-// countsText is the gate's count of scenarios by status.
-func (c GateCounts) countsText() string {
+// gateCountsText is the gate's count of scenarios by status.
+func gateCountsText(c record.GateCounts) string {
 	return fmt.Sprintf("%d — %d passed, %d carried over, %d failed, %d blocked, %d interrupted, %d not run",
 		c.Total, c.Passed, c.CarriedOver, c.Failed, c.Blocked, c.Interrupted, c.NotRun)
 }
 
-// statText is a diff stat as shown: "(no changes)" rather than nothing.
-func (d GateDiff) statText() string {
+// gateDiffStatText is a diff stat as shown: "(no changes)" rather than nothing.
+func gateDiffStatText(d record.GateDiff) string {
 	if strings.TrimSpace(d.Stat) == "" {
 		return "(no changes)"
 	}
 	return d.Stat
+}
+
+// gateRequiredText and gateDetailText are the Required and Detail cells of the gate's scenario
+// table, the same in README.md and index.html.
+func gateRequiredText(s record.GateScenario) string {
+	if s.Required {
+		return "yes"
+	}
+	return "no (carry-over series)"
+}
+
+func gateDetailText(s record.GateScenario) string {
+	if co := s.CarriedOver; co != nil {
+		return "carried over by the " + co.Series + " rule: " + co.Justification
+	}
+	return mdtext.OrDash(s.Why)
+}
+
+// carryOverStateText says what a carry-over rule decided, in both renderings.
+func carryOverStateText(r record.CarryOverRule) string {
+	if r.Holds {
+		return "holds: the series is carried over"
+	}
+	return "does not hold: the series runs"
 }

@@ -1,10 +1,12 @@
-package results
+package render
 
 import (
 	"fmt"
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/ksqlflow/flowtest/internal/results/record"
 )
 
 // How a node attempt is related to the FlowNet process that ran it, for the timeline.
@@ -31,13 +33,13 @@ import (
 // nodeRunners are the FlowNet commands that run nodes.
 var nodeRunners = []string{"run-network", "poll-requests"}
 
-func runsNodes(p Process) bool {
+func runsNodes(p record.Process) bool {
 	return slices.ContainsFunc(p.Argv, func(a string) bool { return slices.Contains(nodeRunners, a) })
 }
 
 // processSpan is a process's lifetime: start to exit, or to the scenario's end when it was
 // still running (no exit code, no duration).
-func processSpan(p Process, scenEnd time.Time) (time.Time, time.Time) {
+func processSpan(p record.Process, scenEnd time.Time) (time.Time, time.Time) {
 	to := p.Start.Add(time.Duration(p.DurationMS) * time.Millisecond)
 	if p.ExitCode == nil && p.DurationMS == 0 {
 		to = scenEnd
@@ -47,7 +49,7 @@ func processSpan(p Process, scenEnd time.Time) (time.Time, time.Time) {
 
 // minuteRange is the span an attempt with minute-precision times lies in; exact is false
 // then. Times with seconds are exact: their own span.
-func minuteRange(a Attempt) (from, to time.Time, exact bool) {
+func minuteRange(a record.Attempt) (from, to time.Time, exact bool) {
 	from, to = a.StartedAt, a.FinishedAt
 	if to.IsZero() || to.Before(from) {
 		to = from.Add(time.Duration(a.DurationSec * float64(time.Second)))
@@ -64,7 +66,7 @@ func minuteRange(a Attempt) (from, to time.Time, exact bool) {
 
 // attemptProcesses maps each attempt (by index in s.Attempts) to the index in s.Processes
 // of the process that ran it, by the rule above; -1 when none qualifies.
-func attemptProcesses(s *Scenario) []int {
+func attemptProcesses(s *record.Scenario) []int {
 	out := make([]int, len(s.Attempts))
 	for i := range out {
 		out[i] = -1
@@ -141,7 +143,7 @@ func attemptProcesses(s *Scenario) []int {
 // of the process that ran it (pi ≥ 0), else to the scenario's. When the cut is empty (the
 // tenant's clock and ours disagree), the bound alone. exact: the attempt's own times had
 // seconds; they are drawn as they are.
-func attemptWindow(s *Scenario, a Attempt, pi int) (from, to time.Time, exact bool) {
+func attemptWindow(s *record.Scenario, a record.Attempt, pi int) (from, to time.Time, exact bool) {
 	from, to, exact = minuteRange(a)
 	if exact {
 		return from, to, true

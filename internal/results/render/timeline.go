@@ -1,4 +1,4 @@
-package results
+package render
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/ksqlflow/flowtest/internal/results/internal/mdtext"
+
+	"github.com/ksqlflow/flowtest/internal/results/record"
 )
 
 // timeline geometry
@@ -54,30 +56,51 @@ func minuteText(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04") + " UTC (minute)"
 }
 
+// axis is a timeline's time range: the scenario's, widened by the marks drawn on it, each
+// by less than a minute (a stray time must not squash the rest of the drawing).
+type axis struct{ t0, t1 time.Time }
+
+func (a *axis) grow(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	if a.t0.IsZero() || t.Before(a.t0) && a.t0.Sub(t) < time.Minute {
+		a.t0 = t
+	}
+	if t.After(a.t1) && t.Sub(a.t1) < time.Minute {
+		a.t1 = t
+	}
+}
+
+// spanFrom is the end of a span of ms milliseconds from from; both ends widen the axis.
+func (a *axis) spanFrom(from time.Time, ms int64) time.Time {
+	to := from.Add(time.Duration(ms) * time.Millisecond)
+	a.grow(from)
+	a.grow(to)
+	return to
+}
+
 // timelineSVG draws one scenario on one time axis: its steps, the processes it started, the
-// node attempts its runs left, its waits and its barrier holds.
-func timelineSVG(s *Scenario) string {
-	t0, t1 := s.Start, s.End
-	grow := func(t time.Time) {
-		if t.IsZero() {
-			return
-		}
-		if t0.IsZero() || t.Before(t0) && t0.Sub(t) < time.Minute {
-			t0 = t
-		}
-		if t.After(t1) && t.Sub(t1) < time.Minute {
-			t1 = t
-		}
-	}
-	// spanFrom is the end of a span of ms milliseconds from from; both ends widen the axis.
-	spanFrom := func(from time.Time, ms int64) time.Time {
-		to := from.Add(time.Duration(ms) * time.Millisecond)
-		grow(from)
-		grow(to)
-		return to
-	}
+// node attempts its runs left, its waits and its barrier holds. The lanes are gathered in
+// this order, which is also the order in which they widen the axis.
+func timelineSVG(s *record.Scenario) string {
+	ax := &axis{t0: s.Start, t1: s.End}
 	var lanes []lane
-	// Steps, one lane.
+	if steps := stepLane(s, ax); len(steps.marks) > 0 {
+		lanes = append(lanes, steps)
+	}
+	lanes = append(lanes, processLanes(s, ax)...)
+	lanes = append(lanes, attemptLanes(s)...)
+	lanes = append(lanes, waitLanes(s, ax)...)
+	lanes = append(lanes, barrierLanes(s, ax)...)
+	if len(lanes) == 0 {
+		return "<p class=\"muted\">(nothing to draw: the record holds no timed step, process, attempt, wait or barrier)</p>\n"
+	}
+	return drawTimeline(s.ID, lanes, ax.t0, ax.t1)
+}
+
+// stepLane is the steps' lane, led by the runner's setup before the first step.
+func stepLane(s *record.Scenario, ax *axis) lane {
 	var steps lane
 	steps.label = "steps"
 	if s.SetupMS != nil && *s.SetupMS > 0 {
@@ -91,14 +114,16 @@ func timelineSVG(s *Scenario) string {
 		if st.Start.IsZero() {
 			continue
 		}
-		end := spanFrom(st.Start, st.DurationMS)
+		end := ax.spanFrom(st.Start, st.DurationMS)
 		steps.marks = append(steps.marks, mark{from: st.Start, to: end, colour: statusColour(st.Status), kind: "tl-step",
 			title: fmt.Sprintf("step %s: %s%s — %s; source: the runner's step times", st.Status, st.Text, errSuffix(st.Error), spanText(st.Start, end))})
 	}
-	if len(steps.marks) > 0 {
-		lanes = append(lanes, steps)
-	}
-	// Processes, one lane each.
+	return steps
+}
+
+// processLanes are one lane per process the scenario started.
+func processLanes(s *record.Scenario, ax *axis) []lane {
+	var lanes []lane
 	for _, pr := range s.Processes {
 		l := lane{label: "process " + pr.Name}
 		end := ""
@@ -114,8 +139,8 @@ func timelineSVG(s *Scenario) string {
 			continue
 		}
 		_, to := processSpan(pr, s.End)
-		grow(pr.Start)
-		grow(to)
+		ax.grow(pr.Start)
+		ax.grow(to)
 		col := colProcess
 		if pr.ExitCode == nil && pr.Signal != "" {
 			col = colInterrupted
@@ -127,10 +152,16 @@ func timelineSVG(s *Scenario) string {
 		}
 		lanes = append(lanes, l)
 	}
-	// Node attempts, one lane per attempt (a node's attempts often share the same minutes),
-	// nodes in order of first appearance; each within the process that ran it (attempts.go).
+	return lanes
+}
+
+// attemptLanes are one lane per node attempt (a node's attempts often share the same
+// minutes), nodes in order of first appearance; each within the process that ran it
+// (attempts.go). Their minute-precise times do not widen the axis.
+func attemptLanes(s *record.Scenario) []lane {
+	var lanes []lane
 	ran := attemptProcesses(s)
-	nodes, byNode := groupInOrder(s.Attempts, func(a Attempt) string { return a.Node })
+	nodes, byNode := groupInOrder(s.Attempts, func(a record.Attempt) string { return a.Node })
 	for _, node := range nodes {
 		idx := byNode[node]
 		sort.SliceStable(idx, func(i, j int) bool { return s.Attempts[idx[i]].AttemptNo < s.Attempts[idx[j]].AttemptNo })
@@ -163,16 +194,20 @@ func timelineSVG(s *Scenario) string {
 			lanes = append(lanes, l)
 		}
 	}
-	// Waits, packed into as few lanes as do not overlap.
+	return lanes
+}
+
+// waitLanes are the waits, packed into as few lanes as do not overlap.
+func waitLanes(s *record.Scenario, ax *axis) []lane {
 	var waitLanes []lane
 	var laneEnd []time.Time
 	for _, w := range s.Waits {
 		if w.Start.IsZero() {
 			continue
 		}
-		to := spanFrom(w.Start, w.ElapsedMS)
+		to := ax.spanFrom(w.Start, w.ElapsedMS)
 		col := colWait
-		if w.Outcome != WaitReached {
+		if w.Outcome != record.WaitReached {
 			col = statusColour(w.Outcome)
 		}
 		m := mark{from: w.Start, to: to, colour: col, kind: "tl-wait",
@@ -195,9 +230,13 @@ func timelineSVG(s *Scenario) string {
 			laneEnd = append(laneEnd, to.Add(time.Millisecond))
 		}
 	}
-	lanes = append(lanes, waitLanes...)
-	// Barriers: one lane per barrier id; a hold runs from arrival to release.
-	barrierIDs, byBarrier := groupInOrder(s.Barriers, func(ba BarrierArrival) string { return ba.ID })
+	return waitLanes
+}
+
+// barrierLanes are one lane per barrier id; a hold runs from arrival to release.
+func barrierLanes(s *record.Scenario, ax *axis) []lane {
+	var lanes []lane
+	barrierIDs, byBarrier := groupInOrder(s.Barriers, func(ba record.BarrierArrival) string { return ba.ID })
 	for _, id := range barrierIDs {
 		// Labelled as the feature names it, with the process whose proxy holds it; the
 		// scope-prefixed id (older records) differs only at its end.
@@ -211,14 +250,14 @@ func timelineSVG(s *Scenario) string {
 		}
 		for _, i := range byBarrier[id] {
 			ba := s.Barriers[i]
-			grow(ba.At)
+			ax.grow(ba.At)
 			m := mark{from: ba.At, to: ba.At, colour: colBarrier, diamond: true, kind: "tl-barrier",
 				title: fmt.Sprintf("barrier %s (%s) held %s %s, status %d", mdtext.OrDash(ba.Name), ba.Phase, ba.Method, ba.Path, ba.Status)}
 			if ba.Process != "" {
 				m.title += ", in the fault proxy of " + ba.Process
 			}
 			if !ba.ReleasedAt.IsZero() {
-				grow(ba.ReleasedAt)
+				ax.grow(ba.ReleasedAt)
 				m.to, m.diamond = ba.ReleasedAt, false
 				m.title += ", released after " + fmtDur(ba.ReleasedAt.Sub(ba.At)) + " — " + spanText(ba.At, ba.ReleasedAt)
 			} else {
@@ -229,9 +268,11 @@ func timelineSVG(s *Scenario) string {
 		}
 		lanes = append(lanes, l)
 	}
-	if len(lanes) == 0 {
-		return "<p class=\"muted\">(nothing to draw: the record holds no timed step, process, attempt, wait or barrier)</p>\n"
-	}
+	return lanes
+}
+
+// drawTimeline draws the lanes on the axis t0..t1 as one SVG.
+func drawTimeline(id string, lanes []lane, t0, t1 time.Time) string {
 	if t0.IsZero() || !t1.After(t0) {
 		t1 = t0.Add(time.Second)
 	}
@@ -249,8 +290,8 @@ func timelineSVG(s *Scenario) string {
 	height := tlAxis + len(lanes)*tlLane + 8
 	var b strings.Builder
 	e := html.EscapeString
-	fmt.Fprintf(&b, "<svg role=\"img\" aria-label=\"timeline of %s\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n", e(s.ID), tlWidth, height, tlWidth, height)
-	fmt.Fprintf(&b, "<title>Timeline of %s: %s from %s</title>\n", e(s.ID), e(fmtDur(span)), e(t0.UTC().Format("15:04:05.000")))
+	fmt.Fprintf(&b, "<svg role=\"img\" aria-label=\"timeline of %s\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n", e(id), tlWidth, height, tlWidth, height)
+	fmt.Fprintf(&b, "<title>Timeline of %s: %s from %s</title>\n", e(id), e(fmtDur(span)), e(t0.UTC().Format("15:04:05.000")))
 	fmt.Fprintf(&b, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#fafafa\" stroke=\"#e0e0e0\"/>\n", tlWidth, height)
 	// Axis with ticks.
 	step := tickStep(span)
@@ -271,37 +312,43 @@ func timelineSVG(s *Scenario) string {
 			fmt.Fprintf(&b, "<text x=\"6\" y=\"%d\">%s</text>\n", y+15, e(l.label))
 		}
 		for _, m := range l.marks {
-			x1, x2 := x(m.from), x(m.to)
-			if m.diamond {
-				cy := float64(y) + tlLane/2
-				fmt.Fprintf(&b, "<path class=\"%s\" d=\"M%.1f %.1f l5 5 l-5 5 l-5 -5 z\" fill=\"%s\"><title>%s</title></path>\n", m.kind, x1, cy-5, m.colour, e(m.title))
-				continue
-			}
-			w := math.Max(x2-x1, 2)
-			extra := ""
-			if m.dashed {
-				extra = fmt.Sprintf(" fill-opacity=\"0.35\" stroke=\"%s\" stroke-dasharray=\"4 3\"", m.colour)
-			}
-			fmt.Fprintf(&b, "<rect class=\"%s\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" rx=\"2\" fill=\"%s\"%s><title>%s</title></rect>\n",
-				m.kind, x1, y+tlBarPad, w, tlLane-2*tlBarPad, m.colour, extra, e(m.title))
-			if m.text != "" {
-				// On the bar when it fits (white on a solid bar), else just after it.
-				tw := 6.5 * float64(len([]rune(m.text)))
-				fill, tx := "#212121", x1+w+4
-				if w >= tw+8 {
-					tx = x1 + 4
-					if !m.dashed {
-						fill = "#ffffff"
-					}
-				} else if tx+tw > tlWidth {
-					tx = x1 - tw - 4
-				}
-				fmt.Fprintf(&b, "<text x=\"%.1f\" y=\"%d\" fill=\"%s\" style=\"fill:%s\">%s</text>\n", tx, y+15, fill, fill, e(m.text))
-			}
+			drawMark(&b, m, y, x(m.from), x(m.to))
 		}
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
+}
+
+// drawMark draws one mark of a lane at y, from x1 to x2: a diamond for a moment, else a
+// bar with its text on it (or beside it when it does not fit).
+func drawMark(b *strings.Builder, m mark, y int, x1, x2 float64) {
+	e := html.EscapeString
+	if m.diamond {
+		cy := float64(y) + tlLane/2
+		fmt.Fprintf(b, "<path class=\"%s\" d=\"M%.1f %.1f l5 5 l-5 5 l-5 -5 z\" fill=\"%s\"><title>%s</title></path>\n", m.kind, x1, cy-5, m.colour, e(m.title))
+		return
+	}
+	w := math.Max(x2-x1, 2)
+	extra := ""
+	if m.dashed {
+		extra = fmt.Sprintf(" fill-opacity=\"0.35\" stroke=\"%s\" stroke-dasharray=\"4 3\"", m.colour)
+	}
+	fmt.Fprintf(b, "<rect class=\"%s\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" rx=\"2\" fill=\"%s\"%s><title>%s</title></rect>\n",
+		m.kind, x1, y+tlBarPad, w, tlLane-2*tlBarPad, m.colour, extra, e(m.title))
+	if m.text != "" {
+		// On the bar when it fits (white on a solid bar), else just after it.
+		tw := 6.5 * float64(len([]rune(m.text)))
+		fill, tx := "#212121", x1+w+4
+		if w >= tw+8 {
+			tx = x1 + 4
+			if !m.dashed {
+				fill = "#ffffff"
+			}
+		} else if tx+tw > tlWidth {
+			tx = x1 - tw - 4
+		}
+		fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%d\" fill=\"%s\" style=\"fill:%s\">%s</text>\n", tx, y+15, fill, fill, e(m.text))
+	}
 }
 
 func errSuffix(err string) string {
