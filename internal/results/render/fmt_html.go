@@ -54,8 +54,8 @@ var indexTemplateText string
 var indexTemplate = template.Must(template.New(IndexFile).Parse(indexTemplateText))
 
 // Index renders index.html from the run's view; the page goes through the archive writer once
-// more. The template escaper writes some characters in another form than the page did when
-// it was built by hand ('+' as "&#43;", '"' as "&#34;"): the same text to a browser.
+// more. The template escaper writes a few characters otherwise than the hand-built page did
+// ('+' as "&#43;", a NUL byte as U+FFFD): the same text to a browser.
 func Index(v *View) ([]byte, error) {
 	var b bytes.Buffer
 	if err := indexTemplate.Execute(&b, v.page()); err != nil {

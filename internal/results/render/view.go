@@ -101,7 +101,7 @@ func fmtDur(d time.Duration) string {
 }
 
 // View is what the acceptance record shows of a run, decided once: the README
-// (fmt_readme.go) and the page (fmt_html.go) render the same sections from it, each in its
+// (fmt_readme.go) and the page (index.html.tmpl, over indexPage below) render the same sections from it, each in its
 // own markup, so that a section's content (which rows, in which order, which words) cannot
 // drift between the two. run and scen are redacted already.
 type View struct {
@@ -262,7 +262,7 @@ func carryOverStateText(r record.CarryOverRule) string {
 type indexPage struct {
 	Title, Start, End, Duration, State, Totals string
 	Product                                    *banner  // which FlowNet ran; nil in archives from before it was recorded
-	Warnings                                   []string // stale known defects
+	Warnings                                   []banner // stale known defects
 	GateVerdict                                *banner  // the release gate's verdict; nil without a gate
 	GateFile                                   string   // gate.json beside the page; "" without a gate
 	Gate                                       *gateSection
@@ -351,7 +351,7 @@ type carryOverPage struct {
 func (v *View) page() *indexPage {
 	run := v.run
 	pg := &indexPage{Title: v.title, Start: fmtTime(run.Start), End: fmtTime(run.End), Duration: fmtDur(v.duration),
-		State: run.State, Totals: v.totals, Warnings: record.StaleKnownDefects(run.Scenarios),
+		State: run.State, Totals: v.totals,
 		Results: v.resultRows(), Legend: timelineLegend, Timelines: v.timelineSections(), NotRunHeader: notRunHeader, NotRun: v.notRunRows()}
 	if run.Product != nil {
 		// Which FlowNet ran decides what every figure below means: a reference run tested
@@ -361,6 +361,9 @@ func (v *View) page() *indexPage {
 			colour = "#fff4ce"
 		}
 		pg.Product = &banner{Colour: colour, Bold: "Product: " + run.Product.Label()}
+	}
+	for _, line := range record.StaleKnownDefects(run.Scenarios) {
+		pg.Warnings = append(pg.Warnings, banner{Colour: colFailed, Text: line})
 	}
 	if g := v.gate; g != nil {
 		pg.GateVerdict = &banner{Colour: statusColour(g.Verdict), Bold: "Release gate " + g.Gate + ": " + g.Verdict, Text: g.VerdictWhy}
