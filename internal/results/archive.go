@@ -238,7 +238,9 @@ func (a *Archive) Finish(run *Run) error {
 	if err := a.write("README.md", render.Readme(view)); err != nil {
 		errs = append(errs, err)
 	}
-	if err := a.write(IndexFile, render.Index(view)); err != nil {
+	if page, err := render.Index(view); err != nil {
+		errs = append(errs, err)
+	} else if err := a.write(IndexFile, page); err != nil {
 		errs = append(errs, err)
 	}
 	if cj, err := render.Cucumber(scen); err != nil {

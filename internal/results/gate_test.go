@@ -3,6 +3,7 @@ package results
 import (
 	"encoding/json"
 	"encoding/xml"
+	"html"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,7 +107,8 @@ func TestArchiveWritesTheGateRecord(t *testing.T) {
 	page, err := os.ReadFile(filepath.Join(a.Dir(), IndexFile))
 	require.NoError(t, err)
 	assert.Contains(t, string(page), "Release gate r2: FAIL")
-	assert.Contains(t, string(page), "src/cli/index.ts | 2 +-")
+	// The page's text as a browser shows it: the template escaper writes '+' as "&#43;".
+	assert.Contains(t, html.UnescapeString(string(page)), "src/cli/index.ts | 2 +-")
 
 	back, err := ReadGate(a.Dir())
 	require.NoError(t, err)

@@ -21,7 +21,9 @@ func TestRecordNamesTheProduct(t *testing.T) {
 	} {
 		v := NewView(&record.Run{Product: c.product}, nil, nil)
 		require.Contains(t, string(Readme(v)), "- Product: **"+c.want+"**")
-		require.Contains(t, string(Index(v)), "<b>Product: "+html.EscapeString(c.want)+"</b>")
+		page, err := Index(v)
+		require.NoError(t, err)
+		require.Contains(t, string(page), "<b>Product: "+html.EscapeString(c.want)+"</b>")
 	}
 	require.NotContains(t, string(Readme(NewView(&record.Run{}, nil, nil))), "Product:")
 }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"html/template"
 	"maps"
 	"slices"
 	"strings"
@@ -100,7 +101,7 @@ func fmtDur(d time.Duration) string {
 }
 
 // View is what the acceptance record shows of a run, decided once: the README
-// (fmt_readme.go) and the page (fmt_html.go) render the same sections from it, each in its
+// (fmt_readme.go) and the page (index.html.tmpl, over indexPage below) render the same sections from it, each in its
 // own markup, so that a section's content (which rows, in which order, which words) cannot
 // drift between the two. run and scen are redacted already.
 type View struct {
@@ -252,3 +253,230 @@ func carryOverStateText(r record.CarryOverRule) string {
 	}
 	return "does not hold: the series runs"
 }
+
+// The page's view: what index.html shows, decided here and written by index.html.tmpl. Every
+// field is plain text the template escapes, save the timelines, which timeline.go draws and
+// escapes itself.
+
+// indexPage is index.html's model, section by section in page order.
+type indexPage struct {
+	Title, Start, End, Duration, State, Totals string
+	Product                                    *banner  // which FlowNet ran; nil in archives from before it was recorded
+	Warnings                                   []banner // stale known defects
+	GateVerdict                                *banner  // the release gate's verdict; nil without a gate
+	GateFile                                   string   // gate.json beside the page; "" without a gate
+	Gate                                       *gateSection
+	Results                                    []resultRow
+	Environment                                []keyValue
+	Legend                                     []legendEntry
+	Timelines                                  []timelineSection
+	NotRunHeader                               []string
+	NotRun                                     [][]string
+	API                                        *apiSectionPage // nil: the run recorded no counts
+}
+
+// banner is a coloured box at the top of the page: its colour, bold words and a plain rest.
+type banner struct{ Colour, Bold, Text string }
+
+// badgeView is a status as a coloured pill.
+type badgeView struct{ Colour, Word string }
+
+type keyValue struct{ Key, Value string }
+
+// legendEntry is the colour of a timeline's mark and what it means.
+type legendEntry struct{ Colour, Meaning string }
+
+// note is one line of a failure: known-defect notes are bold, a first failure is not.
+type note struct {
+	Bold bool
+	Text string
+}
+
+type resultRow struct {
+	N                            int
+	Anchor, ID, Name, Acceptance string
+	Badge                        badgeView
+	Notes                        []note
+	Duration, File               string
+}
+
+type timelineSection struct {
+	Anchor, ID            string
+	Badge                 badgeView
+	KnownDefect           string // "" without a mark
+	Failed                bool   // the first failure is shown, even when it reads empty
+	FirstFailure          string
+	Name, Where, Duration string
+	Status, Reason        string // Reason "" hides the line: a pass's reason is not shown
+	SVG                   template.HTML
+	FailedAssertions      []record.Assertion
+	CleanupError          string // "" when the cleanup went well
+}
+
+type apiSectionPage struct {
+	Rows          []apiRowPage
+	Budget, Heavy string
+}
+
+type apiRowPage struct{ App, Requests, Methods, Origins, Throttled, Estimate string }
+
+type gateSection struct {
+	Gate, Title                                        string
+	Verdict                                            badgeView
+	VerdictWhy, Definition, DefinitionSHA256, Required string
+	SUTCommit, SUTHead                                 string
+	Since                                              *sinceView // nil: no --since-archive
+	Counts                                             string
+	Rows                                               []gateRowPage
+	CarryOver                                          []carryOverPage
+}
+
+// sinceView is the archive carried-over evidence comes from: archive, commit, target.
+type sinceView struct{ Archive, Commit, Target string }
+
+type gateRowPage struct {
+	ID, Anchor       string
+	Linked           bool
+	Required         string
+	Badge            badgeView
+	Evidence, Detail string
+}
+
+type carryOverPage struct {
+	Series, State, Why, Paths, Justification string
+	Diffs                                    []keyValue // command and its diff stat
+}
+
+// page decides index.html's model from the view.
+func (v *View) page() *indexPage {
+	run := v.run
+	pg := &indexPage{Title: v.title, Start: fmtTime(run.Start), End: fmtTime(run.End), Duration: fmtDur(v.duration),
+		State: run.State, Totals: v.totals,
+		Results: v.resultRows(), Legend: timelineLegend, Timelines: v.timelineSections(), NotRunHeader: notRunHeader, NotRun: v.notRunRows()}
+	if run.Product != nil {
+		// Which FlowNet ran decides what every figure below means: a reference run tested
+		// flowtest's model, not the product.
+		colour := "#e6f4ea"
+		if run.Product.Kind != record.ProductReal {
+			colour = "#fff4ce"
+		}
+		pg.Product = &banner{Colour: colour, Bold: "Product: " + run.Product.Label()}
+	}
+	for _, line := range record.StaleKnownDefects(run.Scenarios) {
+		pg.Warnings = append(pg.Warnings, banner{Colour: colFailed, Text: line})
+	}
+	if g := v.gate; g != nil {
+		pg.GateVerdict = &banner{Colour: statusColour(g.Verdict), Bold: "Release gate " + g.Gate + ": " + g.Verdict, Text: g.VerdictWhy}
+		pg.GateFile = record.GateFile
+		pg.Gate = v.gateSection()
+	}
+	for _, r := range v.environment(true, false) {
+		pg.Environment = append(pg.Environment, keyValue{r.key, r.value})
+	}
+	if api := v.apiRequests(); len(api.rows) > 0 {
+		pg.API = &apiSectionPage{Budget: api.budget, Heavy: api.heavies}
+		for _, r := range api.rows {
+			pg.API.Rows = append(pg.API.Rows, apiRowPage{r.app, r.requests, r.methods, r.origins, r.throttled, r.estimate})
+		}
+	}
+	return pg
+}
+
+// timelineLegend says what a timeline's colours mean.
+var timelineLegend = []legendEntry{
+	{colPassed, "step passed / wait reached"}, {colFailed, "failed / timed out"}, {colBlocked, "blocked"},
+	{colInterrupted, "interrupted / gave up"}, {colProcess, "process"}, {colWait, "wait"},
+	{colAttempt, "node attempt (kintone keeps minutes: a dashed bar is the span it lies in)"}, {colBarrier, "barrier hold"},
+}
+
+func badgeOf(st string) badgeView {
+	return badgeView{Colour: statusColour(st), Word: record.StatusWord(st)}
+}
+
+// resultRows is the table of the scenarios that ran, a failure's first observation in its row.
+func (v *View) resultRows() []resultRow {
+	var rows []resultRow
+	for _, s := range v.run.Scenarios {
+		if s.Status == record.StatusNotRun {
+			continue // listed under Not run
+		}
+		r := resultRow{N: len(rows) + 1, Anchor: anchor(s.ID), ID: s.ID, Name: s.Name, Acceptance: Acceptance(s.Tags), Badge: badgeOf(s.Status),
+			Duration: fmtDur(time.Duration(s.DurationMS) * time.Millisecond), File: mdtext.OrDash(s.File)}
+		if m := s.KnownDefect; m != nil {
+			r.Notes = append(r.Notes, note{Bold: true, Text: m.Text()})
+		}
+		// A failure says what failed right in the table: its first failing assertion.
+		if rec := v.records[s.ID]; rec != nil && s.Status == record.StatusFailed {
+			r.Notes = append(r.Notes, note{Text: rec.FirstObservation()})
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// timelineSections is one section per scenario that ran: its known defect, first failure,
+// where it is, its timeline and its failed assertions.
+func (v *View) timelineSections() []timelineSection {
+	var out []timelineSection
+	for _, s := range v.scen {
+		if s.Status == record.StatusNotRun {
+			continue
+		}
+		where := s.FeatureFile
+		if where != "" && s.Line > 0 {
+			where += fmt.Sprintf(":%d", s.Line)
+		}
+		t := timelineSection{Anchor: anchor(s.ID), ID: s.ID, Badge: badgeOf(s.Status), Name: mdtext.OrDash(s.Name), Where: mdtext.OrDash(where),
+			Duration: fmtDur(time.Duration(s.DurationMS) * time.Millisecond), Status: s.Status, FailedAssertions: record.FailedAssertions(s),
+			// timelineSVG draws the SVG itself and escapes every text it puts in it
+			// (html.EscapeString), so it is trusted markup, not a string from the run.
+			SVG: template.HTML(timelineSVG(s))}
+		if m := s.KnownDefect; m != nil {
+			t.KnownDefect = knownDefectDetail(m)
+		}
+		if s.Status == record.StatusFailed {
+			t.Failed, t.FirstFailure = true, s.FirstObservation()
+		}
+		if s.Status != record.StatusPassed {
+			t.Reason = s.Reason
+		}
+		if !s.Cleanup.OK {
+			t.CleanupError = mdtext.OrDash(s.Cleanup.Error)
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// gateSection is the release gate's section: its verdict, definition, scenarios and
+// carry-over rules.
+func (v *View) gateSection() *gateSection {
+	g := v.gate
+	gs := &gateSection{Gate: g.Gate, Title: g.Title, Verdict: badgeOf(g.Verdict), VerdictWhy: g.VerdictWhy, Definition: g.Definition,
+		DefinitionSHA256: g.DefinitionSHA256, Required: g.Required, SUTCommit: mdtext.OrDash(g.SUT.Commit), SUTHead: g.SUT.Head,
+		Counts: gateCountsText(g.Counts)}
+	if s := g.Since; s != nil {
+		gs.Since = &sinceView{Archive: s.Archive, Commit: mdtext.OrDash(s.Commit), Target: mdtext.OrDash(s.Target)}
+	}
+	for _, r := range v.gateRows() {
+		ev := "—"
+		if r.file != "" {
+			ev = r.file
+		}
+		if co := r.carried; co != nil {
+			ev = fmt.Sprintf("%s/%s sha256 %s (commit %s)", co.Archive, co.Record, co.SHA256, mdtext.OrDash(co.Commit))
+		}
+		gs.Rows = append(gs.Rows, gateRowPage{ID: r.id, Anchor: anchor(r.id), Linked: r.linked, Required: r.required,
+			Badge: badgeOf(r.status), Evidence: ev, Detail: r.detail})
+	}
+	for _, r := range g.CarryOver {
+		co := carryOverPage{Series: r.Series, State: carryOverStateText(r), Why: r.Why, Paths: strings.Join(r.Paths, ", "), Justification: r.Justification}
+		for _, d := range r.Diffs {
+			co.Diffs = append(co.Diffs, keyValue{d.Command, strings.TrimRight(gateDiffStatText(d), "\n")})
+		}
+		gs.CarryOver = append(gs.CarryOver, co)
+	}
+	return gs
+}
+
+func anchor(id string) string { return record.SanitizeLabel(id) }
