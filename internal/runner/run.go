@@ -16,6 +16,7 @@ import (
 
 	"github.com/cucumber/godog"
 
+	"github.com/ksqlflow/flowtest/internal/base/interrupt"
 	"github.com/ksqlflow/flowtest/internal/harness/apicount"
 	"github.com/ksqlflow/flowtest/internal/harness/scenario"
 	"github.com/ksqlflow/flowtest/internal/harness/stepdef"
@@ -84,10 +85,11 @@ type Options struct {
 	// ties in run order, so that the few long lease waits do not start last and set the
 	// run's end; one at a time they start in run order. Status.Expected is used when nil.
 	Expected map[string]time.Duration
-	// Signals delivers interrupts (os.Interrupt, SIGTERM). The first cancels the current
-	// scenario; the second kills its children and calls Exit(130).
-	Signals <-chan os.Signal
-	Exit    func(code int)
+	// Stop, when cancelled (the first interrupt, internal/base/interrupt), cancels the running
+	// scenarios and starts no other; StopNow (the second) then kills their children and
+	// calls Exit(130). Nil: the run is not interruptible.
+	Stop, StopNow context.Context
+	Exit          func(code int)
 
 	// API counts the run's kintone requests; each scenario counts on a Child of it, recorded
 	// in its record, and run.json holds the run's (with what the caller counted on it
@@ -177,8 +179,8 @@ func Execute(ctx context.Context, o Options) Result {
 		defer st.stop()
 	}
 	rs := &runState{running: map[*scenario.State]context.CancelFunc{}}
-	stopSignals := watchSignals(o, rs)
-	defer stopSignals()
+	endWatch := watchStop(o, rs)
+	defer endWatch()
 	if o.Archive != nil {
 		ids := make([]string, len(o.Items))
 		for i, it := range o.Items {
@@ -294,51 +296,67 @@ func ranAny(recs []*results.Scenario) bool {
 	return false
 }
 
-func watchSignals(o Options, rs *runState) (stop func()) {
-	if o.Signals == nil {
+// watchStop acts on the run's stop contexts: Stop cancels the running scenarios (each ends
+// interrupted, the rest are not started), StopNow kills their children and calls Exit(130).
+// The returned function ends the watch.
+func watchStop(o Options, rs *runState) (end func()) {
+	if o.Stop == nil {
 		return func() {}
 	}
 	done := make(chan struct{})
 	go func() {
-		count := 0
-		for {
-			select {
-			case <-done:
-				return
-			case sig := <-o.Signals:
-				count++
-				rs.mu.Lock()
-				rs.interrupted = true
-				var running []*scenario.State
-				var cancels []context.CancelFunc
-				for st, cancel := range rs.running {
-					running = append(running, st)
-					cancels = append(cancels, cancel)
-				}
-				rs.mu.Unlock()
-				if count == 1 {
-					fmt.Fprintf(o.Progress, "INTERRUPT (%v): stopping the running scenarios and cleaning up; interrupt again to kill children and exit at once\n", sig)
-					for _, cancel := range cancels {
-						cancel()
-					}
-					continue
-				}
-				fmt.Fprintf(o.Progress, "INTERRUPT (%v) again: killing child processes and exiting\n", sig)
-				for _, cur := range running {
-					killed, err := cur.KillProcesses()
-					for _, k := range killed {
-						fmt.Fprintf(o.Progress, "killed %s\n", k)
-					}
-					if err != nil {
-						fmt.Fprintf(o.Progress, "kill: %v\n", err)
-					}
-				}
-				o.Exit(ExitInterrupted)
-				return
+		select {
+		case <-done:
+			return
+		case <-o.Stop.Done():
+		}
+		running, cancels := rs.interrupt()
+		fmt.Fprintf(o.Progress, "INTERRUPT (%v): stopping the running scenarios and cleaning up; interrupt again to kill children and exit at once\n", signalOf(o.Stop))
+		for _, cancel := range cancels {
+			cancel()
+		}
+		select {
+		case <-done:
+			return
+		case <-interrupt.Done(o.StopNow):
+		}
+		running, _ = rs.interrupt()
+		fmt.Fprintf(o.Progress, "INTERRUPT (%v) again: killing child processes and exiting\n", signalOf(o.StopNow))
+		for _, cur := range running {
+			killed, err := cur.KillProcesses()
+			for _, k := range killed {
+				fmt.Fprintf(o.Progress, "killed %s\n", k)
+			}
+			if err != nil {
+				fmt.Fprintf(o.Progress, "kill: %v\n", err)
 			}
 		}
+		o.Exit(ExitInterrupted)
 	}()
 	return func() { close(done) }
+}
+
+// interrupt marks the run interrupted and returns its running scenarios with their cancels.
+func (rs *runState) interrupt() ([]*scenario.State, []context.CancelFunc) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.interrupted = true
+	var running []*scenario.State
+	var cancels []context.CancelFunc
+	for st, cancel := range rs.running {
+		running = append(running, st)
+		cancels = append(cancels, cancel)
+	}
+	return running, cancels
+}
+
+// signalOf names what stopped the run: the signal, or the cause of a stop context a caller
+// cancelled without one.
+func signalOf(ctx context.Context) any {
+	if s := interrupt.SignalOf(ctx); s != nil {
+		return s
+	}
+	return context.Cause(ctx)
 }
 
 func notRun(it Item, reason string) *results.Scenario {

@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/ksqlflow/flowtest/internal/app/ksqlwrap"
+	"github.com/ksqlflow/flowtest/internal/base/interrupt"
 	"github.com/ksqlflow/flowtest/internal/base/refusal"
 	"github.com/ksqlflow/flowtest/internal/runner"
 	"github.com/ksqlflow/flowtest/internal/steps"
@@ -30,67 +31,23 @@ import (
 // -ldflags "-X github.com/ksqlflow/flowtest/internal/cli.Version=…" at release).
 var Version = "0.1.0-dev"
 
-// invocation is what a command runs with: the process's streams and its signals.
+// invocation is what a command runs with: the process's streams and its interrupts.
 type invocation struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
-	// ctx is cancelled by the first SIGINT/SIGTERM: a command that loops or does I/O stops
-	// at its next step, leaves no file written by halves and exits 130
-	// (refusal.Interrupted); again is closed by the second, for what must then stop at once.
-	ctx   context.Context
-	again <-chan struct{}
-	// sigs relays every signal to the run path's runner and the kSQL-Flow wrapper, which act
-	// on each one themselves (the runner: stop the scenarios, then kill their children).
-	sigs <-chan os.Signal
-}
-
-// watchInterrupts is the process's one reader of its signals: it cancels ctx on the first,
-// closes again on the second, and relays each to the returned channel (dropped when nobody
-// reads it: a command that does not is told by ctx). A signal already waiting (Ctrl-C while
-// the process started) is taken before the command starts. stop ends the watch.
-func watchInterrupts(sigs <-chan os.Signal) (ctx context.Context, again <-chan struct{}, relay <-chan os.Signal, stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	second, out, done := make(chan struct{}), make(chan os.Signal, 4), make(chan struct{})
-	n := 0
-	take := func(s os.Signal) {
-		n++
-		switch n {
-		case 1:
-			cancel()
-		case 2:
-			close(second)
-		}
-		select {
-		case out <- s:
-		default:
-		}
-	}
-	for pending := true; pending; {
-		select {
-		case s := <-sigs:
-			take(s)
-		default:
-			pending = false
-		}
-	}
-	go func() {
-		for {
-			select {
-			case <-done:
-				return
-			case s := <-sigs:
-				take(s)
-			}
-		}
-	}()
-	return ctx, second, out, func() { close(done); cancel() }
+	// stop is cancelled by the first SIGINT/SIGTERM (interrupt.Watch): a command that loops or
+	// does I/O stops at its next step, leaves no file written by halves and exits 130
+	// (refusal.Interrupted); now is cancelled by the second, for what must then stop at once.
+	// The run path's runner and the kSQL-Flow wrapper act on both themselves (the runner:
+	// stop the scenarios, then kill their children).
+	stop, now context.Context
 }
 
 // stopped is the interruption of a command that a signal stopped before what (nothing of it
 // written), nil while no signal came: the check of a command whose steps are each short
 // and write whole, between them.
 func (inv invocation) stopped(what string) error {
-	if inv.ctx != nil && inv.ctx.Err() != nil {
+	if inv.stop != nil && inv.stop.Err() != nil {
 		return refusal.Interrupted("interrupted before %s; nothing was written", what)
 	}
 	return nil
@@ -188,7 +145,7 @@ func init() {
 		{name: steps.KsqlFlowWrapperCommand, usage: steps.KsqlFlowWrapperCommand + " --mode MODE -- LAUNCHER ARGS…", hidden: true,
 			short: "the CSV steps' kSQL-Flow wrapper",
 			run: func(inv invocation, a []string) int {
-				code, err := ksqlwrap.Run(a, inv.stdin, inv.stdout, inv.stderr, inv.sigs)
+				code, err := ksqlwrap.Run(a, inv.stdin, inv.stdout, inv.stderr, inv.stop, inv.now)
 				if err != nil {
 					return exitFor(inv.stderr, steps.KsqlFlowWrapperCommand, err)
 				}
@@ -263,9 +220,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan 
 	if c == nil {
 		return unknownCommand(stderr, "flowtest", args)
 	}
-	ctx, again, relay, stop := watchInterrupts(sigs)
-	defer stop()
-	inv := invocation{stdin: stdin, stdout: stdout, stderr: stderr, ctx: ctx, again: again, sigs: relay}
+	// The process's one reader of its signals; every command gets its contexts.
+	stop, now, release := interrupt.Watch(sigs)
+	defer release()
+	inv := invocation{stdin: stdin, stdout: stdout, stderr: stderr, stop: stop, now: now}
 	if c.flags == nil {
 		return c.run(inv, rest)
 	}

@@ -31,7 +31,7 @@ func (f *defectsFlags) bind(fs *flag.FlagSet) {
 }
 
 func cmdDefects(inv invocation, f *defectsFlags, fset *flag.FlagSet, args []string) int {
-	stdout, stderr, ctx := inv.stdout, inv.stderr, inv.ctx
+	stdout, stderr, ctx := inv.stdout, inv.stderr, inv.stop
 	// --only is the one flag meant to be repeated (it adds names); any other given twice is
 	// refused, never silently the last.
 	if _, code, ok := parseFlags(fset, "defects", args, stderr, "only"); !ok {

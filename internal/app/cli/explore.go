@@ -44,7 +44,7 @@ type exploreSpec struct {
 	processes  []string
 	// via: the manifest redirected `flowtest explore <via.From>` to id (explore: {via: …}).
 	via *explorer.Redirect
-	// interrupt is the command's (invocation.ctx): cancelled, no new schedule starts.
+	// interrupt is the command's (invocation.stop): cancelled, no new schedule starts.
 	interrupt context.Context
 }
 
@@ -216,7 +216,7 @@ func cmdExplore(inv invocation, args []string) int {
 		}
 	}
 	runArgs := append([]string{"--tags", "@" + sp.id}, rest...)
-	sp.interrupt = inv.ctx
+	sp.interrupt = inv.stop
 	return runCommand("explore", runArgs, inv,
 		runExtras{command: append([]string{"flowtest", "explore"}, args...), label: "explore-" + sp.id, explore: &sp})
 }

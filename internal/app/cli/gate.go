@@ -174,14 +174,14 @@ func cmdGateRun(inv invocation, f *gateRunFlags, fset *flag.FlagSet, args []stri
 	if err != nil {
 		return exitFor(stderr, "gate run", err)
 	}
-	ctx, cancel := context.WithTimeout(inv.ctx, 2*time.Minute) // the SUT's git; a signal stops it
+	ctx, cancel := context.WithTimeout(inv.stop, 2*time.Minute) // the SUT's git; a signal stops it
 	defer cancel()
 	repo, err := gate.OpenGit(f.sutRepo)
 	if err != nil {
 		return exitFor(stderr, "gate run", err)
 	}
 	rec, runIDs, err := gate.Plan(ctx, g, items, f.target, f.sutCommit, repo, f.since)
-	if err != nil && inv.ctx.Err() != nil {
+	if err != nil && inv.stop.Err() != nil {
 		err = refusal.Interrupted("interrupted while planning the gate (%v); nothing ran", err)
 	}
 	if err != nil {

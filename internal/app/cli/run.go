@@ -27,7 +27,7 @@ import (
 )
 
 func cmdRun(inv invocation, f *runFlags, fs *flag.FlagSet, args []string) int {
-	return runWith("run", f, fs, args, inv.stdout, inv.stderr, inv.sigs, runExtras{command: append([]string{"flowtest", "run"}, args...)})
+	return runWith("run", f, fs, args, inv, runExtras{command: append([]string{"flowtest", "run"}, args...)})
 }
 
 // runCommand is the run path for the run flags `flowtest gate run` and `flowtest explore`
@@ -39,16 +39,18 @@ func runCommand(name string, args []string, inv invocation, extras runExtras) in
 	var f runFlags
 	f.bind(fs)
 	fs.SetOutput(inv.stderr)
-	return runWith(name, &f, fs, args, inv.stdout, inv.stderr, inv.sigs, extras)
+	return runWith(name, &f, fs, args, inv, extras)
 }
 
 // runWith is the run path over args parsed into fs, on which the flags of flags are bound.
-func runWith(name string, flags *runFlags, fs *flag.FlagSet, args []string, stdout, stderr io.Writer, sigs <-chan os.Signal, extras runExtras) int {
+func runWith(name string, flags *runFlags, fs *flag.FlagSet, args []string, inv invocation, extras runExtras) int {
+	stdout, stderr := inv.stdout, inv.stderr
 	s, code := startCommand(name, flags, fs, args, true, stderr)
 	if s == nil {
 		return code
 	}
 	s.extras = extras
+	s.stop, s.now = inv.stop, inv.now
 	defer s.close()
 	s.tty = terminalOf(stdout) // before the redactor hides the file behind a writer
 	red := s.consoleRedactor(stderr, name)
@@ -124,7 +126,7 @@ func runWith(name string, flags *runFlags, fs *flag.FlagSet, args []string, stdo
 				return refuse("%v", err)
 			}
 			defer lock.Release()
-			code = s.execute(ctx, tgt, stdout, sigs)
+			code = s.execute(ctx, tgt, stdout)
 			return nil
 		},
 	}
@@ -183,14 +185,14 @@ func resolvedOf(t *target.Target) safety.Resolved {
 
 // execute runs the scenarios against a resolved target and writes the archive; with
 // --repeat N, N times (repeat.go).
-func (s *session) execute(ctx context.Context, tgt *target.Target, stdout io.Writer, sigs <-chan os.Signal) int {
+func (s *session) execute(ctx context.Context, tgt *target.Target, stdout io.Writer) int {
 	if s.extras.explore != nil {
 		return s.exploreRuns(ctx, tgt, stdout)
 	}
 	if s.flags.repeat > 1 {
-		return s.repeatRuns(ctx, tgt, stdout, sigs)
+		return s.repeatRuns(ctx, tgt, stdout)
 	}
-	code, _ := s.executeOnce(ctx, tgt, stdout, sigs, s.runLabel())
+	code, _ := s.executeOnce(ctx, tgt, stdout, s.runLabel())
 	return code
 }
 
@@ -204,7 +206,7 @@ func (s *session) runLabel() string {
 }
 
 // executeOnce runs the selection once into a new archive labelled label.
-func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io.Writer, sigs <-chan os.Signal, label string) (int, runner.Result) {
+func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io.Writer, label string) (int, runner.Result) {
 	f := s.flags
 	secrets := s.secretsFor(tgt)
 	red := redact.New(secrets, tgt.AppRoles())
@@ -279,7 +281,7 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 		Features: s.fsys, Items: s.items,
 		Initialize: suite.Initialize, BeforeScenario: before, BeforeCleanup: attempts, Verify: checkInvariants, Concurrency: conc,
 		StepTimeout: stepDeadline(f.stepTimeout, s.cfg.TimeoutScale), TimeoutScale: s.cfg.TimeoutScale, WorkRoot: work, KeepWorkDirs: f.keepWorkDirs,
-		Formats: f.formats, Archive: arch, Run: run, Progress: stdout, Status: s.status(tgt.Name, arch.Dir()), Signals: sigs,
+		Formats: f.formats, Archive: arch, Run: run, Progress: stdout, Status: s.status(tgt.Name, arch.Dir()), Stop: s.stop, StopNow: s.now,
 		API: s.api, AppRoles: tgt.AppRoles(), KnownDefects: f.knownDefects,
 		// A second interrupt exits at once: the emulator must not outlive the runner.
 		Exit: func(code int) {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -40,6 +41,9 @@ type session struct {
 	// check (nil on the sandbox), kept for run.json.
 	api    *apicount.Counter
 	budget *budget.Verdict
+	// stop and now are the command's interrupts (invocation): the runner stops the running
+	// scenarios on the first and kills their children on the second.
+	stop, now context.Context
 }
 
 func openSession(f runFlags) (*session, error) {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"path/filepath"
@@ -63,7 +62,7 @@ func cmdSweep(inv invocation, sf *sweepFlags, fset *flag.FlagSet, args []string)
 		safety.FormatViolations(stderr, static)
 		return runner.ExitRefused
 	}
-	ctx := inv.ctx // the first SIGINT/SIGTERM stops the sweep at its next step
+	ctx := inv.stop // the first SIGINT/SIGTERM stops the sweep at its next step
 	var tgt *target.Target
 	if s.in.Target == safety.TargetSandbox {
 		bin, err := target.FindSandboxBinary(f.sandboxBin)
@@ -130,16 +129,7 @@ func cmdSweep(inv invocation, sf *sweepFlags, fset *flag.FlagSet, args []string)
 	var stopped error // the interruption of --delete: the record still says what was deleted
 	if sf.delete {
 		// The first signal stops before the next scope; the second cuts the one under way.
-		abort, cancelAbort := context.WithCancel(context.Background())
-		defer cancelAbort()
-		go func() {
-			select {
-			case <-inv.again:
-				cancelAbort()
-			case <-abort.Done():
-			}
-		}()
-		failed, stopped = sw.DeleteAll(ctx, abort, found, func(sc *sweep.Scope) {
+		failed, stopped = sw.DeleteAll(ctx, inv.now, found, func(sc *sweep.Scope) {
 			fmt.Fprintf(stdout, "flowtest sweep: %s %s\n", sc.Action, sc.Head)
 		})
 	}

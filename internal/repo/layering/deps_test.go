@@ -17,7 +17,7 @@ const module = "github.com/ksqlflow/flowtest"
 const depRules = `
 # Leaves: they import nothing of ours.
 NONE
-< internal/base/refusal, internal/base/excerpt, internal/base/yamlerr,
+< internal/base/refusal, internal/base/excerpt, internal/base/yamlerr, internal/base/interrupt,
   internal/kintoneapi, internal/safety, internal/runner/tagexpr,
   internal/results/redact, internal/results/internal/mdtext,
   internal/harness/wait, internal/harness/apicount, internal/harness/stepdef,
@@ -52,13 +52,13 @@ internal/harness/stepindex, internal/harness/target, internal/harness/workdir
 
 # The step library and the runner: neither imports the other; the scenario state joins them.
 HARNESS < internal/steps;
-HARNESS, internal/base/yamlerr, internal/runner/tagexpr < internal/runner;
+HARNESS, internal/base/yamlerr, internal/base/interrupt, internal/runner/tagexpr < internal/runner;
 
 # The commands, each over what it composes; the CLI over all of them.
 internal/results < internal/app/budget;
 internal/harness/schedule < internal/app/explorer;
 internal/harness/scenario, internal/harness/target < internal/app/isolation;
-internal/base/refusal, internal/steps < internal/app/ksqlwrap;
+internal/base/refusal, internal/base/interrupt, internal/steps < internal/app/ksqlwrap;
 internal/runner, internal/results/pack, internal/base/refusal < internal/app/gate;
 internal/runner, internal/app/explorer, internal/base/refusal, internal/base/excerpt < internal/app/defects;
 internal/runner, internal/base/refusal, internal/base/excerpt < internal/app/rehearse;
