@@ -118,7 +118,7 @@ func findArchive(dir string) (string, error) {
 
 func cmdDiff(inv invocation, f *diffFlags, fset *flag.FlagSet, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
-	uses, code, ok := parseArchiveArgs(fset, "archive diff", args, stderr, 2, 2)
+	uses, code, ok := parseArchiveArgs(inv, fset, "archive diff", args, 2, 2)
 	if !ok {
 		return code
 	}

@@ -15,9 +15,12 @@ import (
 	"github.com/ksqlflow/flowtest/internal/app/preflight"
 	"github.com/ksqlflow/flowtest/internal/harness/apicount"
 	"github.com/ksqlflow/flowtest/internal/harness/config"
+	"github.com/ksqlflow/flowtest/internal/harness/stepdef"
 	"github.com/ksqlflow/flowtest/internal/harness/workdir"
+	"github.com/ksqlflow/flowtest/internal/results"
 	"github.com/ksqlflow/flowtest/internal/runner"
 	"github.com/ksqlflow/flowtest/internal/safety"
+	"github.com/ksqlflow/flowtest/internal/steps"
 )
 
 // session is everything a run or check resolved before the gate.
@@ -209,4 +212,34 @@ func violations(what string, rep safety.Report) error {
 		return fmt.Errorf("%s refused by the preflight rules: %s", what, strings.Join(bad, "; "))
 	}
 	return nil
+}
+
+// stepLibrary registers the real step library on a recording registry: no godog suite, no
+// scenario context (Initialize must not touch it when the registry only records).
+func stepLibrary() (defs []stepdef.Def, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("building the step library panicked (does Initialize use the scenario context directly?): %v", p)
+		}
+	}()
+	idx := &stepdef.Index{}
+	(&steps.Suite{}).Initialize(nil, stepdef.Registry{Index: idx})
+	return idx.Defs(), nil
+}
+
+// runExtras is what `flowtest gate run` adds to the run path: the gate record the archive
+// completes and writes, the archive label, and the command line for run.json.
+type runExtras struct {
+	gate    *results.GateRecord
+	label   string
+	command []string
+	explore *exploreSpec // `flowtest explore` (explore.go): an exploration instead of one run
+}
+
+// archiveLabel is the archive folder's label: "gate-<name>" for a gate run, else the tags.
+func (s *session) archiveLabel() string {
+	if s.extras.label != "" {
+		return s.extras.label
+	}
+	return label(s.flags.tags)
 }

@@ -51,6 +51,18 @@ var (
 	creatableDir = flagcheck.CreatableDir
 )
 
+// newFlagSet is an empty set for the flags of the command named name, whose -h prints help
+// (the command's row: command.writeHelp, invocation.help).
+func newFlagSet(name string, help func(w io.Writer)) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		if help != nil {
+			help(fs.Output())
+		}
+	}
+	return fs
+}
+
 // parseFlags parses args into fset and refuses a repeated flag. Errors of the flag package are
 // printed as one line plus a pointer to -h (not the whole flag list); -h prints the command's
 // help (fset's Usage, newFlagSet) and is not a refusal.
@@ -130,9 +142,9 @@ func unexpectedArgs(fset *flag.FlagSet, stderr io.Writer, hint string) bool {
 	return true
 }
 
-// refuseUsage refuses a command's positional arguments with its usage line from the table.
-func refuseUsage(stderr io.Writer, name string) int {
-	fmt.Fprintf(stderr, "usage: flowtest %s\n", commandNamed(name).usage)
+// refuseUsage refuses a command's positional arguments with its usage line (invocation.usage).
+func refuseUsage(stderr io.Writer, usage string) int {
+	fmt.Fprintf(stderr, "usage: flowtest %s\n", usage)
 	return runner.ExitRefused
 }
 
