@@ -77,29 +77,11 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 	}
 	fmt.Fprintf(stdout, "flowtest %s: target %s, profile %s, archive %s\n", Version, tgt.Name, tgt.Profile, arch.Dir())
 	fmt.Fprintf(stdout, "product: %s\n", tgt.Product.Label())
-	fixtures, _ := filepath.Abs(filepath.Join(f.features, "fixtures"))
-	archAbs, _ := filepath.Abs(arch.Dir())
 	rsec := &runSecrets{red: red, secrets: secrets}
-	self, _ := os.Executable() // the CSV steps' kSQL-Flow wrapper; if unknown, those steps say so
-	suite := &steps.Suite{
-		Target: tgt, FixturesDir: fixtures, ConfirmedBy: f.confirmedBy,
-		Scopes: s.prep.scopes, ArchiveDir: archAbs, Log: stdout,
-		Cleaner: newCleaner(tgt), CheckIdentifiers: s.checkLaterIdentifiers,
-		CheckFixture: s.checkLaterFixture,
-		Redact:       rsec, FlowtestBin: self,
-	}
+	suite := s.suite(tgt, arch, rsec, stdout)
 	conc := s.concurrency()
-	before, attempts := suite.BeforeScenario, s.readAttempts(tgt)
-	var iso *isolation.Isolation
-	if conc > 1 && s.bin != "" {
-		iso = isolation.New(isolation.Options{Bin: s.bin, Profile: tgt.Profile, Latency: sandboxLatency(s.flags.readLatency),
-			Run: tgt, Secrets: rsec, Prepare: prepareOn(suite)})
-		before = iso.BeforeScenario
-		attempts = func(ctx context.Context, st *scenario.State) {
-			if t := iso.Target(st); t != nil {
-				s.readAttempts(t)(ctx, st)
-			}
-		}
+	before, attempts, iso := s.scenarioHooks(tgt, suite, rsec)
+	if iso != nil {
 		fmt.Fprintf(stdout, "concurrency %d: each scenario on a kintone emulator of its own; its log in its work dir, wait progress here\n", conc)
 	}
 	work := filepath.Join(s.workDir, "scenarios")
@@ -107,31 +89,7 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 		fmt.Fprintf(stdout, "flowtest run: %v\n", err)
 		return runner.ExitFailed, runner.Result{}
 	}
-	run := &results.Run{
-		RunnerVersion: Version, Target: tgt.Name, Profile: tgt.Profile,
-		SUT: results.SUTIdentity{Commit: f.sutCommit, Versions: tgt.Versions}, Product: productRecord(tgt),
-		OS: runtime.GOOS + "/" + runtime.GOARCH, TagExpression: f.tags,
-		Environment: tgt.Describe(), Start: time.Now().UTC(), Command: s.extras.command,
-	}
-	if f.sutCommit != "" {
-		run.SUT.CommitSource = "flag"
-	}
-	if s.budget != nil {
-		run.APIBudget = s.budget.Record()
-	}
-	if f.shard != "" {
-		run.Environment["shard"] = f.shard
-	}
-	if conc := s.concurrency(); conc > 1 {
-		run.Environment["concurrency"] = fmt.Sprint(conc)
-	}
-	if s.bin != "" {
-		// Which sandbox ran: `flowtest defects --control-from` accepts this archive as its
-		// control only for the correct sandbox of the checkout it builds from.
-		if sum, err := results.FileSHA256(s.bin); err == nil {
-			run.Environment[defects.SandboxDigestKey] = sum
-		}
-	}
+	run := s.runRecord(tgt)
 	res := runner.Execute(ctx, runner.Options{
 		Features: s.fsys, Items: s.items,
 		Initialize: suite.Initialize, BeforeScenario: before, BeforeCleanup: attempts, Verify: checkInvariants, Concurrency: conc,
@@ -158,18 +116,7 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 		// The closing line: what the run cost the runner itself (run.json has it too).
 		defer fmt.Fprintln(stdout, results.CostText(run.Runner))
 	}
-	// The run knows every secret it used (the sandbox's tokens exist only now), so it checks
-	// its own archive for leaks before it says anything passed.
-	var appIDs []string
-	for id := range tgt.AppRoles() {
-		appIDs = append(appIDs, id)
-	}
-	switch {
-	case !leakFree(stdout, arch.Dir(), secrets, appIDs):
-		return runner.ExitFailed, res
-	case !filesLeakFree(stdout, res.FormatFiles, secrets, appIDs):
-		return runner.ExitFailed, res
-	case !archiveWhole(stdout, arch.Dir()) && res.Code != runner.ExitInterrupted:
+	if !outputsClean(stdout, tgt, arch.Dir(), res, secrets) {
 		return runner.ExitFailed, res
 	}
 	fmt.Fprintf(stdout, "archive verify: no secret or raw app id in %s\n", arch.Dir())
@@ -177,6 +124,88 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 		fmt.Fprintf(stdout, "nothing ran: every selected scenario was not run (not implemented, or needs another platform); exit %d, not green\n", res.Code)
 	}
 	return res.Code, res
+}
+
+// suite is the step library of one run on tgt into arch.
+func (s *session) suite(tgt *target.Target, arch *results.Archive, rsec *runSecrets, log io.Writer) *steps.Suite {
+	fixtures, _ := filepath.Abs(filepath.Join(s.flags.features, "fixtures"))
+	archAbs, _ := filepath.Abs(arch.Dir())
+	self, _ := os.Executable() // the CSV steps' kSQL-Flow wrapper; if unknown, those steps say so
+	return &steps.Suite{
+		Target: tgt, FixturesDir: fixtures, ConfirmedBy: s.flags.confirmedBy,
+		Scopes: s.prep.scopes, ArchiveDir: archAbs, Log: log,
+		Cleaner: newCleaner(tgt), CheckIdentifiers: s.checkLaterIdentifiers,
+		CheckFixture: s.checkLaterFixture,
+		Redact:       rsec, FlowtestBin: self,
+	}
+}
+
+// scenarioHooks are the runner's BeforeScenario and BeforeCleanup: the suite's on tgt, or,
+// with concurrent scenarios on the sandbox, on a kintone emulator of each scenario's own
+// (iso, nil otherwise).
+func (s *session) scenarioHooks(tgt *target.Target, suite *steps.Suite, rsec *runSecrets) (before func(context.Context, *scenario.State) error, attempts func(context.Context, *scenario.State), iso *isolation.Isolation) {
+	if s.concurrency() <= 1 || s.bin == "" {
+		return suite.BeforeScenario, s.readAttempts(tgt), nil
+	}
+	iso = isolation.New(isolation.Options{Bin: s.bin, Profile: tgt.Profile, Latency: sandboxLatency(s.flags.readLatency),
+		Run: tgt, Secrets: rsec, Prepare: prepareOn(suite)})
+	attempts = func(ctx context.Context, st *scenario.State) {
+		if t := iso.Target(st); t != nil {
+			s.readAttempts(t)(ctx, st)
+		}
+	}
+	return iso.BeforeScenario, attempts, iso
+}
+
+// runRecord is run.json's skeleton of a run on tgt: runner, target, SUT, product, platform,
+// selection and environment; the runner fills in the scenarios and totals.
+func (s *session) runRecord(tgt *target.Target) *results.Run {
+	f := s.flags
+	run := &results.Run{
+		RunnerVersion: Version, Target: tgt.Name, Profile: tgt.Profile,
+		SUT: results.SUTIdentity{Commit: f.sutCommit, Versions: tgt.Versions}, Product: productRecord(tgt),
+		OS: runtime.GOOS + "/" + runtime.GOARCH, TagExpression: f.tags,
+		Environment: tgt.Describe(), Start: time.Now().UTC(), Command: s.extras.command,
+	}
+	if f.sutCommit != "" {
+		run.SUT.CommitSource = "flag"
+	}
+	if s.budget != nil {
+		run.APIBudget = s.budget.Record()
+	}
+	if f.shard != "" {
+		run.Environment["shard"] = f.shard
+	}
+	if conc := s.concurrency(); conc > 1 {
+		run.Environment["concurrency"] = fmt.Sprint(conc)
+	}
+	if s.bin != "" {
+		// Which sandbox ran: `flowtest defects --control-from` accepts this archive as its
+		// control only for the correct sandbox of the checkout it builds from.
+		if sum, err := results.FileSHA256(s.bin); err == nil {
+			run.Environment[defects.SandboxDigestKey] = sum
+		}
+	}
+	return run
+}
+
+// outputsClean checks what the run wrote, the archive and the --format files, for the
+// secrets and raw app ids it knows (the sandbox's tokens exist only now) and the archive for
+// integrity, printing each problem, before the run says anything passed.
+func outputsClean(stdout io.Writer, tgt *target.Target, dir string, res runner.Result, secrets map[string]string) bool {
+	var appIDs []string
+	for id := range tgt.AppRoles() {
+		appIDs = append(appIDs, id)
+	}
+	switch {
+	case !leakFree(stdout, dir, secrets, appIDs):
+		return false
+	case !filesLeakFree(stdout, res.FormatFiles, secrets, appIDs):
+		return false
+	case !archiveWhole(stdout, dir) && res.Code != runner.ExitInterrupted:
+		return false
+	}
+	return true
 }
 
 // prepareOn prepares a scenario's scene on its own emulator: the steps' BeforeScenario on

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"path/filepath"
 
 	"github.com/ksqlflow/flowtest/internal/harness/config"
@@ -43,7 +44,6 @@ func runWith(name string, flags *runFlags, fs *flag.FlagSet, args []string, inv 
 	red := s.consoleRedactor(stderr, name)
 	stdout, stderr = redactConsole(stdout, red), redactConsole(stderr, red)
 	f := s.flags
-	var err error
 	if _, given := f.uses["lock-dir"]; !given { // the flag was checked with the others
 		if err := creatableDir(config.VarLockDir, s.cfg.LockDir()); err != nil {
 			return exitFor(stderr, "run", err)
@@ -52,34 +52,45 @@ func runWith(name string, flags *runFlags, fs *flag.FlagSet, args []string, inv 
 
 	static := s.staticReport()
 	if f.dryRun {
-		fmt.Fprintln(stdout, "Preflight:")
-		safety.FormatReport(stdout, static)
-		fmt.Fprintln(stdout, "\nRun order:")
-		runner.WritePlan(stdout, s.items)
-		if !static.OK() {
-			return runner.ExitRefused
-		}
-		// The dry run exits as the run would before its first scenario: nothing would run.
-		if code := runner.PlanCode(s.items); code != runner.ExitPassed {
-			fmt.Fprintf(stdout, "nothing would run: every selected scenario is not implemented or needs another platform (exit %d)\n", code)
-			return code
-		}
-		return runner.ExitPassed
+		return s.dryRun(stdout, static)
 	}
 	if !static.OK() {
 		fmt.Fprintln(stderr, "flowtest run: refused by preflight; nothing was started:")
 		safety.FormatViolations(stderr, static)
 		return runner.ExitRefused
 	}
-	var bin string
 	if s.in.Target == safety.TargetSandbox {
-		if bin, err = target.FindSandboxBinary(f.sandboxBin); err != nil {
+		bin, err := target.FindSandboxBinary(f.sandboxBin)
+		if err != nil {
 			fmt.Fprintf(stderr, "flowtest run: %v\n", err)
 			return runner.ExitRefused
 		}
 		s.bin = bin
 	}
+	return s.gatedRun(stdout, stderr)
+}
 
+// dryRun is --dry-run: the static preflight and the run order, and the exit the run would
+// have before its first scenario.
+func (s *session) dryRun(stdout io.Writer, static safety.Report) int {
+	fmt.Fprintln(stdout, "Preflight:")
+	safety.FormatReport(stdout, static)
+	fmt.Fprintln(stdout, "\nRun order:")
+	runner.WritePlan(stdout, s.items)
+	if !static.OK() {
+		return runner.ExitRefused
+	}
+	// The dry run exits as the run would before its first scenario: nothing would run.
+	if code := runner.PlanCode(s.items); code != runner.ExitPassed {
+		fmt.Fprintf(stdout, "nothing would run: every selected scenario is not implemented or needs another platform (exit %d)\n", code)
+		return code
+	}
+	return runner.ExitPassed
+}
+
+// gatedRun executes the session through the safety gate: the target resolved (the sandbox
+// started, or the live one from configuration) and checked before anything starts on it.
+func (s *session) gatedRun(stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var tgt *target.Target
@@ -90,7 +101,7 @@ func runWith(name string, flags *runFlags, fs *flag.FlagSet, args []string, inv 
 			}
 		}
 	}()
-	code = runner.ExitPassed
+	code := runner.ExitPassed
 	plan := safety.Plan{
 		Start: func(ctx context.Context, in safety.Input) error {
 			if tgt == nil { // live: resolved from configuration
@@ -100,21 +111,11 @@ func runWith(name string, flags *runFlags, fs *flag.FlagSet, args []string, inv 
 				}
 				tgt = t
 			}
-			// Serial execution is a safety rule: one runner per environment.
-			var ids []string
-			for id := range tgt.AppRoles() {
-				ids = append(ids, id)
+			c, err := s.lockedExecute(ctx, tgt, stdout, stderr)
+			if err == nil {
+				code = c
 			}
-			lock, err := runlock.Acquire(runlock.Options{
-				Dir: s.cfg.LockDir(), BaseURL: tgt.BaseURL, AppIDs: ids,
-				Warn: func(msg string) { fmt.Fprintf(stderr, "flowtest run: warning: %s\n", msg) },
-			})
-			if err != nil {
-				return refuse("%v", err)
-			}
-			defer lock.Release()
-			code = s.execute(ctx, tgt, stdout)
-			return nil
+			return err
 		},
 	}
 	if s.in.Target == safety.TargetSandbox {
@@ -125,7 +126,7 @@ func runWith(name string, flags *runFlags, fs *flag.FlagSet, args []string, inv 
 		}
 		plan.Resolve = func(ctx context.Context) (safety.Resolved, error) {
 			t, err := target.StartSandbox(ctx, target.SandboxOptions{
-				Bin: bin, WorkDir: filepath.Join(s.workDir, "sandbox"), Profile: s.cfg.Profile(),
+				Bin: s.bin, WorkDir: filepath.Join(s.workDir, "sandbox"), Profile: s.cfg.Profile(),
 				Latency: sandboxLatency(s.flags.readLatency), Log: stdout, Product: product,
 			})
 			if err != nil {
@@ -153,4 +154,22 @@ func runWith(name string, flags *runFlags, fs *flag.FlagSet, args []string, inv 
 		return runner.ExitRefused
 	}
 	return code
+}
+
+// lockedExecute executes the session on tgt under the environment's run lock: serial
+// execution is a safety rule, one runner per environment. A lock held elsewhere is a refusal.
+func (s *session) lockedExecute(ctx context.Context, tgt *target.Target, stdout, stderr io.Writer) (int, error) {
+	var ids []string
+	for id := range tgt.AppRoles() {
+		ids = append(ids, id)
+	}
+	lock, err := runlock.Acquire(runlock.Options{
+		Dir: s.cfg.LockDir(), BaseURL: tgt.BaseURL, AppIDs: ids,
+		Warn: func(msg string) { fmt.Fprintf(stderr, "flowtest run: warning: %s\n", msg) },
+	})
+	if err != nil {
+		return 0, refuse("%v", err)
+	}
+	defer lock.Release()
+	return s.execute(ctx, tgt, stdout), nil
 }
