@@ -124,23 +124,10 @@ func (p *uint64Flag) Set(s string) error {
 // exploreRuns is the session's execution under `flowtest explore`.
 func (s *session) exploreRuns(ctx context.Context, tgt *target.Target, stdout io.Writer) int {
 	sp := s.extras.explore
-	var it runner.Item
-	for _, i := range s.items {
-		if i.ID == sp.id {
-			it = i
-		}
-	}
-	if !it.Run {
-		fmt.Fprintf(stdout, "flowtest explore: %s is not a runnable scenario of the manifest (%s)\n", sp.id, it.Reason)
+	it, ok := s.explored(stdout)
+	if !ok {
 		return runner.ExitRefused
 	}
-	// Only the explored scenario: the others of the selection are not records of a schedule.
-	s.items = []runner.Item{it}
-	if !it.Explorable() {
-		fmt.Fprintf(stdout, "flowtest explore: %s is not declared explorable: its manifest entry has no explore: {processes: [...]} (a race scenario that cannot be explored says why beside its entry)\n", sp.id)
-		return runner.ExitRefused
-	}
-	sp.processes = it.Explore.Processes
 	st, _ := schedule.NewStrategy(sp.strategy, sp.seed, sp.depth, sp.bound)
 
 	secrets := s.secretsFor(tgt)
@@ -151,13 +138,7 @@ func (s *session) exploreRuns(ctx context.Context, tgt *target.Target, stdout io
 		fmt.Fprintf(stdout, "flowtest explore: --out %q: %v\n", s.flags.out, err)
 		return runner.ExitRefused
 	}
-	workers := 1 // live: one tenant, serial
-	if s.bin != "" {
-		workers = s.concurrency()
-	}
-	if sp.replay != "" {
-		workers = 1
-	}
+	workers := s.exploreWorkers()
 	if sp.via != nil {
 		fmt.Fprintf(stdout, "flowtest explore: %s is explored through %s (its manifest entry: explore via): %s\n", sp.via.From, sp.via.To, sp.via.Reason)
 	}
@@ -189,21 +170,7 @@ func (s *session) exploreRuns(ctx context.Context, tgt *target.Target, stdout io
 	rep.Seed = sp.seed
 	rep.Via = sp.via
 	rep.Product = tgt.Product.Label()
-	replayCmd := func(file string) string { return fmt.Sprintf("flowtest explore %s --replay %s", sp.id, file) }
-	if werr := explorer.Write(dir, rep, replayCmd, s.gherkinSource(it, sp.processes), red); werr != nil {
-		fmt.Fprintf(stdout, "flowtest explore: write the report: %v\n", werr)
-		return runner.ExitFailed
-	}
-	readme := fmt.Sprintf("# flowtest explore %s\n\nRunner %s, target %s, %s/%s. Each schedule's run archive is under runs/; every schedule is listed in index.html.\n\n%s",
-		sp.requested(), Version, tgt.Name, runtime.GOOS, runtime.GOARCH, explorer.Markdown(rep))
-	page, werr := explorer.HTML(rep)
-	if werr == nil {
-		werr = os.WriteFile(filepath.Join(dir, "README.md"), []byte(red.String(readme)), 0o644)
-	}
-	if werr == nil {
-		werr = os.WriteFile(filepath.Join(dir, "index.html"), []byte(red.String(page)), 0o644)
-	}
-	if werr != nil {
+	if werr := s.writeExploration(dir, rep, it, tgt, red); werr != nil {
 		fmt.Fprintf(stdout, "flowtest explore: %v\n", werr)
 		return runner.ExitFailed
 	}
@@ -227,6 +194,59 @@ func (s *session) exploreRuns(ctx context.Context, tgt *target.Target, stdout io
 		return runner.ExitFailed
 	}
 	return runner.ExitPassed
+}
+
+// explored is the scenario explore explores, which becomes the session's only item (the
+// others of the selection are not records of a schedule), and its explore processes;
+// false, said on stdout, if the manifest does not let it be explored.
+func (s *session) explored(stdout io.Writer) (runner.Item, bool) {
+	sp := s.extras.explore
+	var it runner.Item
+	for _, i := range s.items {
+		if i.ID == sp.id {
+			it = i
+		}
+	}
+	if !it.Run {
+		fmt.Fprintf(stdout, "flowtest explore: %s is not a runnable scenario of the manifest (%s)\n", sp.id, it.Reason)
+		return it, false
+	}
+	s.items = []runner.Item{it}
+	if !it.Explorable() {
+		fmt.Fprintf(stdout, "flowtest explore: %s is not declared explorable: its manifest entry has no explore: {processes: [...]} (a race scenario that cannot be explored says why beside its entry)\n", sp.id)
+		return it, false
+	}
+	sp.processes = it.Explore.Processes
+	return it, true
+}
+
+// exploreWorkers is how many schedules run at once: live one tenant, serially; on the sandbox
+// the run's concurrency (each on an emulator of its own); a replay one.
+func (s *session) exploreWorkers() int {
+	if s.bin == "" || s.extras.explore.replay != "" {
+		return 1
+	}
+	return s.concurrency()
+}
+
+// writeExploration writes the exploration's report (explorer.Write: schedules, violations,
+// generated scenarios), its README.md and index.html into dir, through red.
+func (s *session) writeExploration(dir string, rep *explorer.Report, it runner.Item, tgt *target.Target, red *redact.Redactor) error {
+	sp := s.extras.explore
+	replayCmd := func(file string) string { return fmt.Sprintf("flowtest explore %s --replay %s", sp.id, file) }
+	if err := explorer.Write(dir, rep, replayCmd, s.gherkinSource(it, sp.processes), red); err != nil {
+		return fmt.Errorf("write the report: %w", err)
+	}
+	readme := fmt.Sprintf("# flowtest explore %s\n\nRunner %s, target %s, %s/%s. Each schedule's run archive is under runs/; every schedule is listed in index.html.\n\n%s",
+		sp.requested(), Version, tgt.Name, runtime.GOOS, runtime.GOARCH, explorer.Markdown(rep))
+	page, err := explorer.HTML(rep)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "README.md"), []byte(red.String(readme)), 0o644)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "index.html"), []byte(red.String(page)), 0o644)
+	}
+	return err
 }
 
 // gherkinSource is what the generated scenario of a violating schedule is made from: the
@@ -285,23 +305,9 @@ func (x *exploreRunner) Run(ctx context.Context, n int, c schedule.Chooser) (exp
 	if err != nil {
 		return explorer.Outcome{}, err
 	}
-	p, err := prepare(s.items, fixtures, s.cfg.Profile(), filepath.Join(s.workDir, fmt.Sprintf("explore-%d", k)), s.flags.confirmedBy)
+	p, err := x.newScopes(k, fixtures)
 	if err != nil {
-		return explorer.Outcome{}, fmt.Errorf("new scopes: %w", err)
-	}
-	if err := violations("identifiers", safety.CheckIdentifiers(s.in, p.idents)); err != nil {
 		return explorer.Outcome{}, err
-	}
-	if err := violations("fixtures", safety.CheckFixtures(s.in, p.fixtures)); err != nil {
-		return explorer.Outcome{}, err
-	}
-	if s.work != nil {
-		x.mu.Lock()
-		err := s.work.AddScopes(p.scopeIDs()...)
-		x.mu.Unlock()
-		if err != nil {
-			return explorer.Outcome{}, err
-		}
 	}
 	work := filepath.Join(s.workDir, fmt.Sprintf("explore-%d", k), "scenarios")
 	if err := os.MkdirAll(work, 0o755); err != nil {
@@ -311,14 +317,7 @@ func (x *exploreRunner) Run(ctx context.Context, n int, c schedule.Chooser) (exp
 	if err != nil {
 		return explorer.Outcome{}, err
 	}
-	archAbs, _ := filepath.Abs(arch.Dir())
-	self, _ := os.Executable()
-	suite := &steps.Suite{
-		Target: x.tgt, FixturesDir: fixtures, ConfirmedBy: s.flags.confirmedBy,
-		Scopes: p.scopes, ArchiveDir: archAbs, Log: io.Discard,
-		Cleaner: newCleaner(x.tgt), CheckIdentifiers: s.checkLaterIdentifiers,
-		CheckFixture: s.checkLaterFixture, Redact: x.rsec, FlowtestBin: self,
-	}
+	suite := x.suite(fixtures, p, arch.Dir())
 	wctx := wait.WithConfig(context.Background(), wait.Config{Scale: s.cfg.TimeoutScale, Progress: io.Discard})
 	sched := schedule.New(schedule.Config{Roles: x.tgt.AppRoles(), Chooser: c, Expect: x.sp.processes}.WithScale(wctx))
 	schedCtx, stopSched := context.WithCancel(ctx)
@@ -371,7 +370,53 @@ func (x *exploreRunner) Run(ctx context.Context, n int, c schedule.Chooser) (exp
 	if len(res.Scenarios) != 1 || res.Scenarios[0] == nil {
 		return out, fmt.Errorf("%s did not run (exit %d)", x.sp.id, res.Code)
 	}
-	rec := res.Scenarios[0]
+	x.judge(&out, res.Scenarios[0], arch.Dir())
+	return out, nil
+}
+
+// suite is the step library of one schedule's run: its own scopes and archive, on the
+// exploration's target, logging nowhere (the schedules' progress is the explorer's).
+func (x *exploreRunner) suite(fixtures string, p *preparation, archDir string) *steps.Suite {
+	s := x.s
+	archAbs, _ := filepath.Abs(archDir)
+	self, _ := os.Executable()
+	return &steps.Suite{
+		Target: x.tgt, FixturesDir: fixtures, ConfirmedBy: s.flags.confirmedBy,
+		Scopes: p.scopes, ArchiveDir: archAbs, Log: io.Discard,
+		Cleaner: newCleaner(x.tgt), CheckIdentifiers: s.checkLaterIdentifiers,
+		CheckFixture: s.checkLaterFixture, Redact: x.rsec, FlowtestBin: self,
+	}
+}
+
+// newScopes prepares the k-th run's own scopes and fixtures (shrink replays run too, so every
+// run needs its own), checked by the preflight's identifier and fixture rules and recorded
+// in the session's work-dir record.
+func (x *exploreRunner) newScopes(k int, fixtures string) (*preparation, error) {
+	s := x.s
+	p, err := prepare(s.items, fixtures, s.cfg.Profile(), filepath.Join(s.workDir, fmt.Sprintf("explore-%d", k)), s.flags.confirmedBy)
+	if err != nil {
+		return nil, fmt.Errorf("new scopes: %w", err)
+	}
+	if err := violations("identifiers", safety.CheckIdentifiers(s.in, p.idents)); err != nil {
+		return nil, err
+	}
+	if err := violations("fixtures", safety.CheckFixtures(s.in, p.fixtures)); err != nil {
+		return nil, err
+	}
+	if s.work != nil {
+		x.mu.Lock()
+		err := s.work.AddScopes(p.scopeIDs()...)
+		x.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// judge fills in out from the scenario record of one schedule: passed or why not, the first
+// failed assertion, its archive (relative to the exploration's folder) and its branch.
+func (x *exploreRunner) judge(out *explorer.Outcome, rec *results.Scenario, archDir string) {
 	out.Passed = rec.Status == results.StatusPassed
 	if !out.Passed {
 		out.Reason = string(rec.Status) + ": " + rec.ReasonLine()
@@ -382,7 +427,7 @@ func (x *exploreRunner) Run(ctx context.Context, n int, c schedule.Chooser) (exp
 			break
 		}
 	}
-	if rel, err := filepath.Rel(x.dir, arch.Dir()); err == nil {
+	if rel, err := filepath.Rel(x.dir, archDir); err == nil {
 		out.Archive = filepath.ToSlash(rel)
 	}
 	for _, note := range rec.Notes {
@@ -390,5 +435,4 @@ func (x *exploreRunner) Run(ctx context.Context, n int, c schedule.Chooser) (exp
 			out.Branch = note.Detail
 		}
 	}
-	return out, nil
 }
