@@ -153,25 +153,7 @@ func (o Options) redactor() byteRedactor {
 // Execute runs the items that are marked to run, in order, up to o.Concurrency at once, and
 // writes every item's record to the archive (not-run items too, with their reason).
 func Execute(ctx context.Context, o Options) Result {
-	if o.StepTimeout <= 0 {
-		o.StepTimeout = 5 * time.Minute
-	}
-	if o.CleanupTimeout <= 0 {
-		o.CleanupTimeout = 2 * time.Minute
-	}
-	if o.Progress == nil {
-		o.Progress = io.Discard
-	}
-	if o.Exit == nil {
-		o.Exit = os.Exit
-	}
-	if o.Concurrency < 1 {
-		o.Concurrency = 1
-	}
-	o.Progress = &LockedWriter{W: o.Progress}
-	if o.Run != nil {
-		o.applying = results.Applying(o.KnownDefects, o.Run.Product)
-	}
+	o = o.withDefaults()
 	var st *status
 	if o.Status != nil {
 		st = newStatus(o.Progress, *o.Status, o.Items, o.Concurrency)
@@ -210,20 +192,86 @@ func Execute(ctx context.Context, o Options) Result {
 				res.Code = ExitFailed
 			}
 			if o.Run != nil && rec.Status != results.StatusNotRun {
-				// Keep run.json current: a run killed now was interrupted, and says so.
-				progress := *o.Run
 				partial := res
 				partial.Scenarios = written(recs)
-				fillRun(&progress, o.Items, partial, o.Archive)
-				progress.APIRequests = apiRequests(o.API, o.AppRoles)
-				progress.State = results.RunInterrupted
-				progress.ExitCode = nil // the run has not ended
-				if err := o.Archive.UpdateRun(&progress); err != nil {
-					fmt.Fprintf(o.Progress, "ERROR updating run.json: %v\n", err)
+				o.updateRun(partial)
+			}
+		}
+	}
+	runAll(ctx, o, rs, st, record)
+	res.Scenarios = recs
+	rs.mu.Lock()
+	res.Interrupted = rs.interrupted
+	res.FormatFiles = slices.Sorted(slices.Values(rs.formatFiles))
+	formatErrs := rs.formatErrs
+	rs.mu.Unlock()
+	for _, err := range formatErrs {
+		fmt.Fprintf(o.Progress, "ERROR writing a format file: %v\n", err)
+		res.Code = ExitFailed
+	}
+	if res.Code == ExitPassed && !ranAny(res.Scenarios) && Count(o.Items).Selected > 0 {
+		res.Code = ExitNothingRan
+	}
+	if res.Interrupted {
+		res.Code = ExitInterrupted
+	}
+	if o.Run != nil {
+		fillRun(o.Run, o.Items, res, o.Archive)
+		o.Run.APIRequests = apiRequests(o.API, o.AppRoles)
+		if o.Archive != nil {
+			if err := o.Archive.Finish(o.Run); err != nil {
+				fmt.Fprintf(o.Progress, "ERROR writing the run record: %v\n", err)
+				if res.Code == ExitPassed {
+					res.Code = ExitFailed
 				}
 			}
 		}
 	}
+	return res
+}
+
+// withDefaults is o with its unset timeouts, console, exit and concurrency defaulted, the
+// console serialised, and the known defects that apply to the product picked.
+func (o Options) withDefaults() Options {
+	if o.StepTimeout <= 0 {
+		o.StepTimeout = 5 * time.Minute
+	}
+	if o.CleanupTimeout <= 0 {
+		o.CleanupTimeout = 2 * time.Minute
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	if o.Exit == nil {
+		o.Exit = os.Exit
+	}
+	if o.Concurrency < 1 {
+		o.Concurrency = 1
+	}
+	o.Progress = &LockedWriter{W: o.Progress}
+	if o.Run != nil {
+		o.applying = results.Applying(o.KnownDefects, o.Run.Product)
+	}
+	return o
+}
+
+// updateRun keeps run.json current with the records written so far (partial): a run killed
+// now was interrupted, and says so.
+func (o Options) updateRun(partial Result) {
+	progress := *o.Run
+	fillRun(&progress, o.Items, partial, o.Archive)
+	progress.APIRequests = apiRequests(o.API, o.AppRoles)
+	progress.State = results.RunInterrupted
+	progress.ExitCode = nil // the run has not ended
+	if err := o.Archive.UpdateRun(&progress); err != nil {
+		fmt.Fprintf(o.Progress, "ERROR updating run.json: %v\n", err)
+	}
+}
+
+// runAll records the items not to run, then starts the others in startOrder, up to
+// o.Concurrency at once, and records each as it ends; once the run is interrupted, the rest
+// are recorded not run. It returns when every item is recorded.
+func runAll(ctx context.Context, o Options, rs *runState, st *status, record func(int, *results.Scenario)) {
 	for i, it := range o.Items {
 		if !it.Run {
 			record(i, notRun(it, it.Reason))
@@ -255,35 +303,6 @@ func Execute(ctx context.Context, o Options) Result {
 		}(i, it)
 	}
 	wg.Wait()
-	res.Scenarios = recs
-	rs.mu.Lock()
-	res.Interrupted = rs.interrupted
-	res.FormatFiles = slices.Sorted(slices.Values(rs.formatFiles))
-	formatErrs := rs.formatErrs
-	rs.mu.Unlock()
-	for _, err := range formatErrs {
-		fmt.Fprintf(o.Progress, "ERROR writing a format file: %v\n", err)
-		res.Code = ExitFailed
-	}
-	if res.Code == ExitPassed && !ranAny(res.Scenarios) && Count(o.Items).Selected > 0 {
-		res.Code = ExitNothingRan
-	}
-	if res.Interrupted {
-		res.Code = ExitInterrupted
-	}
-	if o.Run != nil {
-		fillRun(o.Run, o.Items, res, o.Archive)
-		o.Run.APIRequests = apiRequests(o.API, o.AppRoles)
-		if o.Archive != nil {
-			if err := o.Archive.Finish(o.Run); err != nil {
-				fmt.Fprintf(o.Progress, "ERROR writing the run record: %v\n", err)
-				if res.Code == ExitPassed {
-					res.Code = ExitFailed
-				}
-			}
-		}
-	}
-	return res
 }
 
 // ranAny reports whether any scenario ran (passed or failed).
@@ -397,12 +416,11 @@ func runOne(parent context.Context, o Options, rs *runState, it Item) (rec *resu
 	setFeature(rec, it.Feature)
 
 	log := o.Progress
-	var filtered *scenarioLog
 	if o.Concurrency > 1 {
 		// Interleaved step chatter of several scenarios is unreadable: the scenario's log
 		// goes to scenario.log in its work dir, and only its slow-wait progress reaches the
 		// console, prefixed with its id.
-		filtered = &scenarioLog{id: it.ID, console: o.Progress}
+		filtered := &scenarioLog{id: it.ID, console: o.Progress}
 		filtered.open(o.WorkRoot, safeName(it.ID))
 		defer filtered.close()
 		log = filtered
@@ -418,17 +436,7 @@ func runOne(parent context.Context, o Options, rs *runState, it Item) (rec *resu
 	st.API = o.API.Child()
 	ctx, cancel := context.WithCancel(scenario.With(parent, st))
 	defer cancel()
-	rs.mu.Lock()
-	rs.running[st] = cancel
-	if rs.interrupted {
-		cancel()
-	}
-	rs.mu.Unlock()
-	defer func() {
-		rs.mu.Lock()
-		delete(rs.running, st)
-		rs.mu.Unlock()
-	}()
+	defer rs.track(st, cancel)()
 
 	steps := newStepLog(it.Feature.StepText)
 	var hookErrs hookErrors
@@ -444,25 +452,7 @@ func runOne(parent context.Context, o Options, rs *runState, it Item) (rec *resu
 		setup := rec.Steps[0].Start.Sub(start).Milliseconds()
 		rec.SetupMS = &setup
 	}
-	switch {
-	case panicked != nil:
-		rec.Status = results.StatusFailed
-		rec.Reason = fmt.Sprintf("panic escaped godog: %v", panicked)
-	case code == 0 && hookErrs.empty():
-		rec.Status = results.StatusPassed
-	default:
-		rec.Status = results.StatusFailed
-		rec.Reason = firstFailure(rec.Steps, hookErrs.list())
-	}
-	if ctx.Err() != nil && rec.Status != results.StatusPassed {
-		// Its own status: the interrupt, not the SUT, ended it.
-		rec.Status = results.StatusInterrupted
-		rec.Reason = "interrupted: " + rec.Reason
-	} else if pre, ok := steps.blockedBy(); ok && rec.Status == results.StatusFailed {
-		// A step said a precondition is not met: the scenario says nothing about the SUT.
-		rec.Status = results.StatusBlocked
-		rec.Reason = "blocked: " + pre
-	}
+	setStatus(rec, code, panicked, &hookErrs, steps, ctx.Err() != nil)
 	if o.Verify != nil && ctx.Err() == nil {
 		if err := verify(o, st, it.Entry); err != nil && rec.Status == results.StatusPassed {
 			rec.Status = results.StatusFailed
@@ -485,6 +475,47 @@ func runOne(parent context.Context, o Options, rs *runState, it Item) (rec *resu
 	results.JudgeKnownDefect(rec, o.applying)         // on the whole record: assertions, steps, cleanup
 	finish(o, rec)
 	return rec
+}
+
+// track registers a running scenario's cancel for the interrupt (cancelled at once if the
+// run is interrupted already); the returned function forgets it.
+func (rs *runState) track(st *scenario.State, cancel context.CancelFunc) (untrack func()) {
+	rs.mu.Lock()
+	rs.running[st] = cancel
+	if rs.interrupted {
+		cancel()
+	}
+	rs.mu.Unlock()
+	return func() {
+		rs.mu.Lock()
+		delete(rs.running, st)
+		rs.mu.Unlock()
+	}
+}
+
+// setStatus is the scenario's status from how godog ended (its exit code, a panic that
+// escaped it, the hooks' errors), then from what ended it: an interrupt, or a step that
+// found a precondition not met.
+func setStatus(rec *results.Scenario, code int, panicked any, hookErrs *hookErrors, steps *stepLog, interrupted bool) {
+	switch {
+	case panicked != nil:
+		rec.Status = results.StatusFailed
+		rec.Reason = fmt.Sprintf("panic escaped godog: %v", panicked)
+	case code == 0 && hookErrs.empty():
+		rec.Status = results.StatusPassed
+	default:
+		rec.Status = results.StatusFailed
+		rec.Reason = firstFailure(rec.Steps, hookErrs.list())
+	}
+	if interrupted && rec.Status != results.StatusPassed {
+		// Its own status: the interrupt, not the SUT, ended it.
+		rec.Status = results.StatusInterrupted
+		rec.Reason = "interrupted: " + rec.Reason
+	} else if pre, ok := steps.blockedBy(); ok && rec.Status == results.StatusFailed {
+		// A step said a precondition is not met: the scenario says nothing about the SUT.
+		rec.Status = results.StatusBlocked
+		rec.Reason = "blocked: " + pre
+	}
 }
 
 func setFeature(rec *results.Scenario, f *Feature) {
