@@ -35,7 +35,7 @@ type session struct {
 	work    *workdir.Dir   // its owner record (pid, start, scopes)
 	bin     string         // the flowsandbox binary (sandbox only): concurrent scenarios start their own emulator
 	extras  runExtras      // what `flowtest gate run` adds (gate.go); the command line for run.json
-	setup   []safety.Check // live setup checks (livesetup.go), run once per session
+	setup   []safety.Check // live setup checks (internal/app/preflight/livesetup.go), run once per session
 	// durations are those of --durations-from (shard balance, ETA); tty is the console when
 	// it is a terminal (the progress line is redrawn in place), else nil.
 	durations map[string]time.Duration
