@@ -16,6 +16,7 @@ import (
 
 	"github.com/cucumber/godog"
 
+	"github.com/ksqlflow/flowtest/internal/base/interrupt"
 	"github.com/ksqlflow/flowtest/internal/harness/apicount"
 	"github.com/ksqlflow/flowtest/internal/harness/scenario"
 	"github.com/ksqlflow/flowtest/internal/harness/stepdef"
@@ -85,10 +86,11 @@ type Options struct {
 	// ties in run order, so that the few long lease waits do not start last and set the
 	// run's end; one at a time they start in run order. Status.Expected is used when nil.
 	Expected map[string]time.Duration
-	// Signals delivers interrupts (os.Interrupt, SIGTERM). The first cancels the current
-	// scenario; the second kills its children and calls Exit(130).
-	Signals <-chan os.Signal
-	Exit    func(code int)
+	// Stop, when cancelled (the first interrupt, internal/base/interrupt), cancels the running
+	// scenarios and starts no other; StopNow (the second) then kills their children and
+	// calls Exit(130). Nil: the run is not interruptible.
+	Stop, StopNow context.Context
+	Exit          func(code int)
 
 	// API counts the run's kintone requests; each scenario counts on a Child of it, recorded
 	// in its record, and run.json holds the run's (with what the caller counted on it
@@ -145,25 +147,7 @@ func (o Options) redactor() *redact.Redactor {
 // Execute runs the items that are marked to run, in order, up to o.Concurrency at once, and
 // writes every item's record to the archive (not-run items too, with their reason).
 func Execute(ctx context.Context, o Options) Result {
-	if o.StepTimeout <= 0 {
-		o.StepTimeout = 5 * time.Minute
-	}
-	if o.CleanupTimeout <= 0 {
-		o.CleanupTimeout = 2 * time.Minute
-	}
-	if o.Progress == nil {
-		o.Progress = io.Discard
-	}
-	if o.Exit == nil {
-		o.Exit = os.Exit
-	}
-	if o.Concurrency < 1 {
-		o.Concurrency = 1
-	}
-	o.Progress = &LockedWriter{W: o.Progress}
-	if o.Run != nil {
-		o.applying = results.Applying(o.KnownDefects, o.Run.Product)
-	}
+	o = o.withDefaults()
 	var st *status
 	if o.Status != nil {
 		st = newStatus(o.Progress, *o.Status, o.Items, o.Concurrency)
@@ -171,8 +155,8 @@ func Execute(ctx context.Context, o Options) Result {
 		defer st.stop()
 	}
 	rs := &runState{running: map[*scenario.State]context.CancelFunc{}}
-	stopSignals := watchSignals(o, rs)
-	defer stopSignals()
+	endWatch := watchStop(o, rs)
+	defer endWatch()
 	if o.Archive != nil {
 		ids := make([]string, len(o.Items))
 		for i, it := range o.Items {
@@ -202,51 +186,13 @@ func Execute(ctx context.Context, o Options) Result {
 				res.Code = ExitFailed
 			}
 			if o.Run != nil && rec.Status != results.StatusNotRun {
-				// Keep run.json current: a run killed now was interrupted, and says so.
-				progress := *o.Run
 				partial := res
 				partial.Scenarios = written(recs)
-				fillRun(&progress, o.Items, partial, o.Archive)
-				progress.APIRequests = apiRequests(o.API, o.AppRoles)
-				progress.State = results.RunInterrupted
-				progress.ExitCode = nil // the run has not ended
-				if err := o.Archive.UpdateRun(&progress); err != nil {
-					fmt.Fprintf(o.Progress, "ERROR updating run.json: %v\n", err)
-				}
+				o.updateRun(partial)
 			}
 		}
 	}
-	for i, it := range o.Items {
-		if !it.Run {
-			record(i, notRun(it, it.Reason))
-		}
-	}
-	slots := make(chan struct{}, o.Concurrency)
-	var wg sync.WaitGroup
-	for _, i := range startOrder(o) {
-		it := o.Items[i]
-		slots <- struct{}{} // a free worker; scenarios start in startOrder
-		rs.mu.Lock()
-		interrupted := rs.interrupted
-		rs.mu.Unlock()
-		if interrupted {
-			<-slots
-			record(i, notRun(it, ReasonInterrupted))
-			continue
-		}
-		// Printed here, not in the worker, so that START lines come in start order.
-		fmt.Fprintf(o.Progress, "START %s (%s:%d)\n", it.ID, it.Feature.Path, it.Feature.Line)
-		if st != nil {
-			st.started(it.ID)
-		}
-		wg.Add(1)
-		go func(i int, it Item) {
-			defer wg.Done()
-			defer func() { <-slots }()
-			record(i, runOne(ctx, o, rs, it))
-		}(i, it)
-	}
-	wg.Wait()
+	runAll(ctx, o, rs, st, record)
 	res.Scenarios = recs
 	rs.mu.Lock()
 	res.Interrupted = rs.interrupted
@@ -278,6 +224,81 @@ func Execute(ctx context.Context, o Options) Result {
 	return res
 }
 
+// withDefaults is o with its unset timeouts, console, exit and concurrency defaulted, the
+// console serialised, and the known defects that apply to the product picked.
+func (o Options) withDefaults() Options {
+	if o.StepTimeout <= 0 {
+		o.StepTimeout = 5 * time.Minute
+	}
+	if o.CleanupTimeout <= 0 {
+		o.CleanupTimeout = 2 * time.Minute
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	if o.Exit == nil {
+		o.Exit = os.Exit
+	}
+	if o.Concurrency < 1 {
+		o.Concurrency = 1
+	}
+	o.Progress = &LockedWriter{W: o.Progress}
+	if o.Run != nil {
+		o.applying = results.Applying(o.KnownDefects, o.Run.Product)
+	}
+	return o
+}
+
+// updateRun keeps run.json current with the records written so far (partial): a run killed
+// now was interrupted, and says so.
+func (o Options) updateRun(partial Result) {
+	progress := *o.Run
+	fillRun(&progress, o.Items, partial, o.Archive)
+	progress.APIRequests = apiRequests(o.API, o.AppRoles)
+	progress.State = results.RunInterrupted
+	progress.ExitCode = nil // the run has not ended
+	if err := o.Archive.UpdateRun(&progress); err != nil {
+		fmt.Fprintf(o.Progress, "ERROR updating run.json: %v\n", err)
+	}
+}
+
+// runAll records the items not to run, then starts the others in startOrder, up to
+// o.Concurrency at once, and records each as it ends; once the run is interrupted, the rest
+// are recorded not run. It returns when every item is recorded.
+func runAll(ctx context.Context, o Options, rs *runState, st *status, record func(int, *results.Scenario)) {
+	for i, it := range o.Items {
+		if !it.Run {
+			record(i, notRun(it, it.Reason))
+		}
+	}
+	slots := make(chan struct{}, o.Concurrency)
+	var wg sync.WaitGroup
+	for _, i := range startOrder(o) {
+		it := o.Items[i]
+		slots <- struct{}{} // a free worker; scenarios start in startOrder
+		rs.mu.Lock()
+		interrupted := rs.interrupted
+		rs.mu.Unlock()
+		if interrupted {
+			<-slots
+			record(i, notRun(it, ReasonInterrupted))
+			continue
+		}
+		// Printed here, not in the worker, so that START lines come in start order.
+		fmt.Fprintf(o.Progress, "START %s (%s:%d)\n", it.ID, it.Feature.Path, it.Feature.Line)
+		if st != nil {
+			st.started(it.ID)
+		}
+		wg.Add(1)
+		go func(i int, it Item) {
+			defer wg.Done()
+			defer func() { <-slots }()
+			record(i, runOne(ctx, o, rs, it))
+		}(i, it)
+	}
+	wg.Wait()
+}
+
 // ranAny reports whether any scenario ran (passed or failed).
 func ranAny(recs []*results.Scenario) bool {
 	for _, r := range recs {
@@ -288,51 +309,67 @@ func ranAny(recs []*results.Scenario) bool {
 	return false
 }
 
-func watchSignals(o Options, rs *runState) (stop func()) {
-	if o.Signals == nil {
+// watchStop acts on the run's stop contexts: Stop cancels the running scenarios (each ends
+// interrupted, the rest are not started), StopNow kills their children and calls Exit(130).
+// The returned function ends the watch.
+func watchStop(o Options, rs *runState) (end func()) {
+	if o.Stop == nil {
 		return func() {}
 	}
 	done := make(chan struct{})
 	go func() {
-		count := 0
-		for {
-			select {
-			case <-done:
-				return
-			case sig := <-o.Signals:
-				count++
-				rs.mu.Lock()
-				rs.interrupted = true
-				var running []*scenario.State
-				var cancels []context.CancelFunc
-				for st, cancel := range rs.running {
-					running = append(running, st)
-					cancels = append(cancels, cancel)
-				}
-				rs.mu.Unlock()
-				if count == 1 {
-					fmt.Fprintf(o.Progress, "INTERRUPT (%v): stopping the running scenarios and cleaning up; interrupt again to kill children and exit at once\n", sig)
-					for _, cancel := range cancels {
-						cancel()
-					}
-					continue
-				}
-				fmt.Fprintf(o.Progress, "INTERRUPT (%v) again: killing child processes and exiting\n", sig)
-				for _, cur := range running {
-					killed, err := cur.KillProcesses()
-					for _, k := range killed {
-						fmt.Fprintf(o.Progress, "killed %s\n", k)
-					}
-					if err != nil {
-						fmt.Fprintf(o.Progress, "kill: %v\n", err)
-					}
-				}
-				o.Exit(ExitInterrupted)
-				return
+		select {
+		case <-done:
+			return
+		case <-o.Stop.Done():
+		}
+		running, cancels := rs.interrupt()
+		fmt.Fprintf(o.Progress, "INTERRUPT (%v): stopping the running scenarios and cleaning up; interrupt again to kill children and exit at once\n", signalOf(o.Stop))
+		for _, cancel := range cancels {
+			cancel()
+		}
+		select {
+		case <-done:
+			return
+		case <-interrupt.Done(o.StopNow):
+		}
+		running, _ = rs.interrupt()
+		fmt.Fprintf(o.Progress, "INTERRUPT (%v) again: killing child processes and exiting\n", signalOf(o.StopNow))
+		for _, cur := range running {
+			killed, err := cur.KillProcesses()
+			for _, k := range killed {
+				fmt.Fprintf(o.Progress, "killed %s\n", k)
+			}
+			if err != nil {
+				fmt.Fprintf(o.Progress, "kill: %v\n", err)
 			}
 		}
+		o.Exit(ExitInterrupted)
 	}()
 	return func() { close(done) }
+}
+
+// interrupt marks the run interrupted and returns its running scenarios with their cancels.
+func (rs *runState) interrupt() ([]*scenario.State, []context.CancelFunc) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.interrupted = true
+	var running []*scenario.State
+	var cancels []context.CancelFunc
+	for st, cancel := range rs.running {
+		running = append(running, st)
+		cancels = append(cancels, cancel)
+	}
+	return running, cancels
+}
+
+// signalOf names what stopped the run: the signal, or the cause of a stop context a caller
+// cancelled without one.
+func signalOf(ctx context.Context) any {
+	if s := interrupt.SignalOf(ctx); s != nil {
+		return s
+	}
+	return context.Cause(ctx)
 }
 
 func notRun(it Item, reason string) *results.Scenario {
@@ -373,12 +410,11 @@ func runOne(parent context.Context, o Options, rs *runState, it Item) (rec *resu
 	setFeature(rec, it.Feature)
 
 	log := o.Progress
-	var filtered *scenarioLog
 	if o.Concurrency > 1 {
 		// Interleaved step chatter of several scenarios is unreadable: the scenario's log
 		// goes to scenario.log in its work dir, and only its slow-wait progress reaches the
 		// console, prefixed with its id.
-		filtered = &scenarioLog{id: it.ID, console: o.Progress}
+		filtered := &scenarioLog{id: it.ID, console: o.Progress}
 		filtered.open(o.WorkRoot, safeName(it.ID))
 		defer filtered.close()
 		log = filtered
@@ -394,17 +430,7 @@ func runOne(parent context.Context, o Options, rs *runState, it Item) (rec *resu
 	st.API = o.API.Child()
 	ctx, cancel := context.WithCancel(scenario.With(parent, st))
 	defer cancel()
-	rs.mu.Lock()
-	rs.running[st] = cancel
-	if rs.interrupted {
-		cancel()
-	}
-	rs.mu.Unlock()
-	defer func() {
-		rs.mu.Lock()
-		delete(rs.running, st)
-		rs.mu.Unlock()
-	}()
+	defer rs.track(st, cancel)()
 
 	steps := newStepLog(it.Feature.StepText)
 	var hookErrs hookErrors
@@ -420,25 +446,7 @@ func runOne(parent context.Context, o Options, rs *runState, it Item) (rec *resu
 		setup := rec.Steps[0].Start.Sub(start).Milliseconds()
 		rec.SetupMS = &setup
 	}
-	switch {
-	case panicked != nil:
-		rec.Status = results.StatusFailed
-		rec.Reason = fmt.Sprintf("panic escaped godog: %v", panicked)
-	case code == 0 && hookErrs.empty():
-		rec.Status = results.StatusPassed
-	default:
-		rec.Status = results.StatusFailed
-		rec.Reason = firstFailure(rec.Steps, hookErrs.list())
-	}
-	if ctx.Err() != nil && rec.Status != results.StatusPassed {
-		// Its own status: the interrupt, not the SUT, ended it.
-		rec.Status = results.StatusInterrupted
-		rec.Reason = "interrupted: " + rec.Reason
-	} else if pre, ok := steps.blockedBy(); ok && rec.Status == results.StatusFailed {
-		// A step said a precondition is not met: the scenario says nothing about the SUT.
-		rec.Status = results.StatusBlocked
-		rec.Reason = "blocked: " + pre
-	}
+	setStatus(rec, code, panicked, &hookErrs, steps, ctx.Err() != nil)
 	if o.Verify != nil && ctx.Err() == nil {
 		if err := verify(o, st, it.Entry); err != nil && rec.Status == results.StatusPassed {
 			rec.Status = results.StatusFailed
@@ -461,6 +469,47 @@ func runOne(parent context.Context, o Options, rs *runState, it Item) (rec *resu
 	results.JudgeKnownDefect(rec, o.applying)         // on the whole record: assertions, steps, cleanup
 	finish(o, rec)
 	return rec
+}
+
+// track registers a running scenario's cancel for the interrupt (cancelled at once if the
+// run is interrupted already); the returned function forgets it.
+func (rs *runState) track(st *scenario.State, cancel context.CancelFunc) (untrack func()) {
+	rs.mu.Lock()
+	rs.running[st] = cancel
+	if rs.interrupted {
+		cancel()
+	}
+	rs.mu.Unlock()
+	return func() {
+		rs.mu.Lock()
+		delete(rs.running, st)
+		rs.mu.Unlock()
+	}
+}
+
+// setStatus is the scenario's status from how godog ended (its exit code, a panic that
+// escaped it, the hooks' errors), then from what ended it: an interrupt, or a step that
+// found a precondition not met.
+func setStatus(rec *results.Scenario, code int, panicked any, hookErrs *hookErrors, steps *stepLog, interrupted bool) {
+	switch {
+	case panicked != nil:
+		rec.Status = results.StatusFailed
+		rec.Reason = fmt.Sprintf("panic escaped godog: %v", panicked)
+	case code == 0 && hookErrs.empty():
+		rec.Status = results.StatusPassed
+	default:
+		rec.Status = results.StatusFailed
+		rec.Reason = firstFailure(rec.Steps, hookErrs.list())
+	}
+	if interrupted && rec.Status != results.StatusPassed {
+		// Its own status: the interrupt, not the SUT, ended it.
+		rec.Status = results.StatusInterrupted
+		rec.Reason = "interrupted: " + rec.Reason
+	} else if pre, ok := steps.blockedBy(); ok && rec.Status == results.StatusFailed {
+		// A step said a precondition is not met: the scenario says nothing about the SUT.
+		rec.Status = results.StatusBlocked
+		rec.Reason = "blocked: " + pre
+	}
 }
 
 func setFeature(rec *results.Scenario, f *Feature) {

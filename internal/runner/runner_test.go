@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ksqlflow/flowtest/internal/base/interrupt"
 	"github.com/ksqlflow/flowtest/internal/harness/proc"
 	"github.com/ksqlflow/flowtest/internal/harness/scenario"
 	"github.com/ksqlflow/flowtest/internal/harness/stepdef"
@@ -360,6 +361,8 @@ func TestInterruptStopsScenarioKillsChildAndMarksArchive(t *testing.T) {
 `})
 	delete(fsys, "m/beta.feature")
 	sigs := make(chan os.Signal, 2)
+	stop, now, release := interrupt.Watch(sigs)
+	defer release()
 	childUp := make(chan *proc.Process, 1)
 	go func() {
 		<-childUp
@@ -367,8 +370,8 @@ func TestInterruptStopsScenarioKillsChildAndMarksArchive(t *testing.T) {
 	}()
 	var exitCode = -1
 	r := execute(t, fsys, plan(t, fsys, ""), Options{
-		Signals: sigs,
-		Exit:    func(code int) { exitCode = code },
+		Stop: stop, StopNow: now,
+		Exit: func(code int) { exitCode = code },
 		Initialize: func(sc *godog.ScenarioContext, reg stepdef.Registry) {
 			trivialSteps(sc, reg)
 			reg.Step(`^a child process is running$`, func(ctx context.Context) error {

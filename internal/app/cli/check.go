@@ -12,10 +12,11 @@ import (
 
 // cmdCheck runs the preflight only and prints every check with PASS/FAIL. In sandbox mode
 // it runs the static checks (the target checks need an emulator, which check never starts:
-// run makes them); in live mode the setup checks (livesetup.go: one GET of the base URL, write-free token probes, a
-// read of the state and audit apps for another runner, the launchers' version, capabilities
-// and validate of a rendered fixture, the kSQL-Flow config) run first, and the
-// pending-request read (rule 9) only when every static check passed. Nothing is written.
+// run makes them); in live mode the setup checks (internal/app/preflight/livesetup.go: one
+// GET of the base URL, write-free token probes, a read of the state and audit apps for
+// another runner, the launchers' version, capabilities and validate of a rendered fixture,
+// the kSQL-Flow config) run first, and the pending-request read (rule 9) only when every
+// static check passed. Nothing is written.
 func cmdCheck(inv invocation, f *checkFlags, fs *flag.FlagSet, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	s, code := startCommand("check", &f.runFlags, fs, args, false, stderr)

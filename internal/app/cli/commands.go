@@ -13,7 +13,6 @@
 package cli
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -21,80 +20,10 @@ import (
 	"strings"
 
 	"github.com/ksqlflow/flowtest/internal/app/ksqlwrap"
-	"github.com/ksqlflow/flowtest/internal/base/refusal"
+	"github.com/ksqlflow/flowtest/internal/base/interrupt"
 	"github.com/ksqlflow/flowtest/internal/runner"
 	"github.com/ksqlflow/flowtest/internal/steps/csv/wrapmode"
 )
-
-// Version is the runner version written into run.json (set with
-// -ldflags "-X github.com/ksqlflow/flowtest/internal/cli.Version=…" at release).
-var Version = "0.1.0-dev"
-
-// invocation is what a command runs with: the process's streams and its signals.
-type invocation struct {
-	stdin          io.Reader
-	stdout, stderr io.Writer
-	// ctx is cancelled by the first SIGINT/SIGTERM: a command that loops or does I/O stops
-	// at its next step, leaves no file written by halves and exits 130
-	// (refusal.Interrupted); again is closed by the second, for what must then stop at once.
-	ctx   context.Context
-	again <-chan struct{}
-	// sigs relays every signal to the run path's runner and the kSQL-Flow wrapper, which act
-	// on each one themselves (the runner: stop the scenarios, then kill their children).
-	sigs <-chan os.Signal
-}
-
-// watchInterrupts is the process's one reader of its signals: it cancels ctx on the first,
-// closes again on the second, and relays each to the returned channel (dropped when nobody
-// reads it: a command that does not is told by ctx). A signal already waiting (Ctrl-C while
-// the process started) is taken before the command starts. stop ends the watch.
-func watchInterrupts(sigs <-chan os.Signal) (ctx context.Context, again <-chan struct{}, relay <-chan os.Signal, stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	second, out, done := make(chan struct{}), make(chan os.Signal, 4), make(chan struct{})
-	n := 0
-	take := func(s os.Signal) {
-		n++
-		switch n {
-		case 1:
-			cancel()
-		case 2:
-			close(second)
-		}
-		select {
-		case out <- s:
-		default:
-		}
-	}
-	for pending := true; pending; {
-		select {
-		case s := <-sigs:
-			take(s)
-		default:
-			pending = false
-		}
-	}
-	go func() {
-		for {
-			select {
-			case <-done:
-				return
-			case s := <-sigs:
-				take(s)
-			}
-		}
-	}()
-	return ctx, second, out, func() { close(done); cancel() }
-}
-
-// stopped is the interruption of a command that a signal stopped before what (nothing of it
-// written), nil while no signal came: the check of a command whose steps are each short
-// and write whole, between them.
-func (inv invocation) stopped(what string) error {
-	if inv.ctx != nil && inv.ctx.Err() != nil {
-		return refusal.Interrupted("interrupted before %s; nothing was written", what)
-	}
-	return nil
-}
 
 // runFunc runs a command with the arguments after its name and returns its exit code.
 type runFunc func(inv invocation, args []string) int
@@ -188,7 +117,7 @@ func init() {
 		{name: wrapmode.Command, usage: wrapmode.Command + " --mode MODE -- LAUNCHER ARGS…", hidden: true,
 			short: "the CSV steps' kSQL-Flow wrapper",
 			run: func(inv invocation, a []string) int {
-				code, err := ksqlwrap.Run(a, inv.stdin, inv.stdout, inv.stderr, inv.sigs)
+				code, err := ksqlwrap.Run(a, inv.stdin, inv.stdout, inv.stderr, inv.stop, inv.now)
 				if err != nil {
 					return exitFor(inv.stderr, wrapmode.Command, err)
 				}
@@ -213,16 +142,6 @@ func lookup(args []string) (*command, []string) {
 		}
 	}
 	return nil, nil
-}
-
-// commandNamed is the row of a command's full name.
-func commandNamed(name string) *command {
-	for i := range commands {
-		if commands[i].name == name {
-			return &commands[i]
-		}
-	}
-	return nil
 }
 
 // group lists the sub-commands of a first word (`archive`, `gate`), nil if it names none.
@@ -263,9 +182,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan 
 	if c == nil {
 		return unknownCommand(stderr, "flowtest", args)
 	}
-	ctx, again, relay, stop := watchInterrupts(sigs)
-	defer stop()
-	inv := invocation{stdin: stdin, stdout: stdout, stderr: stderr, ctx: ctx, again: again, sigs: relay}
+	// The process's one reader of its signals; every command gets its contexts.
+	stop, now, release := interrupt.Watch(sigs)
+	defer release()
+	inv := invocation{stdin: stdin, stdout: stdout, stderr: stderr, stop: stop, now: now, usage: c.usage, help: c.writeHelp}
 	if c.flags == nil {
 		return c.run(inv, rest)
 	}
@@ -296,32 +216,20 @@ func cmdHelp(inv invocation, args []string) int {
 	if c == nil || len(rest) > 0 {
 		return unknownCommand(inv.stderr, "flowtest help", args)
 	}
-	writeHelp(inv.stdout, c)
+	c.writeHelp(inv.stdout)
 	return 0
 }
 
 // flagSet is a fresh set of the command's flags, with the command bound to it; its -h is the
 // command's help.
 func (c *command) flagSet() (*flag.FlagSet, runFunc) {
-	fs := newFlagSet(c.name)
+	fs := newFlagSet(c.name, c.writeHelp)
 	return fs, c.flags(fs)
-}
-
-// newFlagSet is an empty set for the flags of the command named name, whose -h prints that
-// command's help.
-func newFlagSet(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.Usage = func() {
-		if c := commandNamed(name); c != nil {
-			writeHelp(fs.Output(), c)
-		}
-	}
-	return fs
 }
 
 // writeHelp is `flowtest <command> -h`: the usage line and help of the command's row, then
 // the flags its row declares.
-func writeHelp(w io.Writer, c *command) {
+func (c *command) writeHelp(w io.Writer) {
 	fmt.Fprintf(w, "usage: flowtest %s\n\n%s\n", c.usage, c.short)
 	if c.long != "" {
 		fmt.Fprintf(w, "\n%s\n", c.long)

@@ -212,3 +212,13 @@ func TestStepsAndDefectsRefuseAFlagGivenTwice(t *testing.T) {
 		assert.Contains(t, e.String(), args[1], "%v names the flag", args)
 	}
 }
+
+// commandNamed is the row of a command's full name.
+func commandNamed(name string) *command {
+	for i := range commands {
+		if commands[i].name == name {
+			return &commands[i]
+		}
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -31,7 +32,7 @@ func (f *defectsFlags) bind(fs *flag.FlagSet) {
 }
 
 func cmdDefects(inv invocation, f *defectsFlags, fset *flag.FlagSet, args []string) int {
-	stdout, stderr, ctx := inv.stdout, inv.stderr, inv.ctx
+	stdout, stderr, ctx := inv.stdout, inv.stderr, inv.stop
 	// --only is the one flag meant to be repeated (it adds names); any other given twice is
 	// refused, never silently the last.
 	if _, code, ok := parseFlags(fset, "defects", args, stderr, "only"); !ok {
@@ -49,25 +50,12 @@ func cmdDefects(inv invocation, f *defectsFlags, fset *flag.FlagSet, args []stri
 		fmt.Fprintf(stderr, "flowtest defects: %v\n", err)
 		return runner.ExitRefused
 	}
-	m, err := runner.LoadManifest(os.DirFS(filepath.Join(root, "features")), "manifest.yaml")
+	m, all, err := loadDefects(root)
 	if err != nil {
 		fmt.Fprintf(stderr, "flowtest defects: %v\n", err)
 		return runner.ExitRefused
 	}
-	known, explorable := map[string]bool{}, map[string]bool{}
-	for _, e := range m.Scenarios {
-		known[e.ID] = true
-		explorable[e.ID] = e.Explorable() // a redirect's source is not: its catch names the sibling
-	}
-	cat, err := defects.LoadCatalogue(filepath.Join(root, defects.CatalogueFile), known)
-	if err == nil {
-		err = defects.CheckExplorable(cat.Defects, explorable)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "flowtest defects: %v\n", err)
-		return runner.ExitRefused
-	}
-	selected, err := defects.Select(cat.Defects, f.only, f.fast)
+	selected, err := defects.Select(all, f.only, f.fast)
 	if err != nil {
 		fmt.Fprintf(stderr, "flowtest defects: %v\n", err)
 		return runner.ExitRefused
@@ -85,20 +73,11 @@ func cmdDefects(inv invocation, f *defectsFlags, fset *flag.FlagSet, args []stri
 	defer context.AfterFunc(ctx, func() { fmt.Fprintln(stderr, "flowtest defects: interrupted; stopping the current run") })()
 	r := &defects.Run{Root: root, GoBin: f.goBin, Self: self, Work: work, Log: &runner.LockedWriter{W: stdout}, Ctx: ctx}
 	start := time.Now()
-	fmt.Fprintf(stdout, "flowtest defects: %d of %d planted defects (%s), work dir %s\n", len(selected), len(cat.Defects), defects.CatalogueFile, work)
+	fmt.Fprintf(stdout, "flowtest defects: %d of %d planted defects (%s), work dir %s\n", len(selected), len(all), defects.CatalogueFile, work)
 
-	if f.controlFrom != "" && f.noControl {
-		fmt.Fprintln(stderr, "flowtest defects: --control-from and --no-control exclude each other")
+	control, ok := f.control(r, selected, stderr)
+	if !ok {
 		return runner.ExitRefused
-	}
-	var control []defects.Row
-	if f.controlFrom != "" {
-		rows, err := r.ControlFromArchive(f.controlFrom, selected)
-		if err != nil {
-			fmt.Fprintf(stderr, "flowtest defects: --control-from %s: %v\n", f.controlFrom, err)
-			return runner.ExitRefused
-		}
-		control = rows
 	}
 	needs := map[string]runner.Needs{}
 	for _, e := range m.Scenarios {
@@ -108,23 +87,7 @@ func cmdDefects(inv invocation, f *defectsFlags, fset *flag.FlagSet, args []stri
 	fmt.Fprintln(stdout)
 	defects.WriteTable(stdout, rows)
 
-	caught, escaped, pending := 0, 0, 0
-	for _, d := range selected {
-		switch defects.VerdictOf(d.Name, rows) {
-		case defects.VerdictCaught:
-			caught++
-		case defects.VerdictNotCovered:
-			pending++
-		default:
-			escaped++
-		}
-	}
-	controlBad := false
-	for _, row := range rows {
-		if row.Verdict == defects.VerdictControlBad {
-			controlBad = true
-		}
-	}
+	caught, escaped, pending, controlBad := countVerdicts(selected, rows)
 	fmt.Fprintf(stdout, "\n%d caught, %d escaped, %d not yet covered by a scenario; wall time %s\n", caught, escaped, pending, time.Since(start).Round(100*time.Millisecond))
 	code := runner.ExitPassed
 	switch {
@@ -142,4 +105,65 @@ func cmdDefects(inv invocation, f *defectsFlags, fset *flag.FlagSet, args []stri
 		os.RemoveAll(work)
 	}
 	return code
+}
+
+// control is the control rows --control-from takes from an archive (none without it);
+// false, said on stderr, when they cannot be had or --no-control contradicts it.
+func (f *defectsFlags) control(r *defects.Run, selected []defects.Defect, stderr io.Writer) ([]defects.Row, bool) {
+	if f.controlFrom != "" && f.noControl {
+		fmt.Fprintln(stderr, "flowtest defects: --control-from and --no-control exclude each other")
+		return nil, false
+	}
+	if f.controlFrom == "" {
+		return nil, true
+	}
+	rows, err := r.ControlFromArchive(f.controlFrom, selected)
+	if err != nil {
+		fmt.Fprintf(stderr, "flowtest defects: --control-from %s: %v\n", f.controlFrom, err)
+		return nil, false
+	}
+	return rows, true
+}
+
+// loadDefects is the checkout's manifest and its catalogue of planted defects, checked
+// against it: every scenario a defect names exists, and one explored is explorable.
+func loadDefects(root string) (*runner.Manifest, []defects.Defect, error) {
+	m, err := runner.LoadManifest(os.DirFS(filepath.Join(root, "features")), "manifest.yaml")
+	if err != nil {
+		return nil, nil, err
+	}
+	known, explorable := map[string]bool{}, map[string]bool{}
+	for _, e := range m.Scenarios {
+		known[e.ID] = true
+		explorable[e.ID] = e.Explorable() // a redirect's source is not: its catch names the sibling
+	}
+	cat, err := defects.LoadCatalogue(filepath.Join(root, defects.CatalogueFile), known)
+	if err == nil {
+		err = defects.CheckExplorable(cat.Defects, explorable)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, cat.Defects, nil
+}
+
+// countVerdicts counts the selected defects by their verdict over rows, and says whether a
+// control run failed (the defects' verdict count, which decides the exit code).
+func countVerdicts(selected []defects.Defect, rows []defects.Row) (caught, escaped, pending int, controlBad bool) {
+	for _, d := range selected {
+		switch defects.VerdictOf(d.Name, rows) {
+		case defects.VerdictCaught:
+			caught++
+		case defects.VerdictNotCovered:
+			pending++
+		default:
+			escaped++
+		}
+	}
+	for _, row := range rows {
+		if row.Verdict == defects.VerdictControlBad {
+			controlBad = true
+		}
+	}
+	return caught, escaped, pending, controlBad
 }

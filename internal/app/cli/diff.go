@@ -118,7 +118,7 @@ func findArchive(dir string) (string, error) {
 
 func cmdDiff(inv invocation, f *diffFlags, fset *flag.FlagSet, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
-	uses, code, ok := parseArchiveArgs(fset, "archive diff", args, stderr, 2, 2)
+	uses, code, ok := parseArchiveArgs(inv, fset, "archive diff", args, 2, 2)
 	if !ok {
 		return code
 	}
@@ -153,15 +153,7 @@ func cmdDiff(inv invocation, f *diffFlags, fset *flag.FlagSet, args []string) in
 			unread++
 		}
 		for _, d := range results.DiffScenarios(id, a, b) {
-			var why *knownDiff
-			for _, k := range known {
-				if k.matches(d) {
-					k.used = true
-					if why == nil {
-						why = k
-					}
-				}
-			}
+			why := explainedBy(known, d)
 			line := fmt.Sprintf("%s  %s\n    A: %s\n    B: %s\n", d.Scenario, d.Path, d.A, d.B)
 			if why != nil {
 				explained++
@@ -196,6 +188,21 @@ func cmdDiff(inv invocation, f *diffFlags, fset *flag.FlagSet, args []string) in
 		return runner.ExitFailed
 	}
 	return runner.ExitPassed
+}
+
+// explainedBy is the first known difference that explains d, nil if none; every one that
+// matches is marked used (none is stale).
+func explainedBy(known []*knownDiff, d results.Difference) *knownDiff {
+	var why *knownDiff
+	for _, k := range known {
+		if k.matches(d) {
+			k.used = true
+			if why == nil {
+				why = k
+			}
+		}
+	}
+	return why
 }
 
 func unionScenarioIDs(a, b map[string]*results.Scenario) []string {

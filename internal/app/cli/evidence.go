@@ -42,7 +42,7 @@ func cmdEvidence(inv invocation, f *evidenceFlags, fset *flag.FlagSet, args []st
 		return code
 	}
 	if fset.NArg() > 0 || f.before == "" || f.after == "" {
-		return refuseUsage(stderr, "evidence")
+		return refuseUsage(stderr, inv.usage)
 	}
 	if f.out != "" {
 		// Refused before anything is read or printed: a table that cannot be written, or one

@@ -27,23 +27,6 @@ const (
 	exitGateIncomplete = 3                 // INCOMPLETE: nothing failed, but not everything passed or was carried over
 )
 
-// runExtras is what `flowtest gate run` adds to the run path: the gate record the archive
-// completes and writes, the archive label, and the command line for run.json.
-type runExtras struct {
-	gate    *results.GateRecord
-	label   string
-	command []string
-	explore *exploreSpec // `flowtest explore` (explore.go): an exploration instead of one run
-}
-
-// archiveLabel is the archive folder's label: "gate-<name>" for a gate run, else the tags.
-func (s *session) archiveLabel() string {
-	if s.extras.label != "" {
-		return s.extras.label
-	}
-	return label(s.flags.tags)
-}
-
 // splitGateName takes the gate's name from the front of args (`gate run r2 --flags`) or, after
 // the flags, as the one positional argument.
 func splitGateName(args []string) (string, []string) {
@@ -95,7 +78,7 @@ func cmdGateShow(inv invocation, f *gateShowFlags, fset *flag.FlagSet, args []st
 	}
 	name, ok := gateNamed(name, fset)
 	if !ok {
-		return refuseUsage(stderr, "gate show")
+		return refuseUsage(stderr, inv.usage)
 	}
 	items, g, err := loadGate(common{target: "sandbox", features: f.features}, name)
 	if err != nil {
@@ -158,7 +141,7 @@ func cmdGateRun(inv invocation, f *gateRunFlags, fset *flag.FlagSet, args []stri
 	}
 	name, ok = gateNamed(name, fset)
 	if !ok {
-		return refuseUsage(stderr, "gate run")
+		return refuseUsage(stderr, inv.usage)
 	}
 	switch {
 	case strings.TrimSpace(f.sutCommit) == "":
@@ -174,14 +157,14 @@ func cmdGateRun(inv invocation, f *gateRunFlags, fset *flag.FlagSet, args []stri
 	if err != nil {
 		return exitFor(stderr, "gate run", err)
 	}
-	ctx, cancel := context.WithTimeout(inv.ctx, 2*time.Minute) // the SUT's git; a signal stops it
+	ctx, cancel := context.WithTimeout(inv.stop, 2*time.Minute) // the SUT's git; a signal stops it
 	defer cancel()
 	repo, err := gate.OpenGit(f.sutRepo)
 	if err != nil {
 		return exitFor(stderr, "gate run", err)
 	}
 	rec, runIDs, err := gate.Plan(ctx, g, items, f.target, f.sutCommit, repo, f.since)
-	if err != nil && inv.ctx.Err() != nil {
+	if err != nil && inv.stop.Err() != nil {
 		err = refusal.Interrupted("interrupted while planning the gate (%v); nothing ran", err)
 	}
 	if err != nil {

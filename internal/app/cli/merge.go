@@ -32,7 +32,7 @@ func (f *mergeFlags) bind(fs *flag.FlagSet) {
 
 func cmdMerge(inv invocation, f *mergeFlags, fset *flag.FlagSet, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
-	uses, code, ok := parseArchiveArgs(fset, "archive merge", args, stderr, 2, -1)
+	uses, code, ok := parseArchiveArgs(inv, fset, "archive merge", args, 2, -1)
 	if !ok {
 		return code
 	}

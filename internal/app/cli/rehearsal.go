@@ -80,7 +80,7 @@ func cmdRehearse(inv invocation, f *rehearseFlags, fset *flag.FlagSet, args []st
 	if err != nil {
 		return exitFor(stderr, "rehearse", fmt.Errorf("find the flowtest binary: %w", err))
 	}
-	rep, err := rehearse.Run(inv.ctx, inv.again, rehearse.Options{
+	rep, err := rehearse.Run(inv.stop, inv.now.Done(), rehearse.Options{
 		Latency: f.latency, Shards: f.shards, Tags: f.tags, Label: label(f.tags), Features: f.features, Out: f.out,
 		SandboxBin: sb, Self: self, ConfirmedBy: f.confirmedBy, DurationsFrom: f.durationsDir,
 		StepTimeout: f.given("step-timeout"), TimeoutScale: f.given("timeout-scale"), AllowEmpty: f.allowEmpty, KeepWorkDirs: f.keepWorkDirs,

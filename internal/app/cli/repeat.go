@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/ksqlflow/flowtest/internal/harness/target"
@@ -18,7 +17,7 @@ import (
 // its own (label "<label>-repeat<r>of<N>"), then per scenario how many runs passed. A
 // scenario that passed some runs and not others is flaky: it is listed with the reason of
 // each run it did not pass, and the exit code is 1.
-func (s *session) repeatRuns(ctx context.Context, tgt *target.Target, stdout io.Writer, sigs <-chan os.Signal) int {
+func (s *session) repeatRuns(ctx context.Context, tgt *target.Target, stdout io.Writer) int {
 	n := s.flags.repeat
 	type tally struct {
 		ran, passed int
@@ -35,7 +34,7 @@ func (s *session) repeatRuns(ctx context.Context, tgt *target.Target, stdout io.
 			}
 		}
 		fmt.Fprintf(stdout, "=== repeat %d of %d\n", r, n)
-		code, res := s.executeOnce(ctx, tgt, stdout, sigs, fmt.Sprintf("%s-repeat%dof%d", s.runLabel(), r, n))
+		code, res := s.executeOnce(ctx, tgt, stdout, fmt.Sprintf("%s-repeat%dof%d", s.runLabel(), r, n))
 		if code == runner.ExitRefused && len(res.Scenarios) == 0 {
 			return code
 		}

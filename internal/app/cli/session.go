@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -14,9 +15,12 @@ import (
 	"github.com/ksqlflow/flowtest/internal/app/preflight"
 	"github.com/ksqlflow/flowtest/internal/harness/apicount"
 	"github.com/ksqlflow/flowtest/internal/harness/config"
+	"github.com/ksqlflow/flowtest/internal/harness/stepdef"
 	"github.com/ksqlflow/flowtest/internal/harness/workdir"
+	"github.com/ksqlflow/flowtest/internal/results"
 	"github.com/ksqlflow/flowtest/internal/runner"
 	"github.com/ksqlflow/flowtest/internal/safety"
+	"github.com/ksqlflow/flowtest/internal/steps"
 )
 
 // session is everything a run or check resolved before the gate.
@@ -31,7 +35,7 @@ type session struct {
 	work    *workdir.Dir   // its owner record (pid, start, scopes)
 	bin     string         // the flowsandbox binary (sandbox only): concurrent scenarios start their own emulator
 	extras  runExtras      // what `flowtest gate run` adds (gate.go); the command line for run.json
-	setup   []safety.Check // live setup checks (livesetup.go), run once per session
+	setup   []safety.Check // live setup checks (internal/app/preflight/livesetup.go), run once per session
 	// durations are those of --durations-from (shard balance, ETA); tty is the console when
 	// it is a terminal (the progress line is redrawn in place), else nil.
 	durations map[string]time.Duration
@@ -40,6 +44,9 @@ type session struct {
 	// check (nil on the sandbox), kept for run.json.
 	api    *apicount.Counter
 	budget *budget.Verdict
+	// stop and now are the command's interrupts (invocation): the runner stops the running
+	// scenarios on the first and kills their children on the second.
+	stop, now context.Context
 }
 
 func openSession(f runFlags) (*session, error) {
@@ -205,4 +212,34 @@ func violations(what string, rep safety.Report) error {
 		return fmt.Errorf("%s refused by the preflight rules: %s", what, strings.Join(bad, "; "))
 	}
 	return nil
+}
+
+// stepLibrary registers the real step library on a recording registry: no godog suite, no
+// scenario context (Initialize must not touch it when the registry only records).
+func stepLibrary() (defs []stepdef.Def, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("building the step library panicked (does Initialize use the scenario context directly?): %v", p)
+		}
+	}()
+	idx := &stepdef.Index{}
+	(&steps.Suite{}).Initialize(nil, stepdef.Registry{Index: idx})
+	return idx.Defs(), nil
+}
+
+// runExtras is what `flowtest gate run` adds to the run path: the gate record the archive
+// completes and writes, the archive label, and the command line for run.json.
+type runExtras struct {
+	gate    *results.GateRecord
+	label   string
+	command []string
+	explore *exploreSpec // `flowtest explore` (explore.go): an exploration instead of one run
+}
+
+// archiveLabel is the archive folder's label: "gate-<name>" for a gate run, else the tags.
+func (s *session) archiveLabel() string {
+	if s.extras.label != "" {
+		return s.extras.label
+	}
+	return label(s.flags.tags)
 }

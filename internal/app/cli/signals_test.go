@@ -6,52 +6,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ksqlflow/flowtest/internal/runner"
 )
-
-// The process's signals are read in one place: the first cancels the commands' context, the
-// second closes again, and each is relayed to the run path's runner; one already waiting
-// when the command starts is taken before it starts.
-func TestWatchInterruptsCancelsOnTheFirstAndClosesAgainOnTheSecond(t *testing.T) {
-	sigs := make(chan os.Signal, 2)
-	ctx, again, relay, stop := watchInterrupts(sigs)
-	defer stop()
-	require.NoError(t, ctx.Err(), "no signal yet")
-
-	sigs <- syscall.SIGTERM
-	select {
-	case <-ctx.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the first signal did not cancel the context")
-	}
-	select {
-	case <-again:
-		t.Fatal("again closed by the first signal")
-	default:
-	}
-	assert.Equal(t, syscall.SIGTERM, <-relay, "the runner is told of the first")
-
-	sigs <- os.Interrupt
-	select {
-	case <-again:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the second signal did not close again")
-	}
-	assert.Equal(t, os.Interrupt, <-relay, "the runner is told of the second")
-
-	waiting := make(chan os.Signal, 1)
-	waiting <- os.Interrupt
-	ctx2, _, _, stop2 := watchInterrupts(waiting)
-	defer stop2()
-	assert.Error(t, ctx2.Err(), "a signal waiting at the start is taken before the command runs")
-}
 
 // Ctrl-C reaches sweep (it used to be caught by the process and ignored, so a live sweep
 // --delete could not be stopped): interrupted before it read the target, it deletes and

@@ -8,7 +8,6 @@ import (
 	"github.com/ksqlflow/flowtest/internal/harness/stepdef"
 	"github.com/ksqlflow/flowtest/internal/harness/stepindex"
 	"github.com/ksqlflow/flowtest/internal/runner"
-	"github.com/ksqlflow/flowtest/internal/steps"
 )
 
 // stepsFlags are the flags of `flowtest steps`.
@@ -94,17 +93,4 @@ func where(d stepdef.Def) string {
 		return stepindex.ShortName(d.Handler)
 	}
 	return fmt.Sprintf("%s:%d %s", stepindex.RelFile(d), d.Line, stepindex.ShortName(d.Handler))
-}
-
-// stepLibrary registers the real step library on a recording registry: no godog suite, no
-// scenario context (Initialize must not touch it when the registry only records).
-func stepLibrary() (defs []stepdef.Def, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("building the step library panicked (does Initialize use the scenario context directly?): %v", p)
-		}
-	}()
-	idx := &stepdef.Index{}
-	(&steps.Suite{}).Initialize(nil, stepdef.Registry{Index: idx})
-	return idx.Defs(), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"path/filepath"
 	"time"
 
@@ -34,20 +35,8 @@ func (f *sweepFlags) bind(fs *flag.FlagSet) {
 // deleting the leftovers is internal/sweep.
 func cmdSweep(inv invocation, sf *sweepFlags, fset *flag.FlagSet, args []string) int {
 	stdout, stderr, f := inv.stdout, inv.stderr, &sf.runFlags
-	uses, code, ok := parseFlags(fset, "sweep", args, stderr)
-	if !ok {
+	if code, ok := sf.parse(fset, args, stderr); !ok {
 		return code
-	}
-	f.uses = uses
-	if unexpectedArgs(fset, stderr, "") {
-		return runner.ExitRefused
-	}
-	if sf.olderThan <= 0 {
-		fmt.Fprintf(stderr, "flowtest sweep: --older-than %s: want a positive duration, e.g. 1h or 30m\n", sf.olderThan)
-		return runner.ExitRefused
-	}
-	if err := f.validate(uses, false); err != nil {
-		return exitFor(stderr, "sweep", err)
 	}
 	s, err := openSession(*f)
 	if err != nil {
@@ -63,31 +52,10 @@ func cmdSweep(inv invocation, sf *sweepFlags, fset *flag.FlagSet, args []string)
 		safety.FormatViolations(stderr, static)
 		return runner.ExitRefused
 	}
-	ctx := inv.ctx // the first SIGINT/SIGTERM stops the sweep at its next step
-	var tgt *target.Target
-	if s.in.Target == safety.TargetSandbox {
-		bin, err := target.FindSandboxBinary(f.sandboxBin)
-		if err != nil {
-			fmt.Fprintf(stderr, "flowtest sweep: %v\n", err)
-			return runner.ExitRefused
-		}
-		// A fresh emulator holds nothing: sweeping it proves the command, nothing more.
-		if tgt, err = target.StartSandbox(ctx, target.SandboxOptions{Bin: bin, WorkDir: filepath.Join(s.workDir, "sandbox"), Profile: s.cfg.Profile()}); err != nil {
-			if ctx.Err() != nil {
-				return exitFor(stderr, "sweep", refusal.Interrupted("interrupted before anything was read; nothing was deleted"))
-			}
-			fmt.Fprintf(stderr, "flowtest sweep: %v\n", err)
-			return runner.ExitRefused
-		}
-		if rep := safety.CheckTarget(s.in.WithResolved(resolvedOf(tgt))); !rep.OK() {
-			fmt.Fprintln(stderr, "flowtest sweep: refused by preflight:")
-			safety.FormatViolations(stderr, rep)
-			tgt.Close()
-			return runner.ExitRefused
-		}
-	} else if tgt, err = liveTarget(s.cfg); err != nil {
-		fmt.Fprintf(stderr, "flowtest sweep: %v\n", err)
-		return runner.ExitRefused
+	ctx := inv.stop // the first SIGINT/SIGTERM stops the sweep at its next step
+	tgt, code := s.sweepTarget(ctx, f.sandboxBin, stderr)
+	if tgt == nil {
+		return code
 	}
 	defer tgt.Close()
 	for _, a := range tgt.Apps {
@@ -115,14 +83,7 @@ func cmdSweep(inv invocation, sf *sweepFlags, fset *flag.FlagSet, args []string)
 	}
 	rec.Skipped = skipped
 	// Every scope the sweep would delete passes the run's own identifier rules first.
-	var idents []safety.Identifier
-	for _, sc := range found {
-		idents = append(idents, safety.Identifier{Scenario: "sweep", Kind: safety.IdentScope, Value: sc.Head})
-		for _, full := range sc.Scopes {
-			idents = append(idents, safety.Identifier{Scenario: "sweep", Kind: safety.IdentScope, Value: full})
-		}
-	}
-	if err := s.checkLaterIdentifiers(idents); err != nil {
+	if err := s.checkLaterIdentifiers(scopeIdentifiers(found)); err != nil {
 		fmt.Fprintf(stderr, "flowtest sweep: refused: %v\n", err)
 		return runner.ExitRefused
 	}
@@ -130,16 +91,7 @@ func cmdSweep(inv invocation, sf *sweepFlags, fset *flag.FlagSet, args []string)
 	var stopped error // the interruption of --delete: the record still says what was deleted
 	if sf.delete {
 		// The first signal stops before the next scope; the second cuts the one under way.
-		abort, cancelAbort := context.WithCancel(context.Background())
-		defer cancelAbort()
-		go func() {
-			select {
-			case <-inv.again:
-				cancelAbort()
-			case <-abort.Done():
-			}
-		}()
-		failed, stopped = sw.DeleteAll(ctx, abort, found, func(sc *sweep.Scope) {
+		failed, stopped = sw.DeleteAll(ctx, inv.now, found, func(sc *sweep.Scope) {
 			fmt.Fprintf(stdout, "flowtest sweep: %s %s\n", sc.Action, sc.Head)
 		})
 	}
@@ -158,4 +110,73 @@ func cmdSweep(inv invocation, sf *sweepFlags, fset *flag.FlagSet, args []string)
 		return runner.ExitFailed
 	}
 	return runner.ExitPassed
+}
+
+// parse parses and checks sweep's flags; when it returns false, code is the exit (refused).
+func (sf *sweepFlags) parse(fset *flag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
+	f := &sf.runFlags
+	uses, code, ok := parseFlags(fset, "sweep", args, stderr)
+	if !ok {
+		return code, false
+	}
+	f.uses = uses
+	if unexpectedArgs(fset, stderr, "") {
+		return runner.ExitRefused, false
+	}
+	if sf.olderThan <= 0 {
+		fmt.Fprintf(stderr, "flowtest sweep: --older-than %s: want a positive duration, e.g. 1h or 30m\n", sf.olderThan)
+		return runner.ExitRefused, false
+	}
+	if err := f.validate(uses, false); err != nil {
+		return exitFor(stderr, "sweep", err), false
+	}
+	return 0, true
+}
+
+// sweepTarget is the target a sweep reads: the live one from configuration, or a fresh
+// sandbox emulator checked by the preflight's target rules. Nil with the exit code when
+// there is none.
+func (s *session) sweepTarget(ctx context.Context, sandboxBin string, stderr io.Writer) (*target.Target, int) {
+	if s.in.Target != safety.TargetSandbox {
+		tgt, err := liveTarget(s.cfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "flowtest sweep: %v\n", err)
+			return nil, runner.ExitRefused
+		}
+		return tgt, 0
+	}
+	bin, err := target.FindSandboxBinary(sandboxBin)
+	if err != nil {
+		fmt.Fprintf(stderr, "flowtest sweep: %v\n", err)
+		return nil, runner.ExitRefused
+	}
+	// A fresh emulator holds nothing: sweeping it proves the command, nothing more.
+	tgt, err := target.StartSandbox(ctx, target.SandboxOptions{Bin: bin, WorkDir: filepath.Join(s.workDir, "sandbox"), Profile: s.cfg.Profile()})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, exitFor(stderr, "sweep", refusal.Interrupted("interrupted before anything was read; nothing was deleted"))
+		}
+		fmt.Fprintf(stderr, "flowtest sweep: %v\n", err)
+		return nil, runner.ExitRefused
+	}
+	if rep := safety.CheckTarget(s.in.WithResolved(resolvedOf(tgt))); !rep.OK() {
+		fmt.Fprintln(stderr, "flowtest sweep: refused by preflight:")
+		safety.FormatViolations(stderr, rep)
+		tgt.Close()
+		return nil, runner.ExitRefused
+	}
+	return tgt, 0
+}
+
+// scopeIdentifiers are the identifiers of the scopes a sweep found, for the run's identifier
+// rules.
+func scopeIdentifiers(found []sweep.Scope) []safety.Identifier {
+	var idents []safety.Identifier
+	for _, sc := range found {
+		idents = append(idents, safety.Identifier{Scenario: "sweep", Kind: safety.IdentScope, Value: sc.Head})
+		for _, full := range sc.Scopes {
+			idents = append(idents, safety.Identifier{Scenario: "sweep", Kind: safety.IdentScope, Value: full})
+		}
+	}
+	return idents
 }

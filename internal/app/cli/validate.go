@@ -51,6 +51,18 @@ var (
 	creatableDir = flagcheck.CreatableDir
 )
 
+// newFlagSet is an empty set for the flags of the command named name, whose -h prints help
+// (the command's row: command.writeHelp, invocation.help).
+func newFlagSet(name string, help func(w io.Writer)) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		if help != nil {
+			help(fs.Output())
+		}
+	}
+	return fs
+}
+
 // parseFlags parses args into fset and refuses a repeated flag. Errors of the flag package are
 // printed as one line plus a pointer to -h (not the whole flag list); -h prints the command's
 // help (fset's Usage, newFlagSet) and is not a refusal.
@@ -130,9 +142,9 @@ func unexpectedArgs(fset *flag.FlagSet, stderr io.Writer, hint string) bool {
 	return true
 }
 
-// refuseUsage refuses a command's positional arguments with its usage line from the table.
-func refuseUsage(stderr io.Writer, name string) int {
-	fmt.Fprintf(stderr, "usage: flowtest %s\n", commandNamed(name).usage)
+// refuseUsage refuses a command's positional arguments with its usage line (invocation.usage).
+func refuseUsage(stderr io.Writer, usage string) int {
+	fmt.Fprintf(stderr, "usage: flowtest %s\n", usage)
 	return runner.ExitRefused
 }
 
@@ -176,7 +188,21 @@ func (f *runFlags) validate(uses map[string]flagUse, withRun bool) error {
 	}
 	given := func(n string) bool { _, ok := uses[n]; return ok }
 	cfg := func(n string) string { return *f.config[n] }
+	if err := validateSettings(given, cfg); err != nil {
+		return err
+	}
+	if err := f.validateTargetSettings(given, cfg); err != nil {
+		return err
+	}
+	if !withRun {
+		return nil
+	}
+	return f.validateRun(uses, given)
+}
 
+// validateSettings checks the values of the configuration flags both targets take: numbers,
+// the deny list, the lock dir, and no empty profile or base URL.
+func validateSettings(given func(string) bool, cfg func(string) string) error {
 	if given("concurrency") {
 		n, err := strconv.Atoi(strings.TrimSpace(cfg("concurrency")))
 		if err != nil || n < 1 {
@@ -204,6 +230,12 @@ func (f *runFlags) validate(uses map[string]flagUse, withRun bool) error {
 			return refuse("--%s %q: empty; leave the flag out to use the default", n, cfg(n))
 		}
 	}
+	return nil
+}
+
+// validateTargetSettings checks the settings of one target (refused on the other, which would
+// ignore them) and the files and folders they name.
+func (f *runFlags) validateTargetSettings(given func(string) bool, cfg func(string) string) error {
 	// Live-only settings: the sandbox would silently ignore them.
 	for _, n := range []string{"base-url", "flownet-dir", "ca-file"} {
 		if given(n) && f.target != "live" {
@@ -242,9 +274,12 @@ func (f *runFlags) validate(uses map[string]flagUse, withRun bool) error {
 			return err
 		}
 	}
-	if !withRun {
-		return nil
-	}
+	return nil
+}
+
+// validateRun checks the flags only run takes: the step deadline, the sandbox's latency,
+// the outputs, the selection's --rerun, --shard, --durations-from and --repeat, the SUT.
+func (f *runFlags) validateRun(uses map[string]flagUse, given func(string) bool) error {
 	if given("step-timeout") && f.stepTimeout <= 0 {
 		return refuse("--step-timeout %q: want a positive duration, e.g. 10m (leave it out for 5m times the timeout scale)", uses["step-timeout"].last())
 	}

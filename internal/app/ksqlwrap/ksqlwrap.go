@@ -5,6 +5,7 @@ package ksqlwrap
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -15,6 +16,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ksqlflow/flowtest/internal/base/interrupt"
 	"github.com/ksqlflow/flowtest/internal/base/refusal"
 	"github.com/ksqlflow/flowtest/internal/steps/csv/wrapmode"
 )
@@ -39,12 +41,13 @@ import (
 // rewritten on the way back, Unix replaces this process by it (execve): same pid, signals and
 // exit status are its own, and an orphaned run keeps writing where FlowNet pointed it.
 // Otherwise (the capabilities rewrite; every call on Windows, which has no exec) the child is
-// relayed: SIGTERM/SIGINT are forwarded, its exit code is returned, and a child killed by a
-// signal makes the wrapper die by the same signal.
+// relayed: the signals that cancel stop and now (interrupt.Watch: the first and the second
+// SIGTERM/SIGINT) are forwarded, its exit code is returned, and a child killed by a signal
+// makes the wrapper die by the same signal.
 //
 // Bad usage is a refusal (nothing started); otherwise the result is the exit status the
 // wrapper must end with, the wrapped kSQL-Flow's.
-func Run(args []string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal) (int, error) {
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer, stop, now context.Context) (int, error) {
 	w, err := parseKsqlWrap(args)
 	if err != nil {
 		return 0, refusal.New("%v", err)
@@ -52,7 +55,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan o
 	// Only a process whose stdio is its own may be replaced or die by a signal; called with
 	// other writers (a test), the wrapper always relays and reports the signal as 128+n.
 	w.self = stdin == os.Stdin && stdout == os.Stdout && stderr == os.Stderr
-	return w.run(stdin, stdout, stderr, sigs), nil
+	return w.run(stdin, stdout, stderr, stop, now), nil
 }
 
 // errNoExec says this platform cannot replace the process: the child is relayed.
@@ -122,10 +125,10 @@ func (w *ksqlWrap) subArgs() []string {
 	return w.argv[w.subAt+1:]
 }
 
-func (w *ksqlWrap) run(stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
+func (w *ksqlWrap) run(stdin io.Reader, stdout, stderr io.Writer, stop, now context.Context) int {
 	args, rewrite := w.callArgs()
 	if !rewrite && w.self {
-		err := execReplace(w.launcher, args, sigs) // returns only if exec is unavailable or failed
+		err := execReplace(w.launcher, args, stop) // returns only if exec is unavailable or failed
 		if !errors.Is(err, errNoExec) {
 			fmt.Fprintf(stderr, "flowtest %s: start %s: %v\n", wrapmode.Command, w.launcher, err)
 			return 127
@@ -136,7 +139,7 @@ func (w *ksqlWrap) run(stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os
 	if rewrite {
 		out = &captured
 	}
-	code, err := w.relay(args, stdin, out, stderr, sigs)
+	code, err := w.relay(args, stdin, out, stderr, stop, now)
 	if err != nil {
 		fmt.Fprintf(stderr, "flowtest %s: %v\n", wrapmode.Command, err)
 		return 127
@@ -159,9 +162,9 @@ func (w *ksqlWrap) run(stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os
 	return 0
 }
 
-// relay runs the real kSQL-Flow as a child, forwards stop signals to it until it exits and
-// returns the exit code the wrapper must end with.
-func (w *ksqlWrap) relay(args []string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal) (int, error) {
+// relay runs the real kSQL-Flow as a child, forwards the signals of stop and now to it until
+// it exits and returns the exit code the wrapper must end with.
+func (w *ksqlWrap) relay(args []string, stdin io.Reader, stdout, stderr io.Writer, stop, now context.Context) (int, error) {
 	cmd := exec.Command(w.launcher, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	if err := cmd.Start(); err != nil {
@@ -178,10 +181,12 @@ func (w *ksqlWrap) relay(args []string, stdin io.Reader, stdout, stderr io.Write
 	forwarded := make(chan struct{})
 	go func() {
 		defer close(forwarded)
-		for {
+		for _, ctx := range []context.Context{stop, now} {
 			select {
-			case s := <-sigs:
-				forwardSignal(cmd.Process, s)
+			case <-interrupt.Done(ctx):
+				if s := interrupt.SignalOf(ctx); s != nil {
+					forwardSignal(cmd.Process, s)
+				}
 			case <-done:
 				return
 			}

@@ -2,6 +2,7 @@ package ksqlwrap
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -111,7 +112,7 @@ type wrapped struct {
 func wrapIn(t *testing.T, mode, stdin string, call ...string) wrapped {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code, err := Run(append(fakeLauncher(t, mode), call...), strings.NewReader(stdin), &out, &errb, make(chan os.Signal))
+	code, err := Run(append(fakeLauncher(t, mode), call...), strings.NewReader(stdin), &out, &errb, context.Background(), context.Background())
 	require.NoError(t, err)
 	return wrapped{code, out.String(), errb.String()}
 }
@@ -216,7 +217,7 @@ func TestKsqlWrapRefusesBadUsage(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var out, errb bytes.Buffer
-			_, err := Run(tc.args, strings.NewReader(""), &out, &errb, make(chan os.Signal))
+			_, err := Run(tc.args, strings.NewReader(""), &out, &errb, context.Background(), context.Background())
 			require.True(t, refusal.Is(err), "bad usage is a refusal: %v", err)
 			assert.Contains(t, err.Error(), tc.err)
 			assert.Empty(t, out.String())

@@ -3,28 +3,27 @@
 package ksqlwrap
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"os/signal"
 	"syscall"
+
+	"github.com/ksqlflow/flowtest/internal/base/interrupt"
 )
 
 // execReplace replaces this process by the launcher with args and the same environment; it
 // returns only when that failed. A stop signal this process caught before the exec would be
 // lost with its image: from here on the default action applies (as it does to a kSQL-Flow
 // that has not installed its handler yet), and a signal already caught is raised again.
-func execReplace(launcher string, args []string, sigs <-chan os.Signal) error {
+func execReplace(launcher string, args []string, stop context.Context) error {
 	path, err := exec.LookPath(launcher)
 	if err != nil {
 		return err
 	}
 	signal.Reset(syscall.SIGTERM, syscall.SIGINT)
-	select {
-	case s := <-sigs:
-		if sig, ok := s.(syscall.Signal); ok {
-			os.Exit(dieBy(sig))
-		}
-	default:
+	if sig, ok := interrupt.SignalOf(stop).(syscall.Signal); ok {
+		os.Exit(dieBy(sig))
 	}
 	return syscall.Exec(path, append([]string{launcher}, args...), os.Environ())
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ksqlflow/flowtest/internal/base/interrupt"
 	"github.com/ksqlflow/flowtest/internal/steps/csv/wrapmode"
 )
 
@@ -37,11 +38,13 @@ func TestKsqlWrapRelayForwardsStopSignals(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			pr, pw := io.Pipe()
 			sigs := make(chan os.Signal, 1)
+			stop, now, release := interrupt.Watch(sigs)
+			defer release()
 			var out bytes.Buffer
 			done := make(chan int, 1)
 			go func() {
 				code, _ := Run(append(fakeLauncher(t, wrapmode.LegacyCapabilities), "capabilities", "--json", "--wait-stop"),
-					strings.NewReader(""), &out, pw, sigs)
+					strings.NewReader(""), &out, pw, stop, now)
 				_ = pw.Close()
 				done <- code
 			}()

@@ -3,6 +3,7 @@
 package ksqlwrap
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"unsafe"
@@ -11,7 +12,7 @@ import (
 )
 
 // execReplace is not available: Windows has no exec, the child is relayed.
-func execReplace(string, []string, <-chan os.Signal) error { return errNoExec }
+func execReplace(string, []string, context.Context) error { return errNoExec }
 
 // forwardSignal has nothing to send: the stop request is CTRL_BREAK to the console process
 // group, which the child (started without a group of its own) received with the wrapper.

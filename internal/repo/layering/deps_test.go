@@ -17,7 +17,7 @@ const module = "github.com/ksqlflow/flowtest"
 const depRules = `
 # Leaves: they import nothing of ours.
 NONE
-< internal/base/refusal, internal/base/excerpt, internal/base/yamlerr,
+< internal/base/refusal, internal/base/excerpt, internal/base/yamlerr, internal/base/interrupt,
   internal/kintoneapi, internal/safety, internal/runner/tagexpr,
   internal/results/redact, internal/results/internal/mdtext,
   internal/harness/wait, internal/harness/apicount, internal/harness/stepdef,
@@ -61,13 +61,13 @@ HARNESS < internal/steps/kit < internal/steps/proxy < internal/steps/operator;
 internal/steps/proxy, internal/steps/csv/wrapmode < internal/steps/csv;
 internal/steps/operator < internal/steps/requests < internal/steps/invariants;
 internal/steps/csv, internal/steps/invariants < internal/steps;
-HARNESS, internal/base/yamlerr, internal/runner/tagexpr < internal/runner;
+HARNESS, internal/base/yamlerr, internal/base/interrupt, internal/runner/tagexpr < internal/runner;
 
 # The commands, each over what it composes; the CLI over all of them.
 internal/results < internal/app/budget;
 internal/harness/schedule < internal/app/explorer;
 internal/harness/scenario, internal/harness/target < internal/app/isolation;
-internal/base/refusal, internal/steps/csv/wrapmode < internal/app/ksqlwrap;
+internal/base/refusal, internal/base/interrupt, internal/steps/csv/wrapmode < internal/app/ksqlwrap;
 internal/runner, internal/results/pack, internal/base/refusal < internal/app/gate;
 internal/runner, internal/app/explorer, internal/base/refusal, internal/base/excerpt < internal/app/defects;
 internal/runner, internal/base/refusal, internal/base/excerpt < internal/app/rehearse;
