@@ -58,8 +58,10 @@ type cukeResult struct {
 	Error    string `json:"error_message,omitempty"`
 }
 
-// Cucumber renders cucumber.json from the records written (redacted already).
-func Cucumber(scen []*record.Scenario) ([]byte, error) {
+// Cucumber renders cucumber.json from the records written (redacted already), save those of
+// the scenarios run's selection left out: they were never meant to run.
+func Cucumber(run *record.Run, scen []*record.Scenario) ([]byte, error) {
+	scen = selectedRecords(run, scen)
 	byFeature := map[string]*CucumberFeature{}
 	var order []string
 	for _, s := range scen {
