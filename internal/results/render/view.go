@@ -328,7 +328,7 @@ type indexPage struct {
 	Timelines                                  []timelineSection
 	NotRunHeader                               []string
 	NotRun                                     [][]string
-	NotSelected                                string // one line for what the selection left out; "" for nothing
+	NotSelected                                string          // one line for what the selection left out; "" for nothing
 	API                                        *apiSectionPage // nil: the run recorded no counts
 }
 
