@@ -192,3 +192,18 @@ func editRunTotals(t *testing.T, dir string, edit func(map[string]any)) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(file, data, 0o644))
 }
+
+// An empty selection (--allow-empty) has no run order of its own: README says none was
+// selected rather than listing what the tag expression left out.
+func TestAnEmptySelectionListsNothing(t *testing.T) {
+	sums := []ScenarioSummary{
+		{ID: "a-01", Status: StatusNotRun, NotRunCategory: NotRunTag, Reason: "filtered by tag expression"},
+		{ID: "a-02", Status: StatusNotRun, NotRunCategory: NotRunTag, Reason: "filtered by tag expression"},
+	}
+	run := &Run{RunOrder: []string{"a-01", "a-02"}, Scenarios: sums, Totals: ComputeTotals(sums)}
+	readme := string(render.Readme(render.NewView(run, nil, nil)))
+	assert.Contains(t, readme, "- Result: 0 passed, 0 failed, 0 not run, 2 not selected, of 2\n")
+	assert.Contains(t, readme, "## Run order\n\n(none selected)\n")
+	assert.Contains(t, readme, "Every selected scenario ran.\n\n2 not selected (2 filtered by tag expression); not listed, run.json keeps their rows.\n")
+	assert.NotContains(t, readme, "a-01")
+}

@@ -62,8 +62,11 @@ func readmeEnvironment(p func(string, ...any), v *View) {
 	}
 
 	p("\n## Run order\n\n")
-	if len(v.runOrder()) == 0 {
+	switch {
+	case len(v.run.RunOrder) == 0:
 		p("(none recorded)\n")
+	case len(v.runOrder()) == 0:
+		p("(none selected)\n")
 	}
 	for i, id := range v.runOrder() {
 		p("%d. %s\n", i+1, mdtext.Inline(id))
