@@ -243,7 +243,7 @@ func (a *Archive) Finish(run *Run) error {
 	} else if err := a.write(IndexFile, page); err != nil {
 		errs = append(errs, err)
 	}
-	if cj, err := render.Cucumber(scen); err != nil {
+	if cj, err := render.Cucumber(r, scen); err != nil {
 		errs = append(errs, fmt.Errorf("cucumber.json: %w", err))
 	} else if err := a.write("cucumber.json", cj); err != nil {
 		errs = append(errs, err)

@@ -159,7 +159,7 @@ func TestFinishWritesRecordsAndVerifyPasses(t *testing.T) {
 	data, _ := os.ReadFile(filepath.Join(a.Dir(), "run.json"))
 	require.NoError(t, json.Unmarshal(data, &gotRun), string(data))
 	assert.Equal(t, RunComplete, gotRun.State)
-	assert.Equal(t, Totals{Total: 4, Passed: 1, Failed: 1, NotRun: 2, DurationMS: 3000}, gotRun.Totals)
+	assert.Equal(t, Totals{Total: 4, Passed: 1, Failed: 1, NotRun: 2, NotSelected: 1, DurationMS: 3000}, gotRun.Totals)
 	assert.Equal(t, "[REDACTED:KSQL_FLOWNET_STATE_API_TOKEN]", gotRun.Environment["KSQL_FLOWNET_STATE_API_TOKEN"])
 	assert.Equal(t, "app=app:state", gotRun.Environment["state app"])
 	assert.Equal(t, "app:audit", gotRun.Environment["KSQL_FLOWNET_AUDIT_APP_ID"])
@@ -167,9 +167,12 @@ func TestFinishWritesRecordsAndVerifyPasses(t *testing.T) {
 	readme, _ := os.ReadFile(filepath.Join(a.Dir(), "README.md"))
 	for _, want := range []string{"# Acceptance record: p2-16", "| SUT commit | abc1234 (flag) |", "| Version: ksql-flownet | 1.4.0 |",
 		"1. p2-16-01", "| p2-16-02 | 2 | **failed** | 1.5 s | `scenarios/p2-16-02.json` |", "## Failures",
-		"| p2-16-03 | other platform | @windows on linux |", "| KSQL_FLOWNET_AUDIT_APP_ID | app:audit |", "| m5-01 | filtered by tag |", `acc-2: one claim wins \| race`} {
+		"| p2-16-03 | other platform | @windows on linux |", "| KSQL_FLOWNET_AUDIT_APP_ID | app:audit |", `acc-2: one claim wins \| race`,
+		"- Result: 1 passed, 1 failed, 1 not run, 1 not selected, of 4", "\n1 not selected (1 not selected by @p2-16); not listed, run.json keeps their rows.\n"} {
 		assert.Contains(t, string(readme), want)
 	}
+	// The scenario the tag expression left out is counted, never listed.
+	assert.NotContains(t, string(readme), "m5-01")
 
 	var cuke []render.CucumberFeature
 	data, _ = os.ReadFile(filepath.Join(a.Dir(), "cucumber.json"))

@@ -41,6 +41,9 @@ func ComputeTotals(sums []ScenarioSummary) Totals {
 			t.Interrupted++
 		default:
 			t.NotRun++
+			if s.NotSelected() {
+				t.NotSelected++
+			}
 		}
 	}
 	return t

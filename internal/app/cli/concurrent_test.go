@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -19,7 +20,9 @@ type runRecord struct {
 		NotRunCategory string `json:"not_run_category"`
 	} `json:"scenarios"`
 	Totals struct {
-		Total, Passed, Failed, NotRun int
+		Total, Passed, Failed int
+		NotRun                int `json:"not_run"`
+		NotSelected           int `json:"not_selected"`
 	} `json:"totals"`
 }
 
@@ -97,6 +100,15 @@ func TestShardsMergeAndRepeatOnSandbox(t *testing.T) {
 	assert.Equal(t, manifestSize(t), run.Totals.Total)
 	assert.Equal(t, 3, run.Totals.Passed)
 	assert.Equal(t, "complete", run.State)
+	// Issue 43: what another shard ran is not selected in a shard and counted once in the
+	// merge; what the tag expression left out stays not selected, in one line.
+	assert.Equal(t, manifestSize(t)-3, run.Totals.NotSelected)
+	assert.Equal(t, manifestSize(t)-3, run.Totals.NotRun)
+	assert.Contains(t, m.stdout, fmt.Sprintf("3 passed, 0 failed, 0 not run, %d not selected, of %d", manifestSize(t)-3, manifestSize(t)))
+	for _, d := range dirs {
+		shard := readRun(t, d)
+		assert.Equal(t, shard.Totals.Total-shard.Totals.Passed, shard.Totals.NotSelected, d)
+	}
 
 	// The same shard twice overlaps: refused.
 	bad := flowtest(t, nil, "archive", "merge", "--out", out, dirs[0], dirs[0])

@@ -211,12 +211,15 @@ func checkTotals(t results.Totals, rows []results.ScenarioSummary, n int) error 
 			sum.Interrupted++
 		case results.StatusNotRun:
 			sum.NotRun++
+			if s.NotSelected() {
+				sum.NotSelected++
+			}
 		}
 	}
 	if t.KnownDefects > t.Failed || t.KnownDefectsNotReproduced > t.Passed {
 		return fmt.Errorf("merged totals do not add up: %d known defects of %d failed, %d no longer reproducing of %d passed", t.KnownDefects, t.Failed, t.KnownDefectsNotReproduced, t.Passed)
 	}
-	if t.Total != n || t.Passed != sum.Passed || t.Failed != sum.Failed || t.Blocked != sum.Blocked || t.Interrupted != sum.Interrupted || t.NotRun != sum.NotRun ||
+	if t.Total != n || t.Passed != sum.Passed || t.Failed != sum.Failed || t.Blocked != sum.Blocked || t.Interrupted != sum.Interrupted || t.NotRun != sum.NotRun || t.NotSelected != sum.NotSelected ||
 		t.Passed+t.Failed+t.Blocked+t.Interrupted+t.NotRun != t.Total {
 		return fmt.Errorf("merged totals do not add up: %+v over %d scenarios", t, n)
 	}

@@ -32,7 +32,9 @@ const (
 
 // Why a scenario was not run (ScenarioSummary.NotRunCategory).
 const (
-	NotRunTag            = "tag"             // filtered out by the tag expression
+	// NotRunTag: the selection left it out (the tag expression, --rerun, another shard of
+	// --shard): not selected, as opposed to selected but not run (ScenarioSummary.NotSelected).
+	NotRunTag            = "tag"
 	NotRunPlatform       = "platform"        // needs another OS (e.g. @windows on Linux)
 	NotRunNotImplemented = "not-implemented" // undefined/pending steps
 	NotRunInterrupted    = "interrupted"     // the run stopped before reaching it
@@ -456,14 +458,25 @@ type ScenarioSummary struct {
 	File           string           `json:"file,omitempty"` // scenario file, relative to the archive
 }
 
+// NotSelected reports whether the run's selection left the scenario out: it was never meant
+// to run, so the record and the CI outputs count it in one line instead of listing it. A
+// selected scenario that could not run (blocked, not implemented, another platform) is not
+// this.
+func (s ScenarioSummary) NotSelected() bool {
+	return s.Status == StatusNotRun && s.NotRunCategory == NotRunTag
+}
+
 // Totals counts scenarios by status.
 type Totals struct {
-	Total       int   `json:"total"`
-	Passed      int   `json:"passed"`
-	Failed      int   `json:"failed"`
-	Blocked     int   `json:"blocked"`
-	Interrupted int   `json:"interrupted"`
-	NotRun      int   `json:"not_run"`
+	Total       int `json:"total"`
+	Passed      int `json:"passed"`
+	Failed      int `json:"failed"`
+	Blocked     int `json:"blocked"`
+	Interrupted int `json:"interrupted"`
+	NotRun      int `json:"not_run"`
+	// NotSelected counts the not-run scenarios (of NotRun) the selection left out
+	// (ScenarioSummary.NotSelected); NotRun-NotSelected were selected and not run.
+	NotSelected int   `json:"not_selected,omitempty"`
 	DurationMS  int64 `json:"duration_ms"`
 	// Extended counts the scenarios of the total that are extended, not acceptance, ones.
 	Extended int `json:"extended,omitempty"`

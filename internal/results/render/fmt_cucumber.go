@@ -58,8 +58,10 @@ type cukeResult struct {
 	Error    string `json:"error_message,omitempty"`
 }
 
-// Cucumber renders cucumber.json from the records written (redacted already).
-func Cucumber(scen []*record.Scenario) ([]byte, error) {
+// Cucumber renders cucumber.json from the records written (redacted already), save those of
+// the scenarios run's selection left out: they were never meant to run.
+func Cucumber(run *record.Run, scen []*record.Scenario) ([]byte, error) {
+	scen = selectedRecords(run, scen)
 	byFeature := map[string]*CucumberFeature{}
 	var order []string
 	for _, s := range scen {
@@ -86,8 +88,10 @@ func Cucumber(scen []*record.Scenario) ([]byte, error) {
 		}
 		// Blocked and interrupted are neither passed nor failed: Cucumber JSON has no such
 		// status, so the step that was cut short (and every later one) is skipped with the
-		// reason as its message, and an after hook and the description say which it was.
-		cut := s.Status == record.StatusBlocked || s.Status == record.StatusInterrupted
+		// reason as its message, and an after hook and the description say which it was. A
+		// selected scenario that did not run gets the same hook and description: without them
+		// a scenario of no step (not implemented) reads as a pass, and its reason is lost.
+		cut := s.Status == record.StatusBlocked || s.Status == record.StatusInterrupted || s.Status == record.StatusNotRun
 		for _, st := range s.Steps {
 			status, msg := st.Status, st.Error
 			if status == "" {

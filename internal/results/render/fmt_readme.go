@@ -56,28 +56,31 @@ func readmeHeader(p func(string, ...any), v *View) {
 
 // readmeEnvironment is the environment table and the run order.
 func readmeEnvironment(p func(string, ...any), v *View) {
-	run := v.run
 	p("## Environment\n\n| | |\n| --- | --- |\n")
 	for _, r := range v.environment(false, true) {
 		p("| %s | %s |\n", mdtext.Cell(r.key), mdtext.Cell(r.value))
 	}
 
 	p("\n## Run order\n\n")
-	if len(run.RunOrder) == 0 {
+	switch {
+	case len(v.run.RunOrder) == 0:
 		p("(none recorded)\n")
+	case len(v.runOrder()) == 0:
+		p("(none selected)\n")
 	}
-	for i, id := range run.RunOrder {
+	for i, id := range v.runOrder() {
 		p("%d. %s\n", i+1, mdtext.Inline(id))
 	}
 }
 
-// readmeResults is a row per scenario, except those the tag filter left out.
+// readmeResults is a row per scenario selected, those not run too (their reasons are below);
+// the ones the selection left out are counted in one line under Not run.
 func readmeResults(p func(string, ...any), v *View) {
 	run := v.run
 	p("\n## Results\n\n| Scenario | Acceptance | Result | Duration | Evidence |\n| --- | --- | --- | --- | --- |\n")
 	for _, s := range run.Scenarios {
-		if s.Status == record.StatusNotRun && s.NotRunCategory == record.NotRunTag {
-			continue // filtered scenarios are listed below, not as results
+		if s.NotSelected() {
+			continue
 		}
 		result := s.Status
 		if s.Status == record.StatusFailed || s.Status == record.StatusBlocked || s.Status == record.StatusInterrupted {
@@ -146,6 +149,9 @@ func readmeFailures(p func(string, ...any), v *View) {
 func readmeNotRun(p func(string, ...any), v *View) {
 	p("\n## Not run\n\n")
 	mdTable(p, "Every selected scenario ran.\n", notRunHeader, v.notRunRows())
+	if line := v.notSelectedText(); line != "" {
+		p("\n%s.\n", mdtext.Inline(line))
+	}
 }
 
 func readmeAPIRequests(p func(string, ...any), v *View) {

@@ -31,7 +31,8 @@ func Acceptance(tags []string) string {
 func TotalsText(t record.Totals) string { return totalsLine(t, nil, nil) }
 
 // RunTotalsText is TotalsText naming the known defects: "62 passed, 0 failed, 1 known
-// product defect (KPD-1), 0 not run, of 63".
+// product defect (KPD-1), 0 not run, of 63"; a selection adds its count: "5 passed, 0 failed,
+// 0 not run, 58 not selected, of 63".
 func RunTotalsText(run *record.Run) string {
 	return totalsLine(run.Totals, record.KnownDefectIDs(run.Scenarios, record.KDReproduced), record.KnownDefectIDs(run.Scenarios, record.KDNoLongerReproduces))
 }
@@ -59,7 +60,12 @@ func totalsLine(t record.Totals, kpd, stale []string) string {
 	if t.Interrupted > 0 {
 		parts = append(parts, fmt.Sprintf("%d interrupted", t.Interrupted))
 	}
-	parts = append(parts, fmt.Sprintf("%d not run", t.NotRun))
+	// Not run counts what was selected and did not run; what the selection left out was
+	// never meant to run and is counted apart, only when there is any.
+	parts = append(parts, fmt.Sprintf("%d not run", t.NotRun-t.NotSelected))
+	if t.NotSelected > 0 {
+		parts = append(parts, fmt.Sprintf("%d not selected", t.NotSelected))
+	}
 	of := fmt.Sprintf(", of %d", t.Total)
 	if t.Extended > 0 {
 		of += fmt.Sprintf(" (%d acceptance, %d extended)", t.Total-t.Extended, t.Extended)
@@ -112,7 +118,10 @@ type View struct {
 	gate     *record.GateRecord
 	records  map[string]*record.Scenario // by id, for the results table
 	scen     []*record.Scenario          // the records in run order
-	notRun   []record.ScenarioSummary    // every summary not run, in run order
+	notRun   []record.ScenarioSummary    // every summary selected and not run, in run order
+	// notSelected are the summaries the selection left out, in run order: counted in one
+	// line, never listed (run.json keeps their rows).
+	notSelected []record.ScenarioSummary
 }
 
 // NewView decides the view of run with its written records and its gate record (nil for none).
@@ -126,11 +135,58 @@ func NewView(run *record.Run, scen []*record.Scenario, gate *record.GateRecord) 
 		v.records[s.ID] = s
 	}
 	for _, s := range run.Scenarios {
-		if s.Status == record.StatusNotRun {
+		switch {
+		case s.NotSelected():
+			v.notSelected = append(v.notSelected, s)
+		case s.Status == record.StatusNotRun:
 			v.notRun = append(v.notRun, s)
 		}
 	}
 	return v
+}
+
+// runOrder is the run order of the selected scenarios: the ones the selection left out were
+// never in line to run.
+func (v *View) runOrder() []string {
+	out := []string{}
+	left := map[string]bool{}
+	for _, s := range v.notSelected {
+		left[s.ID] = true
+	}
+	for _, id := range v.run.RunOrder {
+		if !left[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// notSelectedText is the one line that stands for the scenarios the selection left out,
+// with how it left them out: "58 not selected (58 filtered by tag expression); not listed,
+// run.json keeps their rows". "" when the selection left nothing out.
+func (v *View) notSelectedText() string {
+	if len(v.notSelected) == 0 {
+		return ""
+	}
+	var kinds []string
+	count := map[string]int{}
+	for _, s := range v.notSelected {
+		k := s.Reason
+		if strings.HasPrefix(k, record.ReasonOtherShardPrefix) {
+			k = "in other shards" // "in another shard: 2/3" differs by shard; one count for all
+		}
+		if k == "" {
+			k = "left out by the selection"
+		}
+		if count[k] == 0 {
+			kinds = append(kinds, k)
+		}
+		count[k]++
+	}
+	for i, k := range kinds {
+		kinds[i] = fmt.Sprintf("%d %s", count[k], k)
+	}
+	return fmt.Sprintf("%d not selected (%s); not listed, run.json keeps their rows", len(v.notSelected), strings.Join(kinds, ", "))
 }
 
 // notRunHeader and notRunRows are the "Not run" table of both pages: the scenario, why it did
@@ -272,6 +328,7 @@ type indexPage struct {
 	Timelines                                  []timelineSection
 	NotRunHeader                               []string
 	NotRun                                     [][]string
+	NotSelected                                string          // one line for what the selection left out; "" for nothing
 	API                                        *apiSectionPage // nil: the run recorded no counts
 }
 
@@ -352,7 +409,8 @@ func (v *View) page() *indexPage {
 	run := v.run
 	pg := &indexPage{Title: v.title, Start: fmtTime(run.Start), End: fmtTime(run.End), Duration: fmtDur(v.duration),
 		State: run.State, Totals: v.totals,
-		Results: v.resultRows(), Legend: timelineLegend, Timelines: v.timelineSections(), NotRunHeader: notRunHeader, NotRun: v.notRunRows()}
+		Results: v.resultRows(), Legend: timelineLegend, Timelines: v.timelineSections(), NotRunHeader: notRunHeader, NotRun: v.notRunRows(),
+		NotSelected: v.notSelectedText()}
 	if run.Product != nil {
 		// Which FlowNet ran decides what every figure below means: a reference run tested
 		// flowtest's model, not the product.
