@@ -195,8 +195,9 @@ func (a *Archive) SetGate(g *GateRecord) {
 	a.mu.Unlock()
 }
 
-// Finish writes run.json, README.md (the acceptance record), cucumber.json, junit.xml and
-// index.html (the record as one self-contained page), and gate.json for a gate run (SetGate).
+// Finish writes run.json, README.md (the acceptance record), summary.md (its few lines for a
+// CI job summary), cucumber.json, junit.xml and index.html (the record as one self-contained
+// page), and gate.json for a gate run (SetGate).
 // Empty fields are filled: SchemaVersion; State ("complete"); Label; Scenarios (the ones
 // written through this archive, when the caller passes none); Totals (when zero, computed
 // from Scenarios).
@@ -236,6 +237,9 @@ func (a *Archive) Finish(run *Run) error {
 	}
 	view := render.NewView(r, scen, gate)
 	if err := a.write("README.md", render.Readme(view)); err != nil {
+		errs = append(errs, err)
+	}
+	if err := a.write(SummaryFile, render.Summary(view)); err != nil {
 		errs = append(errs, err)
 	}
 	if page, err := render.Index(view); err != nil {

@@ -92,7 +92,7 @@ var updateGolden = flag.Bool("update", false, "rewrite the golden files under te
 var gateVolatile = regexp.MustCompile(`"(archive|decided)": "[^"]*"`)
 
 // Every file of a fixed archive against its golden copy: what a run writes (run.json, the
-// scenario records, README.md, index.html, cucumber.json, junit.xml, gate.json) must not
+// scenario records, README.md, summary.md, index.html, cucumber.json, junit.xml, gate.json) must not
 // change when the code that writes it is reorganised. Rewrite with -update after a change
 // that is meant, and read the diff.
 func TestArchiveFilesAreGolden(t *testing.T) {
@@ -102,7 +102,7 @@ func TestArchiveFilesAreGolden(t *testing.T) {
 	}{{"run", false}, {"gate-run", true}} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := goldenArchive(t, c.gate)
-			names := []string{"run.json", "README.md", IndexFile, "cucumber.json", "junit.xml"}
+			names := []string{"run.json", "README.md", SummaryFile, IndexFile, "cucumber.json", "junit.xml"}
 			if c.gate {
 				names = append(names, GateFile)
 			}

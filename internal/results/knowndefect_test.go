@@ -173,6 +173,15 @@ func TestKnownDefectInTheRecord(t *testing.T) {
 	assert.Contains(t, string(readme), "| p2-16-02 | 2 | **failed** — known product defect KPD-1 |")
 	assert.Contains(t, string(readme), "Failed — known product defect KPD-1 of @rex0220/ksql-flownet@1.0.0")
 
+	// The job summary: the stale entry fails the run, the reproduced defect is not a failure.
+	summary, err := os.ReadFile(filepath.Join(dir, SummaryFile))
+	require.NoError(t, err)
+	assert.Contains(t, string(summary), "**failed**")
+	assert.Contains(t, string(summary), line)
+	assert.Contains(t, string(summary), "## Known product defects\n\n- **p2-16-02**: KPD-1 of @rex0220/ksql-flownet@1.0.0, by its declared assertion \"NETWORK_RUN count\"")
+	assert.Contains(t, string(summary), "- **p2-16-03**: "+stale)
+	assert.NotContains(t, string(summary), "## Failures")
+
 	page, err := os.ReadFile(filepath.Join(dir, "index.html"))
 	require.NoError(t, err)
 	assert.Contains(t, string(page), "<b>Warning</b>: "+stale)

@@ -77,6 +77,7 @@ const (
 	ProductReal            = record.ProductReal
 	ProductReference       = record.ProductReference
 	IndexFile              = render.IndexFile
+	SummaryFile            = render.SummaryFile
 )
 
 // SanitizeLabel is record.SanitizeLabel, the file-name form of a label.

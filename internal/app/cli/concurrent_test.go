@@ -105,6 +105,12 @@ func TestShardsMergeAndRepeatOnSandbox(t *testing.T) {
 	assert.Equal(t, manifestSize(t)-3, run.Totals.NotSelected)
 	assert.Equal(t, manifestSize(t)-3, run.Totals.NotRun)
 	assert.Contains(t, m.stdout, fmt.Sprintf("3 passed, 0 failed, 0 not run, %d not selected, of %d", manifestSize(t)-3, manifestSize(t)))
+	// The merged archive has its own summary.md (the workflow's job summary): the merge's
+	// verdict and result line, not a shard's.
+	summary, err := os.ReadFile(filepath.Join(merged, "summary.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(summary), "**passed**")
+	assert.Contains(t, string(summary), fmt.Sprintf("3 passed, 0 failed, 0 not run, %d not selected, of %d", manifestSize(t)-3, manifestSize(t)))
 	for _, d := range dirs {
 		shard := readRun(t, d)
 		assert.Equal(t, shard.Totals.Total-shard.Totals.Passed, shard.Totals.NotSelected, d)

@@ -71,12 +71,13 @@ func TestActionlintRejectsABrokenWorkflow(t *testing.T) {
 }
 
 type step struct {
-	Name string            `yaml:"name"`
-	ID   string            `yaml:"id"`
-	Uses string            `yaml:"uses"`
-	Run  string            `yaml:"run"`
-	With map[string]any    `yaml:"with"`
-	Env  map[string]string `yaml:"env"`
+	Name  string            `yaml:"name"`
+	Shell string            `yaml:"shell"`
+	ID    string            `yaml:"id"`
+	Uses  string            `yaml:"uses"`
+	Run   string            `yaml:"run"`
+	With  map[string]any    `yaml:"with"`
+	Env   map[string]string `yaml:"env"`
 }
 
 type job struct {
@@ -160,8 +161,16 @@ func agreement(wf workflow) []string {
 		probs = append(probs, fmt.Sprintf("merge needs %v, not sandbox-shard", merge.Needs))
 	}
 	var pattern string
-	var merged, verified, junit bool
+	var merged, verified, junit, summarized, reported bool
 	for _, s := range merge.Steps {
+		// The job summary is the archive's summary.md (README.md's head never reached a result).
+		if strings.Contains(s.Run, `"$ARCHIVE/summary.md"`) && strings.Contains(s.Run, `"$GITHUB_STEP_SUMMARY"`) {
+			summarized = true
+		}
+		// The JUnit file feeds the test report: an annotation per failed or erroring case.
+		if s.Shell == "python" && strings.Contains(s.Run, `"junit.xml"`) && strings.Contains(s.Run, "::error title=") {
+			reported = true
+		}
 		if strings.HasPrefix(s.Uses, "actions/download-artifact@") {
 			pattern, _ = s.With["pattern"].(string)
 		}
@@ -187,6 +196,9 @@ func agreement(wf workflow) []string {
 	if !verified || !junit {
 		probs = append(probs, fmt.Sprintf("the merge job must verify the merged archive (%v) and publish its junit.xml (%v)", verified, junit))
 	}
+	if !summarized || !reported {
+		probs = append(probs, fmt.Sprintf("the merge job's summary must be the merged archive's summary.md (%v) and its junit.xml must feed annotations (%v)", summarized, reported))
+	}
 	return probs
 }
 
@@ -196,13 +208,15 @@ func TestShardCountAndMergeInputsAgree(t *testing.T) {
 
 	// The check finds each disagreement.
 	for what, c := range map[string]struct{ old, new string }{
-		"matrix one short":        {"shard: [1, 2, 3]", "shard: [1, 2]"},
-		"count changed alone":     {"FLOWTEST_SHARDS: 3", "FLOWTEST_SHARDS: 4"},
-		"artifact renamed":        {"name: flowtest-shard-${{ matrix.shard }}", "name: shard-${{ matrix.shard }}"},
-		"merge without the count": {`-ne "$FLOWTEST_SHARDS"`, `-ne 3`},
-		"shard count hard-coded":  {`--shard "$SHARD/$FLOWTEST_SHARDS"`, `--shard "$SHARD/3"`},
-		"the reference driven":    {`--product real --shard`, `--shard`},
-		"tools not installed":     {"run: make build tools", "run: make build"},
+		"matrix one short":         {"shard: [1, 2, 3]", "shard: [1, 2]"},
+		"count changed alone":      {"FLOWTEST_SHARDS: 3", "FLOWTEST_SHARDS: 4"},
+		"artifact renamed":         {"name: flowtest-shard-${{ matrix.shard }}", "name: shard-${{ matrix.shard }}"},
+		"merge without the count":  {`-ne "$FLOWTEST_SHARDS"`, `-ne 3`},
+		"shard count hard-coded":   {`--shard "$SHARD/$FLOWTEST_SHARDS"`, `--shard "$SHARD/3"`},
+		"the reference driven":     {`--product real --shard`, `--shard`},
+		"tools not installed":      {"run: make build tools", "run: make build"},
+		"README's head as summary": {`cat "$ARCHIVE/summary.md"`, `head -n 80 "$ARCHIVE/README.md"`},
+		"JUnit read by nothing":    {`"junit.xml")).getroot()`, `"run.json")).getroot()`},
 	} {
 		require.Contains(t, string(good), c.old, what)
 		assert.NotEmpty(t, agreement(parse(t, bytes.Replace(good, []byte(c.old), []byte(c.new), 1))), what)
@@ -236,6 +250,7 @@ func TestLiveGateJob(t *testing.T) {
 		if strings.Contains(s.Run, "gate run") {
 			assert.Contains(t, s.Run, "--target live")
 			assert.NotContains(t, s.Run, "--concurrency")
+			assert.Contains(t, s.Run, `cat "$archive/summary.md" >> "$GITHUB_STEP_SUMMARY"`, "the gate archive's summary.md is the job summary")
 		}
 	}
 	// Nowhere else: not at the workflow's or another job's level, where every step would see it.
