@@ -13,15 +13,20 @@ import (
 // -ldflags "-X github.com/ksqlflow/flowtest/internal/app/cli.Version=…" at release).
 var Version = "0.1.0-dev"
 
+// Commit is the commit flowtest was built from when the build stamps it with -ldflags
+// (`make build` does): Go's own VCS stamp is missing in a git worktree (.git is a file there)
+// and under GOFLAGS=-buildvcs=false, and the binary should still name its commit.
+var Commit = ""
+
 // readBuildInfo is debug.ReadBuildInfo; tests replace it so that no output embeds the commit
 // the test binary happens to be built from.
 var readBuildInfo = debug.ReadBuildInfo
 
 // build is the flowtest binary running: Version, and the commit and dirty flag that `go build`
-// stamps from the git checkout it builds in (vcs.revision, vcs.modified). A binary built
-// outside a checkout, or with -buildvcs=false, has no commit.
+// stamps from the git checkout it builds in (vcs.revision, vcs.modified), which wins over
+// Commit. A binary built outside a checkout, without either, has no commit.
 func build() *results.FlowtestBuild {
-	b := &results.FlowtestBuild{Version: Version}
+	b := &results.FlowtestBuild{Version: Version, Commit: Commit}
 	info, ok := readBuildInfo()
 	if !ok {
 		return b

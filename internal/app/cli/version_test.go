@@ -39,4 +39,10 @@ func TestVersionPrintsTheBuildCommit(t *testing.T) {
 		return &debug.BuildInfo{Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "feed"}, {Key: "vcs.modified", Value: "true"}}}, true
 	}
 	assert.Equal(t, &results.FlowtestBuild{Version: Version, Commit: "feed", Modified: true}, build())
+
+	// Without Go's VCS stamp (a worktree, -buildvcs=false) the -ldflags commit names it.
+	defer func(old string) { Commit = old }(Commit)
+	Commit = "beef"
+	readBuildInfo = func() (*debug.BuildInfo, bool) { return &debug.BuildInfo{}, true }
+	assert.Equal(t, &results.FlowtestBuild{Version: Version, Commit: "beef"}, build())
 }
