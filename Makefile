@@ -7,12 +7,14 @@
 GO      ?= go
 BIN     := bin
 EXE     := $(shell $(GO) env GOEXE)
+# The commit `flowtest version` and run.json name; Go's own VCS stamp is off in a git worktree.
+COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
 FLAGS   ?=
 
 .PHONY: build run test go-test fuzz rehearse rehearse-fast rehearse-slow flake vet bench bench-runner defects clean cli-kintone flownet tools
 
 build:
-	$(GO) build -o $(BIN)/flowtest$(EXE) ./cmd/flowtest
+	$(GO) build -ldflags "-X github.com/ksqlflow/flowtest/internal/app/cli.Commit=$(COMMIT)" -o $(BIN)/flowtest$(EXE) ./cmd/flowtest
 	$(GO) build -o $(BIN)/flowsandbox$(EXE) ./cmd/flowsandbox
 
 run: build tools

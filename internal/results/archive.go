@@ -458,6 +458,12 @@ func redactRun(r *redact.Redactor, run *Run) *Run {
 		code := *run.ExitCode
 		c.ExitCode = &code
 	}
+	c.FeaturesDigest = r.String(c.FeaturesDigest)
+	if run.Flowtest != nil {
+		b := *run.Flowtest
+		b.Version, b.Commit = r.String(b.Version), r.String(b.Commit)
+		c.Flowtest = &b
+	}
 	if run.Product != nil {
 		p := *run.Product
 		p.Kind, p.Source, p.Package, p.Version, p.Node = r.String(p.Kind), r.String(p.Source), r.String(p.Package), r.String(p.Version), r.String(p.Node)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,7 +69,8 @@ func goldenArchive(t *testing.T, gate bool) string {
 		ScenarioSummary{ID: "w1-01", Feature: "Windows", Series: "w1", Tags: []string{"@w1-01", "@windows"}, Status: StatusNotRun, NotRunCategory: NotRunPlatform, Reason: "needs windows | runs on linux"},
 		ScenarioSummary{ID: "m9-01", Feature: "M9", Series: "m9", Tags: []string{"@m9-01"}, Status: StatusNotRun, NotRunCategory: NotRunNotImplemented})
 	exit := 1
-	run := &Run{RunnerVersion: "v0.0.0-test", Target: "sandbox", Profile: "default", OS: "linux/amd64", TagExpression: "@p2-16 or @p2-11",
+	run := &Run{RunnerVersion: "v0.0.0-test", Flowtest: &FlowtestBuild{Version: "v0.0.0-test", Commit: "f1f1f1", Modified: true},
+		FeaturesDigest: "sha256:" + strings.Repeat("0f", 32), Target: "sandbox", Profile: "default", OS: "linux/amd64", TagExpression: "@p2-16 or @p2-11",
 		SUT:         SUTIdentity{Commit: "c1c1", CommitSource: "flag", Branch: "main", Dirty: true, Versions: map[string]string{"flownet": "1.2.3", "ksql-flow": "0.9.0"}},
 		Environment: map[string]string{"base_url": "http://127.0.0.1:4000", "apps": "state, audit, request, log"},
 		RunOrder:    []string{"p2-11-01", "p2-16-01", "p2-16-02", "p2-16-03", "p2-16-04"},

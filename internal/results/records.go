@@ -39,6 +39,7 @@ type (
 	Run             = record.Run
 	APIBudget       = record.APIBudget
 	RunnerCost      = record.RunnerCost
+	FlowtestBuild   = record.FlowtestBuild
 	ScenarioTime    = record.ScenarioTime
 	GateRef         = record.GateRef
 	SUTIdentity     = record.SUTIdentity

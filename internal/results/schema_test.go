@@ -172,7 +172,7 @@ func TestSchemasMatchWrittenFiles(t *testing.T) {
 		Scenarios: []GateScenario{{ID: "p2-16-01", Series: "p2-16", Required: true}}})
 	sums := append(a.Summaries(), ScenarioSummary{ID: "x", Status: StatusNotRun, NotRunCategory: NotRunTag, Reason: "filtered"})
 	code := 1
-	run := &Run{RunnerVersion: "1", Target: "sandbox", Profile: "p", OS: "linux", TagExpression: "@x", Label: "x",
+	run := &Run{RunnerVersion: "1", Flowtest: &FlowtestBuild{Version: "1", Commit: "abc", Modified: true}, FeaturesDigest: "sha256:" + strings.Repeat("a", 64), Target: "sandbox", Profile: "p", OS: "linux", TagExpression: "@x", Label: "x",
 		SUT:         SUTIdentity{Commit: "c", CommitSource: "checkout", Branch: "main", Dirty: true, Versions: map[string]string{"a": "1"}},
 		Environment: map[string]string{"k": "v"}, RunOrder: []string{"p2-16-01"}, Scenarios: sums, End: time.Now(), Command: []string{"flowtest", "run"}, ExitCode: &code,
 		Runner:   &RunnerCost{WallMS: 1, CPUMS: 1, SetupP50MS: 1, SetupP95MS: 1, SetupMaxMS: 1, SlowestSetups: []ScenarioTime{{ID: "p2-16-01", MS: 12}}},

@@ -108,8 +108,8 @@ func init() {
 			short: "prove each scenario can fail: run it against planted-defect sandboxes",
 			long:  "Builds each planted defect of sandbox/defect/defects.yaml into a broken flowsandbox and shows that its scenarios catch it.",
 			flags: flagsOf(cmdDefects)},
-		{name: "version", usage: "version", short: "print the runner version",
-			run: func(inv invocation, _ []string) int { fmt.Fprintf(inv.stdout, "flowtest %s\n", Version); return 0 }},
+		{name: "version", usage: "version", short: "print the runner version and the commit it was built from",
+			run: func(inv invocation, _ []string) int { fmt.Fprintln(inv.stdout, versionLine(build())); return 0 }},
 		{name: "help", usage: "help [command]", short: "this list, or the usage and flags of one command",
 			run: cmdHelp},
 		// The CSV steps' kSQL-Flow launcher (internal/app/ksqlwrap): started by FlowNet, not by

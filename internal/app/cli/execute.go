@@ -162,7 +162,7 @@ func (s *session) scenarioHooks(tgt *target.Target, suite *steps.Suite, rsec *ru
 func (s *session) runRecord(tgt *target.Target) *results.Run {
 	f := s.flags
 	run := &results.Run{
-		RunnerVersion: Version, Target: tgt.Name, Profile: tgt.Profile,
+		RunnerVersion: Version, Flowtest: build(), FeaturesDigest: s.featuresDigest, Target: tgt.Name, Profile: tgt.Profile,
 		SUT: results.SUTIdentity{Commit: f.sutCommit, Versions: tgt.Versions}, Product: productRecord(tgt),
 		OS: runtime.GOOS + "/" + runtime.GOARCH, TagExpression: f.tags,
 		Environment: tgt.Describe(), Start: time.Now().UTC(), Command: s.extras.command,

@@ -341,7 +341,7 @@ func (x *exploreRunner) Run(ctx context.Context, n int, c schedule.Chooser) (exp
 	}
 	defer stop()
 	run := &results.Run{
-		RunnerVersion: Version, Target: x.tgt.Name, Profile: x.tgt.Profile, OS: runtime.GOOS + "/" + runtime.GOARCH,
+		RunnerVersion: Version, Flowtest: build(), FeaturesDigest: s.featuresDigest, Target: x.tgt.Name, Profile: x.tgt.Profile, OS: runtime.GOOS + "/" + runtime.GOARCH,
 		TagExpression: "@" + x.sp.id, Environment: x.tgt.Describe(), Start: time.Now().UTC(), Command: s.extras.command,
 		Product: productRecord(x.tgt),
 	}

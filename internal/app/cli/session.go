@@ -25,17 +25,20 @@ import (
 
 // session is everything a run or check resolved before the gate.
 type session struct {
-	flags   runFlags
-	items   []runner.Item
-	fsys    fs.FS
-	cfg     *config.Config
-	prep    *preparation
-	in      safety.Input
-	workDir string         // run-level work dir (rendered preflight fixtures, sandbox emulator)
-	work    *workdir.Dir   // its owner record (pid, start, scopes)
-	bin     string         // the flowsandbox binary (sandbox only): concurrent scenarios start their own emulator
-	extras  runExtras      // what `flowtest gate run` adds (gate.go); the command line for run.json
-	setup   []safety.Check // live setup checks (internal/app/preflight/livesetup.go), run once per session
+	flags runFlags
+	items []runner.Item
+	fsys  fs.FS
+	// featuresDigest is results.FeaturesDigest of fsys, taken once when the session opens,
+	// for run.json: which text of the suite the run read.
+	featuresDigest string
+	cfg            *config.Config
+	prep           *preparation
+	in             safety.Input
+	workDir        string         // run-level work dir (rendered preflight fixtures, sandbox emulator)
+	work           *workdir.Dir   // its owner record (pid, start, scopes)
+	bin            string         // the flowsandbox binary (sandbox only): concurrent scenarios start their own emulator
+	extras         runExtras      // what `flowtest gate run` adds (gate.go); the command line for run.json
+	setup          []safety.Check // live setup checks (internal/app/preflight/livesetup.go), run once per session
 	// durations are those of --durations-from (shard balance, ETA); tty is the console when
 	// it is a terminal (the progress line is redrawn in place), else nil.
 	durations map[string]time.Duration
@@ -53,6 +56,10 @@ func openSession(f runFlags) (*session, error) {
 	items, fsys, expr, err := f.plan()
 	if err != nil {
 		return nil, err
+	}
+	digest, err := results.FeaturesDigest(fsys)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.features, err)
 	}
 	if err := runner.CheckSelection(items, f.tags, expr, f.rerun, f.allowEmpty); err != nil {
 		return nil, refuse("%v", err)
@@ -111,7 +118,7 @@ func openSession(f runFlags) (*session, error) {
 	in := cfg.SafetyInput(prep.idents, prep.fixtures)
 	in.Scenarios = prep.selected
 	in.ScenarioNeeds = safetyNeeds(items)
-	s := &session{flags: f, items: items, fsys: fsys, cfg: cfg, prep: prep, in: in, workDir: work, work: wd, durations: durations, api: apicount.New()}
+	s := &session{flags: f, items: items, fsys: fsys, featuresDigest: digest, cfg: cfg, prep: prep, in: in, workDir: work, work: wd, durations: durations, api: apicount.New()}
 	// The preflight (check's PASS line too) judges the concurrency the run will use: on the
 	// sandbox the default when none is configured, not the configuration's 1.
 	s.in.Concurrency = s.concurrency()

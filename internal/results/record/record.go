@@ -314,11 +314,17 @@ type Cleanup struct {
 
 // Run is run.json: the whole run.
 type Run struct {
-	SchemaVersion int         `json:"schema_version"`
-	RunnerVersion string      `json:"runner_version"`
-	Target        string      `json:"target"`
-	Profile       string      `json:"profile"`
-	SUT           SUTIdentity `json:"sut"`
+	SchemaVersion int    `json:"schema_version"`
+	RunnerVersion string `json:"runner_version"`
+	// Flowtest is the build of flowtest that made the run, so a record names the runner's
+	// commit and not only its version string; nil in records from before it was recorded.
+	Flowtest *FlowtestBuild `json:"flowtest,omitempty"`
+	// FeaturesDigest is "sha256:<hex>" over the suite's files the run read (features,
+	// manifest, fixtures): two records with the same digest ran the same scenarios' text.
+	FeaturesDigest string      `json:"features_digest,omitempty"`
+	Target         string      `json:"target"`
+	Profile        string      `json:"profile"`
+	SUT            SUTIdentity `json:"sut"`
 	// Product is which kSQL-FlowNet the scenarios drove: the real product (a pinned npm
 	// package or a checkout by path) or flowtest's reference model. A sandbox run of the
 	// reference tested flowtest's model, not the product, and every reader must be able to tell.
@@ -350,6 +356,15 @@ type Run struct {
 	APIRequests APIRequests `json:"api_requests,omitempty"`
 	// APIBudget is the per-app budget a live run was checked against before it started.
 	APIBudget *APIBudget `json:"api_budget,omitempty"`
+}
+
+// FlowtestBuild is the flowtest binary that made a run: its version and the commit it was
+// built from ("" when it was built outside a git checkout), and whether that checkout had
+// uncommitted changes.
+type FlowtestBuild struct {
+	Version  string `json:"version"`
+	Commit   string `json:"commit,omitempty"`
+	Modified bool   `json:"modified,omitempty"`
 }
 
 // APIBudget is the check a live run passed before it started: the budget per app and the

@@ -41,6 +41,18 @@ func readmeHeader(p func(string, ...any), v *View) {
 	if run.Product != nil {
 		p("- Product: **%s**\n", mdtext.Inline(run.Product.Label()))
 	}
+	if sandboxRun(run) {
+		p("- **%s**\n", sandboxBanner)
+	}
+	if run.SUT.Commit == "" {
+		p("- **%s**: %s\n", sutUnknownBanner, sutUnknownWhy)
+	}
+	if f := flowtestFact(run.Flowtest); f != "" {
+		p("- flowtest: %s\n", mdtext.Inline(f))
+	}
+	if run.FeaturesDigest != "" {
+		p("- Features digest: `%s`\n", mdtext.Inline(run.FeaturesDigest))
+	}
 	for _, line := range record.StaleKnownDefects(run.Scenarios) {
 		p("- **Warning**: %s\n", mdtext.Inline(line))
 	}

@@ -318,6 +318,8 @@ func carryOverStateText(r record.CarryOverRule) string {
 type indexPage struct {
 	Title, Start, End, Duration, State, Totals string
 	Product                                    *banner  // which FlowNet ran; nil in archives from before it was recorded
+	SUTUnknown                                 *banner  // the run recorded no SUT commit; nil when it did
+	Flowtest, FeaturesDigest                   string   // the runner's build and the suite's digest; "" when not recorded
 	Warnings                                   []banner // stale known defects
 	GateVerdict                                *banner  // the release gate's verdict; nil without a gate
 	GateFile                                   string   // gate.json beside the page; "" without a gate
@@ -404,6 +406,36 @@ type carryOverPage struct {
 	Diffs                                    []keyValue // command and its diff stat
 }
 
+// The run's cautions, the same words in README.md and index.html: a sandbox run of the
+// reference tested flowtest's model, and a run without a SUT commit cannot say which product
+// it tested.
+const (
+	colCaution       = "#fff4ce"
+	sandboxBanner    = "Sandbox: the reference implementations were tested, not the product"
+	sutUnknownBanner = "SUT commit unknown"
+	sutUnknownWhy    = "not given with --sut-commit and not detected from a checkout, so this record does not name the product commit it tested"
+)
+
+// sandboxRun says the run drove flowtest's reference model rather than the product.
+func sandboxRun(run *record.Run) bool {
+	return run.Product != nil && run.Product.Kind == record.ProductReference
+}
+
+// flowtestFact is the runner's build as the header shows it: its version and commit; "" for a
+// record from before the build was recorded.
+func flowtestFact(b *record.FlowtestBuild) string {
+	switch {
+	case b == nil:
+		return ""
+	case b.Commit == "":
+		return b.Version + ", commit unknown"
+	case b.Modified:
+		return b.Version + ", commit " + b.Commit + " with uncommitted changes"
+	default:
+		return b.Version + ", commit " + b.Commit
+	}
+}
+
 // page decides index.html's model from the view.
 func (v *View) page() *indexPage {
 	run := v.run
@@ -414,12 +446,15 @@ func (v *View) page() *indexPage {
 	if run.Product != nil {
 		// Which FlowNet ran decides what every figure below means: a reference run tested
 		// flowtest's model, not the product.
-		colour := "#e6f4ea"
-		if run.Product.Kind != record.ProductReal {
-			colour = "#fff4ce"
+		pg.Product = &banner{Colour: "#e6f4ea", Bold: "Product: " + run.Product.Label()}
+		if sandboxRun(run) {
+			pg.Product = &banner{Colour: colCaution, Bold: sandboxBanner, Text: " (product: " + run.Product.Label() + ")"}
 		}
-		pg.Product = &banner{Colour: colour, Bold: "Product: " + run.Product.Label()}
 	}
+	if run.SUT.Commit == "" {
+		pg.SUTUnknown = &banner{Colour: colCaution, Bold: sutUnknownBanner, Text: ": " + sutUnknownWhy}
+	}
+	pg.Flowtest, pg.FeaturesDigest = flowtestFact(run.Flowtest), run.FeaturesDigest
 	for _, line := range record.StaleKnownDefects(run.Scenarios) {
 		pg.Warnings = append(pg.Warnings, banner{Colour: colFailed, Text: line})
 	}
