@@ -76,17 +76,5 @@ func failsBy(rec *Scenario, prefix string) bool {
 	return failing == 1 && strings.Contains(rec.Reason, bad[0].What+": expected ")
 }
 
-// Unexcused reports whether a scenario's outcome makes its run's exit code 1: a failure or a
-// block that no applying known defect excuses, or a pass under a known defect that no longer
-// reproduces (someone must update the catalogue).
-func Unexcused(status string, m *KnownDefectMark) bool {
-	switch status {
-	case StatusFailed:
-		return !m.Excused()
-	case StatusBlocked:
-		return true
-	case StatusPassed:
-		return m.Stale()
-	}
-	return false
-}
+// Unexcused is record.Unexcused: whether a scenario's outcome makes its run's exit code 1.
+func Unexcused(status string, m *KnownDefectMark) bool { return record.Unexcused(status, m) }

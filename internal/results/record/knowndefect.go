@@ -80,3 +80,18 @@ func (m *KnownDefectMark) Text() string {
 		return fmt.Sprintf("not excused by %s: it failed otherwise than by its declared assertion %q", m.ID, m.Assertion)
 	}
 }
+
+// Unexcused reports whether a scenario's outcome makes its run's exit code 1: a failure or a
+// block that no applying known defect excuses, or a pass under a known defect that no longer
+// reproduces (someone must update the catalogue).
+func Unexcused(status string, m *KnownDefectMark) bool {
+	switch status {
+	case StatusFailed:
+		return !m.Excused()
+	case StatusBlocked:
+		return true
+	case StatusPassed:
+		return m.Stale()
+	}
+	return false
+}

@@ -98,8 +98,7 @@ func summaryVerdict(v *View) string {
 		return "interrupted"
 	}
 	for _, s := range v.run.Scenarios {
-		// As the exit code counts them (results.Unexcused, which render may not import).
-		if (s.Status == record.StatusFailed && !s.KnownDefect.Excused()) || s.Status == record.StatusBlocked || s.KnownDefect.Stale() {
+		if record.Unexcused(s.Status, s.KnownDefect) { // as the exit code counts them
 			return "failed"
 		}
 	}
