@@ -311,6 +311,9 @@ func (a *Archive) redactScenario(s *Scenario) *Scenario {
 	c.Tags = r.Strings(c.Tags)
 	c.Steps = eachRedacted(s.Steps, false, func(st Step) Step {
 		st.Text, st.Keyword, st.Status, st.Error = r.String(st.Text), r.String(st.Keyword), r.String(st.Status), r.String(st.Error)
+		if st.Match != nil {
+			st.Match = &StepMatch{Location: r.String(st.Match.Location), Pattern: r.String(st.Match.Pattern)}
+		}
 		return st
 	})
 	c.Assertions = eachRedacted(s.Assertions, false, func(as Assertion) Assertion {

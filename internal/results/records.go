@@ -28,6 +28,7 @@ type (
 	AppRequests     = record.AppRequests
 	TrafficLine     = record.TrafficLine
 	Step            = record.Step
+	StepMatch       = record.StepMatch
 	Assertion       = record.Assertion
 	Note            = record.Note
 	Process         = record.Process

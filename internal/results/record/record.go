@@ -186,9 +186,19 @@ type Step struct {
 	Status     string `json:"status"` // passed|failed|skipped|undefined|pending
 	Error      string `json:"error,omitempty"`
 	DurationMS int64  `json:"duration_ms"`
-	Line       int    `json:"line,omitempty"`
+	Line       int    `json:"line,omitempty"` // the step's line in its feature file
 	// Start is when the step started (absent in records written before it was recorded).
 	Start time.Time `json:"start,omitzero"`
+	// Match is the step definition the step's text matched (absent when none did, or in
+	// records written before it was recorded).
+	Match *StepMatch `json:"match,omitempty"`
+}
+
+// StepMatch is the step definition a step ran: its handler's source position, as `flowtest
+// steps` names it ("internal/steps/kit/runs.go:42"), and its regular expression.
+type StepMatch struct {
+	Location string `json:"location"`
+	Pattern  string `json:"pattern,omitempty"`
 }
 
 // Assertion is one check a step made: what was expected and what was seen.

@@ -49,7 +49,13 @@ type cukeStep struct {
 	Keyword string     `json:"keyword"`
 	Name    string     `json:"name"`
 	Line    int        `json:"line"`
+	Match   *cukeMatch `json:"match,omitempty"`
 	Result  cukeResult `json:"result"`
+}
+
+// cukeMatch is the step definition a step ran, as "file:line" of its handler.
+type cukeMatch struct {
+	Location string `json:"location"`
 }
 
 type cukeResult struct {
@@ -104,7 +110,7 @@ func Cucumber(run *record.Run, scen []*record.Scenario) ([]byte, error) {
 				status = "skipped"
 			}
 			kw, name := stepParts(st)
-			cs.Steps = append(cs.Steps, cukeStep{Keyword: kw, Name: name, Line: st.Line,
+			cs.Steps = append(cs.Steps, cukeStep{Keyword: kw, Name: name, Line: st.Line, Match: cukeMatchOf(st),
 				Result: cukeResult{Status: status, Duration: st.DurationMS * int64(time.Millisecond), Error: msg}})
 		}
 		if cut {
@@ -145,6 +151,13 @@ func stepParts(st record.Step) (keyword, text string) {
 		return kw + " ", st.Text
 	}
 	return "", st.Text
+}
+
+func cukeMatchOf(st record.Step) *cukeMatch {
+	if st.Match == nil || st.Match.Location == "" {
+		return nil
+	}
+	return &cukeMatch{Location: st.Match.Location}
 }
 
 func anyStepFailed(s *record.Scenario) bool {
