@@ -164,6 +164,7 @@ func Execute(ctx context.Context, o Options) Result {
 			ids[i] = it.ID
 		}
 		o.Archive.SetOrder(ids) // reports list scenarios in run order, not finishing order
+		o.Archive.SetFeatureSources(featureSources(o.Features, o.Items))
 	}
 
 	res := Result{Code: ExitPassed}
@@ -298,6 +299,25 @@ func runAll(ctx context.Context, o Options, rs *runState, st *status, record fun
 		}(i, it)
 	}
 	wg.Wait()
+}
+
+// featureSources are the texts of the items' feature files by path, for messages.ndjson. A
+// file that cannot be read now is left out (messages.ndjson counts what it left out): it was
+// read at discovery, and the run itself does not depend on it.
+func featureSources(fsys fs.FS, items []Item) map[string][]byte {
+	out := map[string][]byte{}
+	for _, it := range items {
+		if it.Feature == nil || fsys == nil {
+			continue
+		}
+		if _, done := out[it.Feature.Path]; done {
+			continue
+		}
+		if data, err := fs.ReadFile(fsys, it.Feature.Path); err == nil {
+			out[it.Feature.Path] = data
+		}
+	}
+	return out
 }
 
 // ranAny reports whether any scenario ran (passed or failed).

@@ -59,7 +59,7 @@ func readmeHeader(p func(string, ...any), v *View) {
 	if gate != nil {
 		p("- Release gate %s: **%s**\n", mdtext.Inline(gate.Gate), mdtext.Inline(gate.Verdict))
 	}
-	files := "`run.json` (schema_version %d), `scenarios/<id>.json`, `summary.md`, `cucumber.json`, `junit.xml`, `index.html`"
+	files := "`run.json` (schema_version %d), `scenarios/<id>.json`, `summary.md`, `cucumber.json`, `junit.xml`, `messages.ndjson`, `index.html`"
 	if gate != nil {
 		files += ", `" + record.GateFile + "`"
 	}

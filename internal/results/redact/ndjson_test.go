@@ -1,0 +1,27 @@
+package redact
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// NDJSON stays one document a line (Bytes would indent the stream as one JSON text), and a
+// secret in a line is redacted as JSON redacts it.
+func TestNDJSONKeepsOneDocumentALine(t *testing.T) {
+	const token = "Zm9vYmFyLXRva2VuLTAxMjM0NTY3ODk"
+	r := New(map[string]string{"KSQL_FLOWNET_STATE_API_TOKEN": token}, nil)
+	in := "{\"meta\":{\"protocolVersion\":\"34.2.0\"}}\n\n{\"testStepFinished\":{\"testStepResult\":{\"message\":\"token " + token + " refused\"}}}\n"
+	out, err := r.NDJSON([]byte(in))
+	require.NoError(t, err)
+	lines := strings.Split(string(out), "\n")
+	require.Len(t, lines, 4, "%q", out)
+	assert.Equal(t, `{"meta":{"protocolVersion":"34.2.0"}}`, lines[0])
+	assert.Empty(t, lines[1])
+	assert.Equal(t, `{"testStepFinished":{"testStepResult":{"message":"token [REDACTED:KSQL_FLOWNET_STATE_API_TOKEN] refused"}}}`, lines[2])
+
+	_, err = r.NDJSON([]byte("{\"a\":1}\n{\n"))
+	assert.ErrorContains(t, err, "line 2")
+}
