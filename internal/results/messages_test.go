@@ -115,3 +115,17 @@ func TestMessagesRenderInCucumbersHTMLFormatter(t *testing.T) {
 		assert.Contains(t, string(html), want)
 	}
 }
+
+// `archive merge` takes the feature texts from the shards' messages.ndjson: FeatureSources
+// reads back what the archive was handed; an archive without the file has none.
+func TestFeatureSourcesReadBackFromTheStream(t *testing.T) {
+	dir := messagesArchive(t)
+	src, err := FeatureSources(dir)
+	require.NoError(t, err)
+	require.Len(t, src, 2)
+	assert.True(t, strings.HasPrefix(string(src["features/p2-16/p2-16-02.feature"]), "Feature: P2-16 requests\n\n  @p2-16-02 @p2-16 @acc-2\n"))
+	require.NoError(t, os.Remove(filepath.Join(dir, MessagesFile)))
+	src, err = FeatureSources(dir)
+	require.NoError(t, err)
+	assert.Empty(t, src)
+}

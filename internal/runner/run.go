@@ -68,7 +68,7 @@ type Options struct {
 	CleanupTimeout time.Duration // per cleanup action; default 2 minutes
 	WorkRoot       string        // scenario work dirs are made here
 	KeepWorkDirs   bool
-	Formats        []string // extra godog formatters ("pretty", "junit:path" …)
+	Formats        []string // extra godog formatters, each name:path (ValidateFormat): "junit:out.xml", "pretty:p.txt"
 
 	Archive *results.Archive // scenario records are written here as each scenario ends
 	Run     *results.Run     // run.json skeleton (target, profile, SUT …); totals filled in

@@ -25,3 +25,18 @@ func TestNDJSONKeepsOneDocumentALine(t *testing.T) {
 	_, err = r.NDJSON([]byte("{\"a\":1}\n{\n"))
 	assert.ErrorContains(t, err, "line 2")
 }
+
+// Bytes, which redacts files flowtest did not compose (godog's --format output), keeps a
+// stream of JSON documents (godog's events formatter writes NDJSON) one document a line.
+func TestBytesKeepsAJSONStreamOneDocumentALine(t *testing.T) {
+	const token = "Zm9vYmFyLXRva2VuLTAxMjM0NTY3ODk"
+	r := New(map[string]string{"KSQL_FLOWNET_STATE_API_TOKEN": token}, nil)
+	in := "{\"event\":\"TestRunStarted\",\"token\":\"x\"}\n{\"event\":\"StepDefinitionFound\",\"message\":\"token " + token + "\"}\n"
+	out := string(r.Bytes([]byte(in)))
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	require.Len(t, lines, 2, "%q", out)
+	assert.NotContains(t, out, token)
+	for _, l := range lines {
+		assert.True(t, strings.HasPrefix(l, "{") && strings.HasSuffix(l, "}"), l)
+	}
+}
