@@ -73,9 +73,18 @@ func TestIndexIsSelfContained(t *testing.T) {
 	for _, bad := range []string{"<script", "<link", "<img", "<iframe", "src=", "url(", "@import", "http://", "https://"} {
 		assert.NotContains(t, p, bad)
 	}
+	// Links stay on the page or lead to a record of the archive beside it.
+	records := 0
 	for _, m := range regexp.MustCompile(`href="([^"]*)"`).FindAllStringSubmatch(p, -1) {
-		assert.True(t, strings.HasPrefix(m[1], "#"), "link %q leaves the page", m[1])
+		if strings.HasPrefix(m[1], "#") {
+			require.Contains(t, p, ` id="`+m[1][1:]+`"`, "link %q has its anchor on the page", m[1])
+			continue
+		}
+		require.Regexp(t, `^scenarios/[a-z0-9-]+\.json$`, m[1], "link %q leaves the archive", m[1])
+		assert.FileExists(t, filepath.Join(dir, filepath.FromSlash(m[1])))
+		records++
 	}
+	assert.Equal(t, 4, records, "each record linked from its results row and its section")
 	assert.Contains(t, p, "cancel &lt;script&gt;alert(1)&lt;/script&gt; &amp; claim race")
 	svgs := regexp.MustCompile(`(?s)<svg .*?</svg>`).FindAllString(p, -1)
 	require.Len(t, svgs, 2, "one timeline per scenario that ran")
@@ -95,11 +104,12 @@ func TestIndexIsSelfContained(t *testing.T) {
 		assert.Contains(t, svg, "released after 1.0 s", "the barrier hold runs to its release")
 	}
 	assert.Contains(t, p, "Release gate r2: FAIL")
-	// The failed scenario's first failing assertion: in the results table and at the top of
-	// its section; the passed one has none.
-	assert.Regexp(t, `<div class="fail1">NETWORK_RUN count in [^<]*: expected 1, saw 2</div>`, p)
-	assert.Regexp(t, `<h3 id="s-p2-16-02">[^\n]*\n<p class="fail1"><b>First failure</b>: NETWORK_RUN count in [^<]*: expected 1, saw 2</p>`, p)
-	assert.Equal(t, 2, strings.Count(p, "expected 1, saw 2"))
+	// The failed scenario's failing assertion is said once, in its section, which its results
+	// row links to; the passed one's is one click away, under its steps.
+	assert.Contains(t, p, `<a href="#f-p2-16-02">the failure</a>`)
+	assert.NotContains(t, p, `href="#f-p2-16-01"`)
+	assert.Equal(t, 1, strings.Count(p, "<tr><td>NETWORK_RUN count in app=app:state</td><td>1</td><td>2</td></tr>\n"), "the failed assertion once")
+	assert.Contains(t, p, "<tr><td>NETWORK_RUN count in app=app:state</td><td>1</td><td>2</td><td>yes</td></tr>", "the pass's assertion in its details")
 }
 
 // findBrowser looks for a Chromium: FLOWTEST_CHROMIUM, then the distribution's names.

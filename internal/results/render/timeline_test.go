@@ -168,8 +168,8 @@ func TestAttemptProcesses(t *testing.T) {
 	s.Attempts = []record.Attempt{att("n2", 2, "B"), att("n1", 1, "A"), att("n2", 1, "A")}
 	assert.Equal(t, []int{2, 0, 0}, attemptProcesses(s))
 	// Drawn inside the process, never longer than it ran.
-	from, to, exact := attemptWindow(s, s.Attempts[0], 2)
-	assert.False(t, exact)
+	from, to, src := attemptWindow(s, s.Attempts[0], 2)
+	assert.Equal(t, srcKintoneMinute, src)
 	assert.Equal(t, s.Processes[2].Start, from)
 	assert.Equal(t, s.Processes[2].Start.Add(100*time.Millisecond), to)
 	// A process in another minute does not qualify: no process, the scenario bounds it.
@@ -182,7 +182,7 @@ func TestAttemptProcesses(t *testing.T) {
 	assert.Equal(t, []time.Time{s.Start, s.End}, []time.Time{from, to}, "its minute cut to the scenario")
 	// Times with seconds are exact: drawn as they are.
 	s.Attempts[0].StartedAt, s.Attempts[0].FinishedAt = t0.Add(150*time.Millisecond), t0.Add(400*time.Millisecond)
-	from, to, exact = attemptWindow(s, s.Attempts[0], 0)
-	assert.True(t, exact)
+	from, to, src = attemptWindow(s, s.Attempts[0], 0)
+	assert.Equal(t, srcKintoneExact, src)
 	assert.Equal(t, []time.Time{t0.Add(150 * time.Millisecond), t0.Add(400 * time.Millisecond)}, []time.Time{from, to})
 }
