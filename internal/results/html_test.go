@@ -20,7 +20,8 @@ import (
 )
 
 // timedScenario is a scenario with everything the timeline draws: steps, two processes (one
-// killed), node attempts (minute-precision times), waits and a barrier hold.
+// killed), node attempts (minute-precision times, times with seconds, kSQL-Flow's result
+// times), waits and a barrier hold.
 func timedScenario(id, status string) *Scenario {
 	s := sampleScenario(id, status)
 	s.Name = `cancel <script>alert(1)</script> & claim race`
@@ -37,6 +38,8 @@ func timedScenario(id, status string) *Scenario {
 	s.Attempts = []Attempt{
 		{Node: "KSQL_FLOW_TEST_261129101129_ab12_p2_16_02_n1_extract", AttemptNo: 1, Status: "SUCCESS", ResultCode: "OK", StartedAt: minute, FinishedAt: minute, DurationSec: 0.6},
 		{Node: "KSQL_FLOW_TEST_261129101129_ab12_p2_16_02_n2_load", AttemptNo: 1, Status: "FAILED", ResultCode: "ASSERT_FAILED", StartedAt: t0.Add(2 * time.Second), FinishedAt: t0.Add(2500 * time.Millisecond), DurationSec: 0.5},
+		{Node: "KSQL_FLOW_TEST_261129101129_ab12_p2_16_02_n3_check", AttemptNo: 1, Status: "SUCCESS", ResultCode: "OK", StartedAt: minute, FinishedAt: minute, DurationSec: 0.2,
+			Result: &AttemptResult{StartedAt: t0.Add(2600 * time.Millisecond), FinishedAt: t0.Add(2800 * time.Millisecond), DurationMS: 200}},
 	}
 	s.Waits = []Wait{
 		{Name: "RunStatus", What: "run FAILED", LimitMS: 60000, ElapsedMS: 900, Outcome: WaitReached, Checks: 4, Start: t0.Add(200 * time.Millisecond)},
@@ -101,6 +104,8 @@ func TestIndexIsSelfContained(t *testing.T) {
 			assert.Contains(t, svg, ">"+lane+"</text>", "lane %q", lane)
 		}
 		assert.Contains(t, svg, `stroke-dasharray`, "minute-precision attempt drawn dashed")
+		assert.Equal(t, 1, strings.Count(svg, `stroke-dasharray`), "the attempt with result times is drawn solid")
+		assert.Contains(t, svg, "10:11:31.600–10:11:31.800 UTC (200 ms); source: kSQL-Flow&#39;s Execution Result", "at its result times")
 		assert.Contains(t, svg, "released after 1.0 s", "the barrier hold runs to its release")
 	}
 	assert.Contains(t, p, "Release gate r2: FAIL")
