@@ -34,7 +34,8 @@ func stepDetailsOf(s *record.Scenario) stepDetails {
 	d := stepDetails{}
 	held := 0
 	for _, st := range s.Steps {
-		d.Steps = append(d.Steps, stepRow{Keyword: strings.TrimSpace(st.Keyword), Text: st.Text, Badge: badgeOf(st.Status),
+		kw, text := stepParts(st)
+		d.Steps = append(d.Steps, stepRow{Keyword: strings.TrimSpace(kw), Text: text, Badge: badgeOf(st.Status),
 			Duration: fmtDur(time.Duration(st.DurationMS) * time.Millisecond)})
 	}
 	for _, a := range s.Assertions {

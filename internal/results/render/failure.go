@@ -107,7 +107,8 @@ func (v *View) failureOf(s *record.Scenario, file string) *failureView {
 		for _, a := range f.Assertions {
 			errText = strings.ReplaceAll(errText, assertionText(a), "the failed assertion")
 		}
-		f.Steps = append(f.Steps, failedStep{Keyword: strings.TrimSpace(st.Keyword), Text: st.Text, Status: st.Status, Error: mdtext.OrDash(errText)})
+		kw, text := stepParts(st)
+		f.Steps = append(f.Steps, failedStep{Keyword: strings.TrimSpace(kw), Text: text, Status: st.Status, Error: mdtext.OrDash(errText)})
 		said = append(said, st.Error, strconv.Quote(st.Text))
 	}
 	if !s.Cleanup.OK {
