@@ -34,6 +34,7 @@ type (
 	Process         = record.Process
 	Wait            = record.Wait
 	Attempt         = record.Attempt
+	AttemptResult   = record.AttemptResult
 	BarrierArrival  = record.BarrierArrival
 	FaultFiring     = record.FaultFiring
 	Cleanup         = record.Cleanup

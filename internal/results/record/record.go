@@ -271,6 +271,19 @@ type Attempt struct {
 	StartedAt    time.Time `json:"started_at,omitzero"`
 	FinishedAt   time.Time `json:"finished_at,omitzero"`
 	DurationSec  float64   `json:"duration_sec,omitempty"`
+	// Result is what kSQL-Flow's own Execution Result file of the attempt says of its times,
+	// to the millisecond (the file FlowNet has kSQL-Flow write per attempt, matched by the
+	// attempt id it echoes); nil when the scenario left no such file for the attempt.
+	Result *AttemptResult `json:"result,omitempty"`
+}
+
+// AttemptResult is the times an Execution Result file gives an attempt (product-contract §7:
+// startedAt, finishedAt, durationMs).
+type AttemptResult struct {
+	// StartedAt is absent when kSQL-Flow did not start executing (its startedAt is null).
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	FinishedAt time.Time `json:"finished_at"`
+	DurationMS int64     `json:"duration_ms"`
 }
 
 // BarrierArrival is one arrival at a fault-proxy barrier.
