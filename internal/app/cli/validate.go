@@ -5,7 +5,7 @@ package cli
 // naming the flag and the value. The rules (docs/running.md, "Other flags, and how bad input
 // is refused"):
 //
-//   - a flag given twice is refused (the flag package would keep the last silently; two
+//   - a flag given twice is refused (the parser would keep the last silently; two
 //     --tags are not an "or"), except the repeatable --format;
 //   - durations positive (--step-timeout; its default 0 means "5m times the timeout scale"
 //     and cannot be given explicitly), counts at least 1 (--concurrency), decimals positive
@@ -50,7 +50,7 @@ var (
 )
 
 // notTaken says why a command does not take a flag that a sibling takes (flags.go's
-// groups), for the refusal of that flag: "not defined" alone leaves the user guessing.
+// groups), for the refusal of that flag: "unknown flag" alone leaves the user guessing.
 var notTaken = func() map[string]map[string]string {
 	why := map[string]map[string]string{}
 	set := func(cmd, reason string, flags ...string) {
