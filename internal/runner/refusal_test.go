@@ -76,8 +76,8 @@ func TestClosestTags(t *testing.T) {
 	assert.Equal(t, []string{"@m5", "@m6"}, Closest("@M5x", known, 2))
 	assert.Len(t, Closest("@x", known, 3), 3)
 	assert.Empty(t, Closest("@x", nil, 3))
-	assert.Equal(t, 3, editDistance("kitten", "sitting"))
-	assert.Equal(t, 2, editDistance("日本語", "日本"+"xy"[:1]+"z"))
+	assert.Equal(t, 3, EditDistance("kitten", "sitting"))
+	assert.Equal(t, 2, EditDistance("日本語", "日本"+"xy"[:1]+"z"))
 }
 
 // Exit codes by what ran: all not run is ExitNothingRan; some ran and passed, others not

@@ -81,7 +81,7 @@ func Closest(tag string, known []string, n int) []string {
 		if k == tag {
 			continue
 		}
-		d := editDistance(strings.ToLower(tag), strings.ToLower(k))
+		d := EditDistance(strings.ToLower(tag), strings.ToLower(k))
 		if len(tag) > 2 && strings.HasPrefix(k, tag) && d > 1 {
 			d = 1
 		}
@@ -100,8 +100,9 @@ func Closest(tag string, known []string, n int) []string {
 	return out
 }
 
-// editDistance is the Levenshtein distance in runes.
-func editDistance(a, b string) int {
+// EditDistance is the Levenshtein distance in runes (the did-you-mean of tags here, of flags
+// in internal/app/cli).
+func EditDistance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
 	prev := make([]int, len(rb)+1)
 	cur := make([]int, len(rb)+1)

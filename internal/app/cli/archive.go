@@ -37,22 +37,21 @@ func (f *verifyFlags) bind(fs *flag.FlagSet) {
 // encoding) and raw app ids; a pack (or a folder holding SHA256SUMS) is also checked against
 // its manifest and, for a pack, against its detached digest; the JSON files of either are
 // checked against the schemas (results.ValidateArchive, ValidatePack).
-func cmdVerify(inv invocation, f *verifyFlags, fset *flag.FlagSet, args []string) int {
+func cmdVerify(inv invocation, f *verifyFlags, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
-	uses, code, ok := parseArchiveArgs(inv, fset, "archive verify", args, 1, 1)
-	if !ok {
-		return code
+	if !archiveArgs(inv, args, 1, 1) {
+		return runner.ExitRefused
 	}
-	env, appIDs, err := f.scanInputs(uses)
+	env, appIDs, err := f.scanInputs(inv.uses)
 	if err != nil {
 		return exitFor(stderr, "archive verify", err)
 	}
-	code = pack.VerifyMainWith(fset.Arg(0), pack.VerifyOptions{Env: env, AppIDs: appIDs, SHA256: f.sha}, stdout, stderr)
+	code := pack.VerifyMainWith(args[0], pack.VerifyOptions{Env: env, AppIDs: appIDs, SHA256: f.sha}, stdout, stderr)
 	if code == runner.ExitRefused {
 		return code
 	}
 	// The JSON files, of a folder or a pack, are also checked against their schemas.
-	if schemaProblems(fset.Arg(0), stdout, stderr) && code == 0 {
+	if schemaProblems(args[0], stdout, stderr) && code == 0 {
 		code = runner.ExitFailed
 	}
 	return code
@@ -91,15 +90,14 @@ func (f *packFlags) bind(fs *flag.FlagSet) {
 
 // cmdPack seals an archive: leak scan first (a pack with a secret in it is refused), then
 // <dir>.tar.gz (or --out) with SHA256SUMS inside; prints the detached sha256.
-func cmdPack(inv invocation, f *packFlags, fset *flag.FlagSet, args []string) int {
+func cmdPack(inv invocation, f *packFlags, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
-	uses, code, ok := parseArchiveArgs(inv, fset, "archive pack", args, 1, 1)
-	if !ok {
-		return code
+	if !archiveArgs(inv, args, 1, 1) {
+		return runner.ExitRefused
 	}
-	dir := filepath.Clean(fset.Arg(0))
+	dir := filepath.Clean(args[0])
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		fmt.Fprintf(stderr, "flowtest archive pack: %q is not an archive folder\n", fset.Arg(0))
+		fmt.Fprintf(stderr, "flowtest archive pack: %q is not an archive folder\n", args[0])
 		return runner.ExitRefused
 	}
 	dst := f.out
@@ -123,7 +121,7 @@ func cmdPack(inv invocation, f *packFlags, fset *flag.FlagSet, args []string) in
 	if err := refuseMembers(stderr, "archive pack", dir); err != nil {
 		return runner.ExitRefused
 	}
-	env, appIDs, err := f.scanInputs(uses)
+	env, appIDs, err := f.scanInputs(inv.uses)
 	if err != nil {
 		return exitFor(stderr, "archive pack", err)
 	}

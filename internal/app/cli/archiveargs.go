@@ -52,18 +52,14 @@ func (f *archiveFlags) scanInputs(uses map[string]flagUse) (map[string]string, [
 	return env, appIDs, nil
 }
 
-// parseArchiveArgs parses an archive subcommand's flags and requires min to max (-1: any
-// number of) folder or pack arguments; when it returns false, code is the exit (usage refused).
-func parseArchiveArgs(inv invocation, fset *flag.FlagSet, name string, args []string, min, max int) (map[string]flagUse, int, bool) {
-	stderr := inv.stderr
-	uses, code, ok := parseFlags(fset, name, args, stderr)
-	if !ok {
-		return nil, code, false
+// archiveArgs requires min to max (-1: any number of) folder or pack arguments of an archive
+// command; false when it refused them (with the usage line).
+func archiveArgs(inv invocation, args []string, min, max int) bool {
+	if n := len(args); n < min || (max >= 0 && n > max) {
+		refuseUsage(inv.stderr, inv.usage)
+		return false
 	}
-	if n := fset.NArg(); n < min || (max >= 0 && n > max) {
-		return nil, refuseUsage(stderr, inv.usage), false
-	}
-	return uses, 0, true
+	return true
 }
 
 // schemaProblems prints every schema problem of an archive folder or pack ("schema: file:

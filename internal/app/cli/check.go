@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 
 	"github.com/ksqlflow/flowtest/internal/runner"
@@ -17,9 +16,9 @@ import (
 // another runner, the launchers' version, capabilities and validate of a rendered fixture,
 // the kSQL-Flow config) run first, and the pending-request read (rule 9) only when every
 // static check passed. Nothing is written.
-func cmdCheck(inv invocation, f *checkFlags, fs *flag.FlagSet, args []string) int {
+func cmdCheck(inv invocation, f *checkFlags, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
-	s, code := startCommand("check", &f.runFlags, fs, args, false, stderr)
+	s, code := startCommand(&f.runFlags, inv, args, false)
 	if s == nil {
 		return code
 	}

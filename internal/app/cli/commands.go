@@ -1,15 +1,32 @@
 // Package cli is flowtest's command line: the command table (name, usage line, help, flags,
-// run function) from which `flowtest help`, `flowtest <command> -h` and the README's command list
-// come, flag parsing, and the mapping of domain errors to exit codes. The work of each command
-// is in the packages it calls.
+// run function), the command tree made from it (tree.go), from which `flowtest help`,
+// `flowtest <command> --help`, completion and the README's command list come, and the
+// mapping of domain errors to exit codes. The work of each command is in the packages it
+// calls.
+//
+// The tree is github.com/spf13/cobra's (with pflag): the Go ecosystem's usual command line,
+// chosen because it gives what a home-made table over the flag package lacked or did by hand
+// (issue 43): a flag set per command that refuses every flag the command does not declare;
+// flags in any position, also after arguments (`archive pack DIR --force`), with "--" ending
+// them; help for the group words (`flowtest archive`, `flowtest help gate run`); did-you-mean
+// for a mistyped command; shell completion (`flowtest completion bash`); and no lookup, group
+// or help code of our own. The flags stay declared once on a Go flag.FlagSet (flags.go's
+// declarations and each row's bind), handed to pflag with their values shared, so pflag
+// parses each exactly once; a command gets the positional arguments and the flags given
+// (invocation.uses) already parsed.
+//
+// Conventions: long flags are --name (a single dash, -name, as Go's flag package took it, is
+// read as --name: scripts keep working); the only short flag is -h (one spelling per flag
+// keeps scripts and docs alike); a flag given twice is refused unless repeatable (--format,
+// --only).
 //
 // Exit codes (runner.Exit*, README "Set-up"): 0 all selected scenarios that ran passed and at
 // least one ran (or the command succeeded); 1 a scenario failed (or a leak was found); 2
-// refused before anything ran (a wrong flag value, a malformed input file, an empty
-// selection, preflight); 3 nothing ran (every selected scenario was not run: not implemented,
-// or another platform); 130 interrupted. A blocked scenario exits 1 like a failed one. `gate
-// run` exits by its verdict: 0 PASS, 1 FAIL, 3 INCOMPLETE (and 2, 130 as above); `evidence`
-// exits 0 only when every row is pass.
+// refused before anything ran (an unknown command or flag, a wrong flag value, a malformed
+// input file, an empty selection, preflight); 3 nothing ran (every selected scenario was not
+// run: not implemented, or another platform); 130 interrupted. A blocked scenario exits 1
+// like a failed one. `gate run` exits by its verdict: 0 PASS, 1 FAIL, 3 INCOMPLETE (and 2,
+// 130 as above); `evidence` exits 0 only when every row is pass.
 package cli
 
 import (
@@ -17,27 +34,31 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/ksqlflow/flowtest/internal/app/ksqlwrap"
-	"github.com/ksqlflow/flowtest/internal/base/interrupt"
 	"github.com/ksqlflow/flowtest/internal/runner"
 	"github.com/ksqlflow/flowtest/internal/steps/csv/wrapmode"
 )
 
-// runFunc runs a command with the arguments after its name and returns its exit code.
+// runFunc runs a command with its positional arguments (its flags are parsed, in
+// invocation.uses and the values they are bound to) and returns its exit code.
 type runFunc func(inv invocation, args []string) int
 
-// command is one row of the command table. name is one word or two (`archive verify`); usage
-// is what follows `flowtest` in the usage line; short is the line of `flowtest help`; long,
-// when set, is printed by `flowtest <command> -h` above the flags.
+// command is one row of the command table. name is one word or two (`archive verify`: a
+// group word and its command); usage is what follows `flowtest` in the usage line; short is
+// the line of `flowtest help`; long, when set, is printed by `flowtest <command> --help`
+// below short.
 //
-// flags declares the command's flags on the set Main makes for it and returns the command
-// bound to their values, which parses its arguments into that set; `flowtest <command> -h`
-// and `flowtest help <command>` print the set. A command without flags has run instead.
+// flags declares the command's flags on a set and returns the command bound to their
+// values; the tree parses the command line into them before it runs the command, and
+// `flowtest <command> --help` and `flowtest help <command>` print them. A command without
+// flags has run instead.
 type command struct {
 	name, usage, short, long string
 	hidden                   bool // internal: neither in `flowtest help` nor in the README
+	rawArgs                  bool // no flag parsing: run gets the arguments as they are
 	flags                    func(fs *flag.FlagSet) runFunc
 	run                      runFunc
 }
@@ -47,11 +68,11 @@ type command struct {
 func flagsOf[O any, P interface {
 	*O
 	bind(fs *flag.FlagSet)
-}](cmd func(inv invocation, f P, fs *flag.FlagSet, args []string) int) func(fs *flag.FlagSet) runFunc {
+}](cmd func(inv invocation, f P, args []string) int) func(fs *flag.FlagSet) runFunc {
 	return func(fs *flag.FlagSet) runFunc {
 		f := P(new(O))
 		f.bind(fs)
-		return func(inv invocation, args []string) int { return cmd(inv, f, fs, args) }
+		return func(inv invocation, args []string) int { return cmd(inv, f, args) }
 	}
 }
 
@@ -103,18 +124,16 @@ func init() {
 		{name: "explore", usage: "explore <scenario id> [--schedules N | --time D] [--strategy random|pct|dfs] [--depth d] [--bound b] [--seed S] [--replay FILE] [run flags]",
 			short: "run a race scenario under many controlled orders of its writes and check the product's invariants in each",
 			long:  "Holds every kintone write of the scenario's explore processes (features/manifest.yaml) and releases one at a time at quiescence, in an order the strategy chooses; a violating schedule is shrunk and written as schedules/<n>.json for --replay. Its own flags are --schedules, --time, --strategy, --depth, --bound, --seed, --replay and --shrink-runs; the others are run flags.",
-			flags: flagsOf(exploreCommand)},
+			flags: flagsOf(cmdExplore)},
 		{name: "defects", usage: "defects [--only a,b] [--fast]",
 			short: "prove each scenario can fail: run it against planted-defect sandboxes",
 			long:  "Builds each planted defect of sandbox/defect/defects.yaml into a broken flowsandbox and shows that its scenarios catch it.",
 			flags: flagsOf(cmdDefects)},
 		{name: "version", usage: "version", short: "print the runner version and the commit it was built from",
 			run: func(inv invocation, _ []string) int { fmt.Fprintln(inv.stdout, versionLine(build())); return 0 }},
-		{name: "help", usage: "help [command]", short: "this list, or the usage and flags of one command",
-			run: cmdHelp},
 		// The CSV steps' kSQL-Flow launcher (internal/app/ksqlwrap): started by FlowNet, not by
-		// people; its flags are the wrapper's own contract with the CSV steps.
-		{name: wrapmode.Command, usage: wrapmode.Command + " --mode MODE -- LAUNCHER ARGS…", hidden: true,
+		// people; its flags are the wrapper's own contract with the CSV steps, which it parses.
+		{name: wrapmode.Command, usage: wrapmode.Command + " --mode MODE -- LAUNCHER ARGS…", hidden: true, rawArgs: true,
 			short: "the CSV steps' kSQL-Flow wrapper",
 			run: func(inv invocation, a []string) int {
 				code, err := ksqlwrap.Run(a, inv.stdin, inv.stdout, inv.stderr, inv.stop, inv.now)
@@ -126,130 +145,59 @@ func init() {
 	}
 }
 
-// lookup finds the command args start with: a two-word name (`archive verify`) before a
-// one-word one. It returns the command and the arguments after its name.
-func lookup(args []string) (*command, []string) {
-	if len(args) > 1 {
-		for i := range commands {
-			if commands[i].name == args[0]+" "+args[1] {
-				return &commands[i], args[2:]
+// Main runs one flowtest command and returns its exit code.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
+	code := 0
+	root := tree(commands, invocation{stdin: stdin, stdout: stdout, stderr: stderr, line: append([]string{"flowtest"}, args...)}, sigs, &code)
+	if len(args) == 0 {
+		fmt.Fprint(stderr, root.UsageString())
+		return runner.ExitRefused
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = []string{"version"}
+	}
+	if !execute(root, args, stderr) {
+		return runner.ExitRefused
+	}
+	return code
+}
+
+// execute runs the command args name in root's tree; false when it refused the command
+// line (an unknown command or flag, a flag given twice, arguments a command of cobra's
+// refuses), printed on stderr.
+func execute(root *cobra.Command, args []string, stderr io.Writer) bool {
+	root.SetArgs(args)
+	if args[0] != cobra.ShellCompRequestCmd && args[0] != cobra.ShellCompNoDescRequestCmd { // completion's words are cobra's
+		c, _, err := root.Find(args)
+		if err != nil {
+			fmt.Fprintf(stderr, "flowtest: %v\n", unknownCommand(root, firstWord(args)))
+			return false
+		}
+		root.SetArgs(longFlags(c, args))
+	}
+	if c, err := root.ExecuteC(); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", c.CommandPath(), err)
+		return false
+	}
+	return true
+}
+
+// writeReadmeCommands is the README's command list (section "Commands"): every command of
+// the tree that help lists, checked against the README by a test so that the two cannot
+// drift.
+func writeReadmeCommands(w io.Writer) {
+	fmt.Fprint(w, "| command | what it does |\n| --- | --- |\n")
+	var rows func(c *cobra.Command)
+	rows = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			switch {
+			case !sub.IsAvailableCommand() && sub.Name() != "help":
+			case sub.HasSubCommands():
+				rows(sub)
+			default:
+				fmt.Fprintf(w, "| `%s` | %s |\n", sub.UseLine(), sub.Short)
 			}
 		}
 	}
-	for i := range commands {
-		if commands[i].name == args[0] {
-			return &commands[i], args[1:]
-		}
-	}
-	return nil, nil
-}
-
-// group lists the sub-commands of a first word (`archive`, `gate`), nil if it names none.
-func group(word string) []string {
-	var subs []string
-	for _, c := range commands {
-		if first, sub, ok := strings.Cut(c.name, " "); ok && first == word {
-			subs = append(subs, sub)
-		}
-	}
-	return subs
-}
-
-// writeUsage is `flowtest help`: every command of the table but the hidden ones.
-func writeUsage(w io.Writer) {
-	fmt.Fprint(w, "usage: flowtest <command> [flags]\n\ncommands:\n")
-	for _, c := range commands {
-		if !c.hidden {
-			fmt.Fprintf(w, "  %-16s %s\n", c.name, c.short)
-		}
-	}
-	fmt.Fprint(w, "\nRun \"flowtest <command> -h\" for the flags of a command.\n")
-}
-
-// Main runs one flowtest command and returns its exit code.
-func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
-	if len(args) == 0 {
-		writeUsage(stderr)
-		return runner.ExitRefused
-	}
-	switch args[0] {
-	case "-h", "--help":
-		args = []string{"help"}
-	case "--version":
-		args = []string{"version"}
-	}
-	c, rest := lookup(args)
-	if c == nil {
-		return unknownCommand(stderr, "flowtest", args)
-	}
-	// The process's one reader of its signals; every command gets its contexts.
-	stop, now, release := interrupt.Watch(sigs)
-	defer release()
-	inv := invocation{stdin: stdin, stdout: stdout, stderr: stderr, stop: stop, now: now, usage: c.usage, help: c.writeHelp}
-	if c.flags == nil {
-		return c.run(inv, rest)
-	}
-	fs, run := c.flagSet()
-	fs.SetOutput(stderr)
-	return run(inv, rest)
-}
-
-// unknownCommand refuses args that name no command: the sub-commands of a group word, else
-// the usage.
-func unknownCommand(stderr io.Writer, who string, args []string) int {
-	if subs := group(args[0]); subs != nil {
-		fmt.Fprintf(stderr, "%s %s: unknown subcommand (want one of: %s)\n", who, args[0], strings.Join(subs, ", "))
-		return runner.ExitRefused
-	}
-	fmt.Fprintf(stderr, "%s: unknown command %q\n", who, args[0])
-	writeUsage(stderr)
-	return runner.ExitRefused
-}
-
-// cmdHelp is `flowtest help [command]`: the list, or one command's help as its -h prints it.
-func cmdHelp(inv invocation, args []string) int {
-	if len(args) == 0 {
-		writeUsage(inv.stdout)
-		return 0
-	}
-	c, rest := lookup(args)
-	if c == nil || len(rest) > 0 {
-		return unknownCommand(inv.stderr, "flowtest help", args)
-	}
-	c.writeHelp(inv.stdout)
-	return 0
-}
-
-// flagSet is a fresh set of the command's flags, with the command bound to it; its -h is the
-// command's help.
-func (c *command) flagSet() (*flag.FlagSet, runFunc) {
-	fs := newFlagSet(c.name, c.writeHelp)
-	return fs, c.flags(fs)
-}
-
-// writeHelp is `flowtest <command> -h`: the usage line and help of the command's row, then
-// the flags its row declares.
-func (c *command) writeHelp(w io.Writer) {
-	fmt.Fprintf(w, "usage: flowtest %s\n\n%s\n", c.usage, c.short)
-	if c.long != "" {
-		fmt.Fprintf(w, "\n%s\n", c.long)
-	}
-	if c.flags == nil {
-		return
-	}
-	fs, _ := c.flagSet()
-	fs.SetOutput(w)
-	fmt.Fprint(w, "\nflags:\n")
-	fs.PrintDefaults()
-}
-
-// writeReadmeCommands is the README's command list (section "Commands"), checked against the
-// table by a test so that the two cannot drift.
-func writeReadmeCommands(w io.Writer) {
-	fmt.Fprint(w, "| command | what it does |\n| --- | --- |\n")
-	for _, c := range commands {
-		if !c.hidden {
-			fmt.Fprintf(w, "| `flowtest %s` | %s |\n", c.usage, c.short)
-		}
-	}
+	rows(tree(commands, invocation{}, nil, new(int)))
 }

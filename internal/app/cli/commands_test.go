@@ -30,8 +30,8 @@ func TestReadmeCommandListIsTheTable(t *testing.T) {
 	assert.Equal(t, want.String(), list, "README.md's command list differs from the table: paste the expected text between the markers")
 }
 
-// help lists every visible command of the table; each command's -h starts with its usage
-// line; a two-word group without its second word names its sub-commands.
+// help lists every visible command of the table (a two-word one under its group word, whose
+// help lists it); each command's --help starts with its short line, then its usage line.
 func TestHelpAndDashHComeFromTheTable(t *testing.T) {
 	var out, errb bytes.Buffer
 	require.Equal(t, 0, Main([]string{"help"}, nil, &out, &errb, nil))
@@ -40,20 +40,26 @@ func TestHelpAndDashHComeFromTheTable(t *testing.T) {
 			assert.NotContains(t, out.String(), c.name, "hidden command listed")
 			continue
 		}
-		assert.Contains(t, out.String(), "  "+c.name+" ", "help lists %s", c.name)
+		word, sub, grouped := strings.Cut(c.name, " ")
+		assert.Regexp(t, "(?m)^  "+word+" ", out.String(), "help lists %s", word)
+		if grouped {
+			var g, ge bytes.Buffer
+			require.Equal(t, 0, Main([]string{"help", word}, nil, &g, &ge, nil))
+			assert.Regexp(t, "(?m)^  "+sub+" +"+regexp.QuoteMeta(c.short)+"$", g.String(), "help %s lists %s with its description", word, sub)
+		}
 	}
 	for _, c := range commands {
-		if c.hidden || c.name == "version" || c.name == "help" {
+		if c.hidden {
 			continue
 		}
-		var o, e bytes.Buffer
-		code := Main(append(strings.Fields(c.name), "-h"), nil, &o, &e, nil)
-		assert.Equal(t, 0, code, "%s -h", c.name)
-		assert.True(t, strings.HasPrefix(e.String(), "usage: flowtest "+c.usage+"\n"), "%s -h starts with its usage line, got:\n%s", c.name, e.String())
+		for _, h := range []string{"-h", "--help", "-help"} {
+			var o, e bytes.Buffer
+			code := Main(append(strings.Fields(c.name), h), nil, &o, &e, nil)
+			assert.Equal(t, 0, code, "%s %s", c.name, h)
+			assert.True(t, strings.HasPrefix(o.String(), c.short+"\n"), "%s %s starts with its description, got:\n%s", c.name, h, o.String())
+			assert.Contains(t, o.String(), "Usage:\n  flowtest "+c.usage+"\n", "%s %s shows its usage line", c.name, h)
+		}
 	}
-	var o, e bytes.Buffer
-	assert.Equal(t, 2, Main([]string{"archive"}, nil, &o, &e, nil))
-	assert.Contains(t, e.String(), "verify, pack, merge")
 }
 
 func TestKsqlWrapIsNotInTheUsage(t *testing.T) {
@@ -62,44 +68,39 @@ func TestKsqlWrapIsNotInTheUsage(t *testing.T) {
 	assert.NotContains(t, out.String(), wrapmode.Command)
 }
 
-// flagsIn are the flag names a help text lists (PrintDefaults' "  -name" lines), sorted.
+// flagsIn are the flag names a help text lists (pflag's "      --name" and "  -h, --help"
+// lines), sorted, but --help, which every command has.
 func flagsIn(help string) []string {
 	var names []string
-	for _, m := range regexp.MustCompile(`(?m)^  -(\S+)`).FindAllStringSubmatch(help, -1) {
-		names = append(names, m[1])
+	for _, m := range regexp.MustCompile(`(?m)^  (?:-., |    )--([a-z0-9-]+)`).FindAllStringSubmatch(help, -1) {
+		if m[1] != "help" {
+			names = append(names, m[1])
+		}
 	}
 	return names
 }
 
-// declaredFlags are the flags a row declares, sorted as PrintDefaults lists them.
+// declaredFlags are the flags a row declares, sorted as the help lists them.
 func declaredFlags(c *command) []string {
 	var names []string
 	if c.flags == nil {
 		return nil
 	}
-	fs, _ := c.flagSet()
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	c.flags(fs)
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 	return names
 }
 
-// commandWords are the words that start c on a command line, with the argument gate show,
-// gate run and explore take before their flags.
-func commandWords(c *command) []string {
-	words := strings.Fields(c.name)
-	switch c.name {
-	case "gate show", "gate run":
-		words = append(words, "r2")
-	case "explore":
-		words = append(words, "m5-serial-success")
-	}
-	return words
-}
+// commandWords are the words that start c on a command line.
+func commandWords(c *command) []string { return strings.Fields(c.name) }
 
-// Every command's -h and `flowtest help <command>` print the same help, whose flags are the
-// ones its row declares; the command parses exactly those: each one it lists is known to its
-// parser (with a value and -h after it, the parser never answers "not defined"), and one it
-// does not list is refused as undefined. The usage line and long help name only declared
-// flags, so the README's list (made of the usage lines) cannot name a flag that is not there.
+// Every command's --help and `flowtest help <command>` print the same help, whose flags are
+// the ones its row declares; the command parses exactly those: each one it lists is known
+// to its parser (with a value and --help after it, the parser never answers "unknown
+// flag"), and one it does not list is refused as unknown. The usage line and long help name
+// only declared flags, so the README's list (made of the usage lines) cannot name a flag that
+// is not there.
 func TestEveryCommandParsesTheFlagsItsHelpLists(t *testing.T) {
 	for i := range commands {
 		c := &commands[i]
@@ -110,20 +111,20 @@ func TestEveryCommandParsesTheFlagsItsHelpLists(t *testing.T) {
 			declared := declaredFlags(c)
 			require.NotEmpty(t, declared)
 			var dashH, dashHErr, help, helpErr bytes.Buffer
-			require.Equal(t, 0, Main(append(commandWords(c), "-h"), nil, &dashH, &dashHErr, nil))
+			require.Equal(t, 0, Main(append(commandWords(c), "--help"), nil, &dashH, &dashHErr, nil))
 			require.Equal(t, 0, Main(append([]string{"help"}, strings.Fields(c.name)...), nil, &help, &helpErr, nil))
-			assert.Equal(t, dashHErr.String(), help.String(), "-h (stderr) and help <command> (stdout) print the same")
+			assert.Equal(t, dashH.String(), help.String(), "--help and help <command> print the same")
 			assert.Equal(t, declared, flagsIn(help.String()), "the help lists the declared flags")
 
 			for _, name := range declared {
 				var o, e bytes.Buffer
-				code := Main(append(commandWords(c), "--"+name+"=x", "-h"), nil, &o, &e, nil)
-				assert.NotContains(t, e.String(), "not defined", "--%s is parsed by %s", name, c.name)
-				assert.Contains(t, []int{0, 2}, code, "--%s=x -h: help, or a refused value; nothing runs", name)
+				code := Main(append(commandWords(c), "--"+name+"=x", "--help"), nil, &o, &e, nil)
+				assert.NotContains(t, e.String(), "unknown flag", "--%s is parsed by %s", name, c.name)
+				assert.Contains(t, []int{0, 2}, code, "--%s=x --help: help, or a refused value; nothing runs", name)
 			}
 			var o, e bytes.Buffer
-			assert.Equal(t, 2, Main(append(commandWords(c), "--no-such-flag", "-h"), nil, &o, &e, nil))
-			assert.Contains(t, e.String(), "flag provided but not defined: -no-such-flag")
+			assert.Equal(t, 2, Main(append(commandWords(c), "--no-such-flag", "--help"), nil, &o, &e, nil))
+			assert.Contains(t, e.String(), "flowtest "+c.name+": unknown flag --no-such-flag")
 
 			for _, m := range regexp.MustCompile(`--([a-z][a-z0-9-]*)`).FindAllStringSubmatch(c.usage+" "+c.long, -1) {
 				if m[1] == "shard" && c.name == "archive merge" {
@@ -142,15 +143,16 @@ func TestHelpOfAnUnknownCommandIsRefused(t *testing.T) {
 	assert.Contains(t, e.String(), `flowtest help: unknown command "frobnicate"`)
 	o.Reset()
 	e.Reset()
-	assert.Equal(t, 2, Main([]string{"help", "archive"}, nil, &o, &e, nil))
-	assert.Contains(t, e.String(), "verify, pack, merge")
+	assert.Equal(t, 2, Main([]string{"help", "archive", "vrify"}, nil, &o, &e, nil))
+	assert.Contains(t, e.String(), `flowtest help: unknown command "vrify" (did you mean verify?); flowtest help archive lists the commands`)
 	assert.Empty(t, o.String())
 }
 
 // Each command accepts only its own flags: for every command and every flag another command
-// declares and it does not, parsing refuses the flag as undefined, naming it and the command
-// (sweep took --tags and --concurrency and ignored them; explore took --shard). -h follows
-// the flag, so a command that wrongly accepted it would print its help and exit 0, never run.
+// declares and it does not, parsing refuses the flag as unknown, naming it and the command
+// (sweep took --tags and --concurrency and ignored them; explore took --shard). --help
+// follows the flag, so a command that wrongly accepted it would print its help and exit 0,
+// never run.
 func TestEachCommandRefusesTheFlagsOfOthers(t *testing.T) {
 	all := map[string]bool{}
 	for i := range commands {
@@ -189,10 +191,9 @@ func TestEachCommandRefusesTheFlagsOfOthers(t *testing.T) {
 				continue
 			}
 			var o, e bytes.Buffer
-			code := Main(append(commandWords(c), "--"+name+"=x", "-h"), nil, &o, &e, nil)
+			code := Main(append(commandWords(c), "--"+name+"=x", "--help"), nil, &o, &e, nil)
 			assert.Equal(t, 2, code, "%s --%s: refused", c.name, name)
-			assert.Contains(t, e.String(), "flag provided but not defined: -"+name, "%s --%s", c.name, name)
-			assert.Contains(t, e.String(), "flowtest "+c.name, "the refusal of --%s names %s", name, c.name)
+			assert.Contains(t, e.String(), "flowtest "+c.name+": unknown flag --"+name, "the refusal of --%s names it and %s", name, c.name)
 		}
 	}
 }

@@ -31,14 +31,9 @@ func (f *defectsFlags) bind(fs *flag.FlagSet) {
 	fs.IntVar(&f.jobs, "jobs", defects.DefaultJobs, "defects checked at once (each builds its own sandbox and runs its own emulator)")
 }
 
-func cmdDefects(inv invocation, f *defectsFlags, fset *flag.FlagSet, args []string) int {
+func cmdDefects(inv invocation, f *defectsFlags, args []string) int {
 	stdout, stderr, ctx := inv.stdout, inv.stderr, inv.stop
-	// --only is the one flag meant to be repeated (it adds names); any other given twice is
-	// refused, never silently the last.
-	if _, code, ok := parseFlags(fset, "defects", args, stderr, "only"); !ok {
-		return code
-	}
-	if unexpectedArgs(fset, stderr, "") {
+	if unexpectedArgs(inv, args, "") {
 		return runner.ExitRefused
 	}
 	if f.jobs < 1 {

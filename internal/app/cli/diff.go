@@ -116,19 +116,18 @@ func findArchive(dir string) (string, error) {
 	return "", refuse("%s is not a flowtest archive (nor the root of one)", dir)
 }
 
-func cmdDiff(inv invocation, f *diffFlags, fset *flag.FlagSet, args []string) int {
+func cmdDiff(inv invocation, f *diffFlags, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
-	uses, code, ok := parseArchiveArgs(inv, fset, "archive diff", args, 2, 2)
-	if !ok {
-		return code
+	if !archiveArgs(inv, args, 2, 2) {
+		return runner.ExitRefused
 	}
-	_, named := uses["known"]
+	_, named := inv.uses["known"]
 	known, err := readKnownDiffs(f.known, named)
 	if err != nil {
 		return exitFor(stderr, "archive diff", err)
 	}
 	var sides [2]map[string]*results.Scenario
-	for i, arg := range fset.Args() {
+	for i, arg := range args {
 		dir, err := findArchive(arg)
 		if err != nil {
 			return exitFor(stderr, "archive diff", err)

@@ -36,12 +36,9 @@ func (f *evidenceFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.out, "out", "", "also write the Markdown table to this file (e.g. test-evidence.md)")
 }
 
-func cmdEvidence(inv invocation, f *evidenceFlags, fset *flag.FlagSet, args []string) int {
+func cmdEvidence(inv invocation, f *evidenceFlags, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
-	if _, code, ok := parseFlags(fset, "evidence", args, stderr); !ok {
-		return code
-	}
-	if fset.NArg() > 0 || f.before == "" || f.after == "" {
+	if len(args) > 0 || f.before == "" || f.after == "" {
 		return refuseUsage(stderr, inv.usage)
 	}
 	if f.out != "" {

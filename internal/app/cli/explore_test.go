@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,44 +18,49 @@ import (
 	"github.com/ksqlflow/flowtest/internal/harness/schedule"
 )
 
+// explore's own flags and the run flags it takes stand anywhere after its scenario, and each
+// lands in its own struct.
 func TestExploreArgsSplitOwnFlagsFromRunFlags(t *testing.T) {
-	sp, rest, err := parseExploreArgs([]string{"p2-11-03-duplicates", "--schedules", "50", "--seed=7", "--strategy", "pct", "--depth", "2", "--concurrency", "3", "--keep-workdirs"})
-	require.NoError(t, err)
-	assert.Equal(t, "p2-11-03-duplicates", sp.id)
-	assert.Equal(t, 50, sp.schedules)
-	assert.Equal(t, uint64(7), sp.seed)
-	assert.Equal(t, "pct", sp.strategy)
-	assert.Equal(t, 2, sp.depth)
-	assert.Equal(t, []string{"--concurrency", "3", "--keep-workdirs"}, rest)
+	var f exploreFlags
+	p := parseRow(t, f.bind, "--schedules", "50", "p2-11-03-duplicates", "--seed=7", "--strategy", "pct", "--depth", "2", "--concurrency", "3", "--keep-workdirs")
+	require.Equal(t, 0, p.code, p.stderr)
+	require.NoError(t, f.exploreSpec.check(p.args))
+	assert.Equal(t, "p2-11-03-duplicates", f.id)
+	assert.Equal(t, 50, f.schedules)
+	assert.Equal(t, uint64(7), f.seed)
+	assert.Equal(t, "pct", f.strategy)
+	assert.Equal(t, 2, f.depth)
+	assert.Equal(t, "3", *f.run.config["concurrency"])
+	assert.True(t, f.run.keepWorkDirs)
+	assert.Equal(t, 1, f.run.repeat, "a run flag explore does not take keeps its default")
 
-	sp, _, err = parseExploreArgs([]string{"x", "--time", "2m"})
-	require.NoError(t, err)
-	assert.Equal(t, 2*time.Minute, sp.budget)
-	assert.Zero(t, sp.schedules)
-	sp, _, err = parseExploreArgs([]string{"x"})
-	require.NoError(t, err)
-	assert.Equal(t, 50, sp.schedules, "the default budget")
+	var g exploreFlags
+	require.Equal(t, 0, parseRow(t, g.bind, "x", "--time", "2m").code)
+	require.NoError(t, g.exploreSpec.check([]string{"x"}))
+	assert.Equal(t, 2*time.Minute, g.budget)
+	assert.Zero(t, g.schedules)
+	var h exploreFlags
+	h.bind(flag.NewFlagSet("explore", flag.ContinueOnError))
+	require.NoError(t, h.exploreSpec.check([]string{"x"}))
+	assert.Equal(t, 50, h.schedules, "the default budget")
 }
 
 func TestExploreArgsRefusals(t *testing.T) {
-	for args, want := range map[string][]string{
-		"name the scenario first":            {"--schedules", "3"},
-		"not both":                           {"x", "--schedules", "3", "--time", "1m"},
-		"unknown strategy":                   {"x", "--strategy", "chaos"},
-		"needs a value":                      {"x", "--seed"},
-		"positive integer":                   {"x", "--schedules", "0"},
-		`--bound "-1": want 0 or more`:       {"x", "--strategy", "dfs", "--bound", "-1"},
-		`--shrink-runs "-1": want 0 or more`: {"x", "--shrink-runs", "-1"},
-		`--depth "-2": want a positive`:      {"x", "--strategy", "pct", "--depth", "-2"},
+	for want, args := range map[string][]string{
+		"name one scenario":              {"--schedules", "3"},
+		"not both":                       {"x", "--schedules", "3", "--time", "1m"},
+		"unknown strategy":               {"x", "--strategy", "chaos"},
+		"flag needs an argument: --seed": {"x", "--seed"},
+		"want a positive integer":        {"x", "--schedules", "0"},
+		`invalid argument "-1" for "--bound" flag: want 0 or more`:       {"x", "--strategy", "dfs", "--bound", "-1"},
+		`invalid argument "-1" for "--shrink-runs" flag: want 0 or more`: {"x", "--shrink-runs", "-1"},
+		`invalid argument "-2" for "--depth" flag: want a positive`:      {"x", "--strategy", "pct", "--depth", "-2"},
+		"replay file": {"x", "--replay", "/nonexistent/1.json"},
 	} {
-		_, _, err := parseExploreArgs(want)
-		if assert.Error(t, err, "%v", want) {
-			assert.Contains(t, err.Error(), args)
-		}
+		var out, errb bytes.Buffer
+		assert.Equal(t, 2, Main(append([]string{"explore"}, args...), nil, &out, &errb, nil), "%v", args)
+		assert.Contains(t, errb.String(), want, "%v", args)
 	}
-	var out, errb bytes.Buffer
-	assert.Equal(t, 2, cmdExplore(invocation{stdout: &out, stderr: &errb}, []string{"x", "--replay", "/nonexistent/1.json"}))
-	assert.Contains(t, errb.String(), "replay file")
 }
 
 // A scenario whose entry redirects its exploration (explore: {via, reason}) is explored
@@ -64,14 +70,14 @@ func TestExploreRedirectFromTheManifest(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.yaml"), []byte("schema_version: 1\nscenarios:\n"+
 		"  - {id: forced, series: s, explore: {via: free, reason: its barriers force one order}}\n"+
 		"  - {id: free, series: s, explore: {processes: [resume, archive]}}\n"), 0o644))
-	via := exploreRedirect("forced", []string{"--features", dir, "--concurrency", "2"})
+	via := exploreRedirect("forced", dir)
 	require.NotNil(t, via)
 	assert.Equal(t, explorer.Redirect{From: "forced", To: "free", Reason: "its barriers force one order"}, *via)
-	assert.Nil(t, exploreRedirect("free", []string{"--features", dir}), "an explorable scenario is explored itself")
-	assert.Nil(t, exploreRedirect("unknown", []string{"--features", dir}), "an unknown id is the run path's to refuse")
+	assert.Nil(t, exploreRedirect("free", dir), "an explorable scenario is explored itself")
+	assert.Nil(t, exploreRedirect("unknown", dir), "an unknown id is the run path's to refuse")
 
 	// The real manifest: p2-16-05 goes through ext-06.
-	via = exploreRedirect("p2-16-05-close-rerun-race", []string{"--features", filepath.Join(repoRoot(), "features")})
+	via = exploreRedirect("p2-16-05-close-rerun-race", filepath.Join(repoRoot(), "features"))
 	require.NotNil(t, via)
 	assert.Equal(t, "ext-06-close-resume-race", via.To)
 }

@@ -58,7 +58,7 @@ func (sp *exploreSpec) requested() string {
 }
 
 // bind declares explore's own flags on fs, bound to sp, with their defaults. Their values are
-// checked as they are set, with the messages parseExploreArgs gives.
+// checked as they are set: a bad one is refused naming the flag and the value.
 func (sp *exploreSpec) bind(fs *flag.FlagSet) {
 	sp.strategy, sp.depth, sp.bound, sp.seed, sp.shrinkRuns = "random", 3, 2, 1, 12
 	fs.Var((*positiveIntFlag)(&sp.schedules), "schedules", "run `N` schedules, each one run of the scenario (default 50; or --time)")
@@ -71,8 +71,8 @@ func (sp *exploreSpec) bind(fs *flag.FlagSet) {
 	fs.Var((*countFlag)(&sp.shrinkRuns), "shrink-runs", "`n` runs at most spent shrinking a violating schedule (0: no shrinking)")
 }
 
-// The values of explore's own flags; Set fails with the parse error itself, which
-// parseExploreArgs names the flag and value around.
+// The values of explore's own flags; Set fails with the parse error itself, which the
+// parser names the flag and value around.
 type (
 	positiveIntFlag      int
 	positiveDurationFlag time.Duration

@@ -12,12 +12,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ksqlflow/flowtest/internal/base/flagcheck"
 	"github.com/ksqlflow/flowtest/internal/results"
 	"github.com/ksqlflow/flowtest/internal/runner"
 )
 
-// multiFlag collects a repeatable flag.
+// multiFlag collects a repeatable flag: the one kind of flag that may be given more than
+// once (tree.go's givenFlags).
 type multiFlag []string
+
+// Type is its name in the help (pflag's for a repeatable string).
+func (m *multiFlag) Type() string { return "stringArray" }
 
 func (m *multiFlag) String() string { return strings.Join(*m, ",") }
 
@@ -221,6 +226,25 @@ func (f *runFlags) configFlags() map[string]string {
 
 // given is the text the user gave for the flag name, "" when it was not given.
 func (f *runFlags) given(name string) string { return f.uses[name].last() }
+
+// defaults gives the named run flags their declared defaults without declaring them on the
+// command's set: the run path reads every run flag, and gate run and explore, which hand it
+// theirs, take only some.
+func (f *runFlags) defaults(names ...string) {
+	f.bindNamed(flag.NewFlagSet("defaults", flag.ContinueOnError), names...)
+}
+
+// withGiven is uses (not changed) plus name given as value: a flag a command sets for the
+// run path (gate run's and explore's --tags), checked as if the user had given it.
+func withGiven(uses map[string]flagUse, name, value string) map[string]flagUse {
+	out := map[string]flagUse{name: {flagcheck.Use{Values: []string{value}}}}
+	for n, u := range uses {
+		if n != name {
+			out[n] = u
+		}
+	}
+	return out
+}
 
 // setDefault gives a flag of fs another default than its declaration's (rehearse names
 // itself as the confirmer).

@@ -8,9 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -27,15 +25,6 @@ const (
 	exitGateIncomplete = 3                 // INCOMPLETE: nothing failed, but not everything passed or was carried over
 )
 
-// splitGateName takes the gate's name from the front of args (`gate run r2 --flags`) or, after
-// the flags, as the one positional argument.
-func splitGateName(args []string) (string, []string) {
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		return args[0], args[1:]
-	}
-	return "", args
-}
-
 // gateShowFlags are the flags of `flowtest gate show`.
 type gateShowFlags struct {
 	runFlags
@@ -45,18 +34,6 @@ type gateShowFlags struct {
 func (f *gateShowFlags) bind(fs *flag.FlagSet) {
 	f.bindNamed(fs, "features")
 	fs.BoolVar(&f.all, "all", false, "also list the scenarios of the carry-over series (the scope when no rule holds)")
-}
-
-// gateNamed is the gate a gate command names: before its flags (lead, splitGateName) or as
-// the one argument after them; false when it names none, or more than one.
-func gateNamed(lead string, fset *flag.FlagSet) (string, bool) {
-	switch {
-	case lead == "" && fset.NArg() == 1:
-		return fset.Arg(0), true
-	case lead == "" || fset.NArg() > 0:
-		return "", false
-	}
-	return lead, true
 }
 
 // loadGate plans every scenario of c's manifest and target and loads the named gate's
@@ -70,17 +47,12 @@ func loadGate(c common, name string) ([]runner.Item, *gate.Def, error) {
 	return items, g, err
 }
 
-func cmdGateShow(inv invocation, f *gateShowFlags, fset *flag.FlagSet, args []string) int {
+func cmdGateShow(inv invocation, f *gateShowFlags, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
-	name, rest := splitGateName(args)
-	if _, code, ok := parseFlags(fset, "gate show", rest, stderr); !ok {
-		return code
-	}
-	name, ok := gateNamed(name, fset)
-	if !ok {
+	if len(args) != 1 {
 		return refuseUsage(stderr, inv.usage)
 	}
-	items, g, err := loadGate(common{target: "sandbox", features: f.features}, name)
+	items, g, err := loadGate(common{target: "sandbox", features: f.features}, args[0])
 	if err != nil {
 		return exitFor(stderr, "gate show", err)
 	}
@@ -128,21 +100,17 @@ var gateOnlyFlags = []string{"sut-repo", "since-archive"}
 
 func (f *gateRunFlags) bind(fs *flag.FlagSet) {
 	f.bindNamed(fs, gateRunFlagNames...) // --durations-from stays: without --shard it only gives the progress line its ETA
+	f.defaults(without(runFlagNames, gateRunFlagNames...)...)
 	fs.StringVar(&f.sutRepo, "sut-repo", "", "the SUT's git repository `DIR`: the carry-over rules read git diff --stat there (required)")
 	fs.StringVar(&f.since, "since-archive", "", "archive of the last accepting run: carried-over scenarios point to their passing records there")
 }
 
-func cmdGateRun(inv invocation, f *gateRunFlags, fset *flag.FlagSet, args []string) int {
+func cmdGateRun(inv invocation, f *gateRunFlags, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
-	name, rest := splitGateName(args)
-	uses, code, ok := parseFlags(fset, "gate run", rest, stderr, "format")
-	if !ok {
-		return code
-	}
-	name, ok = gateNamed(name, fset)
-	if !ok {
+	if len(args) != 1 {
 		return refuseUsage(stderr, inv.usage)
 	}
+	name := args[0]
 	switch {
 	case strings.TrimSpace(f.sutCommit) == "":
 		fmt.Fprintln(stderr, "flowtest gate run: --sut-commit is required: the gate record is for one commit of the SUT")
@@ -172,23 +140,19 @@ func cmdGateRun(inv invocation, f *gateRunFlags, fset *flag.FlagSet, args []stri
 	}
 	writeGatePlan(stdout, rec, runIDs)
 
-	// The run path, with the scope as its selection and the resolved commit.
-	var fwd []string
-	for _, n := range slices.Sorted(maps.Keys(uses)) {
-		if slices.Contains(gateOnlyFlags, n) || n == "sut-commit" {
-			continue
-		}
-		for _, v := range uses[n].Values {
-			fwd = append(fwd, "--"+n+"="+v)
-		}
-	}
+	// The run path, with the scope as its selection and the resolved commit, as if given.
 	tags := make([]string, len(runIDs))
 	for i, id := range runIDs {
 		tags[i] = "@" + id
 	}
-	fwd = append(fwd, "--tags", strings.Join(tags, " or "), "--sut-commit", rec.SUT.Commit)
-	command := append([]string{"flowtest", "gate", "run", name}, rest...)
-	code = runCommand("gate run", fwd, inv, runExtras{gate: rec, label: "gate-" + g.Name, command: command})
+	run := f.runFlags
+	run.tags, run.sutCommit = strings.Join(tags, " or "), rec.SUT.Commit
+	inv.uses = withGiven(inv.uses, "tags", run.tags)
+	inv.uses = withGiven(inv.uses, "sut-commit", run.sutCommit)
+	for _, n := range gateOnlyFlags {
+		delete(inv.uses, n)
+	}
+	code := runWith(&run, inv, nil, runExtras{gate: rec, label: "gate-" + g.Name, command: inv.line})
 	if f.dryRun {
 		return code // the plan above and the run's dry run: nothing ran, no record
 	}

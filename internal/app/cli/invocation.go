@@ -1,7 +1,7 @@
 package cli
 
-// What every command runs with (streams, interrupts, its row's usage and help), apart from
-// the table so that a command's file needs nothing of the table's.
+// What every command runs with (streams, interrupts, its row's name and usage, the flags
+// given), apart from the table so that a command's file needs nothing of the table's.
 
 import (
 	"context"
@@ -20,11 +20,13 @@ type invocation struct {
 	// The run path's runner and the kSQL-Flow wrapper act on both themselves (the runner:
 	// stop the scenarios, then kill their children).
 	stop, now context.Context
-	// usage is the command's usage line (what follows "flowtest "), help writes its -h: the
-	// table's row, handed down so that the commands' flag sets and refusals need not look
-	// the table up.
-	usage string
-	help  func(w io.Writer)
+	// name and usage are the command's row (its name; its usage line, what follows
+	// "flowtest "), handed down so that the commands' refusals need not look the table up.
+	name, usage string
+	// uses are the flags the user gave, with their raw values (the tree's one parse).
+	uses map[string]flagUse
+	// line is the command line as given, from "flowtest" on (run.json's command).
+	line []string
 }
 
 // stopped is the interruption of a command that a signal stopped before what (nothing of it

@@ -31,26 +31,25 @@ func (f *mergeFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.out, "out", "test-results", "archive root of the merged archive: <out>/<YYYY-MM-DD>/<HHMMSS>-merged-<label>/")
 }
 
-func cmdMerge(inv invocation, f *mergeFlags, fset *flag.FlagSet, args []string) int {
+func cmdMerge(inv invocation, f *mergeFlags, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
-	uses, code, ok := parseArchiveArgs(inv, fset, "archive merge", args, 2, -1)
-	if !ok {
-		return code
+	if !archiveArgs(inv, args, 2, -1) {
+		return runner.ExitRefused
 	}
 	if err := creatableDir("--out", f.out); err != nil {
 		return exitFor(stderr, "archive merge", err)
 	}
 	// The merged archive would land inside a shard and change the input it was merged from.
-	if err := flagcheck.NotInside("--out", f.out, fset.Args(), "the shard archive"); err != nil {
+	if err := flagcheck.NotInside("--out", f.out, args, "the shard archive"); err != nil {
 		return exitFor(stderr, "archive merge", err)
 	}
-	env, appIDs, err := f.scanInputs(uses)
+	env, appIDs, err := f.scanInputs(inv.uses)
 	if err != nil {
 		return exitFor(stderr, "archive merge", err)
 	}
 	var in []merge.MergeInput
 	sources := map[string][]byte{} // the shards' feature texts, for the merged messages.ndjson
-	for _, dir := range fset.Args() {
+	for _, dir := range args {
 		// Every shard is verified before any is merged: a record that says failed where
 		// run.json says passed would otherwise make a merged run.json that says passed.
 		scen, run, err := results.ReadVerified(dir)

@@ -1,22 +1,17 @@
 package cli
 
 import (
-	"flag"
 	"fmt"
 
 	"github.com/ksqlflow/flowtest/internal/runner"
 )
 
-func cmdList(inv invocation, f *listFlags, fs *flag.FlagSet, args []string) int {
+func cmdList(inv invocation, f *listFlags, args []string) int {
 	stdout, stderr, c := inv.stdout, inv.stderr, &f.common
-	uses, code, ok := parseFlags(fs, "list", args, stderr)
-	if !ok {
-		return code
-	}
-	if unexpectedArgs(fs, stderr, "") {
+	if unexpectedArgs(inv, args, "") {
 		return runner.ExitRefused
 	}
-	if err := c.validate(uses); err != nil {
+	if err := c.validate(inv.uses); err != nil {
 		return exitFor(stderr, "list", err)
 	}
 	items, _, expr, err := c.plan()

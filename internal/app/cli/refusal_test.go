@@ -151,7 +151,7 @@ func TestEveryWrongInputIsRefusedBeforeAnythingRuns(t *testing.T) {
 		{"api budget not a number", []string{"run"}, []string{"FLOWTEST_API_BUDGET=lots"}, false, []string{"FLOWTEST_API_BUDGET", `"lots" is not an integer`}},
 		{"negative step timeout", []string{"run", "--step-timeout", "-5s"}, nil, false, []string{`--step-timeout "-5s"`}},
 		{"negative sandbox read latency", []string{"run", "--sandbox-read-latency", "-1s"}, nil, false, []string{`--sandbox-read-latency "-1s": want 0`}},
-		{"unparsable step timeout", []string{"run", "--step-timeout", "5 minutes"}, nil, false, []string{`invalid value "5 minutes" for flag -step-timeout`}},
+		{"unparsable step timeout", []string{"run", "--step-timeout", "5 minutes"}, nil, false, []string{`invalid argument "5 minutes" for "--step-timeout" flag`}},
 		{"zero concurrency", []string{"run", "--concurrency", "0"}, nil, false, []string{`--concurrency "0": want an integer of at least 1`}},
 		{"word concurrency", []string{"run", "--concurrency", "two"}, nil, false, []string{`--concurrency "two"`}},
 		{"zero repeat", []string{"run", "--repeat", "0"}, nil, false, []string{`--repeat "0": want an integer of at least 1`}},
@@ -181,7 +181,7 @@ func TestEveryWrongInputIsRefusedBeforeAnythingRuns(t *testing.T) {
 		{"blank confirmer", []string{"run", "--confirmed-by", " "}, nil, false, []string{`--confirmed-by " ": empty`}},
 		{"empty SUT commit", []string{"run", "--sut-commit", ""}, nil, false, []string{`--sut-commit "": empty`}},
 		{"unexpected argument", []string{"run", "@m5"}, nil, false, []string{"unexpected arguments", "--tags"}},
-		{"unknown flag", []string{"run", "--tag", "@m5"}, nil, false, []string{"flag provided but not defined: -tag"}},
+		{"unknown flag", []string{"run", "--tag", "@m5"}, nil, false, []string{"flowtest run: unknown flag --tag (did you mean --tags?)"}},
 
 		// flags that exclude each other
 		{"sandbox binary with the live target", []string{"run", "--target", "live", "--sandbox-bin", aFile}, nil, true, []string{"--sandbox-bin", "the live target starts no sandbox"}},

@@ -39,19 +39,15 @@ func (f *rehearseFlags) bind(fs *flag.FlagSet) {
 
 // cmdRehearse is `flowtest rehearse` (internal/app/rehearse): its flags and selection are checked
 // here, once, so that a typo is refused before any tenant starts.
-func cmdRehearse(inv invocation, f *rehearseFlags, fset *flag.FlagSet, args []string) int {
+func cmdRehearse(inv invocation, f *rehearseFlags, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
-	uses, code, ok := parseFlags(fset, "rehearse", args, stderr)
-	if !ok {
-		return code
-	}
-	if unexpectedArgs(fset, stderr, selectWithTags) {
+	if unexpectedArgs(inv, args, selectWithTags) {
 		return runner.ExitRefused
 	}
-	if err := f.validate(uses); err != nil {
+	if err := f.validate(inv.uses); err != nil {
 		return exitFor(stderr, "rehearse", err)
 	}
-	f.uses = uses
+	f.uses = inv.uses
 	// The selection is checked here, once, so a typo is refused before any tenant starts;
 	// there are never more tenants than scenarios (a shard without one would be refused).
 	c := common{target: "live", tags: f.tags, features: f.features}
@@ -88,7 +84,7 @@ func cmdRehearse(inv invocation, f *rehearseFlags, fset *flag.FlagSet, args []st
 	if err != nil {
 		return exitFor(stderr, "rehearse", err)
 	}
-	code = rehearsalCode(rep)
+	code := rehearsalCode(rep)
 	// Through a redactor of the operator's environment, and leak-checked: the tenants' own
 	// tokens stay in their work dirs, but a problem line quotes a live run's output.
 	secrets := redact.SecretsFromEnv(envMap(os.Environ()))

@@ -6,7 +6,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -18,22 +17,12 @@ import (
 	"github.com/ksqlflow/flowtest/internal/safety"
 )
 
-// runCommand is the run path for the run flags `flowtest gate run` and `flowtest explore`
-// hand on, under their command's name; extras is what they add (the gate record, the
-// exploration). It parses every run flag: the command refused those it does not take with
-// its own set first, and adds some itself (--tags).
-func runCommand(name string, args []string, inv invocation, extras runExtras) int {
-	fs := newFlagSet(name, inv.help)
-	var f runFlags
-	f.bind(fs)
-	fs.SetOutput(inv.stderr)
-	return runWith(name, &f, fs, args, inv, extras)
-}
-
-// runWith is the run path over args parsed into fs, on which the flags of flags are bound.
-func runWith(name string, flags *runFlags, fs *flag.FlagSet, args []string, inv invocation, extras runExtras) int {
-	stdout, stderr := inv.stdout, inv.stderr
-	s, code := startCommand(name, flags, fs, args, true, stderr)
+// runWith is the run path over the run flags of a command (flags, given as inv.uses) and
+// its arguments (none), under the command's name (inv.name); extras is what gate run and
+// explore add (the gate record, the exploration).
+func runWith(flags *runFlags, inv invocation, args []string, extras runExtras) int {
+	stdout, stderr, name := inv.stdout, inv.stderr, inv.name
+	s, code := startCommand(flags, inv, args, true)
 	if s == nil {
 		return code
 	}

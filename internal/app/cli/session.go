@@ -2,9 +2,7 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -176,19 +174,17 @@ func (s *session) setupChecks() []safety.Check {
 	return s.setup
 }
 
-// startCommand parses the flags of run or check (bound to f on fset) and opens the session;
-// a non-zero code means the command is refused (and the message printed).
-func startCommand(name string, f *runFlags, fset *flag.FlagSet, args []string, withRun bool, stderr io.Writer) (*session, int) {
-	uses, code, ok := parseFlags(fset, name, args, stderr, "format")
-	if !ok {
-		return nil, code
-	}
-	f.uses = uses
-	if unexpectedArgs(fset, stderr, selectWithTags) {
+// startCommand checks the flags of run or check (f, given as inv.uses) and its arguments
+// (none) and opens the session; a non-zero code means the command is refused (and the
+// message printed).
+func startCommand(f *runFlags, inv invocation, args []string, withRun bool) (*session, int) {
+	name, stderr := inv.name, inv.stderr
+	f.uses = inv.uses
+	if unexpectedArgs(inv, args, selectWithTags) {
 		return nil, runner.ExitRefused
 	}
 	// Every flag value before anything else: nothing is read or started on a bad one.
-	if err := f.validate(uses, withRun); err != nil {
+	if err := f.validate(f.uses, withRun); err != nil {
 		return nil, exitFor(stderr, name, err)
 	}
 	s, err := openSession(*f)

@@ -26,12 +26,9 @@ func (f *stepsFlags) bind(fs *flag.FlagSet) {
 // shows, plus the use). Undefined and ambiguous feature steps are listed after it. Exit 1
 // when a feature step matches no definition or several (with --unused, also when a definition
 // is used by no scenario), 2 on usage or feature errors.
-func cmdSteps(inv invocation, f *stepsFlags, fs *flag.FlagSet, args []string) int {
+func cmdSteps(inv invocation, f *stepsFlags, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
-	if _, code, ok := parseFlags(fs, "steps", args, stderr); !ok {
-		return code
-	}
-	if unexpectedArgs(fs, stderr, "") {
+	if unexpectedArgs(inv, args, "") {
 		return runner.ExitRefused
 	}
 	// The same discovery as run and list, so the index covers exactly what they would run.

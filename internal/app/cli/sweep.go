@@ -33,9 +33,9 @@ func (f *sweepFlags) bind(fs *flag.FlagSet) {
 // cmdSweep is `flowtest sweep`: its flags, the session and the same safety preflight as run,
 // the target, the identifier rules over what would be deleted, and the exit code; finding and
 // deleting the leftovers is internal/sweep.
-func cmdSweep(inv invocation, sf *sweepFlags, fset *flag.FlagSet, args []string) int {
+func cmdSweep(inv invocation, sf *sweepFlags, args []string) int {
 	stdout, stderr, f := inv.stdout, inv.stderr, &sf.runFlags
-	if code, ok := sf.parse(fset, args, stderr); !ok {
+	if code, ok := sf.check(inv, args); !ok {
 		return code
 	}
 	s, err := openSession(*f)
@@ -112,22 +112,18 @@ func cmdSweep(inv invocation, sf *sweepFlags, fset *flag.FlagSet, args []string)
 	return runner.ExitPassed
 }
 
-// parse parses and checks sweep's flags; when it returns false, code is the exit (refused).
-func (sf *sweepFlags) parse(fset *flag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
-	f := &sf.runFlags
-	uses, code, ok := parseFlags(fset, "sweep", args, stderr)
-	if !ok {
-		return code, false
-	}
-	f.uses = uses
-	if unexpectedArgs(fset, stderr, "") {
+// check checks sweep's flags and arguments; when it returns false, code is the exit (refused).
+func (sf *sweepFlags) check(inv invocation, args []string) (code int, ok bool) {
+	f, stderr := &sf.runFlags, inv.stderr
+	f.uses = inv.uses
+	if unexpectedArgs(inv, args, "") {
 		return runner.ExitRefused, false
 	}
 	if sf.olderThan <= 0 {
 		fmt.Fprintf(stderr, "flowtest sweep: --older-than %s: want a positive duration, e.g. 1h or 30m\n", sf.olderThan)
 		return runner.ExitRefused, false
 	}
-	if err := f.validate(uses, false); err != nil {
+	if err := f.validate(f.uses, false); err != nil {
 		return exitFor(stderr, "sweep", err), false
 	}
 	return 0, true

@@ -5,7 +5,7 @@ package cli
 // naming the flag and the value. The rules (docs/running.md, "Other flags, and how bad input
 // is refused"):
 //
-//   - a flag given twice is refused (the flag package would keep the last silently; two
+//   - a flag given twice is refused (the parser would keep the last silently; two
 //     --tags are not an "or"), except the repeatable --format;
 //   - durations positive (--step-timeout; its default 0 means "5m times the timeout scale"
 //     and cannot be given explicitly), counts at least 1 (--concurrency), decimals positive
@@ -24,8 +24,6 @@ package cli
 // AND match the expression (an empty intersection is refused like any empty selection).
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -51,59 +49,8 @@ var (
 	creatableDir = flagcheck.CreatableDir
 )
 
-// newFlagSet is an empty set for the flags of the command named name, whose -h prints help
-// (the command's row: command.writeHelp, invocation.help).
-func newFlagSet(name string, help func(w io.Writer)) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.Usage = func() {
-		if help != nil {
-			help(fs.Output())
-		}
-	}
-	return fs
-}
-
-// parseFlags parses args into fset and refuses a repeated flag. Errors of the flag package are
-// printed as one line plus a pointer to -h (not the whole flag list); -h prints the command's
-// help (fset's Usage, newFlagSet) and is not a refusal.
-func parseFlags(fset *flag.FlagSet, name string, args []string, stderr io.Writer, repeatable ...string) (map[string]flagUse, int, bool) {
-	var buf strings.Builder
-	fset.SetOutput(&buf)
-	err := fset.Parse(args)
-	fset.SetOutput(stderr)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprint(stderr, buf.String())
-		return nil, 0, false
-	case err != nil:
-		why := ""
-		if flagName, undefined := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); undefined {
-			if w := notTaken[name][strings.TrimLeft(flagName, "-")]; w != "" {
-				why = ": " + w
-			}
-		}
-		fmt.Fprintf(stderr, "flowtest %s: %v%s (flowtest %s -h lists the flags)\n", name, err, why, name)
-		return nil, runner.ExitRefused, false
-	}
-	given := flagcheck.Uses(fset, args)
-	var rep flagcheck.Repeated
-	if err := flagcheck.Once(given, repeatable...); errors.As(err, &rep) {
-		hint := "give it once"
-		if rep.Name == "tags" {
-			hint = "give one expression, e.g. --tags '@m5 or @m6'"
-		}
-		fmt.Fprintf(stderr, "flowtest %s: %v: %s\n", name, err, hint)
-		return nil, runner.ExitRefused, false
-	}
-	uses := map[string]flagUse{}
-	for n, u := range given {
-		uses[n] = flagUse{u}
-	}
-	return uses, 0, true
-}
-
 // notTaken says why a command does not take a flag that a sibling takes (flags.go's
-// groups), for the refusal of that flag: "not defined" alone leaves the user guessing.
+// groups), for the refusal of that flag: "unknown flag" alone leaves the user guessing.
 var notTaken = func() map[string]map[string]string {
 	why := map[string]map[string]string{}
 	set := func(cmd, reason string, flags ...string) {
@@ -132,13 +79,13 @@ var notTaken = func() map[string]map[string]string {
 // --tags, not named.
 const selectWithTags = " (select scenarios with --tags)"
 
-// unexpectedArgs refuses the arguments left after the flags of a command that takes none,
-// naming them and adding hint; it reports whether there were any.
-func unexpectedArgs(fset *flag.FlagSet, stderr io.Writer, hint string) bool {
-	if fset.NArg() == 0 {
+// unexpectedArgs refuses the positional arguments of a command that takes none, naming
+// them and adding hint; it reports whether there were any.
+func unexpectedArgs(inv invocation, args []string, hint string) bool {
+	if len(args) == 0 {
 		return false
 	}
-	fmt.Fprintf(stderr, "flowtest %s: unexpected arguments %q%s\n", fset.Name(), fset.Args(), hint)
+	fmt.Fprintf(inv.stderr, "flowtest %s: unexpected arguments %q%s\n", inv.name, args, hint)
 	return true
 }
 

@@ -1,6 +1,7 @@
 // Package flagcheck holds the generic rules of flowtest's flag validation: the record of
-// which flags were given and with which raw values (the flag package keeps only the last, and
-// cannot tell a default from a value given), the refusal of a flag given twice, and the path
+// which flags were given and with which raw values (a flag parser keeps only the last, and
+// cannot tell a default from a value given; internal/app/cli fills it as pflag parses), the
+// refusal of a flag given twice, and the path
 // rules (an existing file, an existing directory, a directory that exists or can be created,
 // a file that can be written, an output that is not inside a folder the command reads).
 // The path checks return a refusal (internal/base/refusal): a wrong flag value stops the command
@@ -9,7 +10,6 @@ package flagcheck
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -25,7 +25,7 @@ import (
 // Use is what the user wrote for one flag: every raw value, in order.
 type Use struct{ Values []string }
 
-// Last is the value that counts (the flag package keeps the last), "" when none.
+// Last is the value that counts (the parser keeps the last), "" when none.
 func (u Use) Last() string {
 	if len(u.Values) == 0 {
 		return ""
@@ -33,43 +33,7 @@ func (u Use) Last() string {
 	return u.Values[len(u.Values)-1]
 }
 
-// Uses reads, from args that fset has parsed successfully, which flags were given and with
-// which raw values. It stops where the flag package stops (the first non-flag argument or
-// "--").
-func Uses(fset *flag.FlagSet, args []string) map[string]Use {
-	uses := map[string]Use{}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" || len(a) < 2 || a[0] != '-' {
-			break
-		}
-		name := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
-		name, value, hasValue := strings.Cut(name, "=")
-		f := fset.Lookup(name)
-		if f == nil {
-			break
-		}
-		if !hasValue {
-			if isBoolFlag(f) {
-				value = "true"
-			} else if i+1 < len(args) {
-				i++
-				value = args[i]
-			}
-		}
-		u := uses[name]
-		u.Values = append(u.Values, value)
-		uses[name] = u
-	}
-	return uses
-}
-
-func isBoolFlag(f *flag.Flag) bool {
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
-}
-
-// Repeated is a flag given more than once: the flag package would keep the last value
+// Repeated is a flag given more than once: the parser would keep the last value
 // silently (two --tags are not an "or").
 type Repeated struct {
 	Name   string

@@ -2,7 +2,6 @@ package flagcheck
 
 import (
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,33 +13,8 @@ import (
 	"github.com/ksqlflow/flowtest/internal/base/refusal"
 )
 
-func newSet() *flag.FlagSet {
-	fset := flag.NewFlagSet("t", flag.ContinueOnError)
-	fset.String("tags", "", "")
-	fset.String("out", "d", "")
-	fset.Bool("delete", false, "")
-	fset.Var(new(multi), "format", "")
-	return fset
-}
-
-type multi []string
-
-func (m *multi) String() string     { return "" }
-func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
-
-// The record names what the user wrote, not the defaults, every value in order, in all the
-// spellings the flag package takes, and stops where the flag package stops.
-func TestUsesRecordsWhatWasWritten(t *testing.T) {
-	fset := newSet()
-	args := []string{"--tags", "@m5", "-tags=@m6", "--delete", "-format", "a", "--format=b", "feature", "--out", "x"}
-	require.NoError(t, fset.Parse(args))
-	uses := Uses(fset, args)
-	assert.Equal(t, map[string]Use{
-		"tags":   {Values: []string{"@m5", "@m6"}},
-		"delete": {Values: []string{"true"}},
-		"format": {Values: []string{"a", "b"}},
-	}, uses, "--out after the first argument is not a flag; its default is not a use")
-	assert.Equal(t, "@m6", uses["tags"].Last())
+func TestLastIsTheValueThatCounts(t *testing.T) {
+	assert.Equal(t, "@m6", Use{Values: []string{"@m5", "@m6"}}.Last())
 	assert.Equal(t, "", Use{}.Last())
 }
 
