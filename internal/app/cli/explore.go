@@ -67,7 +67,7 @@ func parseExploreArgs(args []string) (exploreSpec, []string, error) {
 			value = args[i]
 		}
 		if err := fl.Value.Set(value); err != nil {
-			return sp, nil, fmt.Errorf("explore: --%s %q: %v", name, value, err)
+			return sp, nil, fmt.Errorf("flowtest explore: --%s: %v", name, err)
 		}
 	}
 	if sp.schedules > 0 && sp.budget > 0 {

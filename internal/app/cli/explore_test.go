@@ -38,14 +38,16 @@ func TestExploreArgsSplitOwnFlagsFromRunFlags(t *testing.T) {
 
 func TestExploreArgsRefusals(t *testing.T) {
 	for args, want := range map[string][]string{
-		"name the scenario first":            {"--schedules", "3"},
-		"not both":                           {"x", "--schedules", "3", "--time", "1m"},
-		"unknown strategy":                   {"x", "--strategy", "chaos"},
-		"needs a value":                      {"x", "--seed"},
-		"positive integer":                   {"x", "--schedules", "0"},
-		`--bound "-1": want 0 or more`:       {"x", "--strategy", "dfs", "--bound", "-1"},
-		`--shrink-runs "-1": want 0 or more`: {"x", "--shrink-runs", "-1"},
-		`--depth "-2": want a positive`:      {"x", "--strategy", "pct", "--depth", "-2"},
+		"name the scenario first": {"--schedules", "3"},
+		"not both":                {"x", "--schedules", "3", "--time", "1m"},
+		"unknown strategy":        {"x", "--strategy", "chaos"},
+		"needs a value":           {"x", "--seed"},
+		`--schedules: want a positive integer such as 3, got "0"`: {"x", "--schedules", "0"},
+		`--bound: want 0 or more, such as 2, got "-1"`:            {"x", "--strategy", "dfs", "--bound", "-1"},
+		`--shrink-runs: want 0 or more, such as 2, got "-1"`:      {"x", "--shrink-runs", "-1"},
+		`--depth: want a positive integer such as 3, got "-2"`:    {"x", "--strategy", "pct", "--depth", "-2"},
+		`--time: want a positive duration such as 10m, got "5"`:   {"x", "--time", "5"},
+		`--seed: want a non-negative integer such as 42, got "x"`: {"x", "--seed", "x"},
 	} {
 		_, _, err := parseExploreArgs(want)
 		if assert.Error(t, err, "%v", want) {

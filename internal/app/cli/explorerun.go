@@ -5,7 +5,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"sync"
 	"time"
 
@@ -69,56 +67,6 @@ func (sp *exploreSpec) bind(fs *flag.FlagSet) {
 	fs.Var((*uint64Flag)(&sp.seed), "seed", "seed `S` of the strategy's choices")
 	fs.StringVar(&sp.replay, "replay", "", "run once the schedule of `FILE` (schedules/<n>.json of an earlier exploration)")
 	fs.Var((*countFlag)(&sp.shrinkRuns), "shrink-runs", "`n` runs at most spent shrinking a violating schedule (0: no shrinking)")
-}
-
-// The values of explore's own flags; Set fails with the parse error itself, which
-// parseExploreArgs names the flag and value around.
-type (
-	positiveIntFlag      int
-	positiveDurationFlag time.Duration
-	countFlag            int // 0 or more
-	uint64Flag           uint64
-)
-
-func (p *positiveIntFlag) String() string { return strconv.Itoa(int(*p)) }
-
-func (p *positiveIntFlag) Set(s string) error {
-	n, err := strconv.Atoi(s)
-	if err == nil && n < 1 {
-		err = errors.New("want a positive integer")
-	}
-	*p = positiveIntFlag(n)
-	return err
-}
-
-func (p *positiveDurationFlag) String() string { return time.Duration(*p).String() }
-
-func (p *positiveDurationFlag) Set(s string) error {
-	d, err := time.ParseDuration(s)
-	if err == nil && d <= 0 {
-		err = errors.New("not positive")
-	}
-	*p = positiveDurationFlag(d)
-	return err
-}
-
-func (p *countFlag) String() string { return strconv.Itoa(int(*p)) }
-
-func (p *countFlag) Set(s string) error {
-	n, err := strconv.Atoi(s)
-	if err == nil && n < 0 {
-		err = errors.New("want 0 or more")
-	}
-	*p = countFlag(n)
-	return err
-}
-
-func (p *uint64Flag) String() string { return strconv.FormatUint(uint64(*p), 10) }
-
-func (p *uint64Flag) Set(s string) error {
-	n, err := strconv.ParseUint(s, 10, 64)
-	*p = uint64Flag(n)
-	return err
 }
 
 // exploreRuns is the session's execution under `flowtest explore`.

@@ -106,7 +106,7 @@ var runFlagDecls = withConfigFlags(map[string]func(f *runFlags, fs *flag.FlagSet
 		fs.BoolVar(&f.dryRun, "dry-run", false, "preflight and the ordered list of what would run, with reasons; nothing starts")
 	},
 	"step-timeout": func(f *runFlags, fs *flag.FlagSet) {
-		fs.DurationVar(&f.stepTimeout, "step-timeout", 0, "deadline of every step, a positive duration (default 5m, times FLOWTEST_TIMEOUT_SCALE)")
+		durationFlag(fs, &f.stepTimeout, "step-timeout", 0, "deadline of every step, a positive `duration` (default 5m, times FLOWTEST_TIMEOUT_SCALE)")
 	},
 	"format": func(f *runFlags, fs *flag.FlagSet) {
 		fs.Var(&f.formats, "format", "extra godog formatter (repeatable), e.g. pretty or junit:out.xml (one file per scenario)")
@@ -124,10 +124,10 @@ var runFlagDecls = withConfigFlags(map[string]func(f *runFlags, fs *flag.FlagSet
 		fs.StringVar(&f.durationsDir, "durations-from", "", "archive of an earlier run whose scenario durations balance --shard and give the progress line its ETA")
 	},
 	"sandbox-read-latency": func(f *runFlags, fs *flag.FlagSet) {
-		fs.DurationVar(&f.readLatency, "sandbox-read-latency", 500*time.Millisecond, "sandbox: delay of every request to the business apps (0 = a fast tenant; held windows make every scenario independent of it)")
+		durationFlag(fs, &f.readLatency, "sandbox-read-latency", 500*time.Millisecond, "sandbox: `delay` of every request to the business apps, a duration (0 = a fast tenant; held windows make every scenario independent of it)")
 	},
 	"repeat": func(f *runFlags, fs *flag.FlagSet) {
-		fs.IntVar(&f.repeat, "repeat", 1, "run the selection this many times (new scopes, a new archive each time) and report per scenario how many runs passed; exit 1 if one flaked")
+		intFlag(fs, &f.repeat, "repeat", 1, "run the selection `N` times (new scopes, a new archive each time) and report per scenario how many runs passed; exit 1 if one flaked")
 	},
 })
 

@@ -76,6 +76,10 @@ func parseFlags(fset *flag.FlagSet, name string, args []string, stderr io.Writer
 		fmt.Fprint(stderr, buf.String())
 		return nil, 0, false
 	case err != nil:
+		if msg, ok := flagValueError(err.Error()); ok {
+			fmt.Fprintf(stderr, "flowtest %s: %s\n", name, msg)
+			return nil, runner.ExitRefused, false
+		}
 		why := ""
 		if flagName, undefined := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); undefined {
 			if w := notTaken[name][strings.TrimLeft(flagName, "-")]; w != "" {
