@@ -233,12 +233,24 @@ func setDefault(fs *flag.FlagSet, name, value string) {
 }
 
 // checkFlags are check's: a session's that the preflight reads.
-type checkFlags struct{ runFlags }
+type checkFlags struct {
+	runFlags
+	jsonFlag
+}
 
-func (f *checkFlags) bind(fs *flag.FlagSet) { f.bindNamed(fs, checkFlagNames...) }
+func (f *checkFlags) bind(fs *flag.FlagSet) {
+	f.bindNamed(fs, checkFlagNames...)
+	f.bindJSON(fs, "the checks")
+}
 
 // listFlags are list's: the scenarios and their target. list reads no configuration
 // (--env-file), starts nothing (--sandbox-bin) and confirms nothing (--confirmed-by).
-type listFlags struct{ runFlags }
+type listFlags struct {
+	runFlags
+	jsonFlag
+}
 
-func (f *listFlags) bind(fs *flag.FlagSet) { f.bindNamed(fs, listFlagNames...) }
+func (f *listFlags) bind(fs *flag.FlagSet) {
+	f.bindNamed(fs, listFlagNames...)
+	f.bindJSON(fs, "the scenarios and totals")
+}

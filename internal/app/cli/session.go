@@ -121,7 +121,7 @@ func openSession(f runFlags) (*session, error) {
 	s := &session{flags: f, items: items, fsys: fsys, featuresDigest: digest, cfg: cfg, prep: prep, in: in, workDir: work, work: wd, durations: durations, api: apicount.New()}
 	// The preflight (check's PASS line too) judges the concurrency the run will use: on the
 	// sandbox the default when none is configured, not the configuration's 1.
-	s.in.Concurrency = s.concurrency()
+	s.in.Concurrency, s.in.ConcurrencyFrom = s.concurrencyFrom()
 	return s, nil
 }
 
