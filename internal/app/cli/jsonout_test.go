@@ -62,7 +62,6 @@ func TestListJSON(t *testing.T) {
 	assert.True(t, strings.HasPrefix(lines[len(lines)-1], strconv.Itoa(got.Totals.Selected)+" of "+strconv.Itoa(got.Totals.Scenarios)+" scenarios selected"), lines[len(lines)-1])
 }
 
-
 // steps --json: each definition with its regexp, handler, file:line and users, decoded; the
 // totals agree with the lists.
 func TestStepsJSON(t *testing.T) {
