@@ -59,7 +59,9 @@ func parseExploreArgs(args []string) (exploreSpec, []string, error) {
 			rest = append(rest, a)
 			continue
 		}
-		if !hasValue {
+		if bf, isBool := fl.Value.(interface{ IsBoolFlag() bool }); !hasValue && isBool && bf.IsBoolFlag() {
+			value = "true" // a switch alone
+		} else if !hasValue {
 			if i+1 >= len(args) {
 				return sp, nil, fmt.Errorf("explore: --%s needs a value", name)
 			}
@@ -111,6 +113,9 @@ func cmdExplore(inv invocation, args []string) int {
 	}
 	runArgs := append([]string{"--tags", "@" + sp.id}, rest...)
 	sp.interrupt = inv.stop
+	if sp.json {
+		sp.jsonOut, inv.stdout = inv.stdout, inv.stderr
+	}
 	return runCommand("explore", runArgs, inv,
 		runExtras{command: append([]string{"flowtest", "explore"}, args...), label: "explore-" + sp.id, explore: &sp})
 }

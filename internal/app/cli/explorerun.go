@@ -45,6 +45,10 @@ type exploreSpec struct {
 	via *explorer.Redirect
 	// interrupt is the command's (invocation.stop): cancelled, no new schedule starts.
 	interrupt context.Context
+	// json is --json: the summary goes to jsonOut (the command's stdout) as one object, and
+	// everything else the command prints to its stderr.
+	json    bool
+	jsonOut io.Writer
 }
 
 // requested is the scenario the command named (the redirect's source, else the explored one).
@@ -67,6 +71,7 @@ func (sp *exploreSpec) bind(fs *flag.FlagSet) {
 	fs.Var((*uint64Flag)(&sp.seed), "seed", "seed `S` of the strategy's choices")
 	fs.StringVar(&sp.replay, "replay", "", "run once the schedule of `FILE` (schedules/<n>.json of an earlier exploration)")
 	fs.Var((*countFlag)(&sp.shrinkRuns), "shrink-runs", "`n` runs at most spent shrinking a violating schedule (0: no shrinking)")
+	fs.BoolVar(&sp.json, "json", false, "print the summary as one JSON object on stdout, and the progress on stderr (docs/explore.md)")
 }
 
 // exploreRuns is the session's execution under `flowtest explore`.
@@ -122,8 +127,10 @@ func (s *session) exploreRuns(ctx context.Context, tgt *target.Target, stdout io
 		fmt.Fprintf(stdout, "flowtest explore: %v\n", werr)
 		return runner.ExitFailed
 	}
-	fmt.Fprintf(stdout, "explore %s: %d schedules, %d distinct write orders (%d seen before), branches %v, %d violations, %.0f s (%.1f/min) — %s\n",
-		sp.id, rep.SchedulesRun, rep.DistinctOrder, rep.Duplicates, rep.Branches, len(rep.Violations), rep.Elapsed, rep.PerMinute, dir)
+	if werr := writeExploreSummary(stdout, sp.jsonOut, red, exploreSummary(rep, dir)); werr != nil {
+		fmt.Fprintf(stdout, "flowtest explore: %v\n", werr)
+		return runner.ExitFailed
+	}
 	var appIDs []string
 	for id := range tgt.AppRoles() {
 		appIDs = append(appIDs, id)

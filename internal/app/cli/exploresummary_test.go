@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ksqlflow/flowtest/internal/app/explorer"
+	"github.com/ksqlflow/flowtest/internal/results/redact"
+)
+
+func aReport() *explorer.Report {
+	return &explorer.Report{Scenario: "m6-race", Strategy: "random", Seed: 7, SchedulesRun: 50, DistinctOrder: 12, Duplicates: 38,
+		Branches: map[string]int{"archive-first": 20, "resume-first": 30}, Passed: 49,
+		Violations: make([]explorer.Violating, 1), Elapsed: 120, PerMinute: 25}
+}
+
+// The text summary shows the outcome branches as lines, most schedules first, never a Go
+// map (`branches map[…]`, issue 43).
+func TestExploreSummaryTextHasNoGoMap(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, writeExploreSummary(&out, nil, nil, exploreSummary(aReport(), "test-results/d/x")))
+	assert.Equal(t, "explore m6-race: 50 schedules, 12 distinct write orders (38 seen before), 1 violations, 120 s (25.0/min) — test-results/d/x\n"+
+		"  outcome branches:\n"+
+		"    resume-first   30 of 50 schedules\n"+
+		"    archive-first  20 of 50 schedules\n", out.String())
+	assert.NotContains(t, out.String(), "map[")
+
+	out.Reset()
+	r := aReport()
+	r.Branches = map[string]int{"": 3}
+	require.NoError(t, writeExploreSummary(&out, nil, nil, exploreSummary(r, "d")))
+	assert.Contains(t, out.String(), "    (no branch noted)  3 of 50 schedules\n")
+}
+
+// explore --json: the same facts as one object, decoded by encoding/json, redacted like the
+// console; the text is not printed beside it.
+func TestExploreSummaryJSON(t *testing.T) {
+	var text, js bytes.Buffer
+	r := aReport()
+	r.Scenario = "m6-race-s3cretTokenValue1"
+	red := redact.New(map[string]string{"KINTONE_TOKEN": "s3cretTokenValue1"}, nil)
+	require.NoError(t, writeExploreSummary(&text, &js, red, exploreSummary(r, "test-results/d/x")))
+	assert.Empty(t, text.String())
+	assert.NotContains(t, js.String(), "s3cretTokenValue1")
+	var got exploreSummaryJSON
+	decodeJSON(t, js.String(), &got)
+	assert.Equal(t, exploreSummaryJSON{Scenario: got.Scenario, Strategy: "random", Seed: 7, Schedules: 50, DistinctWriteOrders: 12, SeenBefore: 38,
+		Passed: 49, Violations: 1, Branches: []branchCountJSON{{"resume-first", 30}, {"archive-first", 20}},
+		ElapsedSeconds: 120, SchedulesPerMinute: 25, Archive: "test-results/d/x"}, got)
+	assert.Contains(t, got.Scenario, "[REDACTED")
+}
+
+// --json is explore's own switch: it takes no value from the next argument.
+func TestExploreJSONIsASwitch(t *testing.T) {
+	sp, rest, err := parseExploreArgs([]string{"x", "--json", "--concurrency", "2"})
+	require.NoError(t, err)
+	assert.True(t, sp.json)
+	assert.Equal(t, []string{"--concurrency", "2"}, rest)
+	sp, _, err = parseExploreArgs([]string{"x", "--json=false"})
+	require.NoError(t, err)
+	assert.False(t, sp.json)
+}
