@@ -62,12 +62,15 @@ type Options struct {
 	// record; an error fails a scenario that had passed, a panic too.
 	Verify func(ctx context.Context, st *scenario.State, e Entry) error
 
-	StepTimeout    time.Duration // per step; default 5 minutes
-	TimeoutScale   float64       // multiplies every named wait limit (FLOWTEST_TIMEOUT_SCALE); <= 0 means 1
-	CleanupTimeout time.Duration // per cleanup action; default 2 minutes
-	WorkRoot       string        // scenario work dirs are made here
-	KeepWorkDirs   bool
-	Formats        []string // extra godog formatters ("pretty", "junit:path" …)
+	StepTimeout time.Duration // per step; default 5 minutes
+	// StepTimeoutName is what sets StepTimeout (the CLI's "--step-timeout"): a step whose
+	// deadline fires fails "step deadline <name> <timeout> fired: …" (stepdef.DeadlineError).
+	StepTimeoutName string
+	TimeoutScale    float64       // multiplies every named wait limit (FLOWTEST_TIMEOUT_SCALE); <= 0 means 1
+	CleanupTimeout  time.Duration // per cleanup action; default 2 minutes
+	WorkRoot        string        // scenario work dirs are made here
+	KeepWorkDirs    bool
+	Formats         []string // extra godog formatters ("pretty", "junit:path" …)
 
 	Archive *results.Archive // scenario records are written here as each scenario ends
 	Run     *results.Run     // run.json skeleton (target, profile, SUT …); totals filled in
@@ -558,7 +561,7 @@ func runSuite(ctx context.Context, o Options, it Item, st *scenario.State, steps
 		formats = append(formats, f)
 	}
 	reg := func(sc *godog.ScenarioContext) {
-		registry := stepdef.Registry{SC: sc, Timeout: o.StepTimeout, OnHookError: hookErrs.add}
+		registry := stepdef.Registry{SC: sc, Timeout: o.StepTimeout, TimeoutName: o.StepTimeoutName, OnHookError: hookErrs.add}
 		sc.Before(func(ctx context.Context, p *godog.Scenario) (context.Context, error) {
 			ctx = scenario.With(ctx, st)
 			// Waits report progress to the scenario's log and land in its record, with

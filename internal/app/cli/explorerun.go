@@ -316,7 +316,7 @@ func (x *exploreRunner) Run(ctx context.Context, n int, c schedule.Chooser) (exp
 			}
 			out.History = schedule.History{State: state, Audit: audit, Request: request}
 		},
-		Concurrency: conc, StepTimeout: stepDeadline(s.flags.stepTimeout, s.cfg.TimeoutScale), TimeoutScale: s.cfg.TimeoutScale,
+		Concurrency: conc, StepTimeoutName: "--step-timeout", StepTimeout: stepDeadline(s.flags.stepTimeout, s.cfg.TimeoutScale), TimeoutScale: s.cfg.TimeoutScale,
 		WorkRoot: work, KeepWorkDirs: s.flags.keepWorkDirs,
 		Archive: arch, Run: run, Progress: io.Discard,
 		Exit: func(code int) { x.tgt.Abort(); os.Exit(code) },

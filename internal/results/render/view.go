@@ -530,7 +530,7 @@ func (v *View) timelineSections() []timelineSection {
 		if s.Status == record.StatusFailed {
 			t.Failed, t.FirstFailure = true, s.FirstObservation()
 		}
-		if s.Status != record.StatusPassed {
+		if s.Status != record.StatusPassed && !(t.Failed && reasonRepeats(s, t.FirstFailure)) {
 			t.Reason = s.Reason
 		}
 		if !s.Cleanup.OK {
@@ -539,6 +539,17 @@ func (v *View) timelineSections() []timelineSection {
 		out = append(out, t)
 	}
 	return out
+}
+
+// reasonRepeats reports whether the reason only says again what the first failure line says
+// (the failing step's error, which the runner made the reason), so the section shows it once.
+func reasonRepeats(s *record.Scenario, first string) bool {
+	for _, st := range s.Steps {
+		if st.Status == "failed" {
+			return st.Error != "" && strings.HasSuffix(first, st.Error) && strings.HasSuffix(s.Reason, st.Error)
+		}
+	}
+	return false
 }
 
 // gateSection is the release gate's section: its verdict, definition, scenarios and
