@@ -70,7 +70,10 @@ type Options struct {
 	CleanupTimeout  time.Duration // per cleanup action; default 2 minutes
 	WorkRoot        string        // scenario work dirs are made here
 	KeepWorkDirs    bool
-	Formats         []string // extra godog formatters ("pretty", "junit:path" …)
+	// FailFast: once a scenario fails (results.Unexcused), start no other; the rest are
+	// recorded not run, "--fail-fast: stopped after <id> failed".
+	FailFast bool
+	Formats  []string // extra godog formatters ("pretty", "junit:path" …)
 
 	Archive *results.Archive // scenario records are written here as each scenario ends
 	Run     *results.Run     // run.json skeleton (target, profile, SUT …); totals filled in
@@ -125,6 +128,7 @@ type runState struct {
 	mu          sync.Mutex
 	running     map[*scenario.State]context.CancelFunc // the scenarios running now
 	interrupted bool
+	failedFirst string   // with FailFast, the first scenario that failed ("" while none has)
 	formatFiles []string // --format files written (Result.FormatFiles)
 	formatErrs  []error
 }
@@ -280,11 +284,15 @@ func runAll(ctx context.Context, o Options, rs *runState, st *status, record fun
 		it := o.Items[i]
 		slots <- struct{}{} // a free worker; scenarios start in startOrder
 		rs.mu.Lock()
-		interrupted := rs.interrupted
+		interrupted, failedFirst := rs.interrupted, rs.failedFirst
 		rs.mu.Unlock()
-		if interrupted {
+		if interrupted || failedFirst != "" {
 			<-slots
-			record(i, notRun(it, ReasonInterrupted))
+			reason := ReasonInterrupted
+			if !interrupted {
+				reason = fmt.Sprintf(ReasonFailFast, failedFirst)
+			}
+			record(i, notRun(it, reason))
 			continue
 		}
 		// Printed here, not in the worker, so that START lines come in start order.
@@ -296,10 +304,23 @@ func runAll(ctx context.Context, o Options, rs *runState, st *status, record fun
 		go func(i int, it Item) {
 			defer wg.Done()
 			defer func() { <-slots }()
-			record(i, runOne(ctx, o, rs, it))
+			rec := runOne(ctx, o, rs, it)
+			if o.FailFast && rec.Status != results.StatusInterrupted && results.Unexcused(rec.Status, rec.KnownDefect) {
+				rs.failed(rec.ID)
+			}
+			record(i, rec)
 		}(i, it)
 	}
 	wg.Wait()
+}
+
+// failed notes a failed scenario for FailFast: the first one stops the run's starts.
+func (rs *runState) failed(id string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.failedFirst == "" {
+		rs.failedFirst = id
+	}
 }
 
 // ranAny reports whether any scenario ran (passed or failed).

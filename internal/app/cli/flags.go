@@ -33,6 +33,7 @@ type runFlags struct {
 	sutCommit    string
 	keepWorkDirs bool
 	allowEmpty   bool
+	failFast     bool // --fail-fast
 	repeat       int
 	readLatency  time.Duration      // sandbox: delay of every business-app request
 	shard        string             // K/N
@@ -114,6 +115,9 @@ var runFlagDecls = withConfigFlags(map[string]func(f *runFlags, fs *flag.FlagSet
 	"sut-commit": func(f *runFlags, fs *flag.FlagSet) {
 		fs.StringVar(&f.sutCommit, "sut-commit", "", "commit of the system under test, for the acceptance record")
 	},
+	"fail-fast": func(f *runFlags, fs *flag.FlagSet) {
+		fs.BoolVar(&f.failFast, "fail-fast", false, "after the first failed scenario start no other: the rest are reported not run (\"--fail-fast: stopped after <id> failed\"), exit 1")
+	},
 	"keep-workdirs": func(f *runFlags, fs *flag.FlagSet) {
 		fs.BoolVar(&f.keepWorkDirs, "keep-workdirs", false, "keep scenario work dirs (unredacted logs) after the run")
 	},
@@ -152,7 +156,7 @@ var (
 	// sessionFlagNames open a session (check, sweep): the configuration and the empty selection too.
 	sessionFlagNames = slices.Concat(commonFlagNames, configFlagNames(), []string{"allow-empty"})
 	// runFlagNames: run.
-	runFlagNames = slices.Concat(sessionFlagNames, []string{"out", "dry-run", "step-timeout", "format", "sut-commit", "keep-workdirs", "shard", "durations-from", "sandbox-read-latency", "repeat"})
+	runFlagNames = slices.Concat(sessionFlagNames, []string{"out", "dry-run", "step-timeout", "format", "sut-commit", "keep-workdirs", "shard", "durations-from", "sandbox-read-latency", "repeat", "fail-fast"})
 
 	// Each command takes only the flags it acts on: a flag it would ignore is refused as
 	// undefined rather than accepted and dropped (check printing the concurrency of a flag
@@ -171,8 +175,9 @@ var (
 	gateRunFlagNames = without(runFlagNames, "tags", "rerun", "allow-empty", "repeat", "shard")
 	// exploreRunFlagNames: explore names its one scenario (not --tags, --rerun,
 	// --allow-empty, --shard), runs it once per schedule (not --repeat), writes its own
-	// report (not --format, --sut-commit) and shows no ETA (not --durations-from).
-	exploreRunFlagNames = without(runFlagNames, "tags", "rerun", "allow-empty", "shard", "repeat", "format", "sut-commit", "durations-from")
+	// report (not --format, --sut-commit), shows no ETA (not --durations-from) and judges every
+	// schedule (not --fail-fast).
+	exploreRunFlagNames = without(runFlagNames, "tags", "rerun", "allow-empty", "shard", "repeat", "format", "sut-commit", "durations-from", "fail-fast")
 )
 
 // without is names less drop, in order.

@@ -124,6 +124,7 @@ var notTaken = func() map[string]map[string]string {
 	set("sweep", "sweep takes no run lock", "lock-dir")
 	set("explore", "explore runs the one scenario it names", "tags", "rerun", "allow-empty", "shard")
 	set("explore", "explore runs its scenario once per schedule (--schedules, --time)", "repeat")
+	set("explore", "explore runs every schedule to judge it (--schedules, --time)", "fail-fast")
 	set("explore", "explore writes its own report (explore.json, index.html) and run archives", "format", "sut-commit")
 	set("check", "check starts no sandbox", "sandbox-bin", "product", "node")
 	set("check", "check takes no run lock", "lock-dir")
