@@ -492,6 +492,11 @@ func runOne(parent context.Context, o Options, rs *runState, it Item) (rec *resu
 	rec.APIRequests = apiRequests(st.API, o.AppRoles) // after the cleanup: its deletes count too
 	results.JudgeKnownDefect(rec, o.applying)         // on the whole record: assertions, steps, cleanup
 	finish(o, rec)
+	if o.KeepWorkDirs {
+		// Said per scenario: the dir is what the operator asked to keep, and only here is its
+		// name known (its logs and configs are unredacted, so it is never in the archive).
+		fmt.Fprintf(o.Progress, "KEPT  %s work dir (unredacted): %s\n", it.ID, st.WorkDir)
+	}
 	return rec
 }
 

@@ -55,3 +55,20 @@ func TestRunFailFast(t *testing.T) {
 	assert.Equal(t, "m5-serial-success", failed)
 	assert.Positive(t, stopped)
 }
+
+// run --keep-workdirs names each kept dir: a KEPT line per scenario on stdout, inside the run's
+// work dir, which the last line on stderr names; both exist after the run.
+func TestRunKeepWorkdirsSaysWhere(t *testing.T) {
+	r := flowtest(t, nil, "run", "--out", t.TempDir(), "--tags", "@m5-serial-success", "--keep-workdirs")
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	_, runDir, ok := strings.Cut(r.stderr, "flowtest: kept the run work dir (unredacted) at ")
+	require.True(t, ok, r.stderr)
+	runDir, _, _ = strings.Cut(runDir, "\n")
+	t.Cleanup(func() { os.RemoveAll(runDir) })
+	_, scenDir, ok := strings.Cut(r.stdout, "KEPT  m5-serial-success work dir (unredacted): ")
+	require.True(t, ok, r.stdout)
+	scenDir, _, _ = strings.Cut(scenDir, "\n")
+	assert.DirExists(t, runDir)
+	assert.DirExists(t, scenDir)
+	assert.True(t, strings.HasPrefix(scenDir, runDir+string(filepath.Separator)), "%s is inside %s", scenDir, runDir)
+}
