@@ -34,6 +34,7 @@ type runFlags struct {
 	keepWorkDirs bool
 	allowEmpty   bool
 	failFast     bool // --fail-fast
+	lastFailed   bool // --last-failed (lastfailed.go)
 	repeat       int
 	readLatency  time.Duration      // sandbox: delay of every business-app request
 	shard        string             // K/N
@@ -56,6 +57,10 @@ type common struct {
 	// product defects (features/known-defects.yaml) the run path loads against it.
 	manifest     *runner.Manifest
 	knownDefects []results.KnownDefect
+	// lastFailedIDs are what --last-failed selects, from the archive lastFailedFrom
+	// (resolveLastFailed); nil without the flag.
+	lastFailedIDs  []string
+	lastFailedFrom string
 }
 
 // configFlags are handed to internal/harness/config as they are (flags > environment > .env), so their
@@ -115,6 +120,9 @@ var runFlagDecls = withConfigFlags(map[string]func(f *runFlags, fs *flag.FlagSet
 	"sut-commit": func(f *runFlags, fs *flag.FlagSet) {
 		fs.StringVar(&f.sutCommit, "sut-commit", "", "commit of the system under test, for the acceptance record")
 	},
+	"last-failed": func(f *runFlags, fs *flag.FlagSet) {
+		fs.BoolVar(&f.lastFailed, "last-failed", false, "run again the failed and the selected-but-not-run scenarios of the newest archive under --out of the same --tags, --target and --shard (--rerun names an archive and takes its failures only)")
+	},
 	"fail-fast": func(f *runFlags, fs *flag.FlagSet) {
 		fs.BoolVar(&f.failFast, "fail-fast", false, "after the first failed scenario start no other: the rest are reported not run (\"--fail-fast: stopped after <id> failed\"), exit 1")
 	},
@@ -156,7 +164,7 @@ var (
 	// sessionFlagNames open a session (check, sweep): the configuration and the empty selection too.
 	sessionFlagNames = slices.Concat(commonFlagNames, configFlagNames(), []string{"allow-empty"})
 	// runFlagNames: run.
-	runFlagNames = slices.Concat(sessionFlagNames, []string{"out", "dry-run", "step-timeout", "format", "sut-commit", "keep-workdirs", "shard", "durations-from", "sandbox-read-latency", "repeat", "fail-fast"})
+	runFlagNames = slices.Concat(sessionFlagNames, []string{"out", "dry-run", "step-timeout", "format", "sut-commit", "keep-workdirs", "shard", "durations-from", "sandbox-read-latency", "repeat", "fail-fast", "last-failed"})
 
 	// Each command takes only the flags it acts on: a flag it would ignore is refused as
 	// undefined rather than accepted and dropped (check printing the concurrency of a flag
@@ -172,12 +180,12 @@ var (
 	// takes no run lock (--lock-dir); its --out is its own.
 	sweepFlagNames = without(sessionFlagNames, "tags", "rerun", "allow-empty", "confirmed-by", "concurrency", "product", "node", "timeout-scale", "api-budget", "lock-dir")
 	// gateRunFlagNames: the gate definition and its carry-over rules decide what runs.
-	gateRunFlagNames = without(runFlagNames, "tags", "rerun", "allow-empty", "repeat", "shard")
+	gateRunFlagNames = without(runFlagNames, "tags", "rerun", "allow-empty", "repeat", "shard", "last-failed")
 	// exploreRunFlagNames: explore names its one scenario (not --tags, --rerun,
 	// --allow-empty, --shard), runs it once per schedule (not --repeat), writes its own
 	// report (not --format, --sut-commit), shows no ETA (not --durations-from) and judges every
 	// schedule (not --fail-fast).
-	exploreRunFlagNames = without(runFlagNames, "tags", "rerun", "allow-empty", "shard", "repeat", "format", "sut-commit", "durations-from", "fail-fast")
+	exploreRunFlagNames = without(runFlagNames, "tags", "rerun", "allow-empty", "shard", "repeat", "format", "sut-commit", "durations-from", "fail-fast", "last-failed")
 )
 
 // without is names less drop, in order.

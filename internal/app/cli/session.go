@@ -75,7 +75,8 @@ func openSession(f runFlags) (*session, error) {
 			return nil, refuse("--durations-from %q: %v", f.durationsDir, err)
 		}
 	}
-	if f.shard != "" {
+	// --last-failed selects what its archive's shard left: split again, it would land elsewhere.
+	if f.shard != "" && f.lastFailedIDs == nil {
 		k, n, _ := runner.ParseShard(f.shard) // checked with the other flags
 		items = runner.Shard(items, k, n, durations)
 		if runner.Count(items).Selected == 0 && !f.allowEmpty {
@@ -190,6 +191,12 @@ func startCommand(name string, f *runFlags, fset *flag.FlagSet, args []string, w
 	// Every flag value before anything else: nothing is read or started on a bad one.
 	if err := f.validate(uses, withRun); err != nil {
 		return nil, exitFor(stderr, name, err)
+	}
+	if f.lastFailed {
+		if err := f.resolveLastFailed(); err != nil {
+			return nil, exitFor(stderr, name, err)
+		}
+		fmt.Fprintf(stderr, "flowtest %s: --last-failed: %d scenario(s) that failed or did not run in %s\n", name, len(f.lastFailedIDs), f.lastFailedFrom)
 	}
 	s, err := openSession(*f)
 	if err != nil {
