@@ -35,6 +35,7 @@ type runFlags struct {
 	allowEmpty   bool
 	failFast     bool // --fail-fast
 	lastFailed   bool // --last-failed (lastfailed.go)
+	noColor      bool // --no-color (colour.go)
 	repeat       int
 	readLatency  time.Duration      // sandbox: delay of every business-app request
 	shard        string             // K/N
@@ -123,6 +124,9 @@ var runFlagDecls = withConfigFlags(map[string]func(f *runFlags, fs *flag.FlagSet
 	"last-failed": func(f *runFlags, fs *flag.FlagSet) {
 		fs.BoolVar(&f.lastFailed, "last-failed", false, "run again the failed and the selected-but-not-run scenarios of the newest archive under --out of the same --tags, --target and --shard (--rerun names an archive and takes its failures only)")
 	},
+	"no-color": func(f *runFlags, fs *flag.FlagSet) {
+		fs.BoolVar(&f.noColor, "no-color", false, "no colour on the console (as NO_COLOR does; colour is only ever on a terminal)")
+	},
 	"fail-fast": func(f *runFlags, fs *flag.FlagSet) {
 		fs.BoolVar(&f.failFast, "fail-fast", false, "after the first failed scenario start no other: the rest are reported not run (\"--fail-fast: stopped after <id> failed\"), exit 1")
 	},
@@ -164,7 +168,7 @@ var (
 	// sessionFlagNames open a session (check, sweep): the configuration and the empty selection too.
 	sessionFlagNames = slices.Concat(commonFlagNames, configFlagNames(), []string{"allow-empty"})
 	// runFlagNames: run.
-	runFlagNames = slices.Concat(sessionFlagNames, []string{"out", "dry-run", "step-timeout", "format", "sut-commit", "keep-workdirs", "shard", "durations-from", "sandbox-read-latency", "repeat", "fail-fast", "last-failed"})
+	runFlagNames = slices.Concat(sessionFlagNames, []string{"out", "dry-run", "step-timeout", "format", "sut-commit", "keep-workdirs", "shard", "durations-from", "sandbox-read-latency", "repeat", "fail-fast", "last-failed", "no-color"})
 
 	// Each command takes only the flags it acts on: a flag it would ignore is refused as
 	// undefined rather than accepted and dropped (check printing the concurrency of a flag

@@ -38,6 +38,7 @@ func TestRunFailFast(t *testing.T) {
 	require.Equal(t, 1, r.code, r.stdout+r.stderr)
 	assert.Equal(t, 1, strings.Count(r.stdout, "START "), r.stdout)
 	assert.Equal(t, 1, strings.Count(r.stdout, "step deadline --step-timeout 1ms fired: "), r.stdout)
+	assert.NotContains(t, r.stdout, "\x1b[", "a pipe gets no colour")
 	run := readRunJSON(t, archiveDir(t, r.stdout))
 	var failed string
 	stopped := 0
