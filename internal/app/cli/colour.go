@@ -11,7 +11,6 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 )
 
 // ANSI SGR colours.
@@ -31,27 +30,13 @@ func colourWanted(w io.Writer, noColor bool, getenv func(string) string) bool {
 	return !noColor && getenv("NO_COLOR") == "" && isTerminal(w)
 }
 
-// colourConsole is w with colour when colourWanted, else w itself.
+// colourConsole is w with colour when colourWanted (the status words of whole lines: the
+// console writes whole lines), else w itself.
 func colourConsole(w io.Writer, noColor bool) io.Writer {
 	if !colourWanted(w, noColor, os.Getenv) {
 		return w
 	}
-	return &colourWriter{w: w}
-}
-
-// colourWriter colours the status words of whole lines (the console writes whole lines).
-type colourWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (c *colourWriter) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, err := io.WriteString(c.w, colourLines(string(p))); err != nil {
-		return 0, err
-	}
-	return len(p), nil
+	return &consoleWriter{w: w, edit: func(p []byte) []byte { return []byte(colourLines(string(p))) }}
 }
 
 var (

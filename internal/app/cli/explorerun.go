@@ -63,14 +63,14 @@ func (sp *exploreSpec) requested() string {
 // checked as they are set, with the messages parseExploreArgs gives.
 func (sp *exploreSpec) bind(fs *flag.FlagSet) {
 	sp.strategy, sp.depth, sp.bound, sp.seed, sp.shrinkRuns = "random", 3, 2, 1, 12
-	fs.Var((*positiveIntFlag)(&sp.schedules), "schedules", "run `N` schedules, each one run of the scenario (default 50; or --time)")
-	fs.Var((*positiveDurationFlag)(&sp.budget), "time", "run schedules for `D`, a duration (e.g. 10m), instead of a number of them")
+	fs.Var(positiveInt(&sp.schedules), "schedules", "run `N` schedules, each one run of the scenario (default 50; or --time)")
+	fs.Var(&durationValue{p: &sp.budget, positive: true}, "time", "run schedules for `D`, a duration (e.g. 10m), instead of a number of them")
 	fs.StringVar(&sp.strategy, "strategy", sp.strategy, "which held write is released next: random (seeded), pct (bugs of depth --depth) or dfs (orders with at most --bound preemptions)")
-	fs.Var((*positiveIntFlag)(&sp.depth), "depth", "pct: the depth `d` of the orderings it aims at")
-	fs.Var((*countFlag)(&sp.bound), "bound", "dfs: the preemption bound `b` (0 or more)")
+	fs.Var(positiveInt(&sp.depth), "depth", "pct: the depth `d` of the orderings it aims at")
+	fs.Var(countInt(&sp.bound), "bound", "dfs: the preemption bound `b` (0 or more)")
 	fs.Var((*uint64Flag)(&sp.seed), "seed", "seed `S` of the strategy's choices")
 	fs.StringVar(&sp.replay, "replay", "", "run once the schedule of `FILE` (schedules/<n>.json of an earlier exploration)")
-	fs.Var((*countFlag)(&sp.shrinkRuns), "shrink-runs", "`n` runs at most spent shrinking a violating schedule (0: no shrinking)")
+	fs.Var(countInt(&sp.shrinkRuns), "shrink-runs", "`n` runs at most spent shrinking a violating schedule (0: no shrinking)")
 	fs.BoolVar(&sp.json, "json", false, "print the summary as one JSON object on stdout, and the progress on stderr (docs/explore.md)")
 }
 

@@ -256,8 +256,7 @@ type checkFlags struct {
 }
 
 func (f *checkFlags) bind(fs *flag.FlagSet) {
-	f.bindNamed(fs, checkFlagNames...)
-	f.bindJSON(fs, "the checks")
+	f.bindWithJSON(fs, &f.jsonFlag, "the checks", checkFlagNames)
 }
 
 // listFlags are list's: the scenarios and their target. list reads no configuration
@@ -268,6 +267,11 @@ type listFlags struct {
 }
 
 func (f *listFlags) bind(fs *flag.FlagSet) {
-	f.bindNamed(fs, listFlagNames...)
-	f.bindJSON(fs, "the scenarios and totals")
+	f.bindWithJSON(fs, &f.jsonFlag, "the scenarios and totals", listFlagNames)
+}
+
+// bindWithJSON declares the named run flags and --json (printing what) on fs.
+func (f *runFlags) bindWithJSON(fs *flag.FlagSet, j *jsonFlag, what string, names []string) {
+	f.bindNamed(fs, names...)
+	j.bindJSON(fs, what)
 }

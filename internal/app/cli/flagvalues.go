@@ -8,81 +8,68 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// durationValue is any duration; the range is the command's rule (validate.go).
-type durationValue time.Duration
+// durationValue is a duration flag: any duration, or with positive one above zero (a range
+// that is a command's own rule is checked with its other flags, validate.go).
+type durationValue struct {
+	p        *time.Duration
+	positive bool
+}
 
-func (d *durationValue) String() string { return time.Duration(*d).String() }
+func (d *durationValue) String() string {
+	if d == nil || d.p == nil {
+		return "0s"
+	}
+	return d.p.String()
+}
 
 func (d *durationValue) Set(s string) error {
 	v, err := time.ParseDuration(strings.TrimSpace(s))
-	if err != nil {
+	switch {
+	case err != nil && !d.positive:
 		return fmt.Errorf("want a duration such as 90s, got %q", s)
-	}
-	*d = durationValue(v)
-	return nil
-}
-
-// positiveDurationFlag is a duration above zero (explore's --time).
-type positiveDurationFlag time.Duration
-
-func (p *positiveDurationFlag) String() string { return time.Duration(*p).String() }
-
-func (p *positiveDurationFlag) Set(s string) error {
-	v, err := time.ParseDuration(strings.TrimSpace(s))
-	if err != nil || v <= 0 {
+	case err != nil || (d.positive && v <= 0):
 		return fmt.Errorf("want a positive duration such as 10m, got %q", s)
 	}
-	*p = positiveDurationFlag(v)
+	*d.p = v
 	return nil
 }
 
-// intValue is any integer; the range is the command's rule.
-type intValue int
+// intValue is an integer flag of at least min; want is the form the refusal names.
+type intValue struct {
+	p    *int
+	min  int
+	want string
+}
 
-func (n *intValue) String() string { return strconv.Itoa(int(*n)) }
+func (n *intValue) String() string {
+	if n == nil || n.p == nil {
+		return "0"
+	}
+	return strconv.Itoa(*n.p)
+}
 
 func (n *intValue) Set(s string) error {
 	v, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil {
-		return fmt.Errorf("want an integer such as 3, got %q", s)
+	if err != nil || v < n.min {
+		return fmt.Errorf("want %s, got %q", n.want, s)
 	}
-	*n = intValue(v)
+	*n.p = v
 	return nil
 }
 
-// positiveIntFlag is an integer of at least 1 (explore's --schedules, --depth).
-type positiveIntFlag int
-
-func (p *positiveIntFlag) String() string { return strconv.Itoa(int(*p)) }
-
-func (p *positiveIntFlag) Set(s string) error {
-	v, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil || v < 1 {
-		return fmt.Errorf("want a positive integer such as 3, got %q", s)
-	}
-	*p = positiveIntFlag(v)
-	return nil
+// The integer forms.
+func anyInt(p *int) *intValue { return &intValue{p: p, min: math.MinInt, want: "an integer such as 3"} }
+func positiveInt(p *int) *intValue {
+	return &intValue{p: p, min: 1, want: "a positive integer such as 3"}
 }
-
-// countFlag is an integer of 0 or more (explore's --bound, --shrink-runs).
-type countFlag int
-
-func (p *countFlag) String() string { return strconv.Itoa(int(*p)) }
-
-func (p *countFlag) Set(s string) error {
-	v, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil || v < 0 {
-		return fmt.Errorf("want 0 or more, such as 2, got %q", s)
-	}
-	*p = countFlag(v)
-	return nil
-}
+func countInt(p *int) *intValue { return &intValue{p: p, min: 0, want: "0 or more, such as 2"} }
 
 // uint64Flag is a non-negative integer of 64 bits (explore's --seed).
 type uint64Flag uint64
@@ -101,13 +88,13 @@ func (p *uint64Flag) Set(s string) error {
 // durationFlag declares a duration flag with its default on fs.
 func durationFlag(fs *flag.FlagSet, p *time.Duration, name string, def time.Duration, usage string) {
 	*p = def
-	fs.Var((*durationValue)(p), name, usage)
+	fs.Var(&durationValue{p: p}, name, usage)
 }
 
 // intFlag declares an integer flag with its default on fs.
 func intFlag(fs *flag.FlagSet, p *int, name string, def int, usage string) {
 	*p = def
-	fs.Var((*intValue)(p), name, usage)
+	fs.Var(anyInt(p), name, usage)
 }
 
 // The flag package's own words for a value Set refused, and for a bad boolean.
