@@ -63,3 +63,26 @@ func TestExploreJSONIsASwitch(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, sp.json)
 }
+
+// explore --json end to end: stdout is the one summary object (decoded strictly), the
+// progress and the archive lines went to stderr, and the object agrees with explore.json.
+func TestExploreCommandJSON(t *testing.T) {
+	t.Parallel() // an end-to-end run that mostly waits
+	if testing.Short() {
+		t.Skip("explore run skipped in -short mode")
+	}
+	out := t.TempDir()
+	r := flowtest(t, nil, "explore", "p2-11-03-duplicates", "--schedules", "1", "--seed", "1", "--json", "--product", "reference", "--out", out)
+	require.Equal(t, 0, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	var got exploreSummaryJSON
+	decodeJSON(t, r.stdout, &got)
+	rep := readExploreReport(t, out)
+	assert.Equal(t, "p2-11-03-duplicates", got.Scenario)
+	assert.Equal(t, 1, got.Schedules)
+	assert.Equal(t, rep.Passed, got.Passed)
+	assert.Equal(t, len(rep.Violations), got.Violations)
+	require.Len(t, got.Branches, 1)
+	assert.Equal(t, 1, got.Branches[0].Schedules)
+	assert.Contains(t, r.stderr, "schedule 1: ", "the progress is on stderr")
+	assert.Contains(t, r.stderr, "archive verify: no secret or raw app id in "+got.Archive)
+}
