@@ -15,6 +15,9 @@ const (
 	ReasonFilteredByTag  = "filtered by tag expression"
 	ReasonNotInRerun     = "filtered: did not fail in the archive being rerun"
 	ReasonInterrupted    = "interrupted before it started"
+	// ReasonFailFast is the not-run reason of what --fail-fast did not start (%s: the id of
+	// the first failed scenario); its category is interrupted: the run stopped before it.
+	ReasonFailFast = "--fail-fast: stopped after %s failed"
 	// ReasonNeedsPrefix starts the reason of a scenario whose declared needs this machine
 	// cannot meet ("needs windows (this is linux)").
 	ReasonNeedsPrefix = "needs "

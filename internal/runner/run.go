@@ -63,12 +63,18 @@ type Options struct {
 	// record; an error fails a scenario that had passed, a panic too.
 	Verify func(ctx context.Context, st *scenario.State, e Entry) error
 
-	StepTimeout    time.Duration // per step; default 5 minutes
-	TimeoutScale   float64       // multiplies every named wait limit (FLOWTEST_TIMEOUT_SCALE); <= 0 means 1
-	CleanupTimeout time.Duration // per cleanup action; default 2 minutes
-	WorkRoot       string        // scenario work dirs are made here
-	KeepWorkDirs   bool
-	Formats        []string // extra godog formatters, each name:path (ValidateFormat): "junit:out.xml", "pretty:p.txt"
+	StepTimeout time.Duration // per step; default 5 minutes
+	// StepTimeoutName is what sets StepTimeout (the CLI's "--step-timeout"): a step whose
+	// deadline fires fails "step deadline <name> <timeout> fired: …" (stepdef.DeadlineError).
+	StepTimeoutName string
+	TimeoutScale    float64       // multiplies every named wait limit (FLOWTEST_TIMEOUT_SCALE); <= 0 means 1
+	CleanupTimeout  time.Duration // per cleanup action; default 2 minutes
+	WorkRoot        string        // scenario work dirs are made here
+	KeepWorkDirs    bool
+	// FailFast: once a scenario fails (results.Unexcused), start no other; the rest are
+	// recorded not run, "--fail-fast: stopped after <id> failed".
+	FailFast bool
+	Formats  []string // extra godog formatters, each name:path (ValidateFormat): "junit:out.xml", "pretty:p.txt"
 
 	Archive *results.Archive // scenario records are written here as each scenario ends
 	Run     *results.Run     // run.json skeleton (target, profile, SUT …); totals filled in
@@ -123,6 +129,7 @@ type runState struct {
 	mu          sync.Mutex
 	running     map[*scenario.State]context.CancelFunc // the scenarios running now
 	interrupted bool
+	failedFirst string   // with FailFast, the first scenario that failed ("" while none has)
 	formatFiles []string // --format files written (Result.FormatFiles)
 	formatErrs  []error
 }
@@ -279,11 +286,15 @@ func runAll(ctx context.Context, o Options, rs *runState, st *status, record fun
 		it := o.Items[i]
 		slots <- struct{}{} // a free worker; scenarios start in startOrder
 		rs.mu.Lock()
-		interrupted := rs.interrupted
+		interrupted, failedFirst := rs.interrupted, rs.failedFirst
 		rs.mu.Unlock()
-		if interrupted {
+		if interrupted || failedFirst != "" {
 			<-slots
-			record(i, notRun(it, ReasonInterrupted))
+			reason := ReasonInterrupted
+			if !interrupted {
+				reason = fmt.Sprintf(ReasonFailFast, failedFirst)
+			}
+			record(i, notRun(it, reason))
 			continue
 		}
 		// Printed here, not in the worker, so that START lines come in start order.
@@ -295,7 +306,11 @@ func runAll(ctx context.Context, o Options, rs *runState, st *status, record fun
 		go func(i int, it Item) {
 			defer wg.Done()
 			defer func() { <-slots }()
-			record(i, runOne(ctx, o, rs, it))
+			rec := runOne(ctx, o, rs, it)
+			if o.FailFast && rec.Status != results.StatusInterrupted && results.Unexcused(rec.Status, rec.KnownDefect) {
+				rs.failed(rec.ID)
+			}
+			record(i, rec)
 		}(i, it)
 	}
 	wg.Wait()
@@ -318,6 +333,15 @@ func featureSources(fsys fs.FS, items []Item) map[string][]byte {
 		}
 	}
 	return out
+}
+
+// failed notes a failed scenario for FailFast: the first one stops the run's starts.
+func (rs *runState) failed(id string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.failedFirst == "" {
+		rs.failedFirst = id
+	}
 }
 
 // ranAny reports whether any scenario ran (passed or failed).
@@ -487,6 +511,11 @@ func runOne(parent context.Context, o Options, rs *runState, it Item) (rec *resu
 	rec.APIRequests = apiRequests(st.API, o.AppRoles) // after the cleanup: its deletes count too
 	results.JudgeKnownDefect(rec, o.applying)         // on the whole record: assertions, steps, cleanup
 	finish(o, rec)
+	if o.KeepWorkDirs {
+		// Said per scenario: the dir is what the operator asked to keep, and only here is its
+		// name known (its logs and configs are unredacted, so it is never in the archive).
+		fmt.Fprintf(o.Progress, "KEPT  %s work dir (unredacted): %s\n", it.ID, st.WorkDir)
+	}
 	return rec
 }
 
@@ -580,7 +609,7 @@ func runSuite(ctx context.Context, o Options, it Item, st *scenario.State, steps
 		// The index learns the definitions as godog does, so a step's record can name the
 		// definition it ran (its handler's file:line, as `flowtest steps` shows it).
 		defs := &stepdef.Index{}
-		registry := stepdef.Registry{SC: sc, Timeout: o.StepTimeout, OnHookError: hookErrs.add, Index: defs}
+		registry := stepdef.Registry{SC: sc, Timeout: o.StepTimeout, TimeoutName: o.StepTimeoutName, OnHookError: hookErrs.add, Index: defs}
 		sc.Before(func(ctx context.Context, p *godog.Scenario) (context.Context, error) {
 			ctx = scenario.With(ctx, st)
 			// Waits report progress to the scenario's log and land in its record, with

@@ -113,6 +113,10 @@ func checkConcurrency(rep *Report, in Input) {
 	case in.Target == TargetLive && c > 1:
 		rep.fail("concurrency", "--concurrency", "live runs are serial: concurrency %d refused (must be 1)", c)
 	default:
+		if in.ConcurrencyFrom != "" {
+			rep.pass("concurrency", "--concurrency", "%d (%s)", c, in.ConcurrencyFrom)
+			return
+		}
 		rep.pass("concurrency", "--concurrency", "%d", c)
 	}
 }

@@ -265,6 +265,9 @@ type Input struct {
 	FlagNames []string
 
 	Concurrency int
+	// ConcurrencyFrom says where Concurrency came from ("the sandbox default …", "--concurrency"),
+	// for the check's line; "" says nothing.
+	ConcurrencyFrom string
 
 	// Scenarios are the selected scenario ids; nil means "all" (so every
 	// need's requirements apply).

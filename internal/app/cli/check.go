@@ -42,6 +42,16 @@ func cmdCheck(inv invocation, f *checkFlags, args []string) int {
 		rep.Checks = append(rep.Checks, s.needChecks()...)
 		rep.Checks = append(rep.Checks, s.setupChecks()...) // run once, by staticReport
 	}
+	if f.json {
+		// Through the console's redactor (red), as the text is.
+		if err := writeJSON(inv.stdout, checkReport(string(s.in.Target), rep), red); err != nil {
+			return exitFor(stderr, "check", err)
+		}
+		if !rep.OK() {
+			return runner.ExitRefused
+		}
+		return runner.ExitPassed
+	}
 	safety.FormatReport(stdout, rep)
 	if !rep.OK() {
 		fmt.Fprintf(stdout, "preflight refused: %d of %d checks failed\n", len(rep.Violations()), len(rep.Checks))

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"runtime"
 
 	"github.com/ksqlflow/flowtest/internal/harness/config"
@@ -23,8 +24,31 @@ func defaultConcurrency() int {
 
 // concurrency is the run's: as configured, else the sandbox default, else 1.
 func (s *session) concurrency() int {
-	if _, set := s.cfg.Lookup(config.VarConcurrency); set || s.in.Target != safety.TargetSandbox {
-		return s.cfg.Concurrency
+	n, _ := s.concurrencyFrom()
+	return n
+}
+
+// concurrencyFrom is the run's concurrency and where it came from, in the words of check's
+// line: the one resolution run and check share, so check judges what the run will use.
+func (s *session) concurrencyFrom() (int, string) {
+	if v, set := s.cfg.Lookup(config.VarConcurrency); set {
+		return s.cfg.Concurrency, "from " + originWords(v.Origin)
 	}
-	return defaultConcurrency()
+	if s.in.Target != safety.TargetSandbox {
+		return s.cfg.Concurrency, "live runs are serial"
+	}
+	return defaultConcurrency(), fmt.Sprintf("the sandbox default: 3 per core, 2 to 8, on %d cores", runtime.NumCPU())
+}
+
+// originWords names where a configuration value came from.
+func originWords(o safety.Origin) string {
+	switch o {
+	case safety.OriginFlag:
+		return "--concurrency"
+	case safety.OriginOSEnv:
+		return "FLOWTEST_CONCURRENCY in the environment"
+	case safety.OriginDotEnv:
+		return "FLOWTEST_CONCURRENCY in .env"
+	}
+	return string(o)
 }

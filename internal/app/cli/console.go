@@ -9,26 +9,27 @@ import (
 	"github.com/ksqlflow/flowtest/internal/results/redact"
 )
 
-// redactingWriter passes every console write through the archive's redactor, so the console
-// shows what the archive shows: no token, no real app id (replaced by its role), no request
-// reason body. Writes are redacted one call at a time (the console writes whole lines).
-type redactingWriter struct {
-	mu  sync.Mutex
-	w   io.Writer
-	red *redact.Redactor
+// consoleWriter passes every console write through edit, one call at a time (the console
+// writes whole lines), serialised.
+type consoleWriter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	edit func([]byte) []byte
 }
 
-func (r *redactingWriter) Write(p []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, err := r.w.Write(r.red.Bytes(p)); err != nil {
+func (c *consoleWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.w.Write(c.edit(p)); err != nil {
 		return 0, err
 	}
 	return len(p), nil
 }
 
+// redactConsole is w through the archive's redactor, so the console shows what the archive
+// shows: no token, no real app id (replaced by its role), no request reason body.
 func redactConsole(w io.Writer, red *redact.Redactor) io.Writer {
-	return &redactingWriter{w: w, red: red}
+	return &consoleWriter{w: w, edit: red.Bytes}
 }
 
 // consoleRedactor is the redactor of the configuration known before a target is resolved:

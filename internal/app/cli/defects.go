@@ -28,7 +28,7 @@ func (f *defectsFlags) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&f.keep, "keep", false, "keep the work dir (broken binaries, run logs, archives) even when every defect is caught")
 	fs.BoolVar(&f.noControl, "no-control", false, "skip the control run of the declared scenarios on the correct sandbox")
 	fs.StringVar(&f.controlFrom, "control-from", "", "take the control from this `archive` of a flowtest run on the correct sandbox of this checkout instead of running it again")
-	fs.IntVar(&f.jobs, "jobs", defects.DefaultJobs, "defects checked at once (each builds its own sandbox and runs its own emulator)")
+	intFlag(fs, &f.jobs, "jobs", defects.DefaultJobs, "`N` defects checked at once (each builds its own sandbox and runs its own emulator)")
 }
 
 func cmdDefects(inv invocation, f *defectsFlags, args []string) int {

@@ -93,7 +93,7 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 	res := runner.Execute(ctx, runner.Options{
 		Features: s.fsys, Items: s.items,
 		Initialize: suite.Initialize, BeforeScenario: before, BeforeCleanup: attempts, Verify: checkInvariants, Concurrency: conc,
-		StepTimeout: stepDeadline(f.stepTimeout, s.cfg.TimeoutScale), TimeoutScale: s.cfg.TimeoutScale, WorkRoot: work, KeepWorkDirs: f.keepWorkDirs,
+		StepTimeoutName: "--step-timeout", StepTimeout: stepDeadline(f.stepTimeout, s.cfg.TimeoutScale), TimeoutScale: s.cfg.TimeoutScale, WorkRoot: work, KeepWorkDirs: f.keepWorkDirs, FailFast: f.failFast,
 		Formats: f.formats, Archive: arch, Run: run, Progress: stdout, Status: s.status(tgt.Name, arch.Dir()), Stop: s.stop, StopNow: s.now,
 		API: s.api, AppRoles: tgt.AppRoles(), KnownDefects: f.knownDefects,
 		// A second interrupt exits at once: the emulator must not outlive the runner.

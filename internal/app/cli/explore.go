@@ -69,6 +69,9 @@ func cmdExplore(inv invocation, f *exploreFlags, args []string) int {
 	run.tags = "@" + sp.id
 	inv.uses = withGiven(inv.uses, "tags", run.tags)
 	sp.interrupt = inv.stop
+	if sp.json {
+		sp.jsonOut, inv.stdout = inv.stdout, inv.stderr
+	}
 	return runWith(&run, inv, nil, runExtras{command: inv.line, label: "explore-" + sp.id, explore: sp})
 }
 

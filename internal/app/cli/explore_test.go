@@ -51,10 +51,12 @@ func TestExploreArgsRefusals(t *testing.T) {
 		"not both":                       {"x", "--schedules", "3", "--time", "1m"},
 		"unknown strategy":               {"x", "--strategy", "chaos"},
 		"flag needs an argument: --seed": {"x", "--seed"},
-		"want a positive integer":        {"x", "--schedules", "0"},
-		`invalid argument "-1" for "--bound" flag: want 0 or more`:       {"x", "--strategy", "dfs", "--bound", "-1"},
-		`invalid argument "-1" for "--shrink-runs" flag: want 0 or more`: {"x", "--shrink-runs", "-1"},
-		`invalid argument "-2" for "--depth" flag: want a positive`:      {"x", "--strategy", "pct", "--depth", "-2"},
+		`--schedules: want a positive integer such as 3, got "0"`: {"x", "--schedules", "0"},
+		`--bound: want 0 or more, such as 2, got "-1"`:            {"x", "--strategy", "dfs", "--bound", "-1"},
+		`--shrink-runs: want 0 or more, such as 2, got "-1"`:      {"x", "--shrink-runs", "-1"},
+		`--depth: want a positive integer such as 3, got "-2"`:    {"x", "--strategy", "pct", "--depth", "-2"},
+		`--time: want a positive duration such as 10m, got "5"`:   {"x", "--time", "5"},
+		`--seed: want a non-negative integer such as 42, got "x"`: {"x", "--seed", "x"},
 		"replay file": {"x", "--replay", "/nonexistent/1.json"},
 	} {
 		var out, errb bytes.Buffer

@@ -5,7 +5,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"sync"
 	"time"
 
@@ -47,6 +45,10 @@ type exploreSpec struct {
 	via *explorer.Redirect
 	// interrupt is the command's (invocation.stop): cancelled, no new schedule starts.
 	interrupt context.Context
+	// json is --json: the summary goes to jsonOut (the command's stdout) as one object, and
+	// everything else the command prints to its stderr.
+	json    bool
+	jsonOut io.Writer
 }
 
 // requested is the scenario the command named (the redirect's source, else the explored one).
@@ -61,64 +63,15 @@ func (sp *exploreSpec) requested() string {
 // checked as they are set: a bad one is refused naming the flag and the value.
 func (sp *exploreSpec) bind(fs *flag.FlagSet) {
 	sp.strategy, sp.depth, sp.bound, sp.seed, sp.shrinkRuns = "random", 3, 2, 1, 12
-	fs.Var((*positiveIntFlag)(&sp.schedules), "schedules", "run `N` schedules, each one run of the scenario (default 50; or --time)")
-	fs.Var((*positiveDurationFlag)(&sp.budget), "time", "run schedules for `D`, a duration (e.g. 10m), instead of a number of them")
+	fs.Var(positiveInt(&sp.schedules), "schedules", "run `N` schedules, each one run of the scenario (default 50; or --time)")
+	fs.Var(&durationValue{p: &sp.budget, positive: true}, "time", "run schedules for `D`, a duration (e.g. 10m), instead of a number of them")
 	fs.StringVar(&sp.strategy, "strategy", sp.strategy, "which held write is released next: random (seeded), pct (bugs of depth --depth) or dfs (orders with at most --bound preemptions)")
-	fs.Var((*positiveIntFlag)(&sp.depth), "depth", "pct: the depth `d` of the orderings it aims at")
-	fs.Var((*countFlag)(&sp.bound), "bound", "dfs: the preemption bound `b` (0 or more)")
+	fs.Var(positiveInt(&sp.depth), "depth", "pct: the depth `d` of the orderings it aims at")
+	fs.Var(countInt(&sp.bound), "bound", "dfs: the preemption bound `b` (0 or more)")
 	fs.Var((*uint64Flag)(&sp.seed), "seed", "seed `S` of the strategy's choices")
 	fs.StringVar(&sp.replay, "replay", "", "run once the schedule of `FILE` (schedules/<n>.json of an earlier exploration)")
-	fs.Var((*countFlag)(&sp.shrinkRuns), "shrink-runs", "`n` runs at most spent shrinking a violating schedule (0: no shrinking)")
-}
-
-// The values of explore's own flags; Set fails with the parse error itself, which the
-// parser names the flag and value around.
-type (
-	positiveIntFlag      int
-	positiveDurationFlag time.Duration
-	countFlag            int // 0 or more
-	uint64Flag           uint64
-)
-
-func (p *positiveIntFlag) String() string { return strconv.Itoa(int(*p)) }
-
-func (p *positiveIntFlag) Set(s string) error {
-	n, err := strconv.Atoi(s)
-	if err == nil && n < 1 {
-		err = errors.New("want a positive integer")
-	}
-	*p = positiveIntFlag(n)
-	return err
-}
-
-func (p *positiveDurationFlag) String() string { return time.Duration(*p).String() }
-
-func (p *positiveDurationFlag) Set(s string) error {
-	d, err := time.ParseDuration(s)
-	if err == nil && d <= 0 {
-		err = errors.New("not positive")
-	}
-	*p = positiveDurationFlag(d)
-	return err
-}
-
-func (p *countFlag) String() string { return strconv.Itoa(int(*p)) }
-
-func (p *countFlag) Set(s string) error {
-	n, err := strconv.Atoi(s)
-	if err == nil && n < 0 {
-		err = errors.New("want 0 or more")
-	}
-	*p = countFlag(n)
-	return err
-}
-
-func (p *uint64Flag) String() string { return strconv.FormatUint(uint64(*p), 10) }
-
-func (p *uint64Flag) Set(s string) error {
-	n, err := strconv.ParseUint(s, 10, 64)
-	*p = uint64Flag(n)
-	return err
+	fs.Var(countInt(&sp.shrinkRuns), "shrink-runs", "`n` runs at most spent shrinking a violating schedule (0: no shrinking)")
+	fs.BoolVar(&sp.json, "json", false, "print the summary as one JSON object on stdout, and the progress on stderr (docs/explore.md)")
 }
 
 // exploreRuns is the session's execution under `flowtest explore`.
@@ -174,8 +127,10 @@ func (s *session) exploreRuns(ctx context.Context, tgt *target.Target, stdout io
 		fmt.Fprintf(stdout, "flowtest explore: %v\n", werr)
 		return runner.ExitFailed
 	}
-	fmt.Fprintf(stdout, "explore %s: %d schedules, %d distinct write orders (%d seen before), branches %v, %d violations, %.0f s (%.1f/min) — %s\n",
-		sp.id, rep.SchedulesRun, rep.DistinctOrder, rep.Duplicates, rep.Branches, len(rep.Violations), rep.Elapsed, rep.PerMinute, dir)
+	if werr := writeExploreSummary(stdout, sp.jsonOut, red, exploreSummary(rep, dir)); werr != nil {
+		fmt.Fprintf(stdout, "flowtest explore: %v\n", werr)
+		return runner.ExitFailed
+	}
 	var appIDs []string
 	for id := range tgt.AppRoles() {
 		appIDs = append(appIDs, id)
@@ -361,7 +316,7 @@ func (x *exploreRunner) Run(ctx context.Context, n int, c schedule.Chooser) (exp
 			}
 			out.History = schedule.History{State: state, Audit: audit, Request: request}
 		},
-		Concurrency: conc, StepTimeout: stepDeadline(s.flags.stepTimeout, s.cfg.TimeoutScale), TimeoutScale: s.cfg.TimeoutScale,
+		Concurrency: conc, StepTimeoutName: "--step-timeout", StepTimeout: stepDeadline(s.flags.stepTimeout, s.cfg.TimeoutScale), TimeoutScale: s.cfg.TimeoutScale,
 		WorkRoot: work, KeepWorkDirs: s.flags.keepWorkDirs,
 		Archive: arch, Run: run, Progress: io.Discard,
 		Exit: func(code int) { x.tgt.Abort(); os.Exit(code) },

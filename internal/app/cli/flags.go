@@ -38,6 +38,9 @@ type runFlags struct {
 	sutCommit    string
 	keepWorkDirs bool
 	allowEmpty   bool
+	failFast     bool // --fail-fast
+	lastFailed   bool // --last-failed (lastfailed.go)
+	noColor      bool // --no-color (colour.go)
 	repeat       int
 	readLatency  time.Duration      // sandbox: delay of every business-app request
 	shard        string             // K/N
@@ -60,6 +63,10 @@ type common struct {
 	// product defects (features/known-defects.yaml) the run path loads against it.
 	manifest     *runner.Manifest
 	knownDefects []results.KnownDefect
+	// lastFailedIDs are what --last-failed selects, from the archive lastFailedFrom
+	// (resolveLastFailed); nil without the flag.
+	lastFailedIDs  []string
+	lastFailedFrom string
 }
 
 // configFlags are handed to internal/harness/config as they are (flags > environment > .env), so their
@@ -111,13 +118,22 @@ var runFlagDecls = withConfigFlags(map[string]func(f *runFlags, fs *flag.FlagSet
 		fs.BoolVar(&f.dryRun, "dry-run", false, "preflight and the ordered list of what would run, with reasons; nothing starts")
 	},
 	"step-timeout": func(f *runFlags, fs *flag.FlagSet) {
-		fs.DurationVar(&f.stepTimeout, "step-timeout", 0, "deadline of every step, a positive duration (default 5m, times FLOWTEST_TIMEOUT_SCALE)")
+		durationFlag(fs, &f.stepTimeout, "step-timeout", 0, "deadline of every step, a positive `duration` (default 5m, times FLOWTEST_TIMEOUT_SCALE)")
 	},
 	"format": func(f *runFlags, fs *flag.FlagSet) {
 		fs.Var(&f.formats, "format", "extra godog formatter with its file (repeatable), e.g. junit:out.xml or pretty:out/pretty.txt (one file per scenario, <file>-<id>.<ext>, redacted)")
 	},
 	"sut-commit": func(f *runFlags, fs *flag.FlagSet) {
 		fs.StringVar(&f.sutCommit, "sut-commit", "", "commit of the system under test, for the acceptance record")
+	},
+	"last-failed": func(f *runFlags, fs *flag.FlagSet) {
+		fs.BoolVar(&f.lastFailed, "last-failed", false, "run again the failed and the selected-but-not-run scenarios of the newest archive under --out of the same --tags, --target and --shard (--rerun names an archive and takes its failures only)")
+	},
+	"no-color": func(f *runFlags, fs *flag.FlagSet) {
+		fs.BoolVar(&f.noColor, "no-color", false, "no colour on the console (as NO_COLOR does; colour is only ever on a terminal)")
+	},
+	"fail-fast": func(f *runFlags, fs *flag.FlagSet) {
+		fs.BoolVar(&f.failFast, "fail-fast", false, "after the first failed scenario start no other: the rest are reported not run (\"--fail-fast: stopped after <id> failed\"), exit 1")
 	},
 	"keep-workdirs": func(f *runFlags, fs *flag.FlagSet) {
 		fs.BoolVar(&f.keepWorkDirs, "keep-workdirs", false, "keep scenario work dirs (unredacted logs) after the run")
@@ -129,10 +145,10 @@ var runFlagDecls = withConfigFlags(map[string]func(f *runFlags, fs *flag.FlagSet
 		fs.StringVar(&f.durationsDir, "durations-from", "", "archive of an earlier run whose scenario durations balance --shard and give the progress line its ETA")
 	},
 	"sandbox-read-latency": func(f *runFlags, fs *flag.FlagSet) {
-		fs.DurationVar(&f.readLatency, "sandbox-read-latency", 500*time.Millisecond, "sandbox: delay of every request to the business apps (0 = a fast tenant; held windows make every scenario independent of it)")
+		durationFlag(fs, &f.readLatency, "sandbox-read-latency", 500*time.Millisecond, "sandbox: `delay` of every request to the business apps, a duration (0 = a fast tenant; held windows make every scenario independent of it)")
 	},
 	"repeat": func(f *runFlags, fs *flag.FlagSet) {
-		fs.IntVar(&f.repeat, "repeat", 1, "run the selection this many times (new scopes, a new archive each time) and report per scenario how many runs passed; exit 1 if one flaked")
+		intFlag(fs, &f.repeat, "repeat", 1, "run the selection `N` times (new scopes, a new archive each time) and report per scenario how many runs passed; exit 1 if one flaked")
 	},
 })
 
@@ -157,7 +173,7 @@ var (
 	// sessionFlagNames open a session (check, sweep): the configuration and the empty selection too.
 	sessionFlagNames = slices.Concat(commonFlagNames, configFlagNames(), []string{"allow-empty"})
 	// runFlagNames: run.
-	runFlagNames = slices.Concat(sessionFlagNames, []string{"out", "dry-run", "step-timeout", "format", "sut-commit", "keep-workdirs", "shard", "durations-from", "sandbox-read-latency", "repeat"})
+	runFlagNames = slices.Concat(sessionFlagNames, []string{"out", "dry-run", "step-timeout", "format", "sut-commit", "keep-workdirs", "shard", "durations-from", "sandbox-read-latency", "repeat", "fail-fast", "last-failed", "no-color"})
 
 	// Each command takes only the flags it acts on: a flag it would ignore is refused as
 	// undefined rather than accepted and dropped (check printing the concurrency of a flag
@@ -173,11 +189,12 @@ var (
 	// takes no run lock (--lock-dir); its --out is its own.
 	sweepFlagNames = without(sessionFlagNames, "tags", "rerun", "allow-empty", "confirmed-by", "concurrency", "product", "node", "timeout-scale", "api-budget", "lock-dir")
 	// gateRunFlagNames: the gate definition and its carry-over rules decide what runs.
-	gateRunFlagNames = without(runFlagNames, "tags", "rerun", "allow-empty", "repeat", "shard")
+	gateRunFlagNames = without(runFlagNames, "tags", "rerun", "allow-empty", "repeat", "shard", "last-failed")
 	// exploreRunFlagNames: explore names its one scenario (not --tags, --rerun,
 	// --allow-empty, --shard), runs it once per schedule (not --repeat), writes its own
-	// report (not --format, --sut-commit) and shows no ETA (not --durations-from).
-	exploreRunFlagNames = without(runFlagNames, "tags", "rerun", "allow-empty", "shard", "repeat", "format", "sut-commit", "durations-from")
+	// report (not --format, --sut-commit), shows no ETA (not --durations-from) and judges every
+	// schedule (not --fail-fast).
+	exploreRunFlagNames = without(runFlagNames, "tags", "rerun", "allow-empty", "shard", "repeat", "format", "sut-commit", "durations-from", "fail-fast", "last-failed")
 )
 
 // without is names less drop, in order.
@@ -257,12 +274,28 @@ func setDefault(fs *flag.FlagSet, name, value string) {
 }
 
 // checkFlags are check's: a session's that the preflight reads.
-type checkFlags struct{ runFlags }
+type checkFlags struct {
+	runFlags
+	jsonFlag
+}
 
-func (f *checkFlags) bind(fs *flag.FlagSet) { f.bindNamed(fs, checkFlagNames...) }
+func (f *checkFlags) bind(fs *flag.FlagSet) {
+	f.bindWithJSON(fs, &f.jsonFlag, "the checks", checkFlagNames)
+}
 
 // listFlags are list's: the scenarios and their target. list reads no configuration
 // (--env-file), starts nothing (--sandbox-bin) and confirms nothing (--confirmed-by).
-type listFlags struct{ runFlags }
+type listFlags struct {
+	runFlags
+	jsonFlag
+}
 
-func (f *listFlags) bind(fs *flag.FlagSet) { f.bindNamed(fs, listFlagNames...) }
+func (f *listFlags) bind(fs *flag.FlagSet) {
+	f.bindWithJSON(fs, &f.jsonFlag, "the scenarios and totals", listFlagNames)
+}
+
+// bindWithJSON declares the named run flags and --json (printing what) on fs.
+func (f *runFlags) bindWithJSON(fs *flag.FlagSet, j *jsonFlag, what string, names []string) {
+	f.bindNamed(fs, names...)
+	j.bindJSON(fs, what)
+}

@@ -26,6 +26,12 @@ func cmdList(inv invocation, f *listFlags, args []string) int {
 	if err != nil {
 		return exitFor(stderr, "list", err)
 	}
+	if f.json {
+		if err := writeJSON(stdout, listReport(items), nil); err != nil {
+			return exitFor(stderr, "list", err)
+		}
+		return 0
+	}
 	runner.WriteList(stdout, items)
 	listed, implemented, extended := 0, 0, 0
 	for _, it := range items {

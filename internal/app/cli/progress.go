@@ -1,11 +1,8 @@
 package cli
 
 import (
-	"encoding/json"
 	"io"
 	"os"
-	"path/filepath"
-	"sort"
 
 	"golang.org/x/term"
 
@@ -50,29 +47,10 @@ func (s *session) status(target, own string) *runner.StatusOptions {
 	return o
 }
 
-// lastArchiveOf is the newest archive under out (<out>/<date>/<time>-<label>/, so newest is
-// last by name) whose run.json has this tag expression and target and in which a scenario
-// ran; "" when there is none. Only run.json is read.
+// lastArchiveOf is the newest archive under out with this tag expression and target in which
+// a scenario ran, other than skip; "" when there is none.
 func lastArchiveOf(out, tags, target, skip string) string {
-	dirs, _ := filepath.Glob(filepath.Join(out, "*", "*", "run.json"))
-	sort.Sort(sort.Reverse(sort.StringSlice(dirs)))
-	skipAbs, _ := filepath.Abs(skip)
-	for _, p := range dirs {
-		dir := filepath.Dir(p)
-		if abs, _ := filepath.Abs(dir); abs == skipAbs {
-			continue
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		var run results.Run
-		if json.Unmarshal(data, &run) != nil || run.TagExpression != tags || run.Target != target {
-			continue
-		}
-		if run.Totals.Total-run.Totals.NotRun > 0 {
-			return dir
-		}
-	}
-	return ""
+	return newestArchive(out, skip, func(run *results.Run) bool {
+		return run.TagExpression == tags && run.Target == target && run.Totals.Total-run.Totals.NotRun > 0
+	})
 }

@@ -151,7 +151,7 @@ func TestEveryWrongInputIsRefusedBeforeAnythingRuns(t *testing.T) {
 		{"api budget not a number", []string{"run"}, []string{"FLOWTEST_API_BUDGET=lots"}, false, []string{"FLOWTEST_API_BUDGET", `"lots" is not an integer`}},
 		{"negative step timeout", []string{"run", "--step-timeout", "-5s"}, nil, false, []string{`--step-timeout "-5s"`}},
 		{"negative sandbox read latency", []string{"run", "--sandbox-read-latency", "-1s"}, nil, false, []string{`--sandbox-read-latency "-1s": want 0`}},
-		{"unparsable step timeout", []string{"run", "--step-timeout", "5 minutes"}, nil, false, []string{`invalid argument "5 minutes" for "--step-timeout" flag`}},
+		{"unparsable step timeout", []string{"run", "--step-timeout", "5 minutes"}, nil, false, []string{`--step-timeout: want a duration such as 90s, got "5 minutes"`}},
 		{"zero concurrency", []string{"run", "--concurrency", "0"}, nil, false, []string{`--concurrency "0": want an integer of at least 1`}},
 		{"word concurrency", []string{"run", "--concurrency", "two"}, nil, false, []string{`--concurrency "two"`}},
 		{"zero repeat", []string{"run", "--repeat", "0"}, nil, false, []string{`--repeat "0": want an integer of at least 1`}},

@@ -31,8 +31,8 @@ var rehearseRunFlags = []string{"tags", "features", "sandbox-bin", "confirmed-by
 func (f *rehearseFlags) bind(fs *flag.FlagSet) {
 	f.bindNamed(fs, rehearseRunFlags...)
 	setDefault(fs, "confirmed-by", "rehearsal") // stand-alone tenants: the rehearsal confirms its own cleanups
-	fs.DurationVar(&f.latency, "latency", 0, "business-read latency of the stand-alone tenants (customers and deals apps): 0 = a fast tenant, e.g. 500ms = a slow one")
-	fs.IntVar(&f.shards, "shards", 1, "stand-alone tenants, one serial live run each over --shard i/N, all at once")
+	durationFlag(fs, &f.latency, "latency", 0, "business-read `latency` of the stand-alone tenants (customers and deals apps): 0 = a fast tenant, e.g. 500ms = a slow one")
+	intFlag(fs, &f.shards, "shards", 1, "`N` stand-alone tenants, one serial live run each over --shard i/N, all at once")
 	fs.StringVar(&f.out, "out", "test-results", "archive root: <out>/<YYYY-MM-DD>/<HHMMSS>-rehearsal-<speed>-<label>/tenant-<i>/ holds each tenant's archive")
 	fs.BoolVar(&f.keepWorkDirs, "keep-workdirs", false, "keep the operator envs (tokens included), emulator logs and the runs' work dirs")
 }

@@ -29,7 +29,8 @@ func runWith(flags *runFlags, inv invocation, args []string, extras runExtras) i
 	s.extras = extras
 	s.stop, s.now = inv.stop, inv.now
 	defer s.close()
-	s.tty = terminalOf(stdout) // before the redactor hides the file behind a writer
+	s.tty = terminalOf(stdout)                    // before the redactor hides the file behind a writer
+	stdout = colourConsole(stdout, flags.noColor) // under the redactor: it colours redacted lines
 	red := s.consoleRedactor(stderr, name)
 	stdout, stderr = redactConsole(stdout, red), redactConsole(stderr, red)
 	f := s.flags

@@ -60,6 +60,12 @@ func (c *common) plan() ([]runner.Item, fs.FS, tagexpr.Expr, error) {
 			sel.Rerun[id] = true
 		}
 	}
+	if c.lastFailedIDs != nil {
+		sel.Rerun = map[string]bool{}
+		for _, id := range c.lastFailedIDs {
+			sel.Rerun[id] = true
+		}
+	}
 	return runner.Plan(m, feats, sel), fsys, expr, nil
 }
 

@@ -73,7 +73,8 @@ func openSession(f runFlags) (*session, error) {
 			return nil, refuse("--durations-from %q: %v", f.durationsDir, err)
 		}
 	}
-	if f.shard != "" {
+	// --last-failed selects what its archive's shard left: split again, it would land elsewhere.
+	if f.shard != "" && f.lastFailedIDs == nil {
 		k, n, _ := runner.ParseShard(f.shard) // checked with the other flags
 		items = runner.Shard(items, k, n, durations)
 		if runner.Count(items).Selected == 0 && !f.allowEmpty {
@@ -119,7 +120,7 @@ func openSession(f runFlags) (*session, error) {
 	s := &session{flags: f, items: items, fsys: fsys, featuresDigest: digest, cfg: cfg, prep: prep, in: in, workDir: work, work: wd, durations: durations, api: apicount.New()}
 	// The preflight (check's PASS line too) judges the concurrency the run will use: on the
 	// sandbox the default when none is configured, not the configuration's 1.
-	s.in.Concurrency = s.concurrency()
+	s.in.Concurrency, s.in.ConcurrencyFrom = s.concurrencyFrom()
 	return s, nil
 }
 
@@ -186,6 +187,12 @@ func startCommand(f *runFlags, inv invocation, args []string, withRun bool) (*se
 	// Every flag value before anything else: nothing is read or started on a bad one.
 	if err := f.validate(f.uses, withRun); err != nil {
 		return nil, exitFor(stderr, name, err)
+	}
+	if f.lastFailed {
+		if err := f.resolveLastFailed(); err != nil {
+			return nil, exitFor(stderr, name, err)
+		}
+		fmt.Fprintf(stderr, "flowtest %s: --last-failed: %d scenario(s) that failed or did not run in %s\n", name, len(f.lastFailedIDs), f.lastFailedFrom)
 	}
 	s, err := openSession(*f)
 	if err != nil {

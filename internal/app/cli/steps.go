@@ -3,6 +3,7 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/ksqlflow/flowtest/internal/harness/stepdef"
@@ -13,12 +14,14 @@ import (
 // stepsFlags are the flags of `flowtest steps`.
 type stepsFlags struct {
 	runFlags
+	jsonFlag
 	unused bool
 }
 
 func (f *stepsFlags) bind(fs *flag.FlagSet) {
 	f.bindNamed(fs, "features")
 	fs.BoolVar(&f.unused, "unused", false, "list only the definitions no scenario uses (exit 1 if there are any)")
+	f.bindJSON(fs, "the definitions, undefined and ambiguous steps")
 }
 
 // cmdSteps is `flowtest steps [--features DIR] [--unused]`: every step definition with its
@@ -53,41 +56,77 @@ func cmdSteps(inv invocation, f *stepsFlags, args []string) int {
 		f := it.Feature
 		featureSteps = append(featureSteps, stepindex.ScenarioSteps(it.ID, f.Path, int(f.Line), f.StepText)...)
 	}
-	unused, undefined, ambiguous := stepindex.Check(defs, featureSteps)
-
-	for _, e := range stepindex.Build(defs, featureSteps) {
-		if f.unused && e.Uses > 0 {
-			continue
+	rep := stepsReport(defs, featureSteps, scenarios, f.unused)
+	if f.json {
+		if err := writeJSON(stdout, rep, nil); err != nil {
+			return exitFor(stderr, "steps", err)
 		}
-		fmt.Fprintf(stdout, "%s\n    -> %s\n", e.Def.Expr, where(e.Def))
-		switch {
-		case f.unused:
-		case e.Uses == 0:
-			fmt.Fprintln(stdout, "    used by no scenario")
-		default:
-			fmt.Fprintf(stdout, "    used by %s\n", strings.Join(e.Scenarios, " "))
-		}
+	} else {
+		writeSteps(stdout, rep, f.unused)
 	}
-	for _, s := range undefined {
-		fmt.Fprintf(stdout, "UNDEFINED %s (%s:%d): %s\n", s.Scenario, s.File, s.Line, s)
-	}
-	for _, a := range ambiguous {
-		fmt.Fprintf(stdout, "AMBIGUOUS %s (%s:%d): %s\n", a.Step.Scenario, a.Step.File, a.Step.Line, a.Step)
-		for _, d := range a.Defs {
-			fmt.Fprintf(stdout, "    matches %s -> %s\n", d.Expr, where(d))
-		}
-	}
-	fmt.Fprintf(stdout, "%d step definitions, %d used by no scenario; %d scenarios, %d steps, %d undefined, %d ambiguous\n",
-		len(defs), len(unused), scenarios, len(featureSteps), len(undefined), len(ambiguous))
-	if len(undefined) > 0 || len(ambiguous) > 0 || (f.unused && len(unused) > 0) {
+	t := rep.Totals
+	if t.Undefined > 0 || t.Ambiguous > 0 || (f.unused && t.Unused > 0) {
 		return runner.ExitFailed
 	}
 	return 0
 }
 
-func where(d stepdef.Def) string {
-	if d.File == "" {
-		return stepindex.ShortName(d.Handler)
+// stepsReport relates the definitions to the feature steps: with unusedOnly, only the
+// definitions no scenario uses are listed.
+func stepsReport(defs []stepdef.Def, featureSteps []stepindex.Step, scenarios int, unusedOnly bool) stepsJSON {
+	unused, undefined, ambiguous := stepindex.Check(defs, featureSteps)
+	rep := stepsJSON{Definitions: []stepDefJSON{}, Undefined: []featureStepJSON{}, Ambiguous: []ambiguousJSON{},
+		Totals: stepsTotalsJSON{Definitions: len(defs), Unused: len(unused), Scenarios: scenarios, Steps: len(featureSteps),
+			Undefined: len(undefined), Ambiguous: len(ambiguous)}}
+	for _, e := range stepindex.Build(defs, featureSteps) {
+		if !unusedOnly || e.Uses == 0 {
+			rep.Definitions = append(rep.Definitions, stepDefOf(e))
+		}
 	}
-	return fmt.Sprintf("%s:%d %s", stepindex.RelFile(d), d.Line, stepindex.ShortName(d.Handler))
+	for _, s := range undefined {
+		rep.Undefined = append(rep.Undefined, featureStepOf(s))
+	}
+	for _, a := range ambiguous {
+		am := ambiguousJSON{featureStepJSON: featureStepOf(a.Step)}
+		for _, d := range a.Defs {
+			am.Matches = append(am.Matches, stepDefOf(stepindex.Entry{Def: d}))
+		}
+		rep.Ambiguous = append(rep.Ambiguous, am)
+	}
+	return rep
+}
+
+// writeSteps is the text of the report: each definition with where it is and who uses it,
+// the undefined and ambiguous feature steps, the counts.
+func writeSteps(w io.Writer, rep stepsJSON, unusedOnly bool) {
+	for _, d := range rep.Definitions {
+		fmt.Fprintf(w, "%s\n    -> %s\n", d.Regexp, d.where())
+		switch {
+		case unusedOnly:
+		case d.Uses == 0:
+			fmt.Fprintln(w, "    used by no scenario")
+		default:
+			fmt.Fprintf(w, "    used by %s\n", strings.Join(d.Scenarios, " "))
+		}
+	}
+	for _, s := range rep.Undefined {
+		fmt.Fprintf(w, "UNDEFINED %s (%s:%d): %s\n", s.Scenario, s.File, s.Line, s.Step)
+	}
+	for _, a := range rep.Ambiguous {
+		fmt.Fprintf(w, "AMBIGUOUS %s (%s:%d): %s\n", a.Scenario, a.File, a.Line, a.Step)
+		for _, d := range a.Matches {
+			fmt.Fprintf(w, "    matches %s -> %s\n", d.Regexp, d.where())
+		}
+	}
+	t := rep.Totals
+	fmt.Fprintf(w, "%d step definitions, %d used by no scenario; %d scenarios, %d steps, %d undefined, %d ambiguous\n",
+		t.Definitions, t.Unused, t.Scenarios, t.Steps, t.Undefined, t.Ambiguous)
+}
+
+// where is "file:line handler", or the handler alone when the file is unknown.
+func (d stepDefJSON) where() string {
+	if d.File == "" {
+		return d.Handler
+	}
+	return fmt.Sprintf("%s:%d %s", d.File, d.Line, d.Handler)
 }

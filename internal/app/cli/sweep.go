@@ -25,7 +25,7 @@ type sweepFlags struct {
 
 func (f *sweepFlags) bind(fs *flag.FlagSet) {
 	f.bindNamed(fs, sweepFlagNames...)
-	fs.DurationVar(&f.olderThan, "older-than", time.Hour, "only scopes made longer ago than this (a positive duration); keep it above the longest run of a runner on another machine")
+	durationFlag(fs, &f.olderThan, "older-than", time.Hour, "only scopes made longer ago than this (a positive `duration`); keep it above the longest run of a runner on another machine")
 	fs.BoolVar(&f.delete, "delete", false, "delete what is listed (default: list only)")
 	fs.StringVar(&f.out, "out", "test-results", "results root: the sweep record goes to <out>/<YYYY-MM-DD>/<HHMMSS>-sweep/sweep.json")
 }

@@ -5,6 +5,7 @@ package cli
 // refusals of a command line that names no command or a flag the command does not take.
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -265,6 +266,9 @@ func (g *givenFlags) once() (map[string]flagUse, error) {
 // also gets why the command does not take it (notTaken) or the closest flag it takes.
 func flagError(c *cobra.Command, err error) error {
 	row := strings.TrimPrefix(c.CommandPath(), "flowtest ")
+	if msg, ok := flagValueError(err); ok {
+		return errors.New(msg)
+	}
 	msg := err.Error()
 	if name, unknown := strings.CutPrefix(msg, "unknown flag: --"); unknown {
 		msg = "unknown flag --" + name

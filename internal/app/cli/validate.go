@@ -61,12 +61,13 @@ var notTaken = func() map[string]map[string]string {
 			why[cmd][f] = reason
 		}
 	}
-	set("gate run", "the gate definition and its carry-over rules decide what runs", "tags", "rerun", "allow-empty", "repeat", "shard")
+	set("gate run", "the gate definition and its carry-over rules decide what runs", "tags", "rerun", "allow-empty", "repeat", "shard", "last-failed")
 	set("sweep", "sweep selects and runs no scenario; it lists (with --delete removes) what dead runs left on the target",
 		"tags", "rerun", "allow-empty", "confirmed-by", "concurrency", "product", "node", "timeout-scale", "api-budget")
 	set("sweep", "sweep takes no run lock", "lock-dir")
-	set("explore", "explore runs the one scenario it names", "tags", "rerun", "allow-empty", "shard")
+	set("explore", "explore runs the one scenario it names", "tags", "rerun", "allow-empty", "shard", "last-failed")
 	set("explore", "explore runs its scenario once per schedule (--schedules, --time)", "repeat")
+	set("explore", "explore runs every schedule to judge it (--schedules, --time)", "fail-fast")
 	set("explore", "explore writes its own report (explore.json, index.html) and run archives", "format", "sut-commit")
 	set("check", "check starts no sandbox", "sandbox-bin", "product", "node")
 	set("check", "check takes no run lock", "lock-dir")
@@ -227,6 +228,9 @@ func (f *runFlags) validateTargetSettings(given func(string) bool, cfg func(stri
 // validateRun checks the flags only run takes: the step deadline, the sandbox's latency,
 // the outputs, the selection's --rerun, --shard, --durations-from and --repeat, the SUT.
 func (f *runFlags) validateRun(uses map[string]flagUse, given func(string) bool) error {
+	if f.lastFailed && given("rerun") {
+		return refuse("--last-failed with --rerun %q: give one (--rerun names the archive, --last-failed finds the newest of this selection)", f.rerun)
+	}
 	if given("step-timeout") && f.stepTimeout <= 0 {
 		return refuse("--step-timeout %q: want a positive duration, e.g. 10m (leave it out for 5m times the timeout scale)", uses["step-timeout"].last())
 	}

@@ -20,7 +20,9 @@ func TestReadKeysResultsByAttempt(t *testing.T) {
 
 	meta := filepath.Join(work, "metadata")
 	require.NoError(t, os.MkdirAll(meta, 0o755))
-	write := func(name, body string) { require.NoError(t, os.WriteFile(filepath.Join(meta, name), []byte(body), 0o600)) }
+	write := func(name, body string) {
+		require.NoError(t, os.WriteFile(filepath.Join(meta, name), []byte(body), 0o600))
+	}
 	write("attempt_a.json", `{"kind":"EXECUTION_RESULT","attemptId":"attempt_a","executionId":"e1","startedAt":"2026-12-06T10:00:01.234Z","finishedAt":"2026-12-06T10:00:01.500Z","durationMs":266}`)
 	write("attempt_b.json", `{"attemptId":"attempt_b","startedAt":null,"finishedAt":"2026-12-06T10:00:02.000Z","durationMs":0}`)
 	write("attempt_c.json", `{"attemptId":"attempt_c","startedAt":"2026-12-06T10:0`)

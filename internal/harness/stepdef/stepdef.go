@@ -24,11 +24,45 @@ const Grace = 2 * time.Second
 // ErrStepTimeout marks a step abandoned at its deadline.
 var ErrStepTimeout = errors.New("step exceeded its deadline")
 
+// DeadlineError is a step's failure when its deadline fired: what the step returned (a wait
+// that gave up on the cancelled context, say) under one prefix naming the deadline and what
+// sets it, so the record says once why the step ended ("step deadline --step-timeout 2s
+// fired: gave up waiting for …"), not only the inner wait's own limit.
+type DeadlineError struct {
+	Timeout time.Duration
+	// Name is what sets the deadline ("--step-timeout"); "" names none.
+	Name string
+	// Err is what the step returned, or ErrStepTimeout when it did not return in time.
+	Err error
+}
+
+func (e *DeadlineError) Error() string {
+	name := ""
+	if e.Name != "" {
+		name = e.Name + " "
+	}
+	return fmt.Sprintf("step deadline %s%s fired: %v", name, e.Timeout, e.Err)
+}
+
+func (e *DeadlineError) Unwrap() error { return e.Err }
+
+// deadlineFired is err under a DeadlineError when the step's own deadline (ctx) ended it and
+// not the scenario (base): an error already naming the deadline is left as it is.
+func deadlineFired(err error, ctx, base context.Context, timeout time.Duration, name string) error {
+	var already *DeadlineError
+	if err == nil || base.Err() != nil || !errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.As(err, &already) {
+		return err
+	}
+	return &DeadlineError{Timeout: timeout, Name: name, Err: err}
+}
+
 // Registry registers steps on one scenario context with a per-step timeout, and hooks
 // whose panics are recovered.
 type Registry struct {
 	SC      *godog.ScenarioContext
 	Timeout time.Duration
+	// TimeoutName is what sets Timeout ("--step-timeout"), named when a step's deadline fires.
+	TimeoutName string
 	// OnHookError, if set, hears about every After hook that failed or panicked.
 	OnHookError func(error)
 	// Index, if set, records every step definition (expression, handler, file:line). With
@@ -88,7 +122,7 @@ func (r Registry) Step(expr any, fn any) {
 	if r.recordingOnly() {
 		return
 	}
-	r.SC.Step(expr, Wrap(fn, r.Timeout))
+	r.SC.Step(expr, WrapNamed(fn, r.Timeout, r.TimeoutName))
 }
 
 var (
@@ -101,7 +135,11 @@ var (
 // deadline. When the deadline passes, the wrapper returns ErrStepTimeout through fn's error
 // result, or panics with it when fn returns no error (godog turns a step panic into a
 // failure).
-func Wrap(fn any, timeout time.Duration) any {
+func Wrap(fn any, timeout time.Duration) any { return WrapNamed(fn, timeout, "") }
+
+// WrapNamed is Wrap whose deadline, when it fires, is named (DeadlineError): the step's error
+// then starts "step deadline <name> <timeout> fired: ".
+func WrapNamed(fn any, timeout time.Duration, name string) any {
 	v := reflect.ValueOf(fn)
 	t := v.Type()
 	if t.Kind() != reflect.Func {
@@ -139,11 +177,16 @@ func Wrap(fn any, timeout time.Duration) any {
 		var stopErr error
 		select {
 		case out := <-done:
+			if errIndex >= 0 && !out[errIndex].IsNil() {
+				err := deadlineFired(out[errIndex].Interface().(error), ctx, base, timeout, name)
+				out[errIndex] = reflect.ValueOf(&err).Elem()
+			}
 			return restoreContext(out, t, base, takesCtx)
 		case p := <-panicked:
 			panic(p) // re-raise on godog's goroutine, where it is recovered into a failure
 		case <-hardStop.C:
-			stopErr = fmt.Errorf("%w (%s)", ErrStepTimeout, timeout)
+			stopErr = &DeadlineError{Timeout: timeout, Name: name,
+				Err: fmt.Errorf("%w: the step did not return within %s after it and was abandoned", ErrStepTimeout, Grace)}
 		case <-base.Done():
 			// The scenario itself was cancelled (interrupt): give the step its grace to return.
 			select {

@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/xml"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -144,7 +145,10 @@ func failureMessage(s *record.Scenario) string {
 	for _, st := range s.Steps {
 		if st.Status == "failed" {
 			kw, name := stepParts(st)
-			lines = append(lines, fmt.Sprintf("step %q failed: %s", kw+name, st.Error))
+			// The reason is often this very line (the runner's first failure): once is enough.
+			if line := fmt.Sprintf("step %q failed: %s", kw+name, st.Error); !slices.Contains(lines, line) {
+				lines = append(lines, line)
+			}
 		}
 	}
 	for _, a := range s.Assertions {
