@@ -170,7 +170,8 @@ var orders = []order{
 	{"status.invocations", "§1.4", "($id order)"},
 	{"ksql-flow.run.lock-before-sql", "§7", "Immediately after the insert (expected record revision 1) kSQL-Flow updates\n`runner_execution_started_at` and only then starts the first SQL statement"},
 	{"ksql-flow.run.final-write", "§7", "At the end it writes the final `status`, clears `job_key` and copies it to\n`job_key_done`"},
-	{"run-network.resume", "§8", "Resume never re-runs SUCCESS nodes"},
+	{"run-network.sequential", "§1.3.2", "One node at a time, stable topological order"},
+	{"run-network.node-start", "§1.3.2", "create Attempt (`RUNNING`, `result_code=PENDING`, `state_revision_before` = state\n  revision) → Node State `RUNNING`"},
 	{"run-network.stop-boundary", "§8", "STOP takes effect only at the next node boundary"},
 }
 

@@ -608,7 +608,7 @@ func (RecordDomain) attemptsCreatedInOrder(ctx context.Context, order string) er
 	want := strings.Join(strings.Fields(strings.ReplaceAll(order, ",", " ")), ", ")
 	// One comparison covers both: taken in record id order, the nodes must be in
 	// topological order (and a node that ran twice would show twice).
-	return sc.St.On("audit.NODE_ATTEMPT.node_id", "order.run-network.resume").Equal("nodes of the run's attempts in record id order", want, strings.Join(nodes, ", "))
+	return sc.St.On("audit.NODE_ATTEMPT.node_id", "order.run-network.sequential").Equal("nodes of the run's attempts in record id order", want, strings.Join(nodes, ", "))
 }
 
 // attemptTimesInOrder checks FlowNet's own NODE_ATTEMPT times (execution_started_at,

@@ -157,7 +157,7 @@ func (jobLogDomain) consecutiveAttemptsDoNotOverlap(ctx context.Context) error {
 		if prevNode != "" {
 			what := fmt.Sprintf("%s finishedAt <= %s startedAt (ms)", prevNode, node.FixtureID)
 			seen := fmt.Sprintf("%s vs %s", prevEnd.Format(time.RFC3339Nano), start.Format(time.RFC3339Nano))
-			if err := sc.St.On("output.ksql-flow.run.result.startedAt", "output.ksql-flow.run.result.finishedAt").Assert(what, "finishedAt <= startedAt", seen, !prevEnd.After(start)); err != nil {
+			if err := sc.St.On("output.ksql-flow.run.result.startedAt", "output.ksql-flow.run.result.finishedAt", "order.run-network.sequential").Assert(what, "finishedAt <= startedAt", seen, !prevEnd.After(start)); err != nil {
 				return err
 			}
 		}
