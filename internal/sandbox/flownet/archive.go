@@ -75,7 +75,7 @@ func (c *cli) archiveRun(args []string) int {
 		return c.fail(err, "ARCHIVE_RUN_FAILED")
 	}
 	principal := c.getenv("KSQL_FLOWNET_SERVICE_PRINCIPAL")
-	if principal == "" {
+	if principal == "" || defect.ArchivePrincipalFromHost { // planted defect: the host first, the principal only without one
 		principal = c.host()
 	}
 	a := &archiver{c: c, st: st, n: n, profile: profile, runID: o.get("--run-id"), reason: reason,

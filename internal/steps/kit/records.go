@@ -409,6 +409,11 @@ func (RecordDomain) lastInvocation(ctx context.Context, status, code string) err
 	if err := sc.St.On("audit.RUN_INVOCATION.status").Equal("status of the last invocation", status, last.Status); err != nil {
 		return err
 	}
+	// §1.3: the invocation's host is KSQL_FLOWNET_HOST, which every FlowNet command of the
+	// scope is given (the poller's children inherit it), the OS host name only without it.
+	if err := sc.St.On("audit.RUN_INVOCATION.host").Equal("host of the last invocation against KSQL_FLOWNET_HOST", FixturesOf(ctx).Scope().Host(), OrNone(last.Host)); err != nil {
+		return err
+	}
 	if code != "" {
 		return sc.St.On("audit.RUN_INVOCATION.result_code").Equal("result_code of the last invocation", code, OrNone(last.ResultCode))
 	}

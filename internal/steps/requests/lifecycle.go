@@ -29,6 +29,7 @@ func (d lifecycleDomain) register(reg stepdef.Registry) {
 	reg.Step(`^no run invocation was requested by `+reqRef+`$`, d.noInvocationByRequest)
 	reg.Step(`^a CLOSE request for the run is created`+asName+`$`, d.closeForTheRun)
 	reg.Step(`^the run has exactly one RUN_ARCHIVED audit, of `+reqRef+`, with its five fields$`, d.oneArchiveAudit)
+	reg.Step(`^the RUN_ARCHIVED audit of the run says result code "RUN_ARCHIVED" and the service principal FlowNet was given$`, d.archiveAuditPrincipal)
 	reg.Step(`^the last NETWORK_LOCK record of the state app is noted$`, d.noteLastLock)
 	reg.Step(`^exactly one NETWORK_LOCK record was added since it was noted: a LOCKDONE: tombstone without lock key, "SUCCESS"$`, d.oneNewTombstone)
 	reg.Step(`^`+reqRef+` is still "REQUESTED" and withdrawn: its claim lost on revision$`, d.stillRequestedWithdrawn)
@@ -234,6 +235,26 @@ func (lifecycleDomain) oneArchiveAudit(ctx context.Context, ref string) error {
 	}
 	// kintone's DATETIME keeps whole minutes: resolved_at can equal archived_at only so.
 	return sc.St.On("audit.OPERATION_AUDIT.resolved_at", "audit.RUN_ARCHIVED.archived_at").Equal("resolved_at of the RUN_ARCHIVED audit, to the minute (kintone DATETIME)", operator.MinuteOf(at), operator.MinuteOf(a.ResolvedAt))
+}
+
+// archiveAuditPrincipal: the RUN_ARCHIVED audit object's result_code and service_principal
+// (§1.9): RUN_ARCHIVED, and KSQL_FLOWNET_SERVICE_PRINCIPAL of the environment every FlowNet
+// command of the scope is given (the poller's CLOSE child inherits it); the host only without it.
+func (lifecycleDomain) archiveAuditPrincipal(ctx context.Context) error {
+	sc := kit.SceneOf(ctx)
+	_, archived, err := runArchivedAudits(ctx)
+	if err != nil {
+		return err
+	}
+	if err := sc.St.On("audit.OPERATION_AUDIT.result_code").Equal("RUN_ARCHIVED audits of the run", 1, len(archived)); err != nil {
+		return err
+	}
+	ev := archived[0].Event
+	if err := sc.St.On("audit.RUN_ARCHIVED.result_code").Equal("result_code of the RUN_ARCHIVED audit", "RUN_ARCHIVED", kit.OrNone(kit.Str(ev["result_code"]))); err != nil {
+		return err
+	}
+	want := kit.FixturesOf(ctx).Scope().Principal("service")
+	return sc.St.On("audit.RUN_ARCHIVED.service_principal").Equal("service_principal of the RUN_ARCHIVED audit against KSQL_FLOWNET_SERVICE_PRINCIPAL", want, kit.OrNone(kit.Str(ev["service_principal"])))
 }
 
 // runArchivedAudits reads the current run and its RUN_ARCHIVED OPERATION_AUDITs.
