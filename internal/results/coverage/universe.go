@@ -70,21 +70,22 @@ var recordTypes = []recordType{
 
 // auditEvent is one OPERATION_AUDIT event type and the fields of its audit object.
 type auditEvent struct {
-	name, section, anchor string // anchor: the text just before the field list in the contract
+	name, section, anchor string   // anchor: the text just before the field list in the contract
+	idents                []string // keys the contract names with their value before the list ("`event_id net_unlock_<uuid>`")
 	fields                []string
 }
 
 var auditEvents = []auditEvent{
-	{"NETWORK_LOCK_FORCE_RELEASED", "§1.5", "`event_id net_unlock_<uuid>`) fields:", words(`network_id profile
+	{"NETWORK_LOCK_FORCE_RELEASED", "§1.5", "`event_id net_unlock_<uuid>`) fields:", words("event_type event_id"), words(`network_id profile
 		lock_key record_id previous_owner_invocation_id previous_lease_token previous_heartbeat_at
 		previous_lease_expires_at service_principal requested_by stop_confirmed_by stop_method
 		stop_evidence_ref reason evidence_ref released_at post_release_revision`)},
-	{"JOB_LOCK_FORCE_UNLOCK_RECORDED", "§1.7", "(`event_id job_unlock_<uuid>`, fields", words(`run_id node_id
+	{"JOB_LOCK_FORCE_UNLOCK_RECORDED", "§1.7", "(`event_id job_unlock_<uuid>`, fields", words("event_id"), words(`run_id node_id
 		job_id service_principal requested_by stop_confirmed_by reason evidence_ref recorded_at
 		lock_recovery_result`)},
-	{"RUN_ARCHIVED", "§1.9", "mismatch ⇒ `AUDIT_CONFLICT`. Audit fields:", words(`event_id event_type run_id
+	{"RUN_ARCHIVED", "§1.9", "mismatch ⇒ `AUDIT_CONFLICT`. Audit fields:", nil, words(`event_id event_type run_id
 		result_code requested_by reason archived_at previous_status run_revision_before service_principal`)},
-	{"RECONCILIATION_REPAIR", "§4.2", "Reconciliation audit object:", words(`event_id event_type repair_type
+	{"RECONCILIATION_REPAIR", "§4.2", "Reconciliation audit object:", nil, words(`event_id event_type repair_type
 		run_id target_type target_id before after basis occurred_at`)},
 }
 
@@ -192,7 +193,7 @@ func Universe() []Subject {
 		}
 	}
 	for _, ev := range auditEvents {
-		for _, f := range ev.fields {
+		for _, f := range slices.Concat(ev.idents, ev.fields) {
 			u = append(u, Subject{"audit." + ev.name + "." + f, KindAudit, ev.section})
 		}
 	}

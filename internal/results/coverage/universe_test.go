@@ -126,6 +126,11 @@ func TestAuditEventFieldsAreTheContracts(t *testing.T) {
 		if got, want := sortedSet(ev.fields), sortedSet(want); !slices.Equal(got, want) {
 			t.Errorf("%s: universe %v, contract %v", ev.name, got, want)
 		}
+		for _, id := range ev.idents {
+			if !strings.Contains(text, "`"+id+" ") {
+				t.Errorf("%s: %s is not named with its value (`%s …`) in %s", ev.name, id, id, ev.section)
+			}
+		}
 	}
 }
 

@@ -146,6 +146,9 @@ func (c *cli) runNetwork(args []string) int {
 		return 1
 	}
 	if o.json {
+		if defect.RunJsonInvocationIdNull {
+			out.InvocationID = nil // planted defect: the JSON line of a NEW or RESUME says null, as only NOOP and REJECTED may
+		}
 		c.printJSON(out.normalized())
 	} else if out.Outcome == "NOOP" {
 		fmt.Fprintf(c.stdout, "NO-OP: Run %s is already SUCCESS; nothing was executed.\n", *out.RunID)

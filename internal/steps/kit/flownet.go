@@ -212,7 +212,7 @@ func (c *FlownetCall) SubArg(n int) string {
 // `exit.<subcommand>` for the commands whose exit code the contract states.
 func (c *FlownetCall) ExitSubject() string {
 	switch c.Sub {
-	case "validate", "plan", "run-network", "status", "force-unlock-network", "resolve-node",
+	case "run-network", "status", "force-unlock-network", "resolve-node",
 		"record-job-unlock", "cancel-run", "archive-run", "poll-requests":
 		return "exit." + c.Sub
 	}
@@ -224,10 +224,8 @@ func (c *FlownetCall) ExitSubject() string {
 func (c *FlownetCall) LineSubject(prefix string) string {
 	heads := []struct{ head, subject string }{
 		{"Error [", `text.any:"Error ["`},
-		{"Warning [", `text.poll-requests:"Warning ["`},
 		{"NEW: ", `text.run-network:"NEW|RESUME: Run "`},
 		{"RESUME: ", `text.run-network:"NEW|RESUME: Run "`},
-		{"NO-OP: ", `text.run-network:"NO-OP: Run "`},
 		{"RELEASED: ", `text.force-unlock-network:"RELEASED: "`},
 	}
 	if c.Sub == "cancel-run" {

@@ -27,6 +27,7 @@ func (d runDomain) register(reg stepdef.Registry) {
 	reg.Step(`^FlowNet has run the network for the scope's business key with an invalid (customers|deals) token as "([^"]+)" and exited with code (\d+)$`, d.hasRunWithInvalidToken)
 	reg.Step(`^FlowNet runs the network the cron way, --scheduled-for "([^"]+)" --resume --json, as "([^"]+)"$`, d.runsTheCronWay)
 	reg.Step(`^FlowNet runs the network again with --resume and the identical call as "([^"]+)"$`, d.resumesAs)
+	reg.Step(`^`+ProcRef+` printed one JSON line: outcome "([A-Z]+)", the run, its last invocation, aggregate "([A-Z]+)" and result code "([A-Z_]+)"$`, d.printedRunJSON)
 	reg.Step(`^the stdout of `+ProcRef+` has a line starting with "([^"]*)"$`, d.stdoutHasLine)
 	reg.Step(`^"([^"]+)" and "([^"]+)" received the same identity: profile, network, business key and run key$`, d.sameIdentity)
 	reg.Step(`^"([^"]+)" reported the run id that "([^"]+)" reported, the run persisted for the business key$`, d.sameReportedRunID)

@@ -71,14 +71,19 @@ func (jobLogDomain) everyAttemptHasItsRow(ctx context.Context, status string) er
 			return err
 		}
 		row := rows[0]
-		checks := []struct{ field, want, seen string }{
-			{"correlation_id", runID, row.CorrelationID},
-			{"execution_id", kit.OrNone(a.ExecutionID), kit.OrNone(row.ExecutionID)},
-			{"job_id", kit.OrNone(jobIDs[a.NodeID]), kit.OrNone(row.JobID)},
-			{"status", status, row.Status},
+		// The attempt's execution_id is read as much as the JOB log's: they must be equal.
+		checks := []struct {
+			field      string
+			also       []string
+			want, seen string
+		}{
+			{"correlation_id", nil, runID, row.CorrelationID},
+			{"execution_id", []string{"audit.NODE_ATTEMPT.execution_id"}, kit.OrNone(a.ExecutionID), kit.OrNone(row.ExecutionID)},
+			{"job_id", nil, kit.OrNone(jobIDs[a.NodeID]), kit.OrNone(row.JobID)},
+			{"status", nil, status, row.Status},
 		}
 		for _, c := range checks {
-			if err := sc.St.On("joblog."+c.field).Equal(fmt.Sprintf("JOB log %s for %s", c.field, node), c.want, c.seen); err != nil {
+			if err := sc.St.On("joblog."+c.field, c.also...).Equal(fmt.Sprintf("JOB log %s for %s", c.field, node), c.want, c.seen); err != nil {
 				return err
 			}
 		}

@@ -166,7 +166,7 @@ func (jobUnlockDomain) oneAudit(ctx context.Context, name string) error {
 
 // jobIDOf is the job id of the rendered node id ("(unknown node)" if the network has none).
 // jobUnlockSubjects are the audit fields the JOB_LOCK_FORCE_UNLOCK_RECORDED assertion compares.
-var jobUnlockSubjects = []string{"audit.JOB_LOCK_FORCE_UNLOCK_RECORDED.run_id", "audit.JOB_LOCK_FORCE_UNLOCK_RECORDED.node_id",
+var jobUnlockSubjects = []string{"audit.JOB_LOCK_FORCE_UNLOCK_RECORDED.event_id", "audit.JOB_LOCK_FORCE_UNLOCK_RECORDED.run_id", "audit.JOB_LOCK_FORCE_UNLOCK_RECORDED.node_id",
 	"audit.JOB_LOCK_FORCE_UNLOCK_RECORDED.job_id", "audit.JOB_LOCK_FORCE_UNLOCK_RECORDED.service_principal",
 	"audit.JOB_LOCK_FORCE_UNLOCK_RECORDED.requested_by", "audit.JOB_LOCK_FORCE_UNLOCK_RECORDED.stop_confirmed_by",
 	"audit.JOB_LOCK_FORCE_UNLOCK_RECORDED.reason", "audit.JOB_LOCK_FORCE_UNLOCK_RECORDED.evidence_ref",
