@@ -213,8 +213,12 @@ func (a *archiver) decide(ctx context.Context, lock *networkLock) {
 		a.pending("LEASE_INTERRUPTED_AFTER_ARCHIVE", "Run %s is archived but the lease was lost before its audit: %v", a.runID, err)
 		return
 	}
+	code := "RUN_ARCHIVED"
+	if defect.ArchiveAuditResultCodeMissing {
+		code = "" // planted defect: only the OPERATION_AUDIT record's field holds the code, the audit object none
+	}
 	a.recordAudit(ctx, archiveAudit{
-		EventID: a.res.EventID, EventType: "RUN_ARCHIVED", RunID: a.runID, ResultCode: "RUN_ARCHIVED",
+		EventID: a.res.EventID, EventType: "RUN_ARCHIVED", RunID: a.runID, ResultCode: code,
 		RequestedBy: a.by, Reason: a.reason, ArchivedAt: archivedAt, PreviousStatus: status,
 		RunRevisionBefore: before, ServicePrincipal: a.principal,
 	})
