@@ -213,12 +213,8 @@ func (a *archiver) decide(ctx context.Context, lock *networkLock) {
 		a.pending("LEASE_INTERRUPTED_AFTER_ARCHIVE", "Run %s is archived but the lease was lost before its audit: %v", a.runID, err)
 		return
 	}
-	code := "RUN_ARCHIVED"
-	if defect.ArchiveAuditResultCodeMissing {
-		code = "" // planted defect: only the OPERATION_AUDIT record's field holds the code, the audit object none
-	}
 	a.recordAudit(ctx, archiveAudit{
-		EventID: a.res.EventID, EventType: "RUN_ARCHIVED", RunID: a.runID, ResultCode: code,
+		EventID: a.res.EventID, EventType: "RUN_ARCHIVED", RunID: a.runID, ResultCode: "RUN_ARCHIVED",
 		RequestedBy: a.by, Reason: a.reason, ArchivedAt: archivedAt, PreviousStatus: status,
 		RunRevisionBefore: before, ServicePrincipal: a.principal,
 	})
@@ -368,7 +364,11 @@ func (x archiveAudit) sameEvent(y archiveAudit) bool {
 //     that differs ⇒ AUDIT_CONFLICT.
 func (a *archiver) recordAudit(ctx context.Context, ev archiveAudit) {
 	key := "OP:" + ev.EventID
-	b, _ := json.Marshal(ev)
+	obj := ev
+	if defect.ArchiveAuditResultCodeMissing {
+		obj.ResultCode = "" // planted defect: only the OPERATION_AUDIT record's field holds the code, the audit object none
+	}
+	b, _ := json.Marshal(obj)
 	_, _, err := a.st.kc.AddRecord(ctx, a.st.auditApp, vals(map[string]any{
 		"record_key": key, "record_type": "OPERATION_AUDIT", "run_id": ev.RunID, "result_code": ev.ResultCode,
 		"reason": string(b), "resolved_at": ev.ArchivedAt,

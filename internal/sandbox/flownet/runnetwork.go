@@ -43,7 +43,10 @@ type runOutput struct {
 // the JSON line alone (the exit code and the records stay right) prints it.
 func plantedRunJSON(out runOutput, resume bool) runOutput {
 	if defect.RunJsonListsNull {
-		return out // planted defect: empty id lists printed as null, not []
+		if len(out.RetryBrakeNodeIDs) == 0 && len(out.BlockedRunIDs) == 0 {
+			out.RetryBrakeNodeIDs, out.BlockedRunIDs = nil, nil // planted defect: empty id lists printed as null, not []
+		}
+		return out
 	}
 	out = out.normalized()
 	if defect.RunJsonAggregateStale && (out.Outcome == "NEW" || out.Outcome == "RESUME") {
