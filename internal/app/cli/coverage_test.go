@@ -42,19 +42,22 @@ func coverageArchive(t *testing.T, out, tags string, at time.Time, subjects ...[
 func TestCoverageCommandReadsTheNewestFullRun(t *testing.T) {
 	out := t.TempDir()
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.Local)
-	full := coverageArchive(t, out, "", at, []string{"state.NETWORK_RUN.status"}, []string{"process.exit-code"})
+	full := coverageArchive(t, out, "", at, []string{"state.NETWORK_RUN.status"}, []string{"process.exit-code", `text.any:"Error ["`})
+	probs, err := results.ValidateArchive(full)
+	require.NoError(t, err)
+	assert.Empty(t, probs, "a record's subjects, a quoted text head among them, match the scenario schema")
 	coverageArchive(t, out, "@m5-a", at.Add(time.Minute), []string{"request.request_state"})
 	features := filepath.Join("..", "..", "..", "features")
 	var o, e bytes.Buffer
 	code := Main([]string{"coverage", "--out", out, "--features", features, "--json"}, nil, &o, &e, nil)
 	assert.Equal(t, 1, code, "most subjects are unread in a one-scenario archive: %s", e.String())
-	probs, err := results.ValidateJSON(results.SchemaCoverage, "coverage.json", o.Bytes())
+	probs, err = results.ValidateJSON(results.SchemaCoverage, "coverage.json", o.Bytes())
 	require.NoError(t, err)
 	assert.Empty(t, probs)
 	var m coverage.Map
 	require.NoError(t, json.Unmarshal(o.Bytes(), &m))
 	assert.Equal(t, full, m.Archive)
-	assert.Equal(t, 1, m.Read)
+	assert.Equal(t, 2, m.Read)
 	byName := map[string]coverage.Entry{}
 	for _, s := range m.Subjects {
 		byName[s.Name] = s

@@ -386,26 +386,19 @@ func (d RecordDomain) lastInvocationWithCode(ctx context.Context, status, code s
 }
 
 func (RecordDomain) lastInvocationHasMode(ctx context.Context, mode string) error {
-	invs, err := Invocations(ctx)
+	last, err := TheLastInvocation(ctx)
 	if err != nil {
 		return err
 	}
-	if err := SceneOf(ctx).St.On("audit.RUN_INVOCATION.run_id").Assert("invocations of the run", ">= 1", len(invs), len(invs) >= 1); err != nil {
-		return err
-	}
-	return SceneOf(ctx).St.On("audit.RUN_INVOCATION.mode").Equal("mode of the last invocation", mode, invs[len(invs)-1].Mode)
+	return SceneOf(ctx).St.On("audit.RUN_INVOCATION.mode").Equal("mode of the last invocation", mode, last.Mode)
 }
 
 func (RecordDomain) lastInvocation(ctx context.Context, status, code string) error {
 	sc := SceneOf(ctx)
-	invs, err := Invocations(ctx)
+	last, err := TheLastInvocation(ctx)
 	if err != nil {
 		return err
 	}
-	if err := sc.St.On("audit.RUN_INVOCATION.run_id").Assert("invocations of the run", ">= 1", len(invs), len(invs) >= 1); err != nil {
-		return err
-	}
-	last := invs[len(invs)-1]
 	if err := sc.St.On("audit.RUN_INVOCATION.status").Equal("status of the last invocation", status, last.Status); err != nil {
 		return err
 	}
