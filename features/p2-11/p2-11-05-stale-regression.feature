@@ -37,5 +37,6 @@ Feature: P2-11 regressions — a stale START, RERUN without app_start, the cron 
     Then "cron" exits with code 0
     And exactly one run exists for the business key "{network_id}@2026-09", of this network
     And the run is "SUCCESS"
+    And "cron" printed one JSON line: outcome "NEW", the run, its last invocation, aggregate "SUCCESS" and result code "OK"
     And the run's as_of is "2026-09-15T00:00:00Z"
     And the JOB log row of every attempt of the run has as_of "2026-09-15T00:00:00Z"

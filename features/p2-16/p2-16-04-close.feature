@@ -2,7 +2,7 @@ Feature: P2-16 CLOSE — archive-run through the request app
 
   Acceptance 6・7 (scenarios.md §2.7.4). A CLOSE of a FAILED Run archives it: the request is
   DONE / RUN_ARCHIVED naming the event, the Run keeps its status FAILED and becomes lifecycle
-  ARCHIVED, exactly one RUN_ARCHIVED audit holds its five fields (resolved_at equals
+  ARCHIVED, exactly one RUN_ARCHIVED audit holds its five fields (and result code and service principal; resolved_at equals
   archived_at to the minute: kintone's DATETIME), the Network lock the CLOSE took is left as
   one LOCKDONE: tombstone, and the archived Run is never resumed; a second CLOSE changes
   nothing. A SUCCESS Run is not closable. A Run whose attempt is still being finalised (its
@@ -25,6 +25,7 @@ Feature: P2-16 CLOSE — archive-run through the request app
     And the run is "FAILED"
     And the status of the run shows it "FAILED", lifecycle "ARCHIVED", with no hold
     And the run has exactly one RUN_ARCHIVED audit, of request "close", with its five fields
+    And the RUN_ARCHIVED audit of the run says result code "RUN_ARCHIVED" and the service principal FlowNet was given
     And exactly one NETWORK_LOCK record was added since it was noted: a LOCKDONE: tombstone without lock key, "SUCCESS"
     When FlowNet resumes the run by its id as "resume of the archived run"
     Then "resume of the archived run" exits with code 1

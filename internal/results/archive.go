@@ -338,6 +338,7 @@ func (a *Archive) redactScenario(s *Scenario) *Scenario {
 	})
 	c.Assertions = eachRedacted(s.Assertions, false, func(as Assertion) Assertion {
 		as.What, as.Expected, as.Seen = r.String(as.What), r.String(as.Expected), r.String(as.Seen)
+		as.Subjects = r.Strings(as.Subjects)
 		return as
 	})
 	c.Notes = eachRedacted(s.Notes, true, func(n Note) Note {

@@ -34,7 +34,12 @@ const (
 	SchemaRun      = "run"
 	SchemaGate     = "gate"
 	SchemaEvidence = "evidence" // `flowtest evidence --json`
+	SchemaCoverage = "coverage" // coverage.json of a full run, `flowtest coverage --json`
 )
+
+// CoverageFile is the assertion coverage map a full run's archive carries
+// (internal/results/coverage).
+const CoverageFile = "coverage.json"
 
 // SchemaProblem is one place where a file does not match its schema.
 type SchemaProblem struct {
@@ -64,7 +69,7 @@ func compiledSchemas() (map[string]*jsonschema.Schema, error) {
 		c := jsonschema.NewCompiler()
 		c.DefaultDraft(jsonschema.Draft2020)
 		c.AssertFormat()
-		names := []string{SchemaScenario, SchemaRun, SchemaGate, SchemaEvidence}
+		names := []string{SchemaScenario, SchemaRun, SchemaGate, SchemaEvidence, SchemaCoverage}
 		ids := map[string]string{}
 		for _, n := range names {
 			data, err := schemaFS.ReadFile("schema/" + n + ".schema.json")
@@ -252,6 +257,8 @@ func (v *archiveValidator) file(rel string, data []byte) error {
 		schema, v.sawRun = SchemaRun, true
 	case rel == GateFile:
 		schema = SchemaGate
+	case rel == CoverageFile:
+		schema = SchemaCoverage
 	case path.Dir(rel) == ScenarioDir:
 		schema = SchemaScenario
 	case rel == "cucumber.json":

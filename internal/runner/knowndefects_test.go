@@ -121,7 +121,7 @@ func kpdSteps(what string) func(sc *godog.ScenarioContext, reg stepdef.Registry)
 			if what == "" {
 				return errors.New("deliberate failure without an assertion")
 			}
-			return scenario.From(ctx).Assert(what, "blue", "red", false)
+			return scenario.From(ctx).On("state.NETWORK_RUN.status").Assert(what, "blue", "red", false)
 		})
 	}
 }

@@ -30,7 +30,7 @@ scenarios:
 			if st.ID == "delta" {
 				panic("checker broke")
 			}
-			return st.Assert("invariant puts-fenced", "no violation", "write 3 carries no revision", false)
+			return st.On("traffic.invariants").Assert("invariant puts-fenced", "no violation", "write 3 carries no revision", false)
 		},
 	})
 	assert.Equal(t, map[string]string{"one-run-per-key": "the scenario plants a second run"}, seen["alpha"])
@@ -61,7 +61,7 @@ func TestVerifyThatHoldsKeepsThePass(t *testing.T) {
 			if !hasDeadline {
 				return errors.New("no deadline")
 			}
-			return st.Assert("invariant puts-fenced", "no violation", "none", true)
+			return st.On("traffic.invariants").Assert("invariant puts-fenced", "no violation", "none", true)
 		},
 	})
 	assert.Equal(t, ExitPassed, r.res.Code)

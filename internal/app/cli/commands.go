@@ -129,6 +129,10 @@ func init() {
 			short: "prove each scenario can fail: run it against planted-defect sandboxes",
 			long:  "Builds each planted defect of sandbox/defect/defects.yaml into a broken flowsandbox and shows that its scenarios catch it.",
 			flags: flagsOf(cmdDefects)},
+		{name: "coverage", usage: "coverage [--archive DIR] [--json]",
+			short: "which scenarios' assertions read each record field, output and order the product writes, and what none reads",
+			long:  "Reads the newest full-run archive under --out (or --archive) and docs/coverage.md; exits 1 when a subject no assertion reads has no reason there, or an assertion names an unknown subject.",
+			flags: flagsOf(cmdCoverage)},
 		{name: "version", usage: "version", short: "print the runner version and the commit it was built from",
 			run: func(inv invocation, _ []string) int { fmt.Fprintln(inv.stdout, versionLine(build())); return 0 }},
 		// The CSV steps' kSQL-Flow launcher (internal/app/ksqlwrap): started by FlowNet, not by

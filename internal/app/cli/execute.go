@@ -106,6 +106,9 @@ func (s *session) executeOnce(ctx context.Context, tgt *target.Target, stdout io
 		},
 	})
 	fmt.Fprintf(stdout, "%s — archive %s\n", results.RunTotalsText(run), arch.Dir())
+	if err := writeCoverage(stdout, arch, run, res.Scenarios, f.features); err != nil {
+		fmt.Fprintf(stdout, "WARNING: %s not written: %v\n", results.CoverageFile, err)
+	}
 	for _, line := range results.StaleKnownDefects(run.Scenarios) {
 		fmt.Fprintf(stdout, "WARNING: %s; exit %d until features/%s is updated\n", line, runner.ExitFailed, runner.KnownDefectsFile)
 	}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"reflect"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -117,13 +118,28 @@ func (s *State) Note(what, detail string) {
 	fmt.Fprintf(s.Log, "  note: %s: %s\n", what, detail)
 }
 
+// Reads is an assertion about to be made, with the subjects it reads (docs/coverage.md):
+// `sc.St.On("state.NODE_STATE.status").Equal(...)`. Assertions are made only through it,
+// so none can be recorded without a subject; `flowtest coverage` maps what the scenarios
+// assert from them.
+type Reads struct {
+	s        *State
+	subjects []string
+}
+
+// On names the subjects the next assertion reads: at least one.
+func (s *State) On(subject string, more ...string) Reads {
+	return Reads{s: s, subjects: append([]string{subject}, more...)}
+}
+
 // Assert records one assertion (expected and seen) and returns an error when it failed, so a
-// step can `return s.Assert(...)`.
-func (s *State) Assert(what string, expected, seen any, ok bool) error {
-	a := results.Assertion{What: what, Expected: fmt.Sprint(expected), Seen: fmt.Sprint(seen), OK: ok}
-	s.mu.Lock()
-	s.assertions = append(s.assertions, a)
-	s.mu.Unlock()
+// step can `return sc.St.On(subject).Assert(...)`.
+func (r Reads) Assert(what string, expected, seen any, ok bool) error {
+	a := results.Assertion{What: what, Expected: fmt.Sprint(expected), Seen: fmt.Sprint(seen), OK: ok,
+		Subjects: slices.Clone(r.subjects)}
+	r.s.mu.Lock()
+	r.s.assertions = append(r.s.assertions, a)
+	r.s.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("%s: expected %s, saw %s", what, a.Expected, a.Seen)
 	}
@@ -134,12 +150,12 @@ func (s *State) Assert(what string, expected, seen any, ok bool) error {
 // value (reflect.DeepEqual), not when they print alike: 3 is not "3", and []string{"a b"} is
 // not []string{"a", "b"}. Values that differ but print alike are recorded as Go syntax
 // (%#v), so the record shows what differed.
-func (s *State) Equal(what string, expected, seen any) error {
+func (r Reads) Equal(what string, expected, seen any) error {
 	same := reflect.DeepEqual(expected, seen)
 	if !same && fmt.Sprint(expected) == fmt.Sprint(seen) {
-		return s.Assert(what, fmt.Sprintf("%#v", expected), fmt.Sprintf("%#v", seen), false)
+		return r.Assert(what, fmt.Sprintf("%#v", expected), fmt.Sprintf("%#v", seen), false)
 	}
-	return s.Assert(what, expected, seen, same)
+	return r.Assert(what, expected, seen, same)
 }
 
 // SummarizeOutputs makes the record hold output summaries of the scenario's processes

@@ -51,14 +51,15 @@ func TestKeepWorkDirAndCleanRun(t *testing.T) {
 func TestAssertionsAreRecordedWithExpectedAndSeen(t *testing.T) {
 	st, err := New("s3", nil, t.TempDir(), nil)
 	require.NoError(t, err)
-	assert.NoError(t, st.Equal("run status", "SUCCESS", "SUCCESS"))
-	err = st.Equal("exit code", 0, 1)
+	assert.NoError(t, st.On("state.NETWORK_RUN.status").Equal("run status", "SUCCESS", "SUCCESS"))
+	err = st.On("exit.run-network", "output.run-network.json.outcome").Equal("exit code", 0, 1)
 	require.Error(t, err)
 	assert.Equal(t, "exit code: expected 0, saw 1", err.Error())
 	var rec results.Scenario
 	st.Evidence(&rec)
 	require.Len(t, rec.Assertions, 2)
-	assert.Equal(t, results.Assertion{What: "exit code", Expected: "0", Seen: "1", OK: false}, rec.Assertions[1])
+	assert.Equal(t, results.Assertion{What: "exit code", Expected: "0", Seen: "1", OK: false,
+		Subjects: []string{"exit.run-network", "output.run-network.json.outcome"}}, rec.Assertions[1])
 }
 
 func TestFromPanicsOutsideAScenario(t *testing.T) {
@@ -73,17 +74,17 @@ func TestFromPanicsOutsideAScenario(t *testing.T) {
 func TestEqualComparesTypedValues(t *testing.T) {
 	st, err := New("s4", nil, t.TempDir(), nil)
 	require.NoError(t, err)
-	err = st.Equal("count", 3, "3")
+	err = st.On("harness.test").Equal("count", 3, "3")
 	require.Error(t, err)
 	assert.Equal(t, `count: expected 3, saw "3"`, err.Error())
-	err = st.Equal("argv", []string{"a b"}, []string{"a", "b"})
+	err = st.On("harness.test").Equal("argv", []string{"a b"}, []string{"a", "b"})
 	require.Error(t, err)
 	assert.Equal(t, `argv: expected []string{"a b"}, saw []string{"a", "b"}`, err.Error())
-	assert.Error(t, st.Equal("bytes", 3, int64(3)), "int and int64 are different types")
-	assert.NoError(t, st.Equal("argv", []string{"a", "b"}, []string{"a", "b"}))
-	assert.NoError(t, st.Equal("count", int64(3), int64(3)))
+	assert.Error(t, st.On("harness.test").Equal("bytes", 3, int64(3)), "int and int64 are different types")
+	assert.NoError(t, st.On("harness.test").Equal("argv", []string{"a", "b"}, []string{"a", "b"}))
+	assert.NoError(t, st.On("harness.test").Equal("count", int64(3), int64(3)))
 	var rec results.Scenario
 	st.Evidence(&rec)
 	require.Len(t, rec.Assertions, 5)
-	assert.Equal(t, results.Assertion{What: "count", Expected: "3", Seen: `"3"`, OK: false}, rec.Assertions[0])
+	assert.Equal(t, results.Assertion{What: "count", Expected: "3", Seen: `"3"`, OK: false, Subjects: []string{"harness.test"}}, rec.Assertions[0])
 }

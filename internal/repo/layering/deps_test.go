@@ -30,11 +30,12 @@ internal/base/refusal < internal/base/flagcheck;
 
 # The evidence: the record types, the archive and its readers.
 internal/results/internal/mdtext < internal/results/record < internal/results/render;
+internal/results/record < internal/results/coverage;
 internal/results/redact, internal/results/render
 < internal/results
 < internal/results/merge, internal/results/pack, internal/results/evidence,
   internal/results/internal/archivetest;
-internal/results/merge, internal/results/pack, internal/results/evidence < EVIDENCE;
+internal/results/merge, internal/results/pack, internal/results/evidence, internal/results/coverage < EVIDENCE;
 
 # The harness: what a scenario drives, each piece below the steps and the runner. The
 # processes and the proxies fill the record types themselves (one definition, no mirror).

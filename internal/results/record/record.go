@@ -201,12 +201,17 @@ type StepMatch struct {
 	Pattern  string `json:"pattern,omitempty"`
 }
 
-// Assertion is one check a step made: what was expected and what was seen.
+// Assertion is one check a step made: what was expected and what was seen, and the
+// subjects it read (docs/coverage.md names them: `state.NODE_STATE.status_reason`,
+// `output.status.json.runs[].status`, `order.archive-run.writes`, …), from which
+// `flowtest coverage` maps what the scenarios assert. Records written before subjects were
+// recorded have none.
 type Assertion struct {
-	What     string `json:"what"`
-	Expected string `json:"expected"`
-	Seen     string `json:"seen"`
-	OK       bool   `json:"ok"`
+	What     string   `json:"what"`
+	Expected string   `json:"expected"`
+	Seen     string   `json:"seen"`
+	OK       bool     `json:"ok"`
+	Subjects []string `json:"subjects,omitempty"`
 }
 
 // Note is one piece of evidence a step recorded without asserting on it.

@@ -92,7 +92,7 @@ func TestEverySwitchIsCatalogued(t *testing.T) {
 // Built without tags (as here, and as shipped), every switch is off.
 func TestShippedBuildHasEveryDefectOff(t *testing.T) {
 	switches := []bool{ResumeRerunsSuccess, ResumeRestartsAttemptNo, LockConflictFailsNode, KilledChildFailed,
-		DownstreamNotBlocked, BlockedByMissing, CapabilityCheckIgnoresInputs, ResumePrintsNew, JobLogWrongCorrelation,
+		DownstreamNotBlocked, BlockedByMissing, InvocationHostIgnoresEnv, ArchivePrincipalFromHost, RunJsonAggregateStale, RunJsonListsNull, RunJsonOutcomeFromFlag, ArchiveAuditResultCodeMissing, CapabilityCheckIgnoresInputs, ResumePrintsNew, JobLogWrongCorrelation,
 		KintoneAcceptsDuplicateUnique, KintoneIgnoresStaleRevision, KintoneUniqueCheckNotAtomic, IndependentBranchSkipped,
 		DeferralWithoutNodesDeferred, DeferralMarksRunFailed, JobLogWrongExecutionId, ExtraInvocation,
 		RunKeyOmitsProfile, ResumeReportsInvocationId, NewRunReportsInvocationId, ForceUnlockMissesDeadHolder, ResultStartedAtIsAsOf,

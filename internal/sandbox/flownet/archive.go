@@ -75,7 +75,7 @@ func (c *cli) archiveRun(args []string) int {
 		return c.fail(err, "ARCHIVE_RUN_FAILED")
 	}
 	principal := c.getenv("KSQL_FLOWNET_SERVICE_PRINCIPAL")
-	if principal == "" {
+	if principal == "" || defect.ArchivePrincipalFromHost { // planted defect: the host first, the principal only without one
 		principal = c.host()
 	}
 	a := &archiver{c: c, st: st, n: n, profile: profile, runID: o.get("--run-id"), reason: reason,
@@ -364,7 +364,11 @@ func (x archiveAudit) sameEvent(y archiveAudit) bool {
 //     that differs ⇒ AUDIT_CONFLICT.
 func (a *archiver) recordAudit(ctx context.Context, ev archiveAudit) {
 	key := "OP:" + ev.EventID
-	b, _ := json.Marshal(ev)
+	obj := ev
+	if defect.ArchiveAuditResultCodeMissing {
+		obj.ResultCode = "" // planted defect: only the OPERATION_AUDIT record's field holds the code, the audit object none
+	}
+	b, _ := json.Marshal(obj)
 	_, _, err := a.st.kc.AddRecord(ctx, a.st.auditApp, vals(map[string]any{
 		"record_key": key, "record_type": "OPERATION_AUDIT", "run_id": ev.RunID, "result_code": ev.ResultCode,
 		"reason": string(b), "resolved_at": ev.ArchivedAt,

@@ -39,6 +39,25 @@ type runOutput struct {
 	BlockedRunIDs        []string `json:"blocked_run_ids"`
 }
 
+// plantedRunJSON is the --json line as printed: out normalized, or as a planted defect of
+// the JSON line alone (the exit code and the records stay right) prints it.
+func plantedRunJSON(out runOutput, resume bool) runOutput {
+	if defect.RunJsonListsNull {
+		if len(out.RetryBrakeNodeIDs) == 0 && len(out.BlockedRunIDs) == 0 {
+			out.RetryBrakeNodeIDs, out.BlockedRunIDs = nil, nil // planted defect: empty id lists printed as null, not []
+		}
+		return out
+	}
+	out = out.normalized()
+	if defect.RunJsonAggregateStale && (out.Outcome == "NEW" || out.Outcome == "RESUME") {
+		out.AggregateStatus = strp(StatusRunning) // planted defect: the Run's status read before the scheduler's last recompute
+	}
+	if defect.RunJsonOutcomeFromFlag && resume && out.Outcome == "NEW" {
+		out.Outcome = "RESUME" // planted defect: the outcome follows --resume, not whether a Run was created
+	}
+	return out
+}
+
 // normalized makes the array fields [] rather than null.
 func (o runOutput) normalized() runOutput {
 	if o.RetryBrakeNodeIDs == nil {
@@ -146,7 +165,7 @@ func (c *cli) runNetwork(args []string) int {
 		return 1
 	}
 	if o.json {
-		c.printJSON(out.normalized())
+		c.printJSON(plantedRunJSON(out, o.resume))
 	} else if out.Outcome == "NOOP" {
 		fmt.Fprintf(c.stdout, "NO-OP: Run %s is already SUCCESS; nothing was executed.\n", *out.RunID)
 	} else {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
 	"time"
@@ -154,6 +155,10 @@ func (e *execution) createInvocation(ctx context.Context, reason string, selecte
 		"started_at": isoMillis(e.c.now()), "reason": reason,
 		"selected_node_ids": jsonArray(selected), "preserved_node_ids": jsonArray(preserved), "blocked_node_ids": jsonArray(blocked),
 	})
+	if defect.InvocationHostIgnoresEnv { // planted defect: the OS host name, KSQL_FLOWNET_HOST ignored
+		h, _ := os.Hostname()
+		rec["host"] = kintoneapi.Field{Value: h}
+	}
 	id, rev, err := e.st.insert(ctx, e.st.auditApp, "INV:"+e.invID, rec, "invocation_id")
 	if defect.ExtraInvocation && e.mode == "NEW" && err == nil {
 		_, _, err = e.st.insert(ctx, e.st.auditApp, "INV:"+e.invID+":retry", rec, "invocation_id") // planted defect: a blind resend under its own key, never adjudicated against the first

@@ -85,9 +85,9 @@ func (cliKintoneDomain) cliKintoneImports(ctx context.Context, sink, name string
 	}
 	if res.ExitCode != 0 {
 		stderr, _ := np.Proc.Stderr()
-		return sc.St.Equal("exit code of "+name, 0, fmt.Sprintf("%d: %s", res.ExitCode, kit.FirstLineOrNone(stderr)))
+		return sc.St.On("process.cli-kintone.exit-code").Equal("exit code of "+name, 0, fmt.Sprintf("%d: %s", res.ExitCode, kit.FirstLineOrNone(stderr)))
 	}
-	return sc.St.Equal("exit code of "+name, 0, res.ExitCode)
+	return sc.St.On("process.cli-kintone.exit-code").Equal("exit code of "+name, 0, res.ExitCode)
 }
 
 func (cliKintoneDomain) outputHoldsNoToken(ctx context.Context, name string) error {
@@ -103,5 +103,5 @@ func (cliKintoneDomain) outputHoldsNoToken(ctx context.Context, name string) err
 	if tok != "" && strings.Contains(out+errOut, tok) {
 		found = "yes"
 	}
-	return sc.St.Equal("the CSV app token in the output of "+name, "no", found)
+	return sc.St.On("process.cli-kintone.output").Equal("the CSV app token in the output of "+name, "no", found)
 }

@@ -96,10 +96,10 @@ func (csvAppDomain) appHoldsEveryRow(ctx context.Context) error {
 			wrong = append(wrong, want[0])
 		}
 	}
-	if err := sc.St.Equal("rows of the scope in the CSV fixture app", len(input), len(rows)); err != nil {
+	if err := sc.St.On("harness.csv-app.rows").Equal("rows of the scope in the CSV fixture app", len(input), len(rows)); err != nil {
 		return err
 	}
-	return sc.St.Equal("CSV input rows missing, duplicated or with another value in the CSV fixture app", "(none)",
+	return sc.St.On("harness.csv-app.rows").Equal("CSV input rows missing, duplicated or with another value in the CSV fixture app", "(none)",
 		kit.OrNone(strings.Join(append(append(missing, dup...), wrong...), ",")))
 }
 
@@ -109,7 +109,7 @@ func (csvAppDomain) appHoldsNoRow(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return sc.St.Equal("rows of the scope in the CSV fixture app", 0, len(rows))
+	return sc.St.On("harness.csv-app.rows").Equal("rows of the scope in the CSV fixture app", 0, len(rows))
 }
 
 // deleteCSVRows deletes the scope's rows and finalize marker of the CSV fixture app
@@ -200,7 +200,7 @@ func (csvAppDomain) someRows(ctx context.Context) error {
 	s.noted = len(rows)
 	sc.St.Note("rows of the scope in the CSV fixture app", fmt.Sprint(len(rows)))
 	all := len(csvIOKey.Of(sc.St).written())
-	return sc.St.Assert("rows of the scope in the CSV fixture app after the partial import", fmt.Sprintf("1..%d", all-1), len(rows), len(rows) >= 1 && len(rows) < all)
+	return sc.St.On("harness.csv-app.rows").Assert("rows of the scope in the CSV fixture app after the partial import", fmt.Sprintf("1..%d", all-1), len(rows), len(rows) >= 1 && len(rows) < all)
 }
 
 func (csvAppDomain) sameCount(ctx context.Context) error {
@@ -209,5 +209,5 @@ func (csvAppDomain) sameCount(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return sc.St.Equal("rows of the scope in the CSV fixture app (as noted)", csvAppKey.Of(sc.St).noted, len(rows))
+	return sc.St.On("harness.csv-app.rows").Equal("rows of the scope in the CSV fixture app (as noted)", csvAppKey.Of(sc.St).noted, len(rows))
 }

@@ -184,9 +184,9 @@ func (csvExportDomain) fileUnchanged(ctx context.Context, sink string) error {
 	}
 	got, err := os.ReadFile(p)
 	if err != nil {
-		return sc.St.Equal("sha256 of the "+sink+" file (the old one)", digest(want), "unreadable: "+err.Error())
+		return sc.St.On("file.export.sha256").Equal("sha256 of the "+sink+" file (the old one)", digest(want), "unreadable: "+err.Error())
 	}
-	return sc.St.Equal("sha256 of the "+sink+" file (the old one)", digest(want), digest(got))
+	return sc.St.On("file.export.sha256").Equal("sha256 of the "+sink+" file (the old one)", digest(want), digest(got))
 }
 
 func (csvExportDomain) noFile(ctx context.Context, sink string) error {
@@ -199,7 +199,7 @@ func (csvExportDomain) noFile(ctx context.Context, sink string) error {
 	if st, err := os.Lstat(p); err == nil {
 		seen = fmt.Sprintf("present, %d bytes", st.Size())
 	}
-	return sc.St.Equal("the "+sink+" file", "absent", seen)
+	return sc.St.On("file.export.presence").Equal("the "+sink+" file", "absent", seen)
 }
 
 func (csvExportDomain) noTempFile(ctx context.Context, sink string) error {
@@ -218,7 +218,7 @@ func (csvExportDomain) noTempFile(ctx context.Context, sink string) error {
 			tmp = append(tmp, e.Name())
 		}
 	}
-	return sc.St.Equal("temporary files beside the "+sink+" file", "(none)", kit.OrNone(strings.Join(tmp, ",")))
+	return sc.St.On("file.export.temporary").Equal("temporary files beside the "+sink+" file", "(none)", kit.OrNone(strings.Join(tmp, ",")))
 }
 
 // readExport reads the sink's exported file; one that cannot be read fails as an assertion.
@@ -229,7 +229,7 @@ func (s *csvExportState) readExport(sc *kit.Scene, fx *kit.FixtureState, sink st
 	}
 	data, err := os.ReadFile(p)
 	if err != nil {
-		return nil, sc.St.Equal("the exported "+sink+" file", "readable", err.Error())
+		return nil, sc.St.On("file.export.bytes").Equal("the exported "+sink+" file", "readable", err.Error())
 	}
 	return data, nil
 }
@@ -244,7 +244,7 @@ func (csvExportDomain) exportedFileIs(ctx context.Context, sink, encoding string
 		return err
 	}
 	text, derr := strictDecode(data, encoding)
-	if err := sc.St.Assert("the exported "+sink+" file decodes strictly as "+encoding, "decodes", fmt.Sprint(derr), derr == nil); err != nil {
+	if err := sc.St.On("file.export.encoding").Assert("the exported "+sink+" file decodes strictly as "+encoding, "decodes", fmt.Sprint(derr), derr == nil); err != nil {
 		return err
 	}
 	want, reordered := csvIOKey.Of(sc.St).rowsCSVInOrderOf(text)
@@ -255,7 +255,7 @@ func (csvExportDomain) exportedFileIs(ctx context.Context, sink, encoding string
 	if text != want {
 		seen = fmt.Sprintf("differs: %d bytes decoded, %d expected; first line %q", len(text), len(want), kit.FirstLineOrNone(text))
 	}
-	return sc.St.Equal("the exported "+sink+" file against the expected CRLF CSV", "identical", seen)
+	return sc.St.On("file.export.bytes").Equal("the exported "+sink+" file against the expected CRLF CSV", "identical", seen)
 }
 
 // exportedBytesAreIconvCP932 compares the exported file's bytes with the expected CSV (its rows
@@ -284,7 +284,7 @@ func (csvExportDomain) exportedBytesAreIconvCP932(ctx context.Context, sink stri
 	if !bytes.Equal(data, want) {
 		seen = firstByteDifference(data, want)
 	}
-	return sc.St.Equal("the exported "+sink+" file's bytes against iconv's CP932", "identical", seen)
+	return sc.St.On("file.export.bytes").Equal("the exported "+sink+" file's bytes against iconv's CP932", "identical", seen)
 }
 
 // iconvCP932 encodes text with `iconv -f UTF-8 -t CP932` (glibc's CP932 is Microsoft's table).

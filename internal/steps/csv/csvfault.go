@@ -88,5 +88,5 @@ func (csvFaultDomain) proxyFaulted(ctx context.Context, n int) error {
 			answered++
 		}
 	}
-	return sc.St.Equal("synthetic HTTP 400 answers of the write-fault proxy", n, answered)
+	return sc.St.On("harness.fault.firings").Equal("synthetic HTTP 400 answers of the write-fault proxy", n, answered)
 }

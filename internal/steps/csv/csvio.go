@@ -412,7 +412,7 @@ func (csvIODomain) rewriteOneValue(ctx context.Context) error {
 	before := s.sha256
 	s.before.sha256, s.before.bytes = s.sha256, s.bytes
 	s.sha256, s.bytes = digest(data), len(data)
-	return sc.St.Assert("sha256 of the rewritten CSV input", "differs from "+before, s.sha256, s.sha256 != before)
+	return sc.St.On("file.input.sha256").Assert("sha256 of the rewritten CSV input", "differs from "+before, s.sha256, s.sha256 != before)
 }
 
 // digest is the hex sha256 of b (how the receipts name a file's content).

@@ -61,8 +61,8 @@ func (csvLeakDomain) noLeak(ctx context.Context) error {
 			}
 		}
 	}
-	if err := sc.St.Assert("state and audit records of the run scanned", ">= 1", scanned, scanned >= 1); err != nil {
+	if err := sc.St.On("state.NODE_STATE.status_reason", "audit.NODE_ATTEMPT.error_message").Assert("state and audit records of the run scanned", ">= 1", scanned, scanned >= 1); err != nil {
 		return err
 	}
-	return sc.St.Equal("state and audit fields of the run holding a path of the IO root or a cell value of the CSV input", "(none)", kit.OrNone(strings.Join(leaks, "; ")))
+	return sc.St.On("state.NODE_STATE.status_reason", "audit.NODE_ATTEMPT.error_message").Equal("state and audit fields of the run holding a path of the IO root or a cell value of the CSV input", "(none)", kit.OrNone(strings.Join(leaks, "; ")))
 }

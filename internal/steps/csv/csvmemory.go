@@ -104,5 +104,5 @@ func (csvMemoryDomain) measured(ctx context.Context) error {
 	if sc.St.Log != nil {
 		fmt.Fprintf(sc.St.Log, "  measured: %s\n", line)
 	}
-	return sc.St.Assert("memory samples of the kSQL-Flow child", ">= 1 sample with a resident size", fmt.Sprintf("%d samples, peak %d bytes", s.samples, s.peakRSS), s.samples >= 1 && s.peakRSS > 0)
+	return sc.St.On("process.ksql-flow.memory").Assert("memory samples of the kSQL-Flow child", ">= 1 sample with a resident size", fmt.Sprintf("%d samples, peak %d bytes", s.samples, s.peakRSS), s.samples >= 1 && s.peakRSS > 0)
 }

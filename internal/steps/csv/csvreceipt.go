@@ -98,13 +98,13 @@ func readIOSummary(ctx context.Context, name, which string, kinds ...string) (*i
 	sc := kit.SceneOf(ctx)
 	var kind string
 	_ = json.Unmarshal(top["kind"], &kind)
-	if err := sc.St.Assert("kind of the "+which+" audit summary of node "+name, strings.Join(kinds, " or "), kit.OrNone(kind), slices.Contains(kinds, kind)); err != nil {
+	if err := sc.St.On("audit.NODE_ATTEMPT.error_message").Assert("kind of the "+which+" audit summary of node "+name, strings.Join(kinds, " or "), kit.OrNone(kind), slices.Contains(kinds, kind)); err != nil {
 		return nil, err
 	}
-	if err := sc.St.Equal("keys of the "+which+" audit summary of node "+name, summaryKeys[kind], sortedKeys(top)); err != nil {
+	if err := sc.St.On("audit.NODE_ATTEMPT.error_message").Equal("keys of the "+which+" audit summary of node "+name, summaryKeys[kind], sortedKeys(top)); err != nil {
 		return nil, err
 	}
-	if err := sc.St.Equal("version of the "+which+" audit summary of node "+name, "1", kit.OrNone(string(top["version"]))); err != nil {
+	if err := sc.St.On("audit.NODE_ATTEMPT.error_message").Equal("version of the "+which+" audit summary of node "+name, "1", kit.OrNone(string(top["version"]))); err != nil {
 		return nil, err
 	}
 	return &ioSummary{top: top, which: which}, nil
@@ -115,18 +115,18 @@ func readIOSummary(ctx context.Context, name, which string, kinds ...string) (*i
 func (s *ioSummary) entries(sc *kit.Scene, key, field, want, keys string) ([]map[string]json.RawMessage, error) {
 	var list []map[string]json.RawMessage
 	jerr := json.Unmarshal(s.top[key], &list)
-	if err := sc.St.Assert(key+" of the "+s.which+" audit summary is a list of objects", "list", kit.FirstLineOrNone(string(s.top[key])), jerr == nil && list != nil); err != nil {
+	if err := sc.St.On("audit.NODE_ATTEMPT.error_message").Assert(key+" of the "+s.which+" audit summary is a list of objects", "list", kit.FirstLineOrNone(string(s.top[key])), jerr == nil && list != nil); err != nil {
 		return nil, err
 	}
 	var names []string
 	for _, e := range list {
 		names = append(names, rawStr(e[field]))
 	}
-	if err := sc.St.Equal(field+"s of "+key+" of the "+s.which+" audit summary", want, strings.Join(names, ",")); err != nil {
+	if err := sc.St.On("audit.NODE_ATTEMPT.error_message").Equal(field+"s of "+key+" of the "+s.which+" audit summary", want, strings.Join(names, ",")); err != nil {
 		return nil, err
 	}
 	for _, e := range list {
-		if err := sc.St.Equal("keys of the "+key+" entry "+rawStr(e[field]), keys, sortedKeys(e)); err != nil {
+		if err := sc.St.On("audit.NODE_ATTEMPT.error_message").Equal("keys of the "+key+" entry "+rawStr(e[field]), keys, sortedKeys(e)); err != nil {
 			return nil, err
 		}
 	}
@@ -173,10 +173,10 @@ func csvNodeNamed(fx *kit.FixtureState, name string) (csvNode, error) {
 // checkBaseline compares the baseline entries (source, sha256, bytes) with the file.
 func checkBaseline(sc *kit.Scene, list []map[string]json.RawMessage, input, sha string, size int) error {
 	b := list[0]
-	if err := sc.St.Equal("baseline sha256 of input "+input+" (the file the harness wrote)", sha, rawStr(b["sha256"])); err != nil {
+	if err := sc.St.On("audit.NODE_ATTEMPT.error_message").Equal("baseline sha256 of input "+input+" (the file the harness wrote)", sha, rawStr(b["sha256"])); err != nil {
 		return err
 	}
-	return sc.St.Equal("baseline bytes of input "+input, strconv.Itoa(size), rawInt(b["bytes"]))
+	return sc.St.On("audit.NODE_ATTEMPT.error_message").Equal("baseline bytes of input "+input, strconv.Itoa(size), rawInt(b["bytes"]))
 }
 
 func (csvReceiptDomain) inputAuditSummary(ctx context.Context, name, input string, rows int, encoding string) error {
@@ -209,16 +209,16 @@ func (csvReceiptDomain) inputAuditSummary(ctx context.Context, name, input strin
 		return err
 	}
 	in := files[0]
-	if err := sc.St.Equal("type of input "+input, "IMPORT", rawStr(in["type"])); err != nil {
+	if err := sc.St.On("audit.NODE_ATTEMPT.error_message").Equal("type of input "+input, "IMPORT", rawStr(in["type"])); err != nil {
 		return err
 	}
-	if err := sc.St.Equal("receipt sha256 of input "+input+" (the first 12 hex of the file's)", sha[:12], rawStr(in["sha256"])); err != nil {
+	if err := sc.St.On("audit.NODE_ATTEMPT.error_message").Equal("receipt sha256 of input "+input+" (the first 12 hex of the file's)", sha[:12], rawStr(in["sha256"])); err != nil {
 		return err
 	}
-	if err := sc.St.Equal("receipt bytes of input "+input, strconv.Itoa(size), rawInt(in["bytes"])); err != nil {
+	if err := sc.St.On("audit.NODE_ATTEMPT.error_message").Equal("receipt bytes of input "+input, strconv.Itoa(size), rawInt(in["bytes"])); err != nil {
 		return err
 	}
-	if err := sc.St.Equal("rows of input "+input, strconv.Itoa(rows), rawInt(in["rows"])); err != nil {
+	if err := sc.St.On("audit.NODE_ATTEMPT.error_message").Equal("rows of input "+input, strconv.Itoa(rows), rawInt(in["rows"])); err != nil {
 		return err
 	}
 	return sameEncoding(sc, "encoding of input "+input, encoding, rawStr(in["encoding"]))
@@ -251,13 +251,13 @@ func (csvReceiptDomain) baselineBeforeRewrite(ctx context.Context, name, input s
 	if err := checkBaseline(sc, base, input, beforeSHA, beforeSize); err != nil {
 		return err
 	}
-	return sc.St.Assert("sha256 of the rewritten CSV input against the baseline", "differs from "+beforeSHA, nowSHA, nowSHA != beforeSHA)
+	return sc.St.On("file.input.sha256").Assert("sha256 of the rewritten CSV input against the baseline", "differs from "+beforeSHA, nowSHA, nowSHA != beforeSHA)
 }
 
 // sameEncoding compares an encoding name case-insensitively: kSQL-Flow 0.9.0 writes an
 // input's encoding as UTF8 / SJIS, scenarios.md writes it utf8 in one place and UTF8 in another.
 func sameEncoding(sc *kit.Scene, what, want, seen string) error {
-	return sc.St.Assert(what+" (any case)", want, seen, strings.EqualFold(want, seen))
+	return sc.St.On("audit.NODE_ATTEMPT.error_message").Assert(what+" (any case)", want, seen, strings.EqualFold(want, seen))
 }
 
 var hex64 = regexp.MustCompile(`^[a-f0-9]{64}$`)
@@ -285,22 +285,22 @@ func (csvReceiptDomain) outputAuditSummary(ctx context.Context, name, sink strin
 		return err
 	}
 	o := files[0]
-	if err := sc.St.Equal("type of sink "+sink, "EXPORT", rawStr(o["type"])); err != nil {
+	if err := sc.St.On("audit.NODE_ATTEMPT.error_message").Equal("type of sink "+sink, "EXPORT", rawStr(o["type"])); err != nil {
 		return err
 	}
-	if err := sc.St.Equal("rows of sink "+sink, strconv.Itoa(rows), rawInt(o["rows"])); err != nil {
+	if err := sc.St.On("audit.NODE_ATTEMPT.error_message").Equal("rows of sink "+sink, strconv.Itoa(rows), rawInt(o["rows"])); err != nil {
 		return err
 	}
 	// kSQL-FlowNet takes only utf8 or sjis, in lower case, for an output.
-	if err := sc.St.Equal("encoding of sink "+sink, encoding, rawStr(o["encoding"])); err != nil {
+	if err := sc.St.On("audit.NODE_ATTEMPT.error_message").Equal("encoding of sink "+sink, encoding, rawStr(o["encoding"])); err != nil {
 		return err
 	}
 	var size int64
-	if err := sc.St.Assert("bytes of sink "+sink, "> 0", rawInt(o["bytes"]), json.Unmarshal(o["bytes"], &size) == nil && size > 0); err != nil {
+	if err := sc.St.On("audit.NODE_ATTEMPT.error_message").Assert("bytes of sink "+sink, "> 0", rawInt(o["bytes"]), json.Unmarshal(o["bytes"], &size) == nil && size > 0); err != nil {
 		return err
 	}
 	sha := rawStr(o["sha256"])
-	if err := sc.St.Assert("sha256 of sink "+sink, "64 hex", sha, hex64.MatchString(sha)); err != nil {
+	if err := sc.St.On("audit.NODE_ATTEMPT.error_message").Assert("sha256 of sink "+sink, "64 hex", sha, hex64.MatchString(sha)); err != nil {
 		return err
 	}
 	if s.receipts == nil {
@@ -329,10 +329,10 @@ func (csvReceiptDomain) exportedSHAIsReceipt(ctx context.Context, sink, name str
 	if s.first[sinkKey(fx, sink)] == "" {
 		s.first[sinkKey(fx, sink)] = digest(data)
 	}
-	if err := sc.St.Equal("sha256 of the exported "+sink+" file against the receipt of node "+name, rc, digest(data)); err != nil {
+	if err := sc.St.On("audit.NODE_ATTEMPT.error_message", "file.export.sha256").Equal("sha256 of the exported "+sink+" file against the receipt of node "+name, rc, digest(data)); err != nil {
 		return err
 	}
-	return sc.St.Equal("bytes of the exported "+sink+" file against the receipt of node "+name, s.sizes[sinkKey(fx, sink)], int64(len(data)))
+	return sc.St.On("audit.NODE_ATTEMPT.error_message", "file.export.bytes").Equal("bytes of the exported "+sink+" file against the receipt of node "+name, s.sizes[sinkKey(fx, sink)], int64(len(data)))
 }
 
 func (csvReceiptDomain) sameAsFirstExport(ctx context.Context, sink string) error {
@@ -350,10 +350,10 @@ func (csvReceiptDomain) sameAsFirstExport(ctx context.Context, sink string) erro
 	if err != nil {
 		return err
 	}
-	if err := sc.St.Equal("receipt sha256 of sink "+sink+" against the first export", first, s.receipts[sinkKey(fx, sink)]); err != nil {
+	if err := sc.St.On("audit.NODE_ATTEMPT.error_message").Equal("receipt sha256 of sink "+sink+" against the first export", first, s.receipts[sinkKey(fx, sink)]); err != nil {
 		return err
 	}
-	return sc.St.Equal("sha256 of the exported "+sink+" file against the first export", first, digest(data))
+	return sc.St.On("file.export.sha256").Equal("sha256 of the exported "+sink+" file against the first export", first, digest(data))
 }
 
 // latestAttemptSummary decodes the JSON audit summary FlowNet keeps in the error_message of a
@@ -365,5 +365,5 @@ func latestAttemptSummary(ctx context.Context, name string, sum any) error {
 	}
 	msg := a.ErrorMessage
 	jerr := json.Unmarshal([]byte(msg), sum)
-	return kit.SceneOf(ctx).St.Assert("error_message of the latest attempt of "+name+" is a JSON summary", "JSON", kit.FirstLineOrNone(msg), jerr == nil)
+	return kit.SceneOf(ctx).St.On("audit.NODE_ATTEMPT.error_message").Assert("error_message of the latest attempt of "+name+" is a JSON summary", "JSON", kit.FirstLineOrNone(msg), jerr == nil)
 }

@@ -65,10 +65,10 @@ func (csvWrapperDomain) neverStarted(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if err := sc.St.Equal("execution_started_at of the latest attempt of "+name, "(none)", kit.OrNone(a.ExecutionStartedAt)); err != nil {
+	if err := sc.St.On("audit.NODE_ATTEMPT.execution_started_at").Equal("execution_started_at of the latest attempt of "+name, "(none)", kit.OrNone(a.ExecutionStartedAt)); err != nil {
 		return err
 	}
-	return sc.St.Equal("runner_execution_started_at of the latest attempt of "+name, "(none)", kit.OrNone(a.RunnerExecutionStartedAt))
+	return sc.St.On("audit.NODE_ATTEMPT.runner_execution_started_at").Equal("runner_execution_started_at of the latest attempt of "+name, "(none)", kit.OrNone(a.RunnerExecutionStartedAt))
 }
 
 // sjisWrapper plays the original's csv2-encoding-wrapper.mjs as KSQL_FLOW_BIN: export runs
@@ -90,7 +90,7 @@ func (csvWrapperDomain) runsWithSJISWrapper(ctx context.Context, name string, co
 	if err := c.Finish(ctx); err != nil {
 		return err
 	}
-	return sc.St.Equal("exit code of "+name, code, c.Result.ExitCode)
+	return sc.St.On(c.ExitSubject()).Equal("exit code of "+name, code, c.Result.ExitCode)
 }
 
 func (csvWrapperDomain) rerunsWithSJISWrapper(ctx context.Context, node, name string) error {

@@ -52,7 +52,7 @@ func CheckInvariants(ctx context.Context, st *scenario.State, exempt map[string]
 	var err error
 	h.State, h.Audit, h.Request, err = FinalRecords(ctx, st)
 	if err != nil {
-		return st.Assert(schedule.AssertionPrefix+"checks: the scope's final records", "read", err.Error(), false)
+		return st.On("traffic.invariants").Assert(schedule.AssertionPrefix+"checks: the scope's final records", "read", err.Error(), false)
 	}
 	st.Note("invariants", fmt.Sprintf("checked over %d writes of %s and the final records (%d state, %d audit, %d request)",
 		len(h.Writes), partiesText(names), len(h.State), len(h.Audit), len(h.Request)))
@@ -121,7 +121,7 @@ func judgeInvariants(st *scenario.State, h schedule.History, exempt map[string]s
 			if len(vs) > 0 {
 				seen = strings.Join(details, "; ")
 			}
-			if st.Assert(what, "no violation", seen, len(vs) == 0) != nil {
+			if st.On("traffic.invariants").Assert(what, "no violation", seen, len(vs) == 0) != nil {
 				failed = append(failed, inv.Name)
 			}
 		}

@@ -178,7 +178,7 @@ func (FixtureDomain) EditTheWorkingCopy(ctx context.Context, name, old, replacem
 	if err != nil {
 		return fmt.Errorf("working copy of %s: %w", name, err)
 	}
-	if err := sc.St.Equal(fmt.Sprintf("occurrences of %q in the working copy of %s", old, name), 1, strings.Count(string(data), old)); err != nil {
+	if err := sc.St.On("harness.fixture").Equal(fmt.Sprintf("occurrences of %q in the working copy of %s", old, name), 1, strings.Count(string(data), old)); err != nil {
 		return err
 	}
 	edited := strings.Replace(string(data), old, replacement, 1)

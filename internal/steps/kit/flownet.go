@@ -208,6 +208,37 @@ func (c *FlownetCall) SubArg(n int) string {
 	return ""
 }
 
+// ExitSubject is the coverage subject of the call's exit code (docs/coverage.md):
+// `exit.<subcommand>` for the commands whose exit code the contract states.
+func (c *FlownetCall) ExitSubject() string {
+	switch c.Sub {
+	case "run-network", "status", "force-unlock-network", "resolve-node",
+		"record-job-unlock", "cancel-run", "archive-run", "poll-requests":
+		return "exit." + c.Sub
+	}
+	return "process.flownet.exit-code"
+}
+
+// LineSubject is the coverage subject of a line of the call's output that starts with
+// prefix: the contract's line head it begins with (§1), else the output as flowtest sees it.
+func (c *FlownetCall) LineSubject(prefix string) string {
+	heads := []struct{ head, subject string }{
+		{"Error [", `text.any:"Error ["`},
+		{"NEW: ", `text.run-network:"NEW|RESUME: Run "`},
+		{"RESUME: ", `text.run-network:"NEW|RESUME: Run "`},
+		{"RELEASED: ", `text.force-unlock-network:"RELEASED: "`},
+	}
+	if c.Sub == "cancel-run" {
+		return `text.cancel-run:"<STATE>: CANCEL:"`
+	}
+	for _, h := range heads {
+		if strings.HasPrefix(prefix, h.head) || strings.HasPrefix(h.head, prefix) {
+			return h.subject
+		}
+	}
+	return "process.flownet.output"
+}
+
 // EnvValue returns a variable of the environment the process received.
 func (c *FlownetCall) EnvValue(name string) string {
 	v := ""

@@ -215,7 +215,7 @@ func (processDomain) noKsqlFlowProcessOfTheScope(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return sc.St.Equal("kSQL-Flow processes of this scope before the run", 0, len(pids))
+	return sc.St.On("process.ksql-flow.children").Equal("kSQL-Flow processes of this scope before the run", 0, len(pids))
 }
 
 func (processDomain) exitsWithCode(ctx context.Context, ref string, code int) error {
@@ -233,7 +233,11 @@ func (processDomain) exitsWithCode(ctx context.Context, ref string, code int) er
 			return err
 		}
 	}
-	if err := sc.St.Equal("exit code of "+p.Name, code, res.ExitCode); err != nil {
+	subject := "process.exit-code"
+	if p.Flownet != nil {
+		subject = p.Flownet.ExitSubject()
+	}
+	if err := sc.St.On(subject).Equal("exit code of "+p.Name, code, res.ExitCode); err != nil {
 		return fmt.Errorf("%w\nstdout: %s\nstderr: %s", err, p.Proc.StdoutTail(), p.Proc.StderrTail())
 	}
 	return nil

@@ -189,7 +189,7 @@ func invocationsCounted(ctx context.Context, n int) ([]RunInvocation, error) {
 	if err != nil {
 		return nil, err
 	}
-	return invs, SceneOf(ctx).St.Equal("invocations of the run", n, len(invs))
+	return invs, SceneOf(ctx).St.On("audit.RUN_INVOCATION.run_id").Equal("invocations of the run", n, len(invs))
 }
 
 // SnapshotAttempts records every node's attempts before the FlowNet call named name starts.
@@ -235,10 +235,10 @@ func (RecordDomain) exactlyOneRunForKey(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	if err := sc.St.Equal("NETWORK_RUN records for business key "+key, 1, len(runs)); err != nil {
+	if err := sc.St.On("state.NETWORK_RUN.business_key").Equal("NETWORK_RUN records for business key "+key, 1, len(runs)); err != nil {
 		return err
 	}
-	if err := sc.St.Equal("network_id of the run of business key "+key, n.NetworkID, runs[0].NetworkID); err != nil {
+	if err := sc.St.On("state.NETWORK_RUN.network_id").Equal("network_id of the run of business key "+key, n.NetworkID, runs[0].NetworkID); err != nil {
 		return err
 	}
 	rs := recordKey.Of(sc.St)
@@ -254,7 +254,7 @@ func (RecordDomain) theRunIs(ctx context.Context, status string) error {
 	if err != nil {
 		return err
 	}
-	return SceneOf(ctx).St.Equal("run status", status, r.Status)
+	return SceneOf(ctx).St.On("state.NETWORK_RUN.status").Equal("run status", status, r.Status)
 }
 
 func (RecordDomain) theRunBecomes(ctx context.Context, status string) error {
@@ -276,10 +276,10 @@ func (RecordDomain) theRunBecomes(ctx context.Context, status string) error {
 		return seen == status, "status " + seen, nil
 	})
 	if err != nil {
-		sc.St.Assert("run status", status, OrNone(seen), false)
+		sc.St.On("state.NETWORK_RUN.status").Assert("run status", status, OrNone(seen), false)
 		return err
 	}
-	return sc.St.Equal("run status", status, seen)
+	return sc.St.On("state.NETWORK_RUN.status").Equal("run status", status, seen)
 }
 
 func (RecordDomain) theNodeStatesAre(ctx context.Context, table *godog.Table) error {
@@ -316,29 +316,31 @@ func (RecordDomain) theNodeStatesAre(ctx context.Context, table *godog.Table) er
 			return err
 		}
 		rec, ok := states[node.ID]
-		if err := sc.St.Assert("NODE_STATE of "+name+" exists", "present", Presence(ok), ok); err != nil {
+		if err := sc.St.On("state.NODE_STATE.node_id").Assert("NODE_STATE of "+name+" exists", "present", Presence(ok), ok); err != nil {
 			return err
 		}
 		// Columns in the table's order, so the first failure is the same for the same defect.
 		for i, c := range row.Cells {
 			col, want := header[i].Value, strings.TrimSpace(c.Value)
-			var seen string
+			var seen, subject string
 			switch col {
 			case "node":
 				continue
 			case "blocked_by":
-				seen = fx.fixtureNames(rec.BlockedBy)
+				seen, subject = fx.fixtureNames(rec.BlockedBy), "state.NODE_STATE.blocked_by"
 			case "status":
-				seen = rec.Status
+				seen, subject = rec.Status, "state.NODE_STATE.status"
 			case "status_reason":
-				seen = rec.StatusReason
+				seen, subject = rec.StatusReason, "state.NODE_STATE.status_reason"
 			case "latest_attempt_no":
-				seen = rec.LatestAttemptNo
+				seen, subject = rec.LatestAttemptNo, "state.NODE_STATE.latest_attempt_no"
+			default:
+				return fmt.Errorf("node state table: unknown column %q", col)
 			}
 			if want == "" && col != "status" {
 				continue // an empty cell means "not checked"
 			}
-			if err := sc.St.Equal(fmt.Sprintf("%s of node %s", col, name), want, seen); err != nil {
+			if err := sc.St.On(subject).Equal(fmt.Sprintf("%s of node %s", col, name), want, seen); err != nil {
 				return err
 			}
 		}
@@ -357,10 +359,10 @@ func (RecordDomain) everyNodeHasOneAttempt(ctx context.Context, status string) e
 		if err != nil {
 			return err
 		}
-		if err := sc.St.Equal("attempts of node "+node.FixtureID, 1, len(atts)); err != nil {
+		if err := sc.St.On("audit.NODE_ATTEMPT.node_id").Equal("attempts of node "+node.FixtureID, 1, len(atts)); err != nil {
 			return err
 		}
-		if err := sc.St.Equal("attempt status of node "+node.FixtureID, status, atts[0].Status); err != nil {
+		if err := sc.St.On("audit.NODE_ATTEMPT.status").Equal("attempt status of node "+node.FixtureID, status, atts[0].Status); err != nil {
 			return err
 		}
 	}
@@ -372,7 +374,7 @@ func (RecordDomain) invocationsAndLast(ctx context.Context, n int, status string
 	if err != nil {
 		return err
 	}
-	return SceneOf(ctx).St.Equal("status of the last invocation", status, invs[len(invs)-1].Status)
+	return SceneOf(ctx).St.On("audit.RUN_INVOCATION.status").Equal("status of the last invocation", status, invs[len(invs)-1].Status)
 }
 
 func (d RecordDomain) lastInvocationIs(ctx context.Context, status string) error {
@@ -384,31 +386,29 @@ func (d RecordDomain) lastInvocationWithCode(ctx context.Context, status, code s
 }
 
 func (RecordDomain) lastInvocationHasMode(ctx context.Context, mode string) error {
-	invs, err := Invocations(ctx)
+	last, err := TheLastInvocation(ctx)
 	if err != nil {
 		return err
 	}
-	if err := SceneOf(ctx).St.Assert("invocations of the run", ">= 1", len(invs), len(invs) >= 1); err != nil {
-		return err
-	}
-	return SceneOf(ctx).St.Equal("mode of the last invocation", mode, invs[len(invs)-1].Mode)
+	return SceneOf(ctx).St.On("audit.RUN_INVOCATION.mode").Equal("mode of the last invocation", mode, last.Mode)
 }
 
 func (RecordDomain) lastInvocation(ctx context.Context, status, code string) error {
 	sc := SceneOf(ctx)
-	invs, err := Invocations(ctx)
+	last, err := TheLastInvocation(ctx)
 	if err != nil {
 		return err
 	}
-	if err := sc.St.Assert("invocations of the run", ">= 1", len(invs), len(invs) >= 1); err != nil {
+	if err := sc.St.On("audit.RUN_INVOCATION.status").Equal("status of the last invocation", status, last.Status); err != nil {
 		return err
 	}
-	last := invs[len(invs)-1]
-	if err := sc.St.Equal("status of the last invocation", status, last.Status); err != nil {
+	// §1.3: the invocation's host is KSQL_FLOWNET_HOST, which every FlowNet command of the
+	// scope is given (the poller's children inherit it), the OS host name only without it.
+	if err := sc.St.On("audit.RUN_INVOCATION.host").Equal("host of the last invocation against KSQL_FLOWNET_HOST", FixturesOf(ctx).Scope().Host(), OrNone(last.Host)); err != nil {
 		return err
 	}
 	if code != "" {
-		return sc.St.Equal("result_code of the last invocation", code, OrNone(last.ResultCode))
+		return sc.St.On("audit.RUN_INVOCATION.result_code").Equal("result_code of the last invocation", code, OrNone(last.ResultCode))
 	}
 	return nil
 }
@@ -428,7 +428,7 @@ func (RecordDomain) latestAttemptAnyCode(ctx context.Context, node, status strin
 		return err
 	}
 	sc.St.Note("result_code of the latest attempt of "+node, OrNone(a.ResultCode)+" (not compared: the contract names no code for this failure)")
-	return sc.St.Equal("status of the latest attempt of "+node, status, a.Status)
+	return sc.St.On("audit.NODE_ATTEMPT.status").Equal("status of the latest attempt of "+node, status, a.Status)
 }
 
 func (d RecordDomain) latestAttemptWithMarker(ctx context.Context, node, status, code string) error {
@@ -437,7 +437,7 @@ func (d RecordDomain) latestAttemptWithMarker(ctx context.Context, node, status,
 		return err
 	}
 	marker := a.RunnerExecutionStartedAt
-	return SceneOf(ctx).St.Assert("runner_execution_started_at of the latest attempt of "+node, "non-empty", OrNone(marker), marker != "")
+	return SceneOf(ctx).St.On("audit.NODE_ATTEMPT.runner_execution_started_at").Assert("runner_execution_started_at of the latest attempt of "+node, "non-empty", OrNone(marker), marker != "")
 }
 
 // LatestAttemptOf is the latest attempt of a fixture node, asserting that it has one.
@@ -450,7 +450,7 @@ func LatestAttemptOf(ctx context.Context, name string) (NodeAttempt, error) {
 	if err != nil {
 		return NodeAttempt{}, err
 	}
-	if err := SceneOf(ctx).St.Assert("attempts of node "+name, ">= 1", len(atts), len(atts) >= 1); err != nil {
+	if err := SceneOf(ctx).St.On("audit.NODE_ATTEMPT.node_id").Assert("attempts of node "+name, ">= 1", len(atts), len(atts) >= 1); err != nil {
 		return NodeAttempt{}, err
 	}
 	return atts[len(atts)-1], nil
@@ -462,10 +462,10 @@ func (RecordDomain) LatestAttempt(ctx context.Context, name, status, code string
 	if err != nil {
 		return a, err
 	}
-	if err := sc.St.Equal("status of the latest attempt of "+name, status, a.Status); err != nil {
+	if err := sc.St.On("audit.NODE_ATTEMPT.status").Equal("status of the latest attempt of "+name, status, a.Status); err != nil {
 		return a, err
 	}
-	return a, sc.St.Equal("result_code of the latest attempt of "+name, code, OrNone(a.ResultCode))
+	return a, sc.St.On("audit.NODE_ATTEMPT.result_code").Equal("result_code of the latest attempt of "+name, code, OrNone(a.ResultCode))
 }
 
 func (d RecordDomain) attemptsNumbered(ctx context.Context, node, numbers, status string) error {
@@ -482,7 +482,7 @@ func (RecordDomain) hasNoAttempt(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	return SceneOf(ctx).St.Equal("attempt numbers of node "+name, "(none)", OrNone(nos))
+	return SceneOf(ctx).St.On("audit.NODE_ATTEMPT.attempt_no").Equal("attempt numbers of node "+name, "(none)", OrNone(nos))
 }
 
 func (RecordDomain) attemptsNumberedAll(ctx context.Context, name, numbers, status, code string) error {
@@ -491,15 +491,15 @@ func (RecordDomain) attemptsNumberedAll(ctx context.Context, name, numbers, stat
 	if err != nil {
 		return err
 	}
-	if err := sc.St.Equal("attempt numbers of node "+name, numbers, nos); err != nil {
+	if err := sc.St.On("audit.NODE_ATTEMPT.attempt_no").Equal("attempt numbers of node "+name, numbers, nos); err != nil {
 		return err
 	}
 	for _, a := range atts {
-		if err := sc.St.Equal(fmt.Sprintf("status of attempt %d of %s", a.AttemptNo, name), status, a.Status); err != nil {
+		if err := sc.St.On("audit.NODE_ATTEMPT.status").Equal(fmt.Sprintf("status of attempt %d of %s", a.AttemptNo, name), status, a.Status); err != nil {
 			return err
 		}
 		if code != "" {
-			if err := sc.St.Equal(fmt.Sprintf("result_code of attempt %d of %s", a.AttemptNo, name), code, OrNone(a.ResultCode)); err != nil {
+			if err := sc.St.On("audit.NODE_ATTEMPT.result_code").Equal(fmt.Sprintf("result_code of attempt %d of %s", a.AttemptNo, name), code, OrNone(a.ResultCode)); err != nil {
 				return err
 			}
 		}
@@ -519,10 +519,10 @@ func (RecordDomain) invocationWithMode(ctx context.Context, n int, mode, preserv
 			withMode = append(withMode, inv)
 		}
 	}
-	if err := sc.St.Equal("invocations with mode "+mode, 1, len(withMode)); err != nil {
+	if err := sc.St.On("audit.RUN_INVOCATION.mode").Equal("invocations with mode "+mode, 1, len(withMode)); err != nil {
 		return err
 	}
-	return sc.St.Equal("preserved_node_ids of the "+mode+" invocation", preserved, FixturesOf(ctx).fixtureNames(withMode[0].Preserved))
+	return sc.St.On("audit.RUN_INVOCATION.preserved_node_ids").Equal("preserved_node_ids of the "+mode+" invocation", preserved, FixturesOf(ctx).fixtureNames(withMode[0].Preserved))
 }
 
 func (RecordDomain) distinctInvocationIDs(ctx context.Context, n int) error {
@@ -536,7 +536,7 @@ func (RecordDomain) distinctInvocationIDs(ctx context.Context, n int) error {
 			ids[inv.InvocationID] = true
 		}
 	}
-	return SceneOf(ctx).St.Equal("distinct non-empty invocation ids", n, len(ids))
+	return SceneOf(ctx).St.On("audit.RUN_INVOCATION.invocation_id").Equal("distinct non-empty invocation ids", n, len(ids))
 }
 
 func (RecordDomain) someNodeHasAttempt(ctx context.Context, status string) error {
@@ -550,7 +550,7 @@ func (RecordDomain) someNodeHasAttempt(ctx context.Context, status string) error
 			n++
 		}
 	}
-	return SceneOf(ctx).St.Assert("attempts with status "+status, ">= 1", n, n >= 1)
+	return SceneOf(ctx).St.On("audit.NODE_ATTEMPT.status").Assert("attempts with status "+status, ">= 1", n, n >= 1)
 }
 
 func (RecordDomain) noNodeGainedAttempt(ctx context.Context, status, ref string) error {
@@ -582,11 +582,11 @@ func (RecordDomain) noNodeGainedAttempt(ctx context.Context, status, ref string)
 			return err
 		}
 		checked++
-		if err := sc.St.Equal("attempts of node "+name+" after "+p.Name, len(atts), len(after)); err != nil {
+		if err := sc.St.On("audit.NODE_ATTEMPT.node_id").Equal("attempts of node "+name+" after "+p.Name, len(atts), len(after)); err != nil {
 			return err
 		}
 	}
-	return sc.St.Assert("nodes with a "+status+" attempt before "+p.Name, ">= 1", checked, checked >= 1)
+	return sc.St.On("audit.NODE_ATTEMPT.status").Assert("nodes with a "+status+" attempt before "+p.Name, ">= 1", checked, checked >= 1)
 }
 
 // attemptsCreatedInOrder: serial execution in stable topological order shows as attempt
@@ -606,7 +606,7 @@ func (RecordDomain) attemptsCreatedInOrder(ctx context.Context, order string) er
 	want := strings.Join(strings.Fields(strings.ReplaceAll(order, ",", " ")), ", ")
 	// One comparison covers both: taken in record id order, the nodes must be in
 	// topological order (and a node that ran twice would show twice).
-	return sc.St.Equal("nodes of the run's attempts in record id order", want, strings.Join(nodes, ", "))
+	return sc.St.On("audit.NODE_ATTEMPT.node_id", "order.run-network.sequential").Equal("nodes of the run's attempts in record id order", want, strings.Join(nodes, ", "))
 }
 
 // attemptTimesInOrder checks FlowNet's own NODE_ATTEMPT times (execution_started_at,
@@ -639,13 +639,13 @@ func (RecordDomain) attemptTimesInOrder(ctx context.Context, ref string) error {
 	minute := func(what, v string) (time.Time, error) {
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {
-			return time.Time{}, sc.St.Assert("attempt times to the minute: "+what, "a DATETIME", OrNone(v), false)
+			return time.Time{}, sc.St.On("audit.NODE_ATTEMPT.execution_started_at", "audit.NODE_ATTEMPT.finished_at").Assert("attempt times to the minute: "+what, "a DATETIME", OrNone(v), false)
 		}
 		return t.UTC().Truncate(time.Minute), nil
 	}
 	const layout = "2006-01-02T15:04Z"
 	notAfter := func(what string, a, b time.Time) error {
-		return sc.St.Assert("attempt times to the minute: "+what, "<=", a.Format(layout)+" vs "+b.Format(layout), !a.After(b))
+		return sc.St.On("audit.NODE_ATTEMPT.execution_started_at", "audit.NODE_ATTEMPT.finished_at").Assert("attempt times to the minute: "+what, "<=", a.Format(layout)+" vs "+b.Format(layout), !a.After(b))
 	}
 	var prevEnd time.Time
 	prevNode := ""
@@ -654,7 +654,7 @@ func (RecordDomain) attemptTimesInOrder(ctx context.Context, ref string) error {
 		if err != nil {
 			return err
 		}
-		if err := sc.St.Equal("attempts of node "+node.FixtureID, 1, len(atts)); err != nil {
+		if err := sc.St.On("audit.NODE_ATTEMPT.node_id").Equal("attempts of node "+node.FixtureID, 1, len(atts)); err != nil {
 			return err
 		}
 		a := atts[0]

@@ -27,6 +27,7 @@ func (d runDomain) register(reg stepdef.Registry) {
 	reg.Step(`^FlowNet has run the network for the scope's business key with an invalid (customers|deals) token as "([^"]+)" and exited with code (\d+)$`, d.hasRunWithInvalidToken)
 	reg.Step(`^FlowNet runs the network the cron way, --scheduled-for "([^"]+)" --resume --json, as "([^"]+)"$`, d.runsTheCronWay)
 	reg.Step(`^FlowNet runs the network again with --resume and the identical call as "([^"]+)"$`, d.resumesAs)
+	reg.Step(`^`+ProcRef+` printed one JSON line: outcome "([A-Z]+)", the run, its last invocation, aggregate "([A-Z]+)" and result code "([A-Z_]+)"$`, d.printedRunJSON)
 	reg.Step(`^the stdout of `+ProcRef+` has a line starting with "([^"]*)"$`, d.stdoutHasLine)
 	reg.Step(`^"([^"]+)" and "([^"]+)" received the same identity: profile, network, business key and run key$`, d.sameIdentity)
 	reg.Step(`^"([^"]+)" reported the run id that "([^"]+)" reported, the run persisted for the business key$`, d.sameReportedRunID)
@@ -119,7 +120,7 @@ func (runDomain) hasRunWithInvalidToken(ctx context.Context, app, name string, c
 	if err := c.Finish(ctx); err != nil {
 		return err
 	}
-	return SceneOf(ctx).St.Equal("exit code of "+name, code, c.Result.ExitCode)
+	return SceneOf(ctx).St.On("exit.run-network").Equal("exit code of "+name, code, c.Result.ExitCode)
 }
 
 // runsTheCronWay is the product's cron path for a scheduled network (scenarios.md §2.6.5):
@@ -140,7 +141,7 @@ func (runDomain) hasRunTheNetworkAs(ctx context.Context, name string, code int) 
 	if err := c.Finish(ctx); err != nil {
 		return err
 	}
-	return SceneOf(ctx).St.Equal("exit code of "+name, code, c.Result.ExitCode)
+	return SceneOf(ctx).St.On("exit.run-network").Equal("exit code of "+name, code, c.Result.ExitCode)
 }
 
 func (runDomain) resumesAs(ctx context.Context, name string) error {
@@ -179,7 +180,7 @@ func HasLineStarting(ctx context.Context, ref, stream, prefix string) error {
 			break
 		}
 	}
-	return SceneOf(ctx).St.Assert(fmt.Sprintf("%s of %s has a line starting with %q", stream, c.Name, prefix), "such a line", OrNone(found), found != "")
+	return SceneOf(ctx).St.On(c.LineSubject(prefix)).Assert(fmt.Sprintf("%s of %s has a line starting with %q", stream, c.Name, prefix), "such a line", OrNone(found), found != "")
 }
 
 // identity is what one run-network call received and what it names.
@@ -250,7 +251,7 @@ func (runDomain) sameIdentity(ctx context.Context, first, second string) error {
 		{"business key", ia.businessKey, ib.businessKey},
 	}
 	for _, p := range pairs {
-		if err := sc.St.Assert(fmt.Sprintf("%s received by %s and %s", p.what, first, second),
+		if err := sc.St.On("process.environment").Assert(fmt.Sprintf("%s received by %s and %s", p.what, first, second),
 			"the same, non-empty", p.a+" | "+p.b, p.a != "" && p.a == p.b); err != nil {
 			return err
 		}
@@ -261,17 +262,17 @@ func (runDomain) sameIdentity(ctx context.Context, first, second string) error {
 	if err != nil {
 		return err
 	}
-	if err := sc.St.Assert("run id reported by "+second, "non-empty", OrNone(b.runID), b.runID != ""); err != nil {
+	if err := sc.St.On("output.run-network.json.run_id", "text.run-network:\"NEW|RESUME: Run \"").Assert("run id reported by "+second, "non-empty", OrNone(b.runID), b.runID != ""); err != nil {
 		return err
 	}
 	runs, err := ReadExact(ctx, sc, target.RoleState, DecodeNetworkRun, Match{"record_type", "NETWORK_RUN"}, Match{"run_id", b.runID})
 	if err != nil {
 		return err
 	}
-	if err := sc.St.Equal("NETWORK_RUN records of run "+b.runID, 1, len(runs)); err != nil {
+	if err := sc.St.On("state.NETWORK_RUN.run_id").Equal("NETWORK_RUN records of run "+b.runID, 1, len(runs)); err != nil {
 		return err
 	}
-	return sc.St.Equal("record_key of run "+b.runID+" against R1(profile, network id, business key)", want, runs[0].RecordKey)
+	return sc.St.On("state.NETWORK_RUN.record_key").Equal("record_key of run "+b.runID+" against R1(profile, network id, business key)", want, runs[0].RecordKey)
 }
 
 func (runDomain) sameReportedRunID(ctx context.Context, later, earlier string) error {
@@ -282,18 +283,18 @@ func (runDomain) sameReportedRunID(ctx context.Context, later, earlier string) e
 	}
 	a, b := calls[0], calls[1]
 	for _, c := range calls {
-		if err := sc.St.Assert("run id reported by "+c.Name, "non-empty (RESUME:/NEW: line or --json)", OrNone(c.runID), c.runID != ""); err != nil {
+		if err := sc.St.On("output.run-network.json.run_id", "text.run-network:\"NEW|RESUME: Run \"").Assert("run id reported by "+c.Name, "non-empty (RESUME:/NEW: line or --json)", OrNone(c.runID), c.runID != ""); err != nil {
 			return err
 		}
 	}
-	if err := sc.St.Equal("run id reported by "+later+" against "+earlier, a.runID, b.runID); err != nil {
+	if err := sc.St.On("output.run-network.json.run_id", "text.run-network:\"NEW|RESUME: Run \"").Equal("run id reported by "+later+" against "+earlier, a.runID, b.runID); err != nil {
 		return err
 	}
 	run, err := theOneRunOfTheKey(ctx)
 	if err != nil {
 		return err
 	}
-	return sc.St.Equal("persisted run id of the business key against the reported one", b.runID, run.RunID)
+	return sc.St.On("state.NETWORK_RUN.run_id").Equal("persisted run id of the business key against the reported one", b.runID, run.RunID)
 }
 
 // reportedRunIsPersisted: the run id a run-network call reported (its NEW:/RESUME: line or
@@ -306,14 +307,14 @@ func (runDomain) reportedRunIsPersisted(ctx context.Context, ref string) error {
 	if err != nil {
 		return err
 	}
-	if err := sc.St.Assert("run id reported by "+c.Name, "non-empty (NEW:/RESUME: line or --json)", OrNone(c.runID), c.runID != ""); err != nil {
+	if err := sc.St.On("output.run-network.json.run_id", "text.run-network:\"NEW|RESUME: Run \"").Assert("run id reported by "+c.Name, "non-empty (NEW:/RESUME: line or --json)", OrNone(c.runID), c.runID != ""); err != nil {
 		return err
 	}
 	run, err := theOneRunOfTheKey(ctx)
 	if err != nil {
 		return err
 	}
-	return sc.St.Equal("run id reported by "+c.Name+" against the run persisted for the business key", run.RunID, c.runID)
+	return sc.St.On("output.run-network.json.run_id", "state.NETWORK_RUN.run_id").Equal("run id reported by "+c.Name+" against the run persisted for the business key", run.RunID, c.runID)
 }
 
 // noRunForKey: no NETWORK_RUN record of the scope's business key exists in the current
@@ -327,7 +328,7 @@ func (runDomain) noRunForKey(ctx context.Context) error {
 	for _, r := range runs {
 		ids = append(ids, r.RunID)
 	}
-	return SceneOf(ctx).St.Equal("NETWORK_RUN records for the business key", "(none)", OrNone(strings.Join(ids, ", ")))
+	return SceneOf(ctx).St.On("state.NETWORK_RUN.business_key").Equal("NETWORK_RUN records for the business key", "(none)", OrNone(strings.Join(ids, ", ")))
 }
 
 // theOneRunOfTheKey requires (as a step's assertion) that the scope's business key has exactly
@@ -337,7 +338,7 @@ func theOneRunOfTheKey(ctx context.Context) (NetworkRun, error) {
 	if err != nil {
 		return NetworkRun{}, err
 	}
-	if err := SceneOf(ctx).St.Equal("NETWORK_RUN records for the business key", 1, len(runs)); err != nil {
+	if err := SceneOf(ctx).St.On("state.NETWORK_RUN.business_key").Equal("NETWORK_RUN records for the business key", 1, len(runs)); err != nil {
 		return NetworkRun{}, err
 	}
 	return runs[0], nil

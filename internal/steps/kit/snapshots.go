@@ -172,7 +172,7 @@ func (snapshotDomain) nothingChanged(ctx context.Context) error {
 		return err
 	}
 	for _, role := range []string{target.RoleState, target.RoleAudit} {
-		if err := sc.St.Equal(role+" records of the scope ($id record_type r$revision) against the revisions noted",
+		if err := sc.St.On("harness.snapshot.revisions").Equal(role+" records of the scope ($id record_type r$revision) against the revisions noted",
 			before.render(role), after.render(role)); err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@
 //	keys.go          the contract's canonical keys (R1, N1, S1, A1)
 //	processes.go     named processes: who is "the FlowNet run", "the holder", …
 //	records.go       NETWORK_RUN, NODE_STATE, NODE_ATTEMPT, RUN_INVOCATION assertions
+//	runjson.go       run-network's --json line against the records it wrote
 //	runs.go          FlowNet runs: start, resume, exit codes, output, identity
 //	scene.go         the Suite every scenario shares, the scene, its launch hooks
 //	snapshots.go     $revision snapshots of the scope's records around read-only commands

@@ -372,7 +372,7 @@ func TheLastInvocation(ctx context.Context) (RunInvocation, error) {
 	if err != nil {
 		return RunInvocation{}, err
 	}
-	if err := SceneOf(ctx).St.Assert("invocations of the run", ">= 1", len(invs), len(invs) >= 1); err != nil {
+	if err := SceneOf(ctx).St.On("audit.RUN_INVOCATION.run_id").Assert("invocations of the run", ">= 1", len(invs), len(invs) >= 1); err != nil {
 		return RunInvocation{}, err
 	}
 	return invs[len(invs)-1], nil

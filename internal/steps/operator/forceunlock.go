@@ -136,7 +136,7 @@ func theForceReleaseAudit(ctx context.Context, network string) (kit.OperationAud
 			mine = append(mine, a)
 		}
 	}
-	if err := sc.St.Equal("NETWORK_LOCK_FORCE_RELEASED audits naming network "+network, 1, len(mine)); err != nil {
+	if err := sc.St.On("audit.OPERATION_AUDIT.result_code", "audit.NETWORK_LOCK_FORCE_RELEASED.network_id").Equal("NETWORK_LOCK_FORCE_RELEASED audits naming network "+network, 1, len(mine)); err != nil {
 		return kit.OperationAudit{}, err
 	}
 	return mine[0], nil
@@ -170,7 +170,7 @@ func auditHoldsWhatWasGiven(sc *kit.Scene, c *kit.FlownetCall, name string, a ki
 		{"reason", reason},
 	}
 	for _, w := range want {
-		if err := sc.St.Equal(w.field+" of the force-release audit against what "+name+" was given", w.value, kit.OrNone(kit.Str(a.Event[w.field]))); err != nil {
+		if err := sc.St.On("audit.NETWORK_LOCK_FORCE_RELEASED."+w.field).Equal(w.field+" of the force-release audit against what "+name+" was given", w.value, kit.OrNone(kit.Str(a.Event[w.field]))); err != nil {
 			return "", err
 		}
 	}
@@ -183,7 +183,7 @@ func auditHoldsWhatWasGiven(sc *kit.Scene, c *kit.FlownetCall, name string, a ki
 func releasedLockMatchesAudit(ctx context.Context, c *kit.FlownetCall, name string, a kit.OperationAudit, lockKey string) error {
 	sc := kit.SceneOf(ctx)
 	post, isNumber := a.Event["post_release_revision"].(float64)
-	if err := sc.St.Assert("post_release_revision of the force-release audit", "an integer", fmt.Sprint(a.Event["post_release_revision"]),
+	if err := sc.St.On("audit.NETWORK_LOCK_FORCE_RELEASED.post_release_revision").Assert("post_release_revision of the force-release audit", "an integer", fmt.Sprint(a.Event["post_release_revision"]),
 		isNumber && post == math.Trunc(post)); err != nil {
 		return err
 	}
@@ -192,23 +192,23 @@ func releasedLockMatchesAudit(ctx context.Context, c *kit.FlownetCall, name stri
 	if err != nil {
 		return err
 	}
-	if err := sc.St.Equal("lock records with the audit's record_id "+kit.OrNone(recordID), 1, len(locks)); err != nil {
+	if err := sc.St.On("audit.NETWORK_LOCK_FORCE_RELEASED.record_id").Equal("lock records with the audit's record_id "+kit.OrNone(recordID), 1, len(locks)); err != nil {
 		return err
 	}
 	tomb := locks[0]
-	for _, ch := range []struct{ what, want, seen string }{
-		{"post_release_revision of the force-release audit against the released lock's $revision", tomb.Revision, fmt.Sprint(int64(post))},
-		{"status of the released lock record", "CANCELLED", tomb.Status},
-		{"status_reason of the released lock record", "NETWORK_LOCK_FORCE_RELEASED", tomb.StatusReason},
-		{"lock_key of the released lock record", "(none)", kit.OrNone(tomb.LockKey)},
-		{"previous_heartbeat_at of the force-release audit against the released lock's heartbeat_at (minute)", MinuteOf(tomb.HeartbeatAt), MinuteOf(kit.Str(a.Event["previous_heartbeat_at"]))},
-		{"previous_lease_expires_at of the force-release audit against the released lock's lease_expires_at (minute)", MinuteOf(tomb.LeaseExpiresAt), MinuteOf(kit.Str(a.Event["previous_lease_expires_at"]))},
-		{"previous_lease_token of the force-release audit", "present", kit.Presence(kit.Str(a.Event["previous_lease_token"]) != "")},
-		{"released_at of the force-release audit", "present", kit.Presence(kit.Str(a.Event["released_at"]) != "")},
-		{"RELEASED: line of " + name, fmt.Sprintf("RELEASED: %s (previous owner %s, post revision %s).", lockKey, c.ArgAfter("--expected-owner-invocation-id"), tomb.Revision),
+	for _, ch := range []struct{ subject, what, want, seen string }{
+		{"audit.NETWORK_LOCK_FORCE_RELEASED.post_release_revision", "post_release_revision of the force-release audit against the released lock's $revision", tomb.Revision, fmt.Sprint(int64(post))},
+		{"state.NETWORK_LOCK.status", "status of the released lock record", "CANCELLED", tomb.Status},
+		{"state.NETWORK_LOCK.status_reason", "status_reason of the released lock record", "NETWORK_LOCK_FORCE_RELEASED", tomb.StatusReason},
+		{"state.NETWORK_LOCK.lock_key", "lock_key of the released lock record", "(none)", kit.OrNone(tomb.LockKey)},
+		{"audit.NETWORK_LOCK_FORCE_RELEASED.previous_heartbeat_at", "previous_heartbeat_at of the force-release audit against the released lock's heartbeat_at (minute)", MinuteOf(tomb.HeartbeatAt), MinuteOf(kit.Str(a.Event["previous_heartbeat_at"]))},
+		{"audit.NETWORK_LOCK_FORCE_RELEASED.previous_lease_expires_at", "previous_lease_expires_at of the force-release audit against the released lock's lease_expires_at (minute)", MinuteOf(tomb.LeaseExpiresAt), MinuteOf(kit.Str(a.Event["previous_lease_expires_at"]))},
+		{"audit.NETWORK_LOCK_FORCE_RELEASED.previous_lease_token", "previous_lease_token of the force-release audit", "present", kit.Presence(kit.Str(a.Event["previous_lease_token"]) != "")},
+		{"audit.NETWORK_LOCK_FORCE_RELEASED.released_at", "released_at of the force-release audit", "present", kit.Presence(kit.Str(a.Event["released_at"]) != "")},
+		{`text.force-unlock-network:"RELEASED: "`, "RELEASED: line of " + name, fmt.Sprintf("RELEASED: %s (previous owner %s, post revision %s).", lockKey, c.ArgAfter("--expected-owner-invocation-id"), tomb.Revision),
 			kit.FirstLineOrNone(c.Stdout)},
 	} {
-		if err := sc.St.Equal(ch.what, ch.want, ch.seen); err != nil {
+		if err := sc.St.On(ch.subject).Equal(ch.what, ch.want, ch.seen); err != nil {
 			return err
 		}
 	}
@@ -225,7 +225,7 @@ func (forceUnlockDomain) noOutboundConnection(ctx context.Context) error {
 	if n > 0 {
 		sc.St.Note("connections trapped", strings.Join(seen, "; "))
 	}
-	return sc.St.Equal("connections of force-unlock-network calls to hosts other than kintone (trapped by their proxy)", 0, n)
+	return sc.St.On("traffic.force-unlock-network.hosts").Equal("connections of force-unlock-network calls to hosts other than kintone (trapped by their proxy)", 0, n)
 }
 
 // outboundTrap is a local proxy that answers nothing: force-unlock-network calls get it as

@@ -77,12 +77,12 @@ func (jobLockDomain) heldByTheKilledAttempt(ctx context.Context, name string) er
 	}
 	jobLockKey.Of(sc.St).inspection = out
 	sc.St.Note("inspect-lock "+key+" after the kill", compactJSON(out))
-	if err := sc.St.Equal("inspect-lock "+key+" locked", "true", fmt.Sprint(out["locked"])); err != nil {
+	if err := sc.St.On("output.ksql-flow.inspect-lock.json.locked").Equal("inspect-lock "+key+" locked", "true", fmt.Sprint(out["locked"])); err != nil {
 		return err
 	}
 	rec, _ := out["record"].(map[string]any)
 	batch, _ := rec["batchId"].(string)
-	if err := sc.St.Equal("batch id holding "+key+" against the killed attempt's JOB log row", row.BatchID, kit.OrNone(batch)); err != nil {
+	if err := sc.St.On("output.ksql-flow.inspect-lock.json.record.batchId", "joblog.batch_id").Equal("batch id holding "+key+" against the killed attempt's JOB log row", row.BatchID, kit.OrNone(batch)); err != nil {
 		return err
 	}
 	// JOB log DATETIMEs have minute precision on kintone, so the start is compared by minute.
@@ -94,7 +94,7 @@ func (jobLockDomain) heldByTheKilledAttempt(ctx context.Context, name string) er
 	started, _ := rec["startedAt"].(string)
 	want := []string{MinuteOf(row.StartedAt), MinuteOf(row.RunnerExecutionStartedAt)}
 	seen := MinuteOf(started)
-	return sc.St.Assert("start of the lock holding "+key+" against the JOB log row (minute)",
+	return sc.St.On("output.ksql-flow.inspect-lock.json.record.startedAt", "joblog.started_at").Assert("start of the lock holding "+key+" against the JOB log row (minute)",
 		"the minute of started_at or runner_execution_started_at: "+strings.Join(slices.Compact(want), " or "), seen, slices.Contains(want, seen))
 }
 
@@ -122,16 +122,16 @@ func (jobLockDomain) releasedWhatWasInspected(ctx context.Context) error {
 	outcome, _ := js.recovery["outcome"].(string)
 	if locked, _ := js.inspection["locked"].(bool); !locked {
 		sc.St.Note("job lock recovery", "the inspection found no held lock, so "+kit.OrNone(outcome)+" is accepted")
-		return sc.St.Assert("job lock recovery outcome", "NOT_FOUND or NOT_RUNNING (no lock was held)", kit.OrNone(outcome), outcome == "NOT_FOUND" || outcome == "NOT_RUNNING")
+		return sc.St.On("output.ksql-flow.force-unlock-job.json.outcome").Assert("job lock recovery outcome", "NOT_FOUND or NOT_RUNNING (no lock was held)", kit.OrNone(outcome), outcome == "NOT_FOUND" || outcome == "NOT_RUNNING")
 	}
-	if err := sc.St.Equal("job lock recovery outcome", "RELEASED", kit.OrNone(outcome)); err != nil {
+	if err := sc.St.On("output.ksql-flow.force-unlock-job.json.outcome").Equal("job lock recovery outcome", "RELEASED", kit.OrNone(outcome)); err != nil {
 		return err
 	}
 	rec, _ := js.inspection["record"].(map[string]any)
 	before, _ := js.recovery["before"].(map[string]any)
 	inspected, _ := rec["batchId"].(string)
 	released, _ := before["batchId"].(string)
-	return sc.St.Equal("batch id released against the one inspected", kit.OrNone(inspected), kit.OrNone(released))
+	return sc.St.On("output.ksql-flow.force-unlock-job.json.before.batchId").Equal("batch id released against the one inspected", kit.OrNone(inspected), kit.OrNone(released))
 }
 
 // recoverJobLock force-unlocks the job lock of a node with a named confirmer and the
@@ -202,7 +202,7 @@ func ksqlFlowJSON(ctx context.Context, sc *kit.Scene, name, kind string, args ..
 	if err != nil {
 		return nil, err
 	}
-	if err := sc.St.Equal("exit code of "+name, 0, res.ExitCode); err != nil {
+	if err := sc.St.On("exit.ksql-flow.inspect-lock", "exit.ksql-flow.force-unlock-job").Equal("exit code of "+name, 0, res.ExitCode); err != nil {
 		return nil, fmt.Errorf("%w: %s", err, p.StderrTail())
 	}
 	out, err := p.Stdout()

@@ -32,7 +32,7 @@ func (jobLogDomain) rowsCorrelatedWithTheRun(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	return kit.SceneOf(ctx).St.Equal("JOB log rows with correlation_id = run_id", n, len(rows))
+	return kit.SceneOf(ctx).St.On("joblog.correlation_id").Equal("JOB log rows with correlation_id = run_id", n, len(rows))
 }
 
 // everyAttemptHasItsRow reads each attempt's JOB log rows by attempt id and compares what the
@@ -49,7 +49,7 @@ func (jobLogDomain) everyAttemptHasItsRow(ctx context.Context, status string) er
 	if err != nil {
 		return err
 	}
-	if err := sc.St.Assert("attempts of the run", ">= 1", len(atts), len(atts) >= 1); err != nil {
+	if err := sc.St.On("audit.NODE_ATTEMPT.run_id").Assert("attempts of the run", ">= 1", len(atts), len(atts) >= 1); err != nil {
 		return err
 	}
 	jobIDs := map[string]string{}
@@ -64,18 +64,23 @@ func (jobLogDomain) everyAttemptHasItsRow(ctx context.Context, status string) er
 		if err != nil {
 			return err
 		}
-		if err := sc.St.Equal("JOB log rows for the attempt of "+node, 1, len(rows)); err != nil {
+		if err := sc.St.On("joblog.attempt_id").Equal("JOB log rows for the attempt of "+node, 1, len(rows)); err != nil {
 			return err
 		}
 		row := rows[0]
-		checks := []struct{ field, want, seen string }{
-			{"correlation_id", runID, row.CorrelationID},
-			{"execution_id", kit.OrNone(a.ExecutionID), kit.OrNone(row.ExecutionID)},
-			{"job_id", kit.OrNone(jobIDs[a.NodeID]), kit.OrNone(row.JobID)},
-			{"status", status, row.Status},
+		// The attempt's execution_id is read as much as the JOB log's: they must be equal.
+		checks := []struct {
+			field      string
+			also       []string
+			want, seen string
+		}{
+			{"correlation_id", nil, runID, row.CorrelationID},
+			{"execution_id", []string{"audit.NODE_ATTEMPT.execution_id"}, kit.OrNone(a.ExecutionID), kit.OrNone(row.ExecutionID)},
+			{"job_id", nil, kit.OrNone(jobIDs[a.NodeID]), kit.OrNone(row.JobID)},
+			{"status", nil, status, row.Status},
 		}
 		for _, c := range checks {
-			if err := sc.St.Equal(fmt.Sprintf("JOB log %s for %s", c.field, node), c.want, c.seen); err != nil {
+			if err := sc.St.On("joblog."+c.field, c.also...).Equal(fmt.Sprintf("JOB log %s for %s", c.field, node), c.want, c.seen); err != nil {
 				return err
 			}
 		}
@@ -103,11 +108,11 @@ func (jobLogDomain) consecutiveAttemptsDoNotOverlap(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := sc.St.Assert("attempts of node "+node.FixtureID, ">= 1", len(atts), len(atts) >= 1); err != nil {
+		if err := sc.St.On("audit.NODE_ATTEMPT.node_id").Assert("attempts of node "+node.FixtureID, ">= 1", len(atts), len(atts) >= 1); err != nil {
 			return err
 		}
 		res, ok := results[atts[0].NodeAttemptID]
-		if err := sc.St.Assert("execution result of the first attempt of "+node.FixtureID, "present", kit.Presence(ok), ok); err != nil {
+		if err := sc.St.On("output.ksql-flow.run.result.startedAt").Assert("execution result of the first attempt of "+node.FixtureID, "present", kit.Presence(ok), ok); err != nil {
 			return err
 		}
 		start, end, err := res.Times()
@@ -120,7 +125,7 @@ func (jobLogDomain) consecutiveAttemptsDoNotOverlap(ctx context.Context) error {
 		if prevNode != "" {
 			what := fmt.Sprintf("%s finishedAt <= %s startedAt (ms)", prevNode, node.FixtureID)
 			seen := fmt.Sprintf("%s vs %s", prevEnd.Format(time.RFC3339Nano), start.Format(time.RFC3339Nano))
-			if err := sc.St.Assert(what, "finishedAt <= startedAt", seen, !prevEnd.After(start)); err != nil {
+			if err := sc.St.On("output.ksql-flow.run.result.startedAt", "output.ksql-flow.run.result.finishedAt", "order.run-network.sequential").Assert(what, "finishedAt <= startedAt", seen, !prevEnd.After(start)); err != nil {
 				return err
 			}
 		}

@@ -93,9 +93,9 @@ func (jobUnlockDomain) printedRecorded(ctx context.Context, name string) error {
 	}
 	m := recordedLine.FindStringSubmatch(call.Stdout)
 	if m == nil {
-		return sc.St.Assert("stdout of "+name, "a line RECORDED: <outcome> for <jobKey> (job_unlock_…).", strings.TrimSpace(call.Stdout), false)
+		return sc.St.On("text.record-job-unlock:\"RECORDED: \"").Assert("stdout of "+name, "a line RECORDED: <outcome> for <jobKey> (job_unlock_…).", strings.TrimSpace(call.Stdout), false)
 	}
-	return sc.St.Equal("RECORDED line of "+name, fmt.Sprintf("%v for %v", result["outcome"], result["jobKey"]), m[1]+" for "+m[2])
+	return sc.St.On("text.record-job-unlock:\"RECORDED: \"").Equal("RECORDED line of "+name, fmt.Sprintf("%v for %v", result["outcome"], result["jobKey"]), m[1]+" for "+m[2])
 }
 
 // oneAudit: the run has exactly one JOB_LOCK_FORCE_UNLOCK_RECORDED audit, its event id is the
@@ -116,7 +116,7 @@ func (jobUnlockDomain) oneAudit(ctx context.Context, name string) error {
 			mine = append(mine, a)
 		}
 	}
-	if err := sc.St.Equal("JOB_LOCK_FORCE_UNLOCK_RECORDED audits of run "+runID, 1, len(mine)); err != nil {
+	if err := sc.St.On("audit.OPERATION_AUDIT.result_code", "audit.JOB_LOCK_FORCE_UNLOCK_RECORDED.run_id").Equal("JOB_LOCK_FORCE_UNLOCK_RECORDED audits of run "+runID, 1, len(mine)); err != nil {
 		return err
 	}
 	a := mine[0]
@@ -156,15 +156,22 @@ func (jobUnlockDomain) oneAudit(ctx context.Context, name string) error {
 			seen[k] = fmt.Sprint(v)
 		}
 	}
-	if err := sc.St.Equal("fields of the JOB_LOCK_FORCE_UNLOCK_RECORDED audit", renderFields(want), renderFields(seen)); err != nil {
+	if err := sc.St.On("audit.OPERATION_AUDIT.record_key", jobUnlockSubjects...).Equal("fields of the JOB_LOCK_FORCE_UNLOCK_RECORDED audit", renderFields(want), renderFields(seen)); err != nil {
 		return err
 	}
 	at, _ := a.Event["recorded_at"].(string)
 	_, perr := time.Parse(time.RFC3339Nano, at)
-	return sc.St.Assert("recorded_at of the JOB_LOCK_FORCE_UNLOCK_RECORDED audit", "an RFC 3339 time", kit.OrNone(at), perr == nil)
+	return sc.St.On("audit.JOB_LOCK_FORCE_UNLOCK_RECORDED.recorded_at").Assert("recorded_at of the JOB_LOCK_FORCE_UNLOCK_RECORDED audit", "an RFC 3339 time", kit.OrNone(at), perr == nil)
 }
 
 // jobIDOf is the job id of the rendered node id ("(unknown node)" if the network has none).
+// jobUnlockSubjects are the audit fields the JOB_LOCK_FORCE_UNLOCK_RECORDED assertion compares.
+var jobUnlockSubjects = []string{"audit.JOB_LOCK_FORCE_UNLOCK_RECORDED.event_id", "audit.JOB_LOCK_FORCE_UNLOCK_RECORDED.run_id", "audit.JOB_LOCK_FORCE_UNLOCK_RECORDED.node_id",
+	"audit.JOB_LOCK_FORCE_UNLOCK_RECORDED.job_id", "audit.JOB_LOCK_FORCE_UNLOCK_RECORDED.service_principal",
+	"audit.JOB_LOCK_FORCE_UNLOCK_RECORDED.requested_by", "audit.JOB_LOCK_FORCE_UNLOCK_RECORDED.stop_confirmed_by",
+	"audit.JOB_LOCK_FORCE_UNLOCK_RECORDED.reason", "audit.JOB_LOCK_FORCE_UNLOCK_RECORDED.evidence_ref",
+	"audit.JOB_LOCK_FORCE_UNLOCK_RECORDED.lock_recovery_result"}
+
 func jobIDOf(ctx context.Context, renderedNode string) string {
 	n, err := kit.FixturesOf(ctx).Rendered()
 	if err != nil {
@@ -235,7 +242,7 @@ func (jobUnlockDomain) jobLogUnchanged(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return sc.St.Equal("JOB log rows of the run ($id r$revision)", renderRevisions(noted), renderRevisions(now))
+	return sc.St.On("harness.snapshot.revisions").Equal("JOB log rows of the run ($id r$revision)", renderRevisions(noted), renderRevisions(now))
 }
 
 func renderRevisions(revs map[string]string) string {

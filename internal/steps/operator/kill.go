@@ -114,10 +114,10 @@ func (killDomain) hasARunningAttempt(ctx context.Context, name string) error {
 	}
 	ks := killKey.Of(sc.St)
 	ks.node, ks.attempt, ks.row = name, &attempt, row
-	if err := sc.St.Equal("status of the running attempt of "+name, "RUNNING", attempt.Status); err != nil {
+	if err := sc.St.On("audit.NODE_ATTEMPT.status").Equal("status of the running attempt of "+name, "RUNNING", attempt.Status); err != nil {
 		return err
 	}
-	return sc.St.Assert("JOB log start marker of the running attempt of "+name, "non-empty", kit.OrNone(row.RunnerExecutionStartedAt), row.RunnerExecutionStartedAt != "")
+	return sc.St.On("joblog.runner_execution_started_at").Assert("JOB log start marker of the running attempt of "+name, "non-empty", kit.OrNone(row.RunnerExecutionStartedAt), row.RunnerExecutionStartedAt != "")
 }
 
 // theChildIsKilled kills exactly the kSQL-Flow process tree started for the RUNNING
@@ -135,6 +135,6 @@ func (killDomain) theChildIsKilled(ctx context.Context) error {
 		return err
 	}
 	ks.childKilled(sc, kit.FixturesOf(ctx))
-	return sc.St.Assert("processes killed in the kSQL-Flow tree of attempt "+attemptID, ">= 1",
+	return sc.St.On("process.ksql-flow.children").Assert("processes killed in the kSQL-Flow tree of attempt "+attemptID, ">= 1",
 		fmt.Sprintf("%d (root pid %d)", len(killed), tree.Root), len(killed) >= 1)
 }

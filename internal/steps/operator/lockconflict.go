@@ -87,7 +87,7 @@ func (lockConflictDomain) runWhileTheHolderHoldsTheLock(ctx context.Context, nod
 		}
 		// Without a conflict the node had the lock to itself: anything but SUCCESS is a
 		// failure of its own, not an ordering accident to retry.
-		if err := sc.St.Equal(fmt.Sprintf("last attempt of %s in trial %d without a conflict", node, trial), "SUCCESS", kit.OrNone(out.lastAttempt.Status)); err != nil {
+		if err := sc.St.On("audit.NODE_ATTEMPT.status").Equal(fmt.Sprintf("last attempt of %s in trial %d without a conflict", node, trial), "SUCCESS", kit.OrNone(out.lastAttempt.Status)); err != nil {
 			return err
 		}
 	}
@@ -100,7 +100,7 @@ func (lockConflictDomain) runWhileTheHolderHoldsTheLock(ctx context.Context, nod
 		}
 		seen = code + ": " + seen
 	}
-	return sc.St.Assert("job lock conflict observed", standaloneFirst+" within 3 trials", seen, strings.HasSuffix(last, standaloneFirst))
+	return sc.St.On("output.ksql-flow.run.result.resultCode").Assert("job lock conflict observed", standaloneFirst+" within 3 trials", seen, strings.HasSuffix(last, standaloneFirst))
 }
 
 // resumeWhileTheHolderHoldsTheLock is the same ordering for a resume of the run by its id
@@ -125,7 +125,7 @@ func (lockConflictDomain) resumeWhileTheHolderHoldsTheLock(ctx context.Context, 
 		return err
 	}
 	sc.St.Note("lock-conflict resume "+name, out.String())
-	return sc.St.Equal("job lock conflict observed by "+name, standaloneFirst, out.class)
+	return sc.St.On("output.ksql-flow.run.result.resultCode").Equal("job lock conflict observed by "+name, standaloneFirst, out.class)
 }
 
 func allEndWith(list []string, suffix string) bool {
@@ -199,7 +199,7 @@ func startHolder(ctx context.Context, names trialNames, name, sql string) (*tria
 	dir := filepath.Join(sc.St.WorkDir, names.dir)
 	fnDir := kit.FlownetDir(sc)
 	same := strings.EqualFold(filepath.Clean(dir), filepath.Clean(fnDir))
-	if err := sc.St.Assert("holder's working directory against FlowNet's (case-insensitive)", "different", dir+" | "+fnDir, !same); err != nil {
+	if err := sc.St.On("process.working-directory").Assert("holder's working directory against FlowNet's (case-insensitive)", "different", dir+" | "+fnDir, !same); err != nil {
 		return nil, err
 	}
 	src, err := sc.Suite.FixtureFile(scope.FixtureJobs, sql)

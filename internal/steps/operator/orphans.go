@@ -87,7 +87,7 @@ func prepareKill(ctx context.Context, ref string) (*kit.NamedProc, *flownetKill,
 	if err != nil {
 		return nil, nil, err
 	}
-	return p, k, kit.SceneOf(ctx).St.Assert("kSQL-Flow processes of attempt "+k.attempt.NodeAttemptID+" before the kill", ">= 1",
+	return p, k, kit.SceneOf(ctx).St.On("process.ksql-flow.children").Assert("kSQL-Flow processes of attempt "+k.attempt.NodeAttemptID+" before the kill", ">= 1",
 		pidList(k.children), len(k.children) >= 1)
 }
 
@@ -131,7 +131,7 @@ func endedAbnormally(ctx context.Context, p *kit.NamedProc) error {
 	if err != nil {
 		return err
 	}
-	return kit.SceneOf(ctx).St.Assert("end of "+p.Name+" after the kill", "abnormal (a signal, or a non-zero exit on Windows)", res.String(), res.Abnormal())
+	return kit.SceneOf(ctx).St.On("process.flownet.end").Assert("end of "+p.Name+" after the kill", "abnormal (a signal, or a non-zero exit on Windows)", res.String(), res.Abnormal())
 }
 
 // treeIsKilled kills FlowNet and every descendant, deepest first (proc.Process.KillTree),
@@ -158,11 +158,11 @@ func (orphanDomain) treeIsKilled(ctx context.Context, ref string) error {
 		}
 	}
 	sc.St.Note("killed the tree of "+p.Name, fmt.Sprintf("pids %s (FlowNet %d, kSQL-Flow %s)", pidList(killed), p.Proc.Pid(), pidList(k.children)))
-	if err := sc.St.Equal("kSQL-Flow processes of attempt "+k.attempt.NodeAttemptID+" the tree kill missed", "none", pidList(missed)); err != nil {
+	if err := sc.St.On("process.ksql-flow.children").Equal("kSQL-Flow processes of attempt "+k.attempt.NodeAttemptID+" the tree kill missed", "none", pidList(missed)); err != nil {
 		return err
 	}
 	all := append([]int32{int32(p.Proc.Pid())}, killed...)
-	return sc.St.Equal("processes of the tree of "+p.Name+" still in the process table", "none", pidList(alive(ctx, all)))
+	return sc.St.On("process.ksql-flow.children").Equal("processes of the tree of "+p.Name+" still in the process table", "none", pidList(alive(ctx, all)))
 }
 
 // parentIsKilled kills the FlowNet process alone: its kSQL-Flow child must live on.
@@ -179,10 +179,10 @@ func (orphanDomain) parentIsKilled(ctx context.Context, ref string) error {
 	if err := endedAbnormally(ctx, p); err != nil {
 		return err
 	}
-	if err := sc.St.Equal("FlowNet process "+p.Name+" in the process table after the kill", "none", pidList(alive(ctx, []int32{int32(p.Proc.Pid())}))); err != nil {
+	if err := sc.St.On("process.flownet.end").Equal("FlowNet process "+p.Name+" in the process table after the kill", "none", pidList(alive(ctx, []int32{int32(p.Proc.Pid())}))); err != nil {
 		return err
 	}
-	return sc.St.Equal("kSQL-Flow processes of attempt "+k.attempt.NodeAttemptID+" alive after their parent was killed",
+	return sc.St.On("process.ksql-flow.children").Equal("kSQL-Flow processes of attempt "+k.attempt.NodeAttemptID+" alive after their parent was killed",
 		pidList(k.children), pidList(alive(ctx, k.children)))
 }
 
@@ -212,7 +212,7 @@ func (orphanDomain) orphanFinishes(ctx context.Context, ref, status string) erro
 	if err != nil {
 		return err
 	}
-	if err := sc.St.Equal("kSQL-Flow processes of attempt "+id+" in the process table", "none", pidList(left)); err != nil {
+	if err := sc.St.On("process.ksql-flow.children").Equal("kSQL-Flow processes of attempt "+id+" in the process table", "none", pidList(left)); err != nil {
 		return err
 	}
 	return jobLogStatusIs(sc, "JOB log status of the orphaned attempt of "+k.node, status, row.Status)
@@ -234,9 +234,9 @@ var terminalJobStatuses = []string{"SUCCESS", "FAILED", "ABORTED", "CANCELLED"}
 // of terminalJobStatuses.
 func jobLogStatusIs(sc *kit.Scene, what, want, seen string) error {
 	if want != anyTerminal {
-		return sc.St.Equal(what, want, seen)
+		return sc.St.On("joblog.status").Equal(what, want, seen)
 	}
-	return sc.St.Assert(what, "terminal ("+strings.Join(terminalJobStatuses, ", ")+")", seen, slices.Contains(terminalJobStatuses, seen))
+	return sc.St.On("joblog.status").Assert(what, "terminal ("+strings.Join(terminalJobStatuses, ", ")+")", seen, slices.Contains(terminalJobStatuses, seen))
 }
 
 // attemptKeptItsStart: the attempt that was RUNNING when FlowNet was killed has been settled
@@ -256,13 +256,13 @@ func (orphanDomain) attemptKeptItsStart(ctx context.Context, name, status, code 
 	if err != nil {
 		return err
 	}
-	if err := sc.St.Equal("latest attempt of "+name+" against the one RUNNING at the kill", k.attempt.NodeAttemptID, a.NodeAttemptID); err != nil {
+	if err := sc.St.On("audit.NODE_ATTEMPT.node_attempt_id").Equal("latest attempt of "+name+" against the one RUNNING at the kill", k.attempt.NodeAttemptID, a.NodeAttemptID); err != nil {
 		return err
 	}
-	if err := sc.St.Assert("execution_started_at of the attempt of "+name+" at the kill", "non-empty", kit.OrNone(k.attempt.ExecutionStartedAt), k.attempt.ExecutionStartedAt != ""); err != nil {
+	if err := sc.St.On("audit.NODE_ATTEMPT.execution_started_at").Assert("execution_started_at of the attempt of "+name+" at the kill", "non-empty", kit.OrNone(k.attempt.ExecutionStartedAt), k.attempt.ExecutionStartedAt != ""); err != nil {
 		return err
 	}
-	return sc.St.Equal("execution_started_at of the latest attempt of "+name+" against its value at the kill", k.attempt.ExecutionStartedAt, kit.OrNone(a.ExecutionStartedAt))
+	return sc.St.On("audit.NODE_ATTEMPT.execution_started_at").Equal("execution_started_at of the latest attempt of "+name+" against its value at the kill", k.attempt.ExecutionStartedAt, kit.OrNone(a.ExecutionStartedAt))
 }
 
 // childFinishesCutOff waits (bounded) for the JOB log row of the attempt the last "has a

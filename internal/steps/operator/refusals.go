@@ -28,7 +28,7 @@ func refused(ctx context.Context, ref, code, text string) error {
 	if err != nil {
 		return err
 	}
-	if err := sc.St.Equal("exit code of "+c.Name, 1, c.Result.ExitCode); err != nil {
+	if err := sc.St.On(c.ExitSubject()).Equal("exit code of "+c.Name, 1, c.Result.ExitCode); err != nil {
 		return fmt.Errorf("%w\nstdout: %s\nstderr: %s", err, c.Stdout, c.Stderr)
 	}
 	prefix := "Error [" + code + "]:"
@@ -39,13 +39,13 @@ func refused(ctx context.Context, ref, code, text string) error {
 			break
 		}
 	}
-	if err := sc.St.Assert(fmt.Sprintf("stderr of %s has a line starting with %q", c.Name, prefix), "such a line", kit.FirstLineOrNone(c.Stderr), line != ""); err != nil {
+	if err := sc.St.On("text.any:\"Error [\"").Assert(fmt.Sprintf("stderr of %s has a line starting with %q", c.Name, prefix), "such a line", kit.FirstLineOrNone(c.Stderr), line != ""); err != nil {
 		return err
 	}
 	if text == "" {
 		return nil
 	}
-	return sc.St.Assert(fmt.Sprintf("the %s line of %s says %q", code, c.Name, text), text, line, strings.Contains(line, text))
+	return sc.St.On("text.any:\"Error [\"").Assert(fmt.Sprintf("the %s line of %s says %q", code, c.Name, text), text, line, strings.Contains(line, text))
 }
 
 func (refusalDomain) isRefused(ctx context.Context, ref, code string) error {
@@ -61,5 +61,5 @@ func (refusalDomain) stderrDoesNotMention(ctx context.Context, ref, text string)
 	if err != nil {
 		return err
 	}
-	return kit.SceneOf(ctx).St.Assert(fmt.Sprintf("stderr of %s mentions %q", c.Name, text), "no", kit.OrNone(c.Stderr), !strings.Contains(c.Stderr, text))
+	return kit.SceneOf(ctx).St.On("text.any:\"Error [\"").Assert(fmt.Sprintf("stderr of %s mentions %q", c.Name, text), "no", kit.OrNone(c.Stderr), !strings.Contains(c.Stderr, text))
 }

@@ -105,7 +105,7 @@ func (resolveDomain) resolutionIsAudited(ctx context.Context, node, name string)
 	if err != nil {
 		return err
 	}
-	if err := sc.St.Equal("ATTEMPT_RESOLUTION records of the latest attempt of "+node, 1, len(res)); err != nil {
+	if err := sc.St.On("audit.ATTEMPT_RESOLUTION.attempt_id").Equal("ATTEMPT_RESOLUTION records of the latest attempt of "+node, 1, len(res)); err != nil {
 		return err
 	}
 	r := res[0]
@@ -121,7 +121,7 @@ func (resolveDomain) resolutionIsAudited(ctx context.Context, node, name string)
 		{"approved_by", kit.OrNone(c.ArgAfter("--approved-by")), kit.OrNone(r.ApprovedBy)},
 		{"evidence_ref", c.ArgAfter("--evidence-ref"), r.EvidenceRef},
 	} {
-		if err := sc.St.Equal(ch.field+" of the resolution against what "+name+" was given", ch.want, ch.seen); err != nil {
+		if err := sc.St.On("audit.ATTEMPT_RESOLUTION."+ch.field).Equal(ch.field+" of the resolution against what "+name+" was given", ch.want, ch.seen); err != nil {
 			return err
 		}
 	}
@@ -137,7 +137,7 @@ func (resolveDomain) resolutionIsAudited(ctx context.Context, node, name string)
 		if !found {
 			seen = "in no field or reason key"
 		}
-		if err := sc.St.Assert("the "+in.what+" of "+name+" in its ATTEMPT_RESOLUTION", in.want, seen, found); err != nil {
+		if err := sc.St.On("audit.ATTEMPT_RESOLUTION.reason").Assert("the "+in.what+" of "+name+" in its ATTEMPT_RESOLUTION", in.want, seen, found); err != nil {
 			return err
 		}
 	}
@@ -152,7 +152,7 @@ func (resolveDomain) resolutionIsAudited(ctx context.Context, node, name string)
 			sc.St.Note("ATTEMPT_RESOLUTION reason", "no "+k.key+" key (not required by the contract)")
 			continue
 		}
-		if err := sc.St.Equal(k.key+" of the resolution against what "+name+" was given", k.want, kit.OrNone(kit.Str(seen))); err != nil {
+		if err := sc.St.On("audit.ATTEMPT_RESOLUTION.reason").Equal(k.key+" of the resolution against what "+name+" was given", k.want, kit.OrNone(kit.Str(seen))); err != nil {
 			return err
 		}
 	}

@@ -122,7 +122,7 @@ func readStatus(ctx context.Context, name string, n *scope.Rendered, by statusSc
 	if err := c.Finish(ctx); err != nil {
 		return nil, err
 	}
-	if err := sc.St.Equal("exit code of "+c.Name, 0, c.Result.ExitCode); err != nil {
+	if err := sc.St.On("exit.status").Equal("exit code of "+c.Name, 0, c.Result.ExitCode); err != nil {
 		return nil, fmt.Errorf("%w\nstderr: %s", err, c.Stderr)
 	}
 	r := &statusReading{Call: c, network: n, runID: by.runID}
@@ -212,11 +212,11 @@ func showsActivity(ctx context.Context, noLock bool, activity string) error {
 		return err
 	}
 	if noLock {
-		if err := sc.St.Equal("network lock in "+r.Call.Name, "null", lockSummary(r.report)); err != nil {
+		if err := sc.St.On("output.status.json.lock").Equal("network lock in "+r.Call.Name, "null", lockSummary(r.report)); err != nil {
 			return err
 		}
 	}
-	return sc.St.Equal("activity of the run in "+r.Call.Name, activity, derefOr(run.Activity, "(none)"))
+	return sc.St.On("output.status.json.runs[].activity").Equal("activity of the run in "+r.Call.Name, activity, derefOr(run.Activity, "(none)"))
 }
 
 func lockSummary(rep *statusReport) string {
@@ -243,10 +243,10 @@ func (statusDomain) statusShowsNoActivity(ctx context.Context, by, status string
 		return err
 	}
 	if by == "business key" {
-		if err := sc.St.Equal("runs listed by "+r.Call.Name, 1, len(r.report.Runs)); err != nil {
+		if err := sc.St.On("output.status.json.runs[].run_id").Equal("runs listed by "+r.Call.Name, 1, len(r.report.Runs)); err != nil {
 			return err
 		}
-		if err := sc.St.Equal("run listed by "+r.Call.Name+" against the run FlowNet reported", id, r.report.Runs[0].RunID); err != nil {
+		if err := sc.St.On("output.status.json.runs[].run_id").Equal("run listed by "+r.Call.Name+" against the run FlowNet reported", id, r.report.Runs[0].RunID); err != nil {
 			return err
 		}
 		r.runID = id
@@ -255,10 +255,10 @@ func (statusDomain) statusShowsNoActivity(ctx context.Context, by, status string
 	if err != nil {
 		return err
 	}
-	if err := sc.St.Equal("status of the run in "+r.Call.Name, status, run.Status); err != nil {
+	if err := sc.St.On("output.status.json.runs[].status").Equal("status of the run in "+r.Call.Name, status, run.Status); err != nil {
 		return err
 	}
-	return sc.St.Equal("activity of the run in "+r.Call.Name, "(none)", derefOr(run.Activity, "(none)"))
+	return sc.St.On("output.status.json.runs[].activity").Equal("activity of the run in "+r.Call.Name, "(none)", derefOr(run.Activity, "(none)"))
 }
 
 // textNamesNetworkAndRun: the text status holds "Network:" and "run_id:" and names the run it
@@ -273,7 +273,7 @@ func (statusDomain) textNamesNetworkAndRun(ctx context.Context, name string) err
 	// the text contains "Network:" and "run_id:" (scenarios.md §2.2.5), and the run it names.
 	out := r.Call.Stdout
 	for _, want := range []string{"Network:", "run_id:", r.runID} {
-		if err := sc.St.Assert(fmt.Sprintf("%q in the text of %s", want, name), "present", presenceIn(out, want), strings.Contains(out, want)); err != nil {
+		if err := sc.St.On("harness.status.text").Assert(fmt.Sprintf("%q in the text of %s", want, name), "present", presenceIn(out, want), strings.Contains(out, want)); err != nil {
 			return err
 		}
 	}
@@ -288,14 +288,14 @@ func (statusDomain) holdsNoLeaseToken(ctx context.Context, name string) error {
 		return err
 	}
 	out := r.Call.Stdout
-	if err := sc.St.Assert(`"lease_token" in the output of `+name, "absent", presenceIn(out, "lease_token"), !strings.Contains(out, "lease_token")); err != nil {
+	if err := sc.St.On("harness.status.text").Assert(`"lease_token" in the output of `+name, "absent", presenceIn(out, "lease_token"), !strings.Contains(out, "lease_token")); err != nil {
 		return err
 	}
 	lock, err := heldLock(ctx, r.network)
 	if err != nil || lock == nil {
 		return err
 	}
-	return sc.St.Assert("the held lock's lease token in the output of "+name, "absent", presenceIn(out, lock.LeaseToken),
+	return sc.St.On("harness.status.text").Assert("the held lock's lease token in the output of "+name, "absent", presenceIn(out, lock.LeaseToken),
 		lock.LeaseToken == "" || !strings.Contains(out, lock.LeaseToken))
 }
 
@@ -341,7 +341,7 @@ func (statusDomain) namesRecoveryIdentifiers(ctx context.Context, name, node str
 		return err
 	}
 	ri := run.RecoveryIdentifiers
-	if err := sc.St.Equal("recovery_identifiers in "+name, "present", kit.Presence(ri != nil)); err != nil {
+	if err := sc.St.On("output.status.json.runs[].recovery_identifiers.run_network.resume_run").Equal("recovery_identifiers in "+name, "present", kit.Presence(ri != nil)); err != nil {
 		return err
 	}
 	var listed []string
@@ -350,10 +350,10 @@ func (statusDomain) namesRecoveryIdentifiers(ctx context.Context, name, node str
 		listed = append(listed, rn.RunID+"/"+kit.FixturesOf(ctx).FixtureName(rn.NodeID))
 		found = found || (rn.RunID == r.runID && rn.NodeID == nd.ID)
 	}
-	if err := sc.St.Assert("recovery_identifiers.resolve_node in "+name, "includes "+r.runID+"/"+node, kit.OrNone(strings.Join(listed, ", ")), found); err != nil {
+	if err := sc.St.On("output.status.json.runs[].recovery_identifiers.resolve_node[].run_id", "output.status.json.runs[].recovery_identifiers.resolve_node[].node_id").Assert("recovery_identifiers.resolve_node in "+name, "includes "+r.runID+"/"+node, kit.OrNone(strings.Join(listed, ", ")), found); err != nil {
 		return err
 	}
-	return sc.St.Equal("recovery_identifiers.run_network.resume_run in "+name, r.runID, derefOr(ri.RunNetwork.ResumeRun, "(none)"))
+	return sc.St.On("output.status.json.runs[].recovery_identifiers.run_network.resume_run").Equal("recovery_identifiers.run_network.resume_run in "+name, r.runID, derefOr(ri.RunNetwork.ResumeRun, "(none)"))
 }
 
 // runningInvocation is the invocation id of the network's run that is still RUNNING: the
@@ -390,13 +390,13 @@ func checkLock(ctx context.Context, r *statusReading, stale bool) error {
 	if err != nil {
 		return err
 	}
-	if err := sc.St.Equal("network lock in "+r.Call.Name, "present", kit.Presence(r.report.Lock != nil)); err != nil {
+	if err := sc.St.On("output.status.json.lock").Equal("network lock in "+r.Call.Name, "present", kit.Presence(r.report.Lock != nil)); err != nil {
 		return err
 	}
-	if err := sc.St.Equal("stale_candidate of the network lock in "+r.Call.Name, fmt.Sprint(stale), fmt.Sprint(r.report.Lock.StaleCandidate)); err != nil {
+	if err := sc.St.On("output.status.json.lock.stale_candidate").Equal("stale_candidate of the network lock in "+r.Call.Name, fmt.Sprint(stale), fmt.Sprint(r.report.Lock.StaleCandidate)); err != nil {
 		return err
 	}
-	if err := sc.St.Equal("owner of the network lock in "+r.Call.Name+" against the run's RUNNING invocation", owner, r.report.Lock.OwnerInvocationID); err != nil {
+	if err := sc.St.On("output.status.json.lock.owner_invocation_id").Equal("owner of the network lock in "+r.Call.Name+" against the run's RUNNING invocation", owner, r.report.Lock.OwnerInvocationID); err != nil {
 		return err
 	}
 	if r.runID == "" {
@@ -406,7 +406,7 @@ func checkLock(ctx context.Context, r *statusReading, stale bool) error {
 	if err != nil {
 		return err
 	}
-	if err := sc.St.Equal("recovery_identifiers.force_unlock_network in "+r.Call.Name, "present",
+	if err := sc.St.On("output.status.json.runs[].recovery_identifiers.force_unlock_network.network_id").Equal("recovery_identifiers.force_unlock_network in "+r.Call.Name, "present",
 		kit.Presence(run.RecoveryIdentifiers != nil && run.RecoveryIdentifiers.ForceUnlockNetwork != nil)); err != nil {
 		return err
 	}
@@ -417,7 +417,7 @@ func checkLock(ctx context.Context, r *statusReading, stale bool) error {
 		{"expected_owner_invocation_id", owner, fu.ExpectedOwnerInvocationID},
 	}
 	for _, c := range checks {
-		if err := sc.St.Equal("force_unlock_network."+c.what+" in "+r.Call.Name, c.want, c.seen); err != nil {
+		if err := sc.St.On("output.status.json.runs[].recovery_identifiers.force_unlock_network."+c.what).Equal("force_unlock_network."+c.what+" in "+r.Call.Name, c.want, c.seen); err != nil {
 			return err
 		}
 	}

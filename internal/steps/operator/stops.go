@@ -119,7 +119,7 @@ func (stopDomain) endsAfterStop(ctx context.Context, name string, limit int) err
 	}
 	sc.St.Note("stop observation", fmt.Sprintf("%s: %s sent, %s after %s; attempt %s, last invocation %s",
 		observation, ss.signal, ended, took.Round(time.Millisecond), attStatus, invStatus))
-	return sc.St.Assert(fmt.Sprintf("seconds from %s to the end of %s", ss.signal, name), fmt.Sprintf("at most %d", limit),
+	return sc.St.On("process.flownet.end").Assert(fmt.Sprintf("seconds from %s to the end of %s", ss.signal, name), fmt.Sprintf("at most %d", limit),
 		took.Round(time.Millisecond).String(), took <= time.Duration(limit)*time.Second)
 }
 
@@ -199,7 +199,7 @@ func (stopDomain) graphIsSafe(ctx context.Context) error {
 		}
 	}
 	sc.St.Note("graph of the run", fmt.Sprintf("run %s, %d node states, %d attempts, %d invocations", run.Status, len(states), len(atts), len(invs)))
-	return sc.St.Equal("unsafe records of the run", "(none)", kit.OrNone(strings.Join(bad, "; ")))
+	return sc.St.On("state.NODE_STATE.status", "audit.NODE_ATTEMPT.status").Equal("unsafe records of the run", "(none)", kit.OrNone(strings.Join(bad, "; ")))
 }
 
 func (stopDomain) nothingRunning(ctx context.Context) error {
@@ -219,7 +219,7 @@ func (stopDomain) nothingRunning(ctx context.Context) error {
 			running = append(running, fmt.Sprintf("invocation %d", i+1))
 		}
 	}
-	return sc.St.Equal("RUNNING attempts and invocations of the run", "(none)", kit.OrNone(strings.Join(running, ", ")))
+	return sc.St.On("audit.NODE_ATTEMPT.status", "audit.RUN_INVOCATION.status").Equal("RUNNING attempts and invocations of the run", "(none)", kit.OrNone(strings.Join(running, ", ")))
 }
 
 // attemptsAndInvocations reads the run's attempts, then its invocations: the two sides of the

@@ -189,7 +189,7 @@ func (barrierDomain) barrierIsReached(ctx context.Context, name string) error {
 		return err
 	}
 	b.Reached = true
-	return sc.St.Equal("barrier "+name+" held request", b.ID, seen.BarrierID)
+	return sc.St.On("harness.barrier").Equal("barrier "+name+" held request", b.ID, seen.BarrierID)
 }
 
 func (barrierDomain) releaseBarrier(ctx context.Context, name string) error {

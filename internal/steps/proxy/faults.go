@@ -248,7 +248,7 @@ func (faultDomain) droppedAtLeast(ctx context.Context, name string, n int) error
 		return err
 	}
 	sc.St.Note("dropped requests of "+name, countSummary(p.Counts()))
-	return sc.St.Assert("requests dropped by the fault proxy of "+name, fmt.Sprintf("at least %d", n), seen, seen >= n)
+	return sc.St.On("harness.fault.firings").Assert("requests dropped by the fault proxy of "+name, fmt.Sprintf("at least %d", n), seen, seen >= n)
 }
 
 // passBeforeLeaseDeadline ends an outage close to, but before, the lease deadline (the
@@ -280,5 +280,5 @@ func (faultDomain) passBeforeLeaseDeadline(ctx context.Context, name string, lef
 	now := time.Now()
 	sc.St.Note("fault proxy of "+name, fmt.Sprintf("mode pass %s before the lease deadline (last lease write %s, %s dropped)",
 		deadline.Sub(now).Round(time.Millisecond), last.Format(time.RFC3339Nano), fmt.Sprint(p.Counts().Blocked)))
-	return sc.St.Assert("outage of "+name+" ended before the lease deadline", "before "+deadline.Format(time.RFC3339Nano), now.Format(time.RFC3339Nano), now.Before(deadline))
+	return sc.St.On("harness.fault.outage").Assert("outage of "+name+" ended before the lease deadline", "before "+deadline.Format(time.RFC3339Nano), now.Format(time.RFC3339Nano), now.Before(deadline))
 }

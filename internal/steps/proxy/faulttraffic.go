@@ -85,7 +85,7 @@ func (faultTrafficDomain) callsWithin(ctx context.Context, table *godog.Table) e
 				return fmt.Errorf("call table, %s of %s: %w", col, name, err)
 			}
 			n := countColumns[col](c)
-			if err := sc.St.Assert(fmt.Sprintf("%s calls of %s", col, name), want, n, n >= lo && (hi < 0 || n <= hi)); err != nil {
+			if err := sc.St.On("traffic.calls").Assert(fmt.Sprintf("%s calls of %s", col, name), want, n, n >= lo && (hi < 0 || n <= hi)); err != nil {
 				return err
 			}
 		}
@@ -184,7 +184,7 @@ func (faultTrafficDomain) noWriteAfterLease(ctx context.Context, name string, le
 				l.At.Sub(deadline).Round(time.Millisecond)))
 		}
 	}
-	return sc.St.Equal(fmt.Sprintf("writes of %s after its lease deadline %s", name, deadline.Format(time.RFC3339Nano)), "(none)", kit.OrNone(strings.Join(late, "; ")))
+	return sc.St.On("traffic.lease.writes-after-deadline").Equal(fmt.Sprintf("writes of %s after its lease deadline %s", name, deadline.Format(time.RFC3339Nano)), "(none)", kit.OrNone(strings.Join(late, "; ")))
 }
 
 // heartbeatsPerInterval bounds a process's heartbeat PUTs by the contract's lease monitor
@@ -225,7 +225,7 @@ func (faultTrafficDomain) heartbeatsPerInterval(ctx context.Context, name string
 	n := p.Counts().Heartbeat
 	sc.St.Note("lease of "+name, fmt.Sprintf("held %s through the proxy, %d heartbeats (at most %d: %d at one per %d s plus one, %d before its other record writes)",
 		held.Round(time.Millisecond), n, limit, timer, every, writes))
-	return sc.St.Assert(fmt.Sprintf("heartbeats of %s per %d s of its lease and per other record write", name, every), fmt.Sprintf("1..%d", limit), n, n >= 1 && n <= limit)
+	return sc.St.On("traffic.lease.heartbeats", "state.NETWORK_LOCK.heartbeat_at").Assert(fmt.Sprintf("heartbeats of %s per %d s of its lease and per other record write", name, every), fmt.Sprintf("1..%d", limit), n, n >= 1 && n <= limit)
 }
 
 // leaseNeverRanOut: while the process ran, its lease never ran out (product-contract §3.7:
@@ -262,5 +262,5 @@ func (faultTrafficDomain) leaseNeverRanOut(ctx context.Context, lease int, name 
 		}
 	}
 	limit := time.Duration(lease) * time.Second
-	return sc.St.Assert(fmt.Sprintf("longest time %s went without renewing its lease", name), "less than "+limit.String(), longest.Round(time.Millisecond).String(), longest < limit)
+	return sc.St.On("traffic.lease.heartbeats", "state.NETWORK_LOCK.lease_expires_at").Assert(fmt.Sprintf("longest time %s went without renewing its lease", name), "less than "+limit.String(), longest.Round(time.Millisecond).String(), longest < limit)
 }

@@ -202,17 +202,17 @@ func (selectiveFaultDomain) firedTimes(ctx context.Context, name, times string) 
 	n := len(fs)
 	switch times {
 	case "at least once":
-		err = sc.St.Assert("firings of fault "+name, "at least 1", n, n >= 1)
+		err = sc.St.On("harness.fault.firings").Assert("firings of fault "+name, "at least 1", n, n >= 1)
 	case "exactly once":
-		err = sc.St.Equal("firings of fault "+name, 1, n)
+		err = sc.St.On("harness.fault.firings").Equal("firings of fault "+name, 1, n)
 	default:
 		want, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(times, "exactly "), " times"))
-		err = sc.St.Equal("firings of fault "+name, want, n)
+		err = sc.St.On("harness.fault.firings").Equal("firings of fault "+name, want, n)
 	}
 	if err != nil {
 		return err
 	}
-	return sc.St.Equal("firings of fault "+name+" that could not act", "(none)", kit.OrNone(strings.Join(failed, "; ")))
+	return sc.St.On("harness.fault.firings").Equal("firings of fault "+name+" that could not act", "(none)", kit.OrNone(strings.Join(failed, "; ")))
 }
 
 // firingText is one firing for a note: which match, the action, the request, the status.
@@ -254,8 +254,8 @@ func (selectiveFaultDomain) trafficShowsFault(ctx context.Context, process, name
 		}
 	}
 	sc.St.Note("traffic lines of "+process+" taken by fault "+name, kit.OrNone(strings.Join(took, "; ")))
-	if err := sc.St.Assert("traffic lines of "+process+" taken by fault "+name, "at least 1", len(took), len(took) >= 1); err != nil {
+	if err := sc.St.On("traffic.fault.taken").Assert("traffic lines of "+process+" taken by fault "+name, "at least 1", len(took), len(took) >= 1); err != nil {
 		return err
 	}
-	return sc.St.Equal("status "+process+" received for the request fault "+name+" took", status, got)
+	return sc.St.On("traffic.fault.status").Equal("status "+process+" received for the request fault "+name+" took", status, got)
 }

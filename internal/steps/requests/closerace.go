@@ -118,7 +118,7 @@ func (closeRaceDomain) settledByTheLock(ctx context.Context, archiveName, resume
 	held, want := matchCloseRace(seen, nodeName)
 	// Which of the alternatives held: `flowtest explore` counts the branches.
 	sc.St.Note(schedule.BranchNote, kit.OrNone(held))
-	return sc.St.Assert("the archive and the resume settled in an order the Network lock allows",
+	return sc.St.On("traffic.order", "state.NETWORK_LOCK.owner_invocation_id").Assert("the archive and the resume settled in an order the Network lock allows",
 		"one of: "+strings.Join(want, " | "), seen.observed(), held != "")
 }
 

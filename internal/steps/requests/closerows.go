@@ -69,11 +69,11 @@ func (closeRowDomain) printedResult(ctx context.Context, name, row string) error
 		w = append(w, k+"="+want[k])
 		s = append(s, k+"="+field(k))
 	}
-	if err := sc.St.Equal("archive result of "+name, strings.Join(w, " "), strings.Join(s, " ")); err != nil {
+	if err := sc.St.On("output.archive-run.json.outcome", "output.archive-run.json.audit", "output.archive-run.json.lock_released", "output.archive-run.json.code").Equal("archive result of "+name, strings.Join(w, " "), strings.Join(s, " ")); err != nil {
 		return err
 	}
 	ev := field("event_id")
-	return sc.St.Assert("event_id of "+name, "archive_<uuid>", ev, strings.HasPrefix(ev, "archive_"))
+	return sc.St.On("output.archive-run.json.event_id").Assert("event_id of "+name, "archive_<uuid>", ev, strings.HasPrefix(ev, "archive_"))
 }
 
 func (d closeRowDomain) auditOfPrintedEvent(ctx context.Context, which, name string) error {
@@ -98,7 +98,7 @@ func (d closeRowDomain) auditOfRequestEvent(ctx context.Context, which, ref stri
 // written under another key is not missed either.
 func archiveAuditsUnder(ctx context.Context, which, eventID, whose string) error {
 	sc := kit.SceneOf(ctx)
-	if err := sc.St.Assert("event id of "+whose, "archive_<uuid>", kit.OrNone(eventID), strings.HasPrefix(eventID, "archive_")); err != nil {
+	if err := sc.St.On("output.archive-run.json.event_id").Assert("event id of "+whose, "archive_<uuid>", kit.OrNone(eventID), strings.HasPrefix(eventID, "archive_")); err != nil {
 		return err
 	}
 	_, archived, err := runArchivedAudits(ctx)
@@ -113,7 +113,7 @@ func archiveAuditsUnder(ctx context.Context, which, eventID, whose string) error
 	if which == "exactly one" {
 		want = "OP:" + eventID
 	}
-	return sc.St.Equal("record keys of the run's RUN_ARCHIVED audits (the event of "+whose+")", want, kit.OrNone(strings.Join(keys, ", ")))
+	return sc.St.On("audit.OPERATION_AUDIT.record_key").Equal("record keys of the run's RUN_ARCHIVED audits (the event of "+whose+")", want, kit.OrNone(strings.Join(keys, ", ")))
 }
 
 // lockOfTheClose: exactly one NETWORK_LOCK record was added since the last one was noted —
@@ -145,7 +145,7 @@ func lockOfEvent(ctx context.Context, name, ev, state string) error {
 	if err != nil {
 		return err
 	}
-	if err := sc.St.Equal(fmt.Sprintf("NETWORK_LOCK records added after record %d (the lock %s took)", last, name), 1, len(added)); err != nil {
+	if err := sc.St.On("state.NETWORK_LOCK.record_key").Equal(fmt.Sprintf("NETWORK_LOCK records added after record %d (the lock %s took)", last, name), 1, len(added)); err != nil {
 		return err
 	}
 	l := added[0]
@@ -155,7 +155,7 @@ func lockOfEvent(ctx context.Context, name, ev, state string) error {
 	if state != "released" {
 		want = "LOCK | RUNNING | owner " + kit.OrNone(ev)
 	}
-	return sc.St.Equal("the lock "+name+" took: record_key prefix | status | owner", want, seen)
+	return sc.St.On("state.NETWORK_LOCK.record_key", "state.NETWORK_LOCK.status", "state.NETWORK_LOCK.owner_invocation_id").Equal("the lock "+name+" took: record_key prefix | status | owner", want, seen)
 }
 
 // answersAnotherEventsAudit answers the process's next read of the audit app, in kintone's

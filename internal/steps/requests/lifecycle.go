@@ -29,6 +29,7 @@ func (d lifecycleDomain) register(reg stepdef.Registry) {
 	reg.Step(`^no run invocation was requested by `+reqRef+`$`, d.noInvocationByRequest)
 	reg.Step(`^a CLOSE request for the run is created`+asName+`$`, d.closeForTheRun)
 	reg.Step(`^the run has exactly one RUN_ARCHIVED audit, of `+reqRef+`, with its five fields$`, d.oneArchiveAudit)
+	reg.Step(`^the RUN_ARCHIVED audit of the run says result code "RUN_ARCHIVED" and the service principal FlowNet was given$`, d.archiveAuditPrincipal)
 	reg.Step(`^the last NETWORK_LOCK record of the state app is noted$`, d.noteLastLock)
 	reg.Step(`^exactly one NETWORK_LOCK record was added since it was noted: a LOCKDONE: tombstone without lock key, "SUCCESS"$`, d.oneNewTombstone)
 	reg.Step(`^`+reqRef+` is still "REQUESTED" and withdrawn: its claim lost on revision$`, d.stillRequestedWithdrawn)
@@ -96,7 +97,7 @@ func (lifecycleDomain) boardCancel(ctx context.Context, ref, read string, want i
 		return err
 	}
 	sc.St.Note("board cancel of request "+m.name, fmt.Sprintf("PUT cancel_requested at revision %s: HTTP %d", rev, seen))
-	return sc.St.Equal(fmt.Sprintf("HTTP status of the board's cancel PUT of request %s at revision %s", m.name, rev), want, seen)
+	return sc.St.On("harness.request.board-put").Equal(fmt.Sprintf("HTTP status of the board's cancel PUT of request %s at revision %s", m.name, rev), want, seen)
 }
 
 // sendBoardCancel sends the board's cancel PUT of request m at revision rev through g and
@@ -122,7 +123,7 @@ func (lifecycleDomain) noInvocationByRequest(ctx context.Context, ref string) er
 	if err != nil {
 		return err
 	}
-	if err := sc.St.Assert("creator code (作成者) of request "+m.name, "non-empty", kit.OrNone(r.Creator), r.Creator != ""); err != nil {
+	if err := sc.St.On("request.作成者").Assert("creator code (作成者) of request "+m.name, "non-empty", kit.OrNone(r.Creator), r.Creator != ""); err != nil {
 		return err
 	}
 	by := "app-request:" + r.RecordID + ":" + kit.EncodeURIComponent(r.Creator)
@@ -134,7 +135,7 @@ func (lifecycleDomain) noInvocationByRequest(ctx context.Context, ref string) er
 	for _, inv := range invs {
 		ids = append(ids, inv.InvocationID)
 	}
-	return sc.St.Equal("run invocations requested by "+by, kit.OrNone(""), kit.OrNone(strings.Join(ids, ", ")))
+	return sc.St.On("audit.RUN_INVOCATION.requested_by").Equal("run invocations requested by "+by, kit.OrNone(""), kit.OrNone(strings.Join(ids, ", ")))
 }
 
 // statusShowsHold reads the run's status (JSON) and compares its status, lifecycle_status
@@ -155,13 +156,13 @@ func (lifecycleDomain) statusShowsHold(ctx context.Context, status, lifecycle, h
 		want = "hold REQUESTED|ACCEPTED"
 		ok = run.Hold != nil && (run.Hold.State == "REQUESTED" || run.Hold.State == "ACCEPTED")
 	}
-	if err := sc.St.Equal("status of the run in "+r.Call.Name, status, run.Status); err != nil {
+	if err := sc.St.On("output.status.json.runs[].status").Equal("status of the run in "+r.Call.Name, status, run.Status); err != nil {
 		return err
 	}
-	if err := sc.St.Equal("lifecycle_status of the run in "+r.Call.Name, lifecycle, kit.OrNone(run.LifecycleStatus)); err != nil {
+	if err := sc.St.On("output.status.json.runs[].lifecycle_status").Equal("lifecycle_status of the run in "+r.Call.Name, lifecycle, kit.OrNone(run.LifecycleStatus)); err != nil {
 		return err
 	}
-	return sc.St.Assert("hold of the run in "+r.Call.Name, want, seenHold, ok)
+	return sc.St.On("output.status.json.runs[].hold", "output.status.json.runs[].hold.state").Assert("hold of the run in "+r.Call.Name, want, seenHold, ok)
 }
 
 func (lifecycleDomain) closeForTheRun(ctx context.Context, name string) error {
@@ -188,12 +189,12 @@ func (lifecycleDomain) oneArchiveAudit(ctx context.Context, ref string) error {
 	if err != nil {
 		return err
 	}
-	if err := sc.St.Equal("RUN_ARCHIVED audits of the run", 1, len(archived)); err != nil {
+	if err := sc.St.On("audit.OPERATION_AUDIT.result_code", "audit.RUN_ARCHIVED.run_id").Equal("RUN_ARCHIVED audits of the run", 1, len(archived)); err != nil {
 		return err
 	}
 	a := archived[0]
 	ev := eventIDIn(req.ResultMessage)
-	if err := sc.St.Equal("record_key of the RUN_ARCHIVED audit (OP:<event id of request "+m.name+">)", "OP:"+kit.OrNone(ev), a.RecordKey); err != nil {
+	if err := sc.St.On("audit.OPERATION_AUDIT.record_key").Equal("record_key of the RUN_ARCHIVED audit (OP:<event id of request "+m.name+">)", "OP:"+kit.OrNone(ev), a.RecordKey); err != nil {
 		return err
 	}
 	str := func(k string) string {
@@ -208,32 +209,52 @@ func (lifecycleDomain) oneArchiveAudit(ctx context.Context, ref string) error {
 			return fmt.Sprint(v)
 		}
 	}
-	if err := sc.St.Equal("event_type and event_id of the RUN_ARCHIVED audit", "RUN_ARCHIVED "+ev, str("event_type")+" "+str("event_id")); err != nil {
+	if err := sc.St.On("audit.RUN_ARCHIVED.event_type", "audit.RUN_ARCHIVED.event_id").Equal("event_type and event_id of the RUN_ARCHIVED audit", "RUN_ARCHIVED "+ev, str("event_type")+" "+str("event_id")); err != nil {
 		return err
 	}
 	wantBy := "app-request:" + req.RecordID + ":" + kit.EncodeURIComponent(req.Creator)
-	if err := sc.St.Equal("requested_by of the RUN_ARCHIVED audit", wantBy, str("requested_by")); err != nil {
+	if err := sc.St.On("audit.RUN_ARCHIVED.requested_by").Equal("requested_by of the RUN_ARCHIVED audit", wantBy, str("requested_by")); err != nil {
 		return err
 	}
 	same := "differs from the reason of request " + m.name
 	if str("reason") == m.reason {
 		same = "equals the reason of request " + m.name
 	}
-	if err := sc.St.Equal("reason of the RUN_ARCHIVED audit (the body is not recorded)", "equals the reason of request "+m.name, same); err != nil {
+	if err := sc.St.On("audit.RUN_ARCHIVED.reason").Equal("reason of the RUN_ARCHIVED audit (the body is not recorded)", "equals the reason of request "+m.name, same); err != nil {
 		return err
 	}
-	if err := sc.St.Equal("previous_status of the RUN_ARCHIVED audit", "FAILED", str("previous_status")); err != nil {
+	if err := sc.St.On("audit.RUN_ARCHIVED.previous_status").Equal("previous_status of the RUN_ARCHIVED audit", "FAILED", str("previous_status")); err != nil {
 		return err
 	}
-	if err := sc.St.Equal("run_revision_before of the RUN_ARCHIVED audit (the Run's $revision − 1)", strconv.Itoa(kit.Atoi(run.Revision)-1), str("run_revision_before")); err != nil {
+	if err := sc.St.On("audit.RUN_ARCHIVED.run_revision_before").Equal("run_revision_before of the RUN_ARCHIVED audit (the Run's $revision − 1)", strconv.Itoa(kit.Atoi(run.Revision)-1), str("run_revision_before")); err != nil {
 		return err
 	}
 	at := str("archived_at")
-	if err := sc.St.Assert("archived_at of the RUN_ARCHIVED audit", "a timestamp", at, !strings.HasPrefix(operator.MinuteOf(at), "unreadable")); err != nil {
+	if err := sc.St.On("audit.RUN_ARCHIVED.archived_at").Assert("archived_at of the RUN_ARCHIVED audit", "a timestamp", at, !strings.HasPrefix(operator.MinuteOf(at), "unreadable")); err != nil {
 		return err
 	}
 	// kintone's DATETIME keeps whole minutes: resolved_at can equal archived_at only so.
-	return sc.St.Equal("resolved_at of the RUN_ARCHIVED audit, to the minute (kintone DATETIME)", operator.MinuteOf(at), operator.MinuteOf(a.ResolvedAt))
+	return sc.St.On("audit.OPERATION_AUDIT.resolved_at", "audit.RUN_ARCHIVED.archived_at").Equal("resolved_at of the RUN_ARCHIVED audit, to the minute (kintone DATETIME)", operator.MinuteOf(at), operator.MinuteOf(a.ResolvedAt))
+}
+
+// archiveAuditPrincipal: the RUN_ARCHIVED audit object's result_code and service_principal
+// (§1.9): RUN_ARCHIVED, and KSQL_FLOWNET_SERVICE_PRINCIPAL of the environment every FlowNet
+// command of the scope is given (the poller's CLOSE child inherits it); the host only without it.
+func (lifecycleDomain) archiveAuditPrincipal(ctx context.Context) error {
+	sc := kit.SceneOf(ctx)
+	_, archived, err := runArchivedAudits(ctx)
+	if err != nil {
+		return err
+	}
+	if err := sc.St.On("audit.OPERATION_AUDIT.result_code").Equal("RUN_ARCHIVED audits of the run", 1, len(archived)); err != nil {
+		return err
+	}
+	ev := archived[0].Event
+	if err := sc.St.On("audit.RUN_ARCHIVED.result_code").Equal("result_code of the RUN_ARCHIVED audit", "RUN_ARCHIVED", kit.OrNone(kit.Str(ev["result_code"]))); err != nil {
+		return err
+	}
+	want := kit.FixturesOf(ctx).Scope().Principal("service")
+	return sc.St.On("audit.RUN_ARCHIVED.service_principal").Equal("service_principal of the RUN_ARCHIVED audit against KSQL_FLOWNET_SERVICE_PRINCIPAL", want, kit.OrNone(kit.Str(ev["service_principal"])))
 }
 
 // runArchivedAudits reads the current run and its RUN_ARCHIVED OPERATION_AUDITs.
@@ -320,12 +341,12 @@ func (lifecycleDomain) oneNewTombstone(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := sc.St.Equal(fmt.Sprintf("NETWORK_LOCK records added after record %d", last), 1, len(added)); err != nil {
+	if err := sc.St.On("state.NETWORK_LOCK.record_key").Equal(fmt.Sprintf("NETWORK_LOCK records added after record %d", last), 1, len(added)); err != nil {
 		return err
 	}
 	l := added[0]
 	prefix, _, _ := strings.Cut(l.RecordKey, ":")
-	return sc.St.Equal("the added NETWORK_LOCK record: record_key prefix | lock_key | status",
+	return sc.St.On("state.NETWORK_LOCK.record_key", "state.NETWORK_LOCK.lock_key", "state.NETWORK_LOCK.status").Equal("the added NETWORK_LOCK record: record_key prefix | lock_key | status",
 		"LOCKDONE | (none) | SUCCESS", prefix+" | "+kit.OrNone(l.LockKey)+" | "+kit.OrNone(l.Status))
 }
 
@@ -371,7 +392,7 @@ func (lifecycleDomain) archiveOutcome(ctx context.Context, name, outcome, which,
 	field := func(k string) string { return kit.JSONField(call.JSON, k) }
 	want := outcome + " " + which + "=" + value + " lock_released=" + released
 	seen := field("outcome") + " " + which + "=" + field(which) + " lock_released=" + field("lock_released")
-	return sc.St.Equal("JSON outcome of "+name, want, seen)
+	return sc.St.On("output.archive-run.json.outcome").Equal("JSON outcome of "+name, want, seen)
 }
 
 func (lifecycleDomain) lifecycleIs(ctx context.Context, want string) error {
@@ -379,7 +400,7 @@ func (lifecycleDomain) lifecycleIs(ctx context.Context, want string) error {
 	if err != nil {
 		return err
 	}
-	return kit.SceneOf(ctx).St.Equal("lifecycle_status of the run", want, kit.OrNone(run.LifecycleStatus))
+	return kit.SceneOf(ctx).St.On("state.NETWORK_RUN.lifecycle_status").Equal("lifecycle_status of the run", want, kit.OrNone(run.LifecycleStatus))
 }
 
 // arrivedOnce: the arrival log of the barrier's proxy holds exactly one event for it (a
@@ -396,10 +417,10 @@ func (lifecycleDomain) arrivedOnce(ctx context.Context, name string, status int)
 			seen = append(seen, fmt.Sprintf("%s %s %s status %d", a.Phase, a.Method, a.Path, a.ResponseStatus))
 		}
 	}
-	if err := sc.St.Equal("arrivals logged for barrier "+name, 1, len(seen)); err != nil {
+	if err := sc.St.On("harness.barrier").Equal("arrivals logged for barrier "+name, 1, len(seen)); err != nil {
 		return err
 	}
-	return sc.St.Assert("response status of the arrival at barrier "+name, status, seen[0], strings.HasSuffix(seen[0], fmt.Sprintf(" status %d", status)))
+	return sc.St.On("traffic.barrier.status").Assert("response status of the arrival at barrier "+name, status, seen[0], strings.HasSuffix(seen[0], fmt.Sprintf(" status %d", status)))
 }
 
 // resumesInTheBackground starts run-network --resume-run for the run and does not wait: a
@@ -425,7 +446,7 @@ func (lifecycleDomain) stillRequestedWithdrawn(ctx context.Context, ref string) 
 	if err != nil {
 		return err
 	}
-	return sc.St.Equal("request_state | cancel_requested | claimed_at of request "+m.name,
+	return sc.St.On("request.request_state", "request.cancel_requested", "request.claimed_at").Equal("request_state | cancel_requested | claimed_at of request "+m.name,
 		"REQUESTED | true | (none)", fmt.Sprintf("%s | %t | %s", kit.OrNone(r.RequestState), r.CancelRequested, kit.OrNone(r.ClaimedAt)))
 }
 
@@ -438,7 +459,7 @@ func (lifecycleDomain) endedNotCancelled(ctx context.Context, ref string) error 
 		return err
 	}
 	seen := kit.OrNone(r.RequestState) + "/" + kit.OrNone(r.ResultCode)
-	return sc.St.Assert("request_state of request "+m.name, "DONE or REJECTED", seen, r.RequestState == "DONE" || r.RequestState == "REJECTED")
+	return sc.St.On("request.request_state").Assert("request_state of request "+m.name, "DONE or REJECTED", seen, r.RequestState == "DONE" || r.RequestState == "REJECTED")
 }
 
 // cancelIgnored is what the finalizer appends to the outcome's message when the requester
@@ -471,5 +492,5 @@ func (lifecycleDomain) keptOutcomeCancelIgnored(ctx context.Context, ref string)
 		kit.OrNone(last.ResultCode), kit.OrNone(run.Status), kit.OrNone(last.InvocationID), cancelIgnored)
 	seen := fmt.Sprintf("%s | %s | %s | cancel_requested %t",
 		kit.OrNone(r.RequestState), kit.OrNone(r.ResultCode), kit.OrNone(r.ResultMessage), r.CancelRequested)
-	return sc.St.Equal("request_state | result_code | result_message | cancel_requested of request "+m.name, want, seen)
+	return sc.St.On("request.request_state", "request.result_code", "request.result_message", "request.cancel_requested").Equal("request_state | result_code | result_message | cancel_requested of request "+m.name, want, seen)
 }

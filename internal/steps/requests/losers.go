@@ -73,5 +73,5 @@ func (loserDomain) oneWriteSinceNoted(ctx context.Context, node, status string) 
 	}
 	want := fmt.Sprintf("%s | $revision %d | revision %d", status, kit.Atoi(before.Revision)+1, kit.Atoi(before.BusinessRevision)+1)
 	seen := fmt.Sprintf("%s | $revision %s | revision %s", now.Status, now.Revision, now.BusinessRevision)
-	return sc.St.Equal("Node State of "+node+" after the race: status | $revision | revision (one write since noted)", want, seen)
+	return sc.St.On("state.NODE_STATE.status", "state.NODE_STATE.revision").Equal("Node State of "+node+" after the race: status | $revision | revision (one write since noted)", want, seen)
 }

@@ -48,10 +48,10 @@ func (orderDomain) holdRecordIs(ctx context.Context, want string) error {
 	if err != nil {
 		return err
 	}
-	if err := sc.St.Equal("CANCEL_REQUEST records of run "+id, 1, len(holds)); err != nil {
+	if err := sc.St.On("state.CANCEL_REQUEST.run_id").Equal("CANCEL_REQUEST records of run "+id, 1, len(holds)); err != nil {
 		return err
 	}
-	return sc.St.Equal("hold state of run "+id, want, kit.OrNone(holds[0].State))
+	return sc.St.On("state.CANCEL_REQUEST.status_reason").Equal("hold state of run "+id, want, kit.OrNone(holds[0].State))
 }
 
 // timedRequest is one logged request: when it reached the proxy and when its response left
@@ -158,21 +158,21 @@ func (orderDomain) threeWayOrder(ctx context.Context, stop, runner, closer, stop
 	sc.St.Note("three-way order (traffic logs)", strings.Join([]string{stopRead.String(), terminal.String(), closeFirst.String(),
 		archived.String() + " released " + archiveLeft.Format("15:04:05.000"), holdWrite.String() + " released " + holdLeft.Format("15:04:05.000")}, "; "))
 	claims := []struct {
-		what           string
+		subject, what  string
 		earlier, later time.Time
 	}{
-		{stopRead.what + " ended before " + terminal.what + " arrived", stopRead.ended, terminal.arrived},
-		{terminal.what + " ended before " + closeFirst.what + " arrived", terminal.ended, closeFirst.arrived},
-		{archived.what + " arrived (the CLOSE's checks done) before barrier " + stopBarrier + " let the hold write go", archived.arrived, holdLeft},
-		{holdWrite.what + " ended before barrier " + closeBarrier + " let the ARCHIVED write go", holdWrite.ended, archiveLeft},
+		{"traffic.order", stopRead.what + " ended before " + terminal.what + " arrived", stopRead.ended, terminal.arrived},
+		{"traffic.order", terminal.what + " ended before " + closeFirst.what + " arrived", terminal.ended, closeFirst.arrived},
+		{"traffic.order", archived.what + " arrived (the CLOSE's checks done) before barrier " + stopBarrier + " let the hold write go", archived.arrived, holdLeft},
+		{"traffic.order", holdWrite.what + " ended before barrier " + closeBarrier + " let the ARCHIVED write go", holdWrite.ended, archiveLeft},
 	}
 	for _, c := range claims {
-		if err := sc.St.Assert(c.what, "earlier ≤ later", c.earlier.Format(time.RFC3339Nano)+" vs "+c.later.Format(time.RFC3339Nano), !c.earlier.After(c.later)); err != nil {
+		if err := sc.St.On(c.subject).Assert(c.what, "earlier ≤ later", c.earlier.Format(time.RFC3339Nano)+" vs "+c.later.Format(time.RFC3339Nano), !c.earlier.After(c.later)); err != nil {
 			return err
 		}
 	}
 	for _, r := range []timedRequest{terminal, holdWrite, archived} {
-		if err := sc.St.Equal("response status of "+r.what, 200, r.status); err != nil {
+		if err := sc.St.On("traffic.response-status").Equal("response status of "+r.what, 200, r.status); err != nil {
 			return err
 		}
 	}

@@ -207,11 +207,11 @@ func (pollerDomain) checkPasses(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if err := sc.St.Equal("exit code of "+name, 0, c.Result.ExitCode); err != nil {
+	if err := sc.St.On("exit.poll-requests").Equal("exit code of "+name, 0, c.Result.ExitCode); err != nil {
 		return fmt.Errorf("%w\nstderr: %s", err, c.Stderr)
 	}
 	want := fmt.Sprintf("poll-requests check: ok networks=%d request_app=readable", p.networks)
-	return sc.St.Equal("stdout of "+name, want, strings.TrimSpace(c.Stdout))
+	return sc.St.On("text.poll-requests:\"poll-requests check: ok \"").Equal("stdout of "+name, want, strings.TrimSpace(c.Stdout))
 }
 
 // runTogether starts two pollers back to back and waits for both.
@@ -275,7 +275,7 @@ func (pollerDomain) counted(ctx context.Context, name, list string) error {
 		if !ok {
 			return fmt.Errorf("the counters line of %s has no %s: %s", name, k, strings.TrimSpace(countersLine.FindString(c.Stdout)))
 		}
-		if err := sc.St.Equal(k+"= counted by "+name, v, strconv.Itoa(seen)); err != nil {
+		if err := sc.St.On("text.poll-requests:\"poll-requests: requested=\"").Equal(k+"= counted by "+name, v, strconv.Itoa(seen)); err != nil {
 			return err
 		}
 	}
@@ -300,7 +300,7 @@ func (pollerDomain) claimedCounts(ctx context.Context, a, b string, x, y int) er
 	want := []int{x, y}
 	sort.Ints(got)
 	sort.Ints(want)
-	return kit.SceneOf(ctx).St.Equal(fmt.Sprintf("claimed= of %s and %s, sorted", a, b), fmt.Sprint(want), fmt.Sprint(got))
+	return kit.SceneOf(ctx).St.On("text.poll-requests:\"poll-requests: requested=\"").Equal(fmt.Sprintf("claimed= of %s and %s, sorted", a, b), fmt.Sprint(want), fmt.Sprint(got))
 }
 
 func (pollerDomain) stderrHasLine(ctx context.Context, ref, prefix string) error {
@@ -333,5 +333,5 @@ func (pollerDomain) outputHoldsNoSecret(ctx context.Context, name string) error 
 		}
 	}
 	sort.Strings(found)
-	return kit.SceneOf(ctx).St.Equal("secrets in the output of "+name+" (request token, reason label, reason body)", kit.OrNone(""), kit.OrNone(strings.Join(found, ", ")))
+	return kit.SceneOf(ctx).St.On("process.output.secrets").Equal("secrets in the output of "+name+" (request token, reason label, reason body)", kit.OrNone(""), kit.OrNone(strings.Join(found, ", ")))
 }

@@ -166,7 +166,7 @@ func (requesterDomain) cancelAnswered(ctx context.Context) error {
 		return err
 	}
 	sc.St.Note("board cancel of request "+b.request.name+" by "+b.name, fmt.Sprintf("PUT cancel_requested at revision %s in the background: HTTP %d", b.revision, status))
-	return sc.St.Assert(fmt.Sprintf("HTTP status of the background cancel PUT of request %s at revision %s", b.request.name, b.revision),
+	return sc.St.On("harness.request.board-put").Assert(fmt.Sprintf("HTTP status of the background cancel PUT of request %s at revision %s", b.request.name, b.revision),
 		"200 or 409", status, status == 200 || status == 409)
 }
 
@@ -256,7 +256,7 @@ func (requesterDomain) raceSettled(ctx context.Context, ref, first, second strin
 	// Which of the alternatives held: `flowtest explore` counts the branches.
 	sc.St.Note(schedule.BranchNote, branch)
 	what := fmt.Sprintf("outcome of the race of the requester's cancel and the claim of %s, request %s", first, m.name)
-	if err := sc.St.Equal(what, branch+": "+want, branch+": "+seen); err != nil {
+	if err := sc.St.On("request.request_state", "request.result_code").Equal(what, branch+": "+want, branch+": "+seen); err != nil {
 		return fmt.Errorf("%w (result message: %s)", err, kit.OrNone(strings.TrimSpace(r.ResultMessage)))
 	}
 	return nil

@@ -255,7 +255,7 @@ func (requestDomain) noPendingRequest(ctx context.Context) error {
 		ids = append(ids, "#"+p.ID+" "+p.State)
 	}
 	// Another poller could act on a pending request while this scenario runs (§3.2).
-	return sc.St.Equal("REQUESTED/ACCEPTED records in the request app before the scenario", kit.OrNone(""), kit.OrNone(strings.Join(ids, ", ")))
+	return sc.St.On("request.request_state").Equal("REQUESTED/ACCEPTED records in the request app before the scenario", kit.OrNone(""), kit.OrNone(strings.Join(ids, ", ")))
 }
 
 func rerunOf(ctx context.Context, name string) (*madeRequest, error) {
@@ -409,7 +409,7 @@ func (requestDomain) startRefusedByKintone(ctx context.Context, label, at string
 	// kintone's code for a malformed DATETIME was never measured (CB_VA01 is its general
 	// validation code): the status is compared, the code noted, and nothing may be persisted.
 	sc.St.Note("kintone's refusal of scheduled_for "+at, seen)
-	if err := sc.St.Assert(fmt.Sprintf("HTTP status of kintone's answer to a START request with scheduled_for %q", at), 400, seen, ae != nil && ae.Status == 400); err != nil {
+	if err := sc.St.On("harness.request.post").Assert(fmt.Sprintf("HTTP status of kintone's answer to a START request with scheduled_for %q", at), 400, seen, ae != nil && ae.Status == 400); err != nil {
 		return err
 	}
 	recs, err := kit.ReadExact(ctx, sc, target.RoleRequest, func(r kintoneapi.Record) string { return r.Str("reason") }, kit.FieldIs("request_type", m.typ), kit.FieldIs("network_id", m.networkID))
@@ -422,7 +422,7 @@ func (requestDomain) startRefusedByKintone(ctx context.Context, label, at string
 			created++
 		}
 	}
-	return sc.St.Equal("request records created by the refused START", 0, created)
+	return sc.St.On("harness.request.post").Equal("request records created by the refused START", 0, created)
 }
 
 // deadClaim is the machine fields of a claim a poller made minutes ago and never renewed.
@@ -462,11 +462,11 @@ func outcome(ctx context.Context, ref, state, code string) (*madeRequest, kit.Op
 	if err != nil {
 		return m, r, err
 	}
-	if err := sc.St.Equal("request_state of request "+m.name, state, kit.OrNone(r.RequestState)); err != nil {
+	if err := sc.St.On("request.request_state").Equal("request_state of request "+m.name, state, kit.OrNone(r.RequestState)); err != nil {
 		return m, r, fmt.Errorf("%w (result %s: %s)", err, kit.OrNone(r.ResultCode), kit.OrNone(r.ResultMessage))
 	}
 	if code != "" {
-		if err := sc.St.Equal("result_code of request "+m.name, code, kit.OrNone(r.ResultCode)); err != nil {
+		if err := sc.St.On("request.result_code").Equal("result_code of request "+m.name, code, kit.OrNone(r.ResultCode)); err != nil {
 			return m, r, fmt.Errorf("%w (message: %s)", err, kit.OrNone(r.ResultMessage))
 		}
 	}
@@ -483,7 +483,7 @@ func (requestDomain) requestIsWithMessage(ctx context.Context, ref, state, code,
 	if err != nil {
 		return err
 	}
-	return kit.SceneOf(ctx).St.Assert("result_message of request "+m.name, "contains "+part, kit.OrNone(r.ResultMessage), strings.Contains(r.ResultMessage, part))
+	return kit.SceneOf(ctx).St.On("request.result_message").Assert("result_message of request "+m.name, "contains "+part, kit.OrNone(r.ResultMessage), strings.Contains(r.ResultMessage, part))
 }
 
 func (requestDomain) requestNamesTheRun(ctx context.Context, ref, state, code string) error {
@@ -495,7 +495,7 @@ func (requestDomain) requestNamesTheRun(ctx context.Context, ref, state, code st
 	if err != nil {
 		return err
 	}
-	return kit.SceneOf(ctx).St.Assert("result_message of request "+m.name+" names the run", "contains "+id, kit.OrNone(r.ResultMessage), strings.Contains(r.ResultMessage, id))
+	return kit.SceneOf(ctx).St.On("request.result_message").Assert("result_message of request "+m.name+" names the run", "contains "+id, kit.OrNone(r.ResultMessage), strings.Contains(r.ResultMessage, id))
 }
 
 // requestNeverClaimed: a request withdrawn before any claim is CANCELLED without claim
@@ -505,7 +505,7 @@ func (requestDomain) requestNeverClaimed(ctx context.Context, ref, code string) 
 	if err != nil {
 		return err
 	}
-	return kit.SceneOf(ctx).St.Equal("claim fields of request "+m.name+" (claimed_at | claimed_host)", "(none) | (none)", kit.OrNone(r.ClaimedAt)+" | "+kit.OrNone(r.ClaimedHost))
+	return kit.SceneOf(ctx).St.On("request.claimed_at", "request.claimed_host").Equal("claim fields of request "+m.name+" (claimed_at | claimed_host)", "(none) | (none)", kit.OrNone(r.ClaimedAt)+" | "+kit.OrNone(r.ClaimedHost))
 }
 
 // requestBecomes waits for a request state (a poller still running in the background);
@@ -530,13 +530,13 @@ func (requestDomain) requestBecomes(ctx context.Context, ref, state string) erro
 		return r.RequestState == state, obs, nil
 	})
 	if err != nil {
-		sc.St.Assert("request_state of request "+m.name, state, kit.OrNone(last.RequestState), false)
+		sc.St.On("request.request_state").Assert("request_state of request "+m.name, state, kit.OrNone(last.RequestState), false)
 		return err
 	}
 	if state == "ACCEPTED" {
 		m.acceptedRev = kit.Atoi(last.Revision)
 	}
-	return sc.St.Equal("request_state of request "+m.name, state, last.RequestState)
+	return sc.St.On("request.request_state").Equal("request_state of request "+m.name, state, last.RequestState)
 }
 
 // claimRenewed: while the child runs, the poller renews claim_heartbeat_at, and every
@@ -565,7 +565,7 @@ func (requestDomain) claimRenewed(ctx context.Context, ref string) error {
 		return kit.Atoi(r.Revision) > m.acceptedRev, obs, nil
 	})
 	seen := fmt.Sprintf("%s at revision %s", kit.OrNone(last.RequestState), kit.OrNone(last.Revision))
-	return sc.St.Assert("revision of request "+m.name+" while ACCEPTED", fmt.Sprintf("ACCEPTED above revision %d", m.acceptedRev), seen, err == nil)
+	return sc.St.On("request.$revision", "request.request_state").Assert("revision of request "+m.name+" while ACCEPTED", fmt.Sprintf("ACCEPTED above revision %d", m.acceptedRev), seen, err == nil)
 }
 
 // lastInvocationRequestedBy: the invocation the poller's child made carries the request's
@@ -580,7 +580,7 @@ func (requestDomain) lastInvocationRequestedBy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := sc.St.Assert("creator code (作成者) of request "+m.name, "non-empty", kit.OrNone(r.Creator), r.Creator != ""); err != nil {
+	if err := sc.St.On("request.作成者").Assert("creator code (作成者) of request "+m.name, "non-empty", kit.OrNone(r.Creator), r.Creator != ""); err != nil {
 		return err
 	}
 	last, err := kit.TheLastInvocation(ctx)
@@ -588,7 +588,7 @@ func (requestDomain) lastInvocationRequestedBy(ctx context.Context) error {
 		return err
 	}
 	want := "app-request:" + r.RecordID + ":" + kit.EncodeURIComponent(r.Creator)
-	return sc.St.Equal("requested_by of the last invocation", want, kit.OrNone(last.RequestedBy))
+	return sc.St.On("audit.RUN_INVOCATION.requested_by").Equal("requested_by of the last invocation", want, kit.OrNone(last.RequestedBy))
 }
 
 func (requestDomain) messageEndsWithInvocation(ctx context.Context, ref string) error {
@@ -602,7 +602,7 @@ func (requestDomain) messageEndsWithInvocation(ctx context.Context, ref string) 
 		return err
 	}
 	want := "invocation_id=" + last.InvocationID
-	return sc.St.Assert("result_message of request "+m.name, "ends with "+want, kit.OrNone(r.ResultMessage), strings.HasSuffix(r.ResultMessage, want))
+	return sc.St.On("request.result_message").Assert("result_message of request "+m.name, "ends with "+want, kit.OrNone(r.ResultMessage), strings.HasSuffix(r.ResultMessage, want))
 }
 
 // settledAsOneStart: two STARTs of one key handled by two pollers at once. Whoever ran first
@@ -639,7 +639,7 @@ func (requestDomain) settledAsOneStart(ctx context.Context, a, b string) error {
 	ok := other == 0 && done == 1 && noop+rejectedOK == 1
 	// Which of the alternatives held: `flowtest explore` counts the branches.
 	sc.St.Note(schedule.BranchNote, strings.Join(proxy.BranchOf(got), " + "))
-	return sc.St.Assert("outcomes of the two STARTs of one key", "one DONE, the other DONE/NOOP_ALREADY_SUCCESS or REJECTED/LOCK_CONFLICT|RUN_ALREADY_EXISTS", strings.Join(got, "; "), ok)
+	return sc.St.On("request.request_state", "request.result_code").Assert("outcomes of the two STARTs of one key", "one DONE, the other DONE/NOOP_ALREADY_SUCCESS or REJECTED/LOCK_CONFLICT|RUN_ALREADY_EXISTS", strings.Join(got, "; "), ok)
 }
 
 func readRequestRecord(ctx context.Context, id string) ([]string, error) {
@@ -686,5 +686,5 @@ func (requestDomain) requestUnchanged(ctx context.Context) error {
 			changed = append(changed, f)
 		}
 	}
-	return kit.SceneOf(ctx).St.Equal(fmt.Sprintf("fields of request record %s that differ from the recorded ones", rs.recordID), kit.OrNone(""), kit.OrNone(strings.Join(changed, ", ")))
+	return kit.SceneOf(ctx).St.On("request.reason", "request.request_type").Equal(fmt.Sprintf("fields of request record %s that differ from the recorded ones", rs.recordID), kit.OrNone(""), kit.OrNone(strings.Join(changed, ", ")))
 }

@@ -128,7 +128,7 @@ func (startDomain) readDealExpectations(ctx context.Context, year, month string)
 	ss := startKey.Of(sc.St)
 	*ss = startState{month: year + "-" + month, count: n, sum: total, haveValues: true}
 	sc.St.Note("案件管理 expectations for "+ss.month, fmt.Sprintf("count %d, 売上 sum %s (from %d records read)", n, ss.sum, len(recs)))
-	return sc.St.Assert("deals of 案件管理 with 受注予定日 in "+ss.month, "> 0 (an empty month would prove nothing)", n, n > 0)
+	return sc.St.On("harness.fixture").Assert("deals of 案件管理 with 受注予定日 in "+ss.month, "> 0 (an empty month would prove nothing)", n, n > 0)
 }
 
 // Placeholders of p211-scheduled-aggregate.sql: numbers no count or sum of sales can be, so
@@ -163,7 +163,7 @@ func (startDomain) runAsOf(ctx context.Context, want string) error {
 	if err != nil {
 		return err
 	}
-	return kit.SceneOf(ctx).St.Assert("as_of of run "+r.RunID, want, kit.OrNone(r.AsOf), sameInstant(want, r.AsOf))
+	return kit.SceneOf(ctx).St.On("state.NETWORK_RUN.as_of").Assert("as_of of run "+r.RunID, want, kit.OrNone(r.AsOf), sameInstant(want, r.AsOf))
 }
 
 // someAttempts reads the run's attempts and asserts it has any: a check over "every attempt"
@@ -173,7 +173,7 @@ func someAttempts(ctx context.Context) ([]kit.NodeAttempt, error) {
 	if err != nil {
 		return nil, err
 	}
-	return atts, kit.SceneOf(ctx).St.Assert("attempts of the run", ">= 1", len(atts), len(atts) >= 1)
+	return atts, kit.SceneOf(ctx).St.On("audit.NODE_ATTEMPT.run_id").Assert("attempts of the run", ">= 1", len(atts), len(atts) >= 1)
 }
 
 func (startDomain) attemptsReadOnly(ctx context.Context, status string) error {
@@ -186,14 +186,14 @@ func (startDomain) attemptsReadOnly(ctx context.Context, status string) error {
 	fx := kit.FixturesOf(ctx)
 	for _, a := range atts {
 		what := fmt.Sprintf("attempt %d of %s", a.AttemptNo, fx.FixtureName(a.NodeID))
-		if err := sc.St.Equal("status of "+what, status, a.Status); err != nil {
+		if err := sc.St.On("audit.NODE_ATTEMPT.status").Equal("status of "+what, status, a.Status); err != nil {
 			return err
 		}
 		rc, err := strconv.Atoi(a.ReadCount)
-		if err := sc.St.Assert("read_count of "+what, ">= 0", kit.OrNone(a.ReadCount), err == nil && rc >= 0); err != nil {
+		if err := sc.St.On("audit.NODE_ATTEMPT.read_count").Assert("read_count of "+what, ">= 0", kit.OrNone(a.ReadCount), err == nil && rc >= 0); err != nil {
 			return err
 		}
-		if err := sc.St.Equal("written_count of "+what, "0", kit.OrNone(a.WrittenCount)); err != nil {
+		if err := sc.St.On("audit.NODE_ATTEMPT.written_count").Equal("written_count of "+what, "0", kit.OrNone(a.WrittenCount)); err != nil {
 			return err
 		}
 	}
@@ -213,10 +213,10 @@ func (startDomain) jobLogAsOf(ctx context.Context, want string) error {
 			return err
 		}
 		node := fx.FixtureName(a.NodeID)
-		if err := sc.St.Equal("JOB log rows for the attempt of "+node, 1, len(rows)); err != nil {
+		if err := sc.St.On("joblog.attempt_id").Equal("JOB log rows for the attempt of "+node, 1, len(rows)); err != nil {
 			return err
 		}
-		if err := sc.St.Assert("JOB log as_of for "+node, want, kit.OrNone(rows[0].AsOf), sameInstant(want, rows[0].AsOf)); err != nil {
+		if err := sc.St.On("joblog.as_of").Assert("JOB log as_of for "+node, want, kit.OrNone(rows[0].AsOf), sameInstant(want, rows[0].AsOf)); err != nil {
 			return err
 		}
 	}
