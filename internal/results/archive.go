@@ -27,11 +27,25 @@ type Archive struct {
 	start time.Time
 
 	mu        sync.Mutex
-	gate      *GateRecord     // set by SetGate: Finish completes and writes it
-	names     map[string]bool // scenario files written, relative paths
-	scenarios []*Scenario     // redacted copies, in write order, for the reports
-	files     []string        // scenario file of each entry of scenarios
-	order     map[string]int  // SetOrder: run order of scenario ids
+	gate      *GateRecord       // set by SetGate: Finish completes and writes it
+	names     map[string]bool   // scenario files written, relative paths
+	scenarios []*Scenario       // redacted copies, in write order, for the reports
+	files     []string          // scenario file of each entry of scenarios
+	order     map[string]int    // SetOrder: run order of scenario ids
+	sources   map[string][]byte // SetFeatureSources: feature file texts by path, for messages.ndjson
+}
+
+// MessagesFile is the archive's Cucumber Messages stream (NDJSON).
+const MessagesFile = "messages.ndjson"
+
+// SetFeatureSources gives the text of the feature files the records name (by their
+// feature_file): messages.ndjson carries each file's source and gherkin document, which
+// Cucumber's report tools need to show a scenario. Finish leaves out a scenario whose file
+// is not given, and says how many it left out.
+func (a *Archive) SetFeatureSources(sources map[string][]byte) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.sources = sources
 }
 
 // SetOrder gives the run order of the scenario ids (the manifest order of the selection):
@@ -196,7 +210,8 @@ func (a *Archive) SetGate(g *GateRecord) {
 }
 
 // Finish writes run.json, README.md (the acceptance record), summary.md (its few lines for a
-// CI job summary), cucumber.json, junit.xml and index.html (the record as one self-contained
+// CI job summary), cucumber.json, junit.xml, messages.ndjson (Cucumber Messages, with the
+// feature texts of SetFeatureSources) and index.html (the record as one self-contained
 // page), and gate.json for a gate run (SetGate).
 // Empty fields are filled: SchemaVersion; State ("complete"); Label; Scenarios (the ones
 // written through this archive, when the caller passes none); Totals (when zero, computed
@@ -211,7 +226,7 @@ func (a *Archive) Finish(run *Run) error {
 	}
 	var errs []error
 	a.mu.Lock()
-	gate := a.gate
+	gate, sources := a.gate, a.sources
 	scen, _ := a.ordered()
 	a.mu.Unlock()
 	if gate != nil {
@@ -255,6 +270,11 @@ func (a *Archive) Finish(run *Run) error {
 	if jx, err := render.JUnit(r, scen); err != nil {
 		errs = append(errs, fmt.Errorf("junit.xml: %w", err))
 	} else if err := a.write("junit.xml", jx); err != nil {
+		errs = append(errs, err)
+	}
+	if nd, err := render.Messages(r, scen, sources); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", MessagesFile, err))
+	} else if err := a.write(MessagesFile, nd); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -311,6 +331,9 @@ func (a *Archive) redactScenario(s *Scenario) *Scenario {
 	c.Tags = r.Strings(c.Tags)
 	c.Steps = eachRedacted(s.Steps, false, func(st Step) Step {
 		st.Text, st.Keyword, st.Status, st.Error = r.String(st.Text), r.String(st.Keyword), r.String(st.Status), r.String(st.Error)
+		if st.Match != nil {
+			st.Match = &StepMatch{Location: r.String(st.Match.Location), Pattern: r.String(st.Match.Pattern)}
+		}
 		return st
 	})
 	c.Assertions = eachRedacted(s.Assertions, false, func(as Assertion) Assertion {

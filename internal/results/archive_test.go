@@ -166,7 +166,7 @@ func TestFinishWritesRecordsAndVerifyPasses(t *testing.T) {
 
 	readme, _ := os.ReadFile(filepath.Join(a.Dir(), "README.md"))
 	for _, want := range []string{"# Acceptance record: p2-16", "| SUT commit | abc1234 (flag) |", "| Version: ksql-flownet | 1.4.0 |",
-		"1. p2-16-01", "| p2-16-02 | 2 | **failed** | 1.5 s | `scenarios/p2-16-02.json` |", "## Failures",
+		"1. p2-16-01", "| p2-16-02 | 2 | **failed** | 1.5 s | [`scenarios/p2-16-02.json`](scenarios/p2-16-02.json) |", "## Failures",
 		"| p2-16-03 | other platform | @windows on linux |", "| KSQL_FLOWNET_AUDIT_APP_ID | app:audit |", `acc-2: one claim wins \| race`,
 		"- Result: 1 passed, 1 failed, 1 not run, 1 not selected, of 4", "\n1 not selected (1 not selected by @p2-16); not listed, run.json keeps their rows.\n"} {
 		assert.Contains(t, string(readme), want)

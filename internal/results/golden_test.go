@@ -3,9 +3,11 @@ package results
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +33,10 @@ func goldenArchive(t *testing.T, gate bool) string {
 	passed := timedScenario("p2-16-01", StatusPassed)
 	setup := int64(120)
 	passed.SetupMS = &setup
+	for i := range passed.Steps { // where each step is written and which definition ran it
+		passed.Steps[i].Line = 4 + i
+		passed.Steps[i].Match = &StepMatch{Location: fmt.Sprintf("internal/steps/kit/runs.go:%d", 40+i), Pattern: "^step " + strconv.Itoa(i) + "$"}
+	}
 	passed.APIRequests = APIRequests{"state": {Requests: 12, ByMethod: map[string]int64{"GET": 9, "PUT": 3}, ByOrigin: map[string]int64{"harness": 5, "flownet": 7}}, "log": {Requests: 2, ByMethod: map[string]int64{"GET": 2}}}
 	failed := timedScenario("p2-16-02", StatusFailed)
 	failed.Reason = "step failed"

@@ -29,7 +29,7 @@ type Problem struct {
 func (p Problem) String() string { return p.File + ": " + p.What }
 
 // CheckIntegrity reads every file of an archive that flowtest itself writes — run.json, the
-// scenario records, gate.json, cucumber.json and junit.xml — and checks that they hold
+// scenario records, gate.json, cucumber.json, junit.xml and messages.ndjson — and checks that they hold
 // together: each parses, run.json's scenario rows name records that exist and say the same
 // id and status, every record is listed, the rows follow run_order, and the totals add up.
 //
@@ -85,6 +85,36 @@ func (c *integrity) readJSON(name string, v any, required bool) (present, ok boo
 		return true, false
 	}
 	return true, true
+}
+
+// checkMessages checks messages.ndjson where it exists (archives from before it have none):
+// every line one JSON message, and a complete run's stream ends with the run's end, so a
+// file cut short is named.
+func (c *integrity) checkMessages(complete bool) {
+	data, err := os.ReadFile(filepath.Join(c.dir, MessagesFile))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return
+	case err != nil:
+		c.add(MessagesFile, "cannot be read: %v", err)
+		return
+	}
+	last := ""
+	n := 0
+	for line := range strings.Lines(string(data)) {
+		n++
+		var m map[string]json.RawMessage
+		if err := strictJSON([]byte(line), &m); err != nil {
+			c.add(MessagesFile, "line %d: %v", n, err)
+			return
+		}
+		for k := range m {
+			last = k
+		}
+	}
+	if complete && last != "testRunFinished" {
+		c.add(MessagesFile, "ends without testRunFinished (cut short?)")
+	}
 }
 
 // strictJSON decodes exactly one JSON value filling the whole of data (trailing whitespace
@@ -375,6 +405,7 @@ func (c *integrity) checkReports(run *Run, complete bool) {
 			c.add("cucumber.json", "%d scenario(s), run.json lists %d selected", n, want)
 		}
 	}
+	c.checkMessages(complete)
 	if data, err := os.ReadFile(filepath.Join(c.dir, "junit.xml")); err == nil {
 		if err := wellFormedXML(data); err != nil {
 			c.add("junit.xml", "not well-formed XML: %v", err)

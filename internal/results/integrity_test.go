@@ -100,6 +100,15 @@ func brokenArchives() []brokenArchive {
 			[]string{"cucumber.json: not valid JSON"}},
 		{"truncated junit.xml", func(t *testing.T, dir string) { truncate(t, filepath.Join(dir, "junit.xml")) },
 			[]string{"junit.xml: not well-formed XML"}},
+		{"truncated messages.ndjson", func(t *testing.T, dir string) { truncate(t, filepath.Join(dir, MessagesFile)) },
+			[]string{"messages.ndjson: line "}},
+		{"messages.ndjson cut at a line's end", func(t *testing.T, dir string) {
+			file := filepath.Join(dir, MessagesFile)
+			data, err := os.ReadFile(file)
+			require.NoError(t, err)
+			lines := strings.SplitAfter(strings.TrimSuffix(string(data), "\n"), "\n")
+			require.NoError(t, os.WriteFile(file, []byte(strings.Join(lines[:len(lines)-1], "")), 0o644))
+		}, []string{"messages.ndjson: ends without testRunFinished (cut short?)"}},
 		{"gate.json without a gate run", func(t *testing.T, dir string) {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, GateFile), []byte(`{"schema_version":1,"verdict":"PASS"}`), 0o644))
 		}, []string{"gate.json: extra: run.json names no gate"}},

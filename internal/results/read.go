@@ -107,3 +107,36 @@ func ReadArchive(archiveDir string) ([]*Scenario, *Run, error) {
 	}
 	return scen, run, nil
 }
+
+// FeatureSources reads the feature texts an archive's messages.ndjson carries (its source
+// messages), by path: `archive merge` hands them to the merged archive, whose stream needs
+// them. An archive without the file (written before it existed) has none; a line that is not
+// JSON is an error naming it.
+func FeatureSources(archiveDir string) (map[string][]byte, error) {
+	data, err := os.ReadFile(filepath.Join(archiveDir, MessagesFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string][]byte{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read feature sources: %w", err)
+	}
+	out := map[string][]byte{}
+	n := 0
+	for line := range strings.Lines(string(data)) {
+		n++
+		if !strings.HasPrefix(line, `{"source":`) {
+			continue
+		}
+		var e struct {
+			Source struct {
+				URI  string `json:"uri"`
+				Data string `json:"data"`
+			} `json:"source"`
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			return nil, fmt.Errorf("%s line %d: %w", filepath.Join(archiveDir, MessagesFile), n, err)
+		}
+		out[e.Source.URI] = []byte(e.Source.Data)
+	}
+	return out, nil
+}

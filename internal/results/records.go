@@ -28,11 +28,13 @@ type (
 	AppRequests     = record.AppRequests
 	TrafficLine     = record.TrafficLine
 	Step            = record.Step
+	StepMatch       = record.StepMatch
 	Assertion       = record.Assertion
 	Note            = record.Note
 	Process         = record.Process
 	Wait            = record.Wait
 	Attempt         = record.Attempt
+	AttemptResult   = record.AttemptResult
 	BarrierArrival  = record.BarrierArrival
 	FaultFiring     = record.FaultFiring
 	Cleanup         = record.Cleanup

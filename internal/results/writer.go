@@ -17,8 +17,9 @@ const (
 	dirMode  = 0o755
 )
 
-// JSONRules says how a Writer redacts a ".json" file; every other file goes through
-// redact.Redactor.Bytes.
+// JSONRules says how a Writer redacts a ".json" file (and, unless JSONAsBytes, a ".ndjson"
+// file, line by line under the record rules: redact.Redactor.NDJSON); every other file goes
+// through redact.Redactor.Bytes.
 type JSONRules int
 
 const (
@@ -67,6 +68,11 @@ func (w *Writer) write(name string, data []byte) error {
 }
 
 func (w *Writer) redact(name string, data []byte) []byte {
+	if strings.HasSuffix(name, ".ndjson") && w.red != nil && w.json != JSONAsBytes {
+		if j, err := w.red.NDJSON(data); err == nil {
+			return j
+		}
+	}
 	if strings.HasSuffix(name, ".json") && w.red != nil {
 		var j []byte
 		var err error

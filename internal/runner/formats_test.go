@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,7 +22,9 @@ import (
 
 // Issue 42: a process that prints its token on stderr fails its step with that stderr; the
 // archive showed [REDACTED:…] while the --format junit, cucumber and pretty files held the raw
-// token. Every format file now passes the archive's redactor and holds no leak.
+// token. Every format file now passes the archive's redactor and holds no leak. Issue 43: so
+// do godog's events stream (NDJSON, still one event a line) and the archive's own
+// messages.ndjson.
 func TestFormatFilesAreRedacted(t *testing.T) {
 	const token = "Wr1ter-T0ken-9f8e7d6c5b4a"
 	fsys := selfFeatures(map[string]string{"t/token.feature": `Feature: token
@@ -32,7 +35,8 @@ func TestFormatFilesAreRedacted(t *testing.T) {
 `})
 	items := plan(t, fsys, "@epsilon or @beta")
 	out := t.TempDir()
-	formats := []string{"junit:" + filepath.Join(out, "junit.xml"), "cucumber:" + filepath.Join(out, "cucumber.json"), "pretty:" + filepath.Join(out, "pretty.txt")}
+	formats := []string{"junit:" + filepath.Join(out, "junit.xml"), "cucumber:" + filepath.Join(out, "cucumber.json"), "pretty:" + filepath.Join(out, "pretty.txt"),
+		"events:" + filepath.Join(out, "events.ndjson")}
 	red := redact.New(map[string]string{"KSQL_FLOWNET_STATE_API_TOKEN": token}, nil)
 	arch, err := results.Create(t.TempDir(), "self", time.Now(), red)
 	require.NoError(t, err)
@@ -54,7 +58,7 @@ func TestFormatFilesAreRedacted(t *testing.T) {
 
 	var want []string
 	for _, id := range []string{"beta", "epsilon"} {
-		for _, f := range []string{"junit.xml", "cucumber.json", "pretty.txt"} {
+		for _, f := range []string{"junit.xml", "cucumber.json", "pretty.txt", "events.ndjson"} {
 			ext := filepath.Ext(f)
 			want = append(want, filepath.Join(out, strings.TrimSuffix(f, ext)+"-"+id+ext))
 		}
@@ -67,8 +71,17 @@ func TestFormatFilesAreRedacted(t *testing.T) {
 			assert.Contains(t, string(data), "[REDACTED:KSQL_FLOWNET_STATE_API_TOKEN]", p)
 		}
 		assert.NotContains(t, string(data), token, p)
+		if strings.HasSuffix(p, ".ndjson") {
+			for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+				assert.True(t, json.Valid([]byte(line)), "%s line %d is one JSON event: %s", p, i+1, line)
+			}
+		}
 	}
-	leaks, err := redact.VerifyFiles(res.FormatFiles, map[string]string{"KSQL_FLOWNET_STATE_API_TOKEN": token}, nil)
+	stream := filepath.Join(arch.Dir(), results.MessagesFile)
+	data, err := os.ReadFile(stream)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), "[REDACTED:KSQL_FLOWNET_STATE_API_TOKEN]", "the failed step's message, redacted")
+	leaks, err := redact.VerifyFiles(append([]string{stream}, res.FormatFiles...), map[string]string{"KSQL_FLOWNET_STATE_API_TOKEN": token}, nil)
 	require.NoError(t, err)
 	assert.Empty(t, leaks)
 	entries, err := os.ReadDir(out)

@@ -114,8 +114,10 @@ func TestExitCodeWhenNothingRan(t *testing.T) {
 func TestValidateFormat(t *testing.T) {
 	dir := t.TempDir()
 	for f, want := range map[string]string{
-		"pretty":                                 "",
-		"progress":                               "",
+		"pretty":                                 `--format "pretty": give the formatter a file, e.g. pretty:out/pretty.txt (the run writes one per scenario, out/pretty-<id>.txt`,
+		"progress":                               "give the formatter a file, e.g. progress:out/progress.txt",
+		"junit":                                  "e.g. junit:out/junit.xml",
+		"pretty:" + filepath.Join(dir, "p.txt"):  "",
 		"junit:" + filepath.Join(dir, "out.xml"): "",
 		"cucumber:" + filepath.Join(dir, "c.json"): "",
 		"bogus":                                  `unknown formatter "bogus" (known: cucumber, events, junit, pretty, progress`,

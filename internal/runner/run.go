@@ -20,6 +20,7 @@ import (
 	"github.com/ksqlflow/flowtest/internal/harness/apicount"
 	"github.com/ksqlflow/flowtest/internal/harness/scenario"
 	"github.com/ksqlflow/flowtest/internal/harness/stepdef"
+	"github.com/ksqlflow/flowtest/internal/harness/stepindex"
 	"github.com/ksqlflow/flowtest/internal/harness/wait"
 	"github.com/ksqlflow/flowtest/internal/results"
 	"github.com/ksqlflow/flowtest/internal/results/redact"
@@ -67,7 +68,7 @@ type Options struct {
 	CleanupTimeout time.Duration // per cleanup action; default 2 minutes
 	WorkRoot       string        // scenario work dirs are made here
 	KeepWorkDirs   bool
-	Formats        []string // extra godog formatters ("pretty", "junit:path" …)
+	Formats        []string // extra godog formatters, each name:path (ValidateFormat): "junit:out.xml", "pretty:p.txt"
 
 	Archive *results.Archive // scenario records are written here as each scenario ends
 	Run     *results.Run     // run.json skeleton (target, profile, SUT …); totals filled in
@@ -163,6 +164,7 @@ func Execute(ctx context.Context, o Options) Result {
 			ids[i] = it.ID
 		}
 		o.Archive.SetOrder(ids) // reports list scenarios in run order, not finishing order
+		o.Archive.SetFeatureSources(featureSources(o.Features, o.Items))
 	}
 
 	res := Result{Code: ExitPassed}
@@ -299,6 +301,25 @@ func runAll(ctx context.Context, o Options, rs *runState, st *status, record fun
 	wg.Wait()
 }
 
+// featureSources are the texts of the items' feature files by path, for messages.ndjson. A
+// file that cannot be read now is left out (messages.ndjson counts what it left out): it was
+// read at discovery, and the run itself does not depend on it.
+func featureSources(fsys fs.FS, items []Item) map[string][]byte {
+	out := map[string][]byte{}
+	for _, it := range items {
+		if it.Feature == nil || fsys == nil {
+			continue
+		}
+		if _, done := out[it.Feature.Path]; done {
+			continue
+		}
+		if data, err := fs.ReadFile(fsys, it.Feature.Path); err == nil {
+			out[it.Feature.Path] = data
+		}
+	}
+	return out
+}
+
 // ranAny reports whether any scenario ran (passed or failed).
 func ranAny(recs []*results.Scenario) bool {
 	for _, r := range recs {
@@ -387,9 +408,7 @@ func notRun(it Item, reason string) *results.Scenario {
 	}
 	if it.Feature != nil {
 		setFeature(rec, it.Feature)
-		for _, s := range it.Feature.StepText {
-			rec.Steps = append(rec.Steps, results.Step{Text: s, Status: "skipped"})
-		}
+		rec.Steps = plannedSteps(it.Feature)
 	}
 	return rec
 }
@@ -432,7 +451,7 @@ func runOne(parent context.Context, o Options, rs *runState, it Item) (rec *resu
 	defer cancel()
 	defer rs.track(st, cancel)()
 
-	steps := newStepLog(it.Feature.StepText)
+	steps := &stepLog{steps: plannedSteps(it.Feature)}
 	var hookErrs hookErrors
 	var files []formatFile
 	code, panicked := runSuite(ctx, o, it, st, steps, &hookErrs, &files)
@@ -558,7 +577,10 @@ func runSuite(ctx context.Context, o Options, it Item, st *scenario.State, steps
 		formats = append(formats, f)
 	}
 	reg := func(sc *godog.ScenarioContext) {
-		registry := stepdef.Registry{SC: sc, Timeout: o.StepTimeout, OnHookError: hookErrs.add}
+		// The index learns the definitions as godog does, so a step's record can name the
+		// definition it ran (its handler's file:line, as `flowtest steps` shows it).
+		defs := &stepdef.Index{}
+		registry := stepdef.Registry{SC: sc, Timeout: o.StepTimeout, OnHookError: hookErrs.add, Index: defs}
 		sc.Before(func(ctx context.Context, p *godog.Scenario) (context.Context, error) {
 			ctx = scenario.With(ctx, st)
 			// Waits report progress to the scenario's log and land in its record, with
@@ -576,7 +598,7 @@ func runSuite(ctx context.Context, o Options, it Item, st *scenario.State, steps
 			return ctx, nil
 		})
 		sc.StepContext().After(func(ctx context.Context, s *godog.Step, status godog.StepResultStatus, err error) (context.Context, error) {
-			steps.finished(s, status, err)
+			steps.finished(s, status, err, matchOf(defs.Defs(), s.Text))
 			return ctx, nil
 		})
 		if o.Initialize != nil {
@@ -699,12 +721,35 @@ func (l *stepLog) blockedBy() (string, bool) {
 	return l.blocked, l.blocked != ""
 }
 
-func newStepLog(texts []string) *stepLog {
-	l := &stepLog{}
-	for _, t := range texts {
-		l.steps = append(l.steps, results.Step{Text: t, Status: "skipped"})
+// plannedSteps are the records of a scenario's steps before it runs, all skipped: the text as
+// written ("Given …"), its keyword and its line in the feature file.
+func plannedSteps(f *Feature) []results.Step {
+	out := make([]results.Step, 0, len(f.StepText))
+	for i, t := range f.StepText {
+		kw, _, _ := strings.Cut(t, " ")
+		st := results.Step{Text: t, Keyword: kw, Status: "skipped"}
+		if i < len(f.StepLines) {
+			st.Line = int(f.StepLines[i])
+		}
+		out = append(out, st)
 	}
-	return l
+	return out
+}
+
+// matchOf is the definition godog runs for a step's text: the first registered whose
+// expression matches it (godog's own rule; a strict run refuses an ambiguous step before it
+// runs). Nil for an undefined step.
+func matchOf(defs []stepdef.Def, text string) *results.StepMatch {
+	m := stepindex.Matches(defs, text)
+	if len(m) == 0 {
+		return nil
+	}
+	d := defs[m[0]]
+	loc := stepindex.ShortName(d.Handler)
+	if d.File != "" {
+		loc = fmt.Sprintf("%s:%d", stepindex.RelFile(d), d.Line)
+	}
+	return &results.StepMatch{Location: loc, Pattern: d.Expr}
 }
 
 func (l *stepLog) started(s *godog.Step) {
@@ -713,10 +758,10 @@ func (l *stepLog) started(s *godog.Step) {
 	l.start = time.Now()
 }
 
-func (l *stepLog) finished(s *godog.Step, status godog.StepResultStatus, err error) {
+func (l *stepLog) finished(s *godog.Step, status godog.StepResultStatus, err error, match *results.StepMatch) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r := results.Step{Text: s.Text, Status: status.String(), DurationMS: time.Since(l.start).Milliseconds(), Start: l.start.UTC()}
+	r := results.Step{Text: s.Text, Status: status.String(), DurationMS: time.Since(l.start).Milliseconds(), Start: l.start.UTC(), Match: match}
 	if err != nil {
 		r.Error = err.Error()
 		if pre, ok := scenario.IsBlocked(err); ok && l.blocked == "" {
@@ -727,7 +772,7 @@ func (l *stepLog) finished(s *godog.Step, status godog.StepResultStatus, err err
 	for i := l.next; i < len(l.steps); i++ {
 		if strings.HasSuffix(l.steps[i].Text, " "+s.Text) {
 			r.Keyword = strings.TrimSuffix(l.steps[i].Text, " "+s.Text)
-			r.Text = l.steps[i].Text
+			r.Text, r.Line = l.steps[i].Text, l.steps[i].Line
 			l.steps[i] = r
 			l.next = i + 1
 			return

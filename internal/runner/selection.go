@@ -197,10 +197,12 @@ func CheckRerun(m *Manifest, dir string, failed []string) error {
 }
 
 // ValidateFormat checks one --format value before anything runs: the formatter must be one
-// godog knows, and a file formatter ("junit:out.xml") needs a file name in an existing
-// directory (godog creates the file but not its directory; the runner writes one file per
-// scenario, see perScenarioFormat). A comma would split the value into several formatters
-// behind the runner's back, so it is refused too: repeat --format instead.
+// godog knows, with a file name in an existing directory (godog creates the file but not its
+// directory; the runner writes one file per scenario, see perScenarioFormat). A formatter
+// without a file is refused: each scenario runs its own godog suite inside its work dir, so
+// its output would go to the scenario's log there, deleted after the run, and nothing would
+// show (issue 43). A comma would split the value into several formatters behind the runner's
+// back, so it is refused too: repeat --format instead.
 func ValidateFormat(f string) error {
 	if strings.Contains(f, ",") {
 		return fmt.Errorf("--format %q: one formatter per --format (repeat the flag instead of a comma list)", f)
@@ -215,7 +217,8 @@ func ValidateFormat(f string) error {
 		return fmt.Errorf("--format %q: unknown formatter %q (known: %s; a file formatter is name:path, e.g. junit:out.xml)", f, name, strings.Join(names, ", "))
 	}
 	if !hasPath {
-		return nil
+		return fmt.Errorf("--format %q: give the formatter a file, e.g. %s:%s (the run writes one per scenario, %s, redacted; the archive already holds cucumber.json, junit.xml and messages.ndjson of the whole run)",
+			f, name, "out/"+name+formatExt(name), "out/"+name+"-<id>"+formatExt(name))
 	}
 	if strings.TrimSpace(path) == "" {
 		return fmt.Errorf("--format %q: no file name after the colon (e.g. %s:out.xml)", f, name)
@@ -228,4 +231,18 @@ func ValidateFormat(f string) error {
 		return fmt.Errorf("--format %q: %s is a directory, not a file name", f, path)
 	}
 	return nil
+}
+
+// formatExt is the usual file extension of a godog formatter's output, for the example a
+// refusal gives.
+func formatExt(name string) string {
+	switch name {
+	case "junit":
+		return ".xml"
+	case "cucumber":
+		return ".json"
+	case "events":
+		return ".ndjson"
+	}
+	return ".txt"
 }

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ksqlflow/flowtest/internal/results"
 )
 
 // runRecord is what the command-line tests read of a run.json.
@@ -115,6 +118,12 @@ func TestShardsMergeAndRepeatOnSandbox(t *testing.T) {
 		shard := readRun(t, d)
 		assert.Equal(t, shard.Totals.Total-shard.Totals.Passed, shard.Totals.NotSelected, d)
 	}
+	// The merged messages.ndjson has every scenario of the shards, with the feature texts
+	// the shards' streams carried: none is left out for want of its text.
+	stream, err := os.ReadFile(filepath.Join(merged, results.MessagesFile))
+	require.NoError(t, err)
+	assert.Equal(t, 3, strings.Count(string(stream), `{"testCaseStarted":`))
+	assert.Contains(t, string(stream), `{"testRunFinished":{"success":true,`, "nothing left out, no message")
 
 	// The same shard twice overlaps: refused.
 	bad := flowtest(t, nil, "archive", "merge", "--out", out, dirs[0], dirs[0])

@@ -114,7 +114,7 @@ var runFlagDecls = withConfigFlags(map[string]func(f *runFlags, fs *flag.FlagSet
 		fs.DurationVar(&f.stepTimeout, "step-timeout", 0, "deadline of every step, a positive duration (default 5m, times FLOWTEST_TIMEOUT_SCALE)")
 	},
 	"format": func(f *runFlags, fs *flag.FlagSet) {
-		fs.Var(&f.formats, "format", "extra godog formatter (repeatable), e.g. pretty or junit:out.xml (one file per scenario)")
+		fs.Var(&f.formats, "format", "extra godog formatter with its file (repeatable), e.g. junit:out.xml or pretty:out/pretty.txt (one file per scenario, <file>-<id>.<ext>, redacted)")
 	},
 	"sut-commit": func(f *runFlags, fs *flag.FlagSet) {
 		fs.StringVar(&f.sutCommit, "sut-commit", "", "commit of the system under test, for the acceptance record")

@@ -9,6 +9,7 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"time"
 
@@ -47,10 +48,16 @@ func cmdMerge(inv invocation, f *mergeFlags, args []string) int {
 		return exitFor(stderr, "archive merge", err)
 	}
 	var in []merge.MergeInput
+	sources := map[string][]byte{} // the shards' feature texts, for the merged messages.ndjson
 	for _, dir := range args {
 		// Every shard is verified before any is merged: a record that says failed where
 		// run.json says passed would otherwise make a merged run.json that says passed.
 		scen, run, err := results.ReadVerified(dir)
+		if err == nil {
+			var src map[string][]byte
+			src, err = results.FeatureSources(dir)
+			maps.Copy(sources, src)
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "flowtest archive merge: refused: %v\n", err)
 			return runner.ExitRefused
@@ -72,6 +79,7 @@ func cmdMerge(inv invocation, f *mergeFlags, args []string) int {
 		return runner.ExitRefused
 	}
 	arch.SetOrder(merged.Run.RunOrder)
+	arch.SetFeatureSources(sources)
 	for _, s := range merged.Scenarios {
 		if err := arch.WriteScenario(s); err != nil {
 			fmt.Fprintf(stderr, "flowtest archive merge: %v\n", err)

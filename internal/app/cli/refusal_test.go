@@ -165,6 +165,7 @@ func TestEveryWrongInputIsRefusedBeforeAnythingRuns(t *testing.T) {
 		{"unknown format", []string{"run", "--format", "bogus"}, nil, false, []string{`--format "bogus": unknown formatter "bogus"`, "junit"}},
 		{"format file in a missing directory", []string{"run", "--format", "junit:/nonexistent/dir/out.xml"}, nil, false, []string{`--format "junit:/nonexistent/dir/out.xml"`, "does not exist"}},
 		{"format comma list", []string{"run", "--format", "pretty,junit:x.xml"}, nil, false, []string{"one formatter per --format"}},
+		{"format without a file", []string{"run", "--format", "pretty"}, nil, false, []string{`--format "pretty": give the formatter a file, e.g. pretty:out/pretty.txt`}},
 		{"archive root under a file", []string{"run", "--out", filepath.Join(aFile, "results")}, nil, false, []string{"--out", "cannot be created", "is a file"}},
 		{"archive root is a file", []string{"run", "--out", aFile}, nil, false, []string{"--out", "a file, not a directory"}},
 		{"lock dir is a file", []string{"run", "--lock-dir", aFile}, nil, false, []string{"--lock-dir", "a file, not a directory"}},

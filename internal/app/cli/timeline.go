@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/ksqlflow/flowtest/internal/harness/kintoneguard"
+	"github.com/ksqlflow/flowtest/internal/harness/ksqlresult"
 	"github.com/ksqlflow/flowtest/internal/harness/scenario"
 	"github.com/ksqlflow/flowtest/internal/harness/target"
 	"github.com/ksqlflow/flowtest/internal/kintoneapi"
@@ -41,17 +43,11 @@ func (s *session) readAttempts(tgt *target.Target) func(ctx context.Context, st 
 			return
 		}
 		var atts []results.Attempt
+		var ids []string
 		for _, r := range recs {
-			a := results.Attempt{Node: r.Str("node_id"), Status: r.Str("status"), ResultCode: r.Str("result_code"),
-				InvocationID: r.Str("invocation_id"), StartedAt: kintoneapi.ParseDateTime(r.Str("execution_started_at")),
-				FinishedAt: kintoneapi.ParseDateTime(r.Str("finished_at"))}
-			if a.StartedAt.IsZero() {
-				a.StartedAt = kintoneapi.ParseDateTime(r.Str("started_at"))
-			}
-			a.AttemptNo, _ = strconv.Atoi(strings.TrimSpace(r.Str("attempt_no")))
-			a.DurationSec, _ = strconv.ParseFloat(strings.TrimSpace(r.Str("duration_sec")), 64)
-			atts = append(atts, a)
+			atts, ids = append(atts, attemptOf(r)), append(ids, r.Str("node_attempt_id"))
 		}
+		attachResults(st, atts, ids)
 		sort.SliceStable(atts, func(i, j int) bool {
 			if !atts[i].StartedAt.Equal(atts[j].StartedAt) {
 				return atts[i].StartedAt.Before(atts[j].StartedAt)
@@ -64,6 +60,46 @@ func (s *session) readAttempts(tgt *target.Target) func(ctx context.Context, st 
 		if len(atts) > 0 {
 			st.SetAttempts(atts)
 		}
+	}
+}
+
+// attemptOf is a NODE_ATTEMPT record as the scenario record keeps it: kintone's times, whole
+// minutes.
+func attemptOf(r kintoneapi.Record) results.Attempt {
+	a := results.Attempt{Node: r.Str("node_id"), Status: r.Str("status"), ResultCode: r.Str("result_code"),
+		InvocationID: r.Str("invocation_id"), StartedAt: kintoneapi.ParseDateTime(r.Str("execution_started_at")),
+		FinishedAt: kintoneapi.ParseDateTime(r.Str("finished_at"))}
+	if a.StartedAt.IsZero() {
+		a.StartedAt = kintoneapi.ParseDateTime(r.Str("started_at"))
+	}
+	a.AttemptNo, _ = strconv.Atoi(strings.TrimSpace(r.Str("attempt_no")))
+	a.DurationSec, _ = strconv.ParseFloat(strings.TrimSpace(r.Str("duration_sec")), 64)
+	return a
+}
+
+// attachResults gives each attempt (ids[i] is atts[i]'s node_attempt_id) the times of the
+// Execution Result file kSQL-Flow wrote for it in the scenario's KSQL_FLOW_WORKDIR, to the
+// millisecond, so the timeline need not guess within kintone's minutes. A scenario whose
+// FlowNet ran no node has no such files; a file that cannot be read becomes a note.
+func attachResults(st *scenario.State, atts []results.Attempt, ids []string) {
+	found, err := ksqlresult.Read(ksqlresult.WorkDir(st.WorkDir))
+	if errors.Is(err, ksqlresult.ErrNoResults) {
+		return
+	}
+	if err != nil {
+		st.Note("timeline: execution results not all read", err.Error())
+	}
+	for i, id := range ids {
+		r, ok := found[id]
+		if id == "" || !ok {
+			continue
+		}
+		start, finish, err := r.Times()
+		if err != nil {
+			st.Note("timeline: execution result times not read", err.Error())
+			continue
+		}
+		atts[i].Result = &results.AttemptResult{StartedAt: start, FinishedAt: finish, DurationMS: r.DurationMS}
 	}
 }
 

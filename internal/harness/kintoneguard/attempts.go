@@ -7,8 +7,9 @@ import (
 	"github.com/ksqlflow/flowtest/internal/kintoneapi"
 )
 
-// attemptFields are the NODE_ATTEMPT fields ScopeAttempts reads.
-var attemptFields = []string{"run_id", "node_id", "attempt_no", "status", "result_code", "invocation_id",
+// attemptFields are the NODE_ATTEMPT fields ScopeAttempts reads; node_attempt_id is the
+// attempt id kSQL-Flow's Execution Result file of the attempt echoes.
+var attemptFields = []string{"run_id", "node_id", "node_attempt_id", "attempt_no", "status", "result_code", "invocation_id",
 	"execution_started_at", "started_at", "finished_at", "duration_sec"}
 
 // ScopeAttempts reads (never writes) the NODE_ATTEMPT records of the scope's runs, found the

@@ -22,6 +22,26 @@ import (
 // position of its inlined body inside the wrapper is used.
 func funcPos(fn any) (name, file string, line int) {
 	pc := reflect.ValueOf(fn).Pointer()
+	if p, ok := positions.Load(pc); ok {
+		got := p.(position)
+		return got.name, got.file, got.line
+	}
+	name, file, line = findPos(pc)
+	positions.Store(pc, position{name, file, line})
+	return name, file, line
+}
+
+// positions caches funcPos by entry PC: the runner registers every definition again for each
+// scenario (godog's suite per scenario), and a method's position is a search of the line table.
+var positions sync.Map
+
+type position struct {
+	name, file string
+	line       int
+}
+
+// findPos is funcPos without the cache.
+func findPos(pc uintptr) (name, file string, line int) {
 	f := runtime.FuncForPC(pc)
 	if f == nil {
 		return "?", "", 0

@@ -40,9 +40,9 @@ func (x *Index) Add(expr, fn any) {
 	case *regexp.Regexp:
 		re = e
 	case string:
-		re = regexp.MustCompile(e)
+		re = compiled(e)
 	case []byte:
-		re = regexp.MustCompile(string(e))
+		re = compiled(string(e))
 	default:
 		panic(fmt.Sprintf("stepdef: step expression is %T, want a *regexp.Regexp, string or []byte", expr))
 	}
@@ -53,4 +53,18 @@ func (x *Index) Add(expr, fn any) {
 	x.mu.Lock()
 	x.defs = append(x.defs, Def{Expr: re.String(), Re: re, Handler: name, File: file, Line: line})
 	x.mu.Unlock()
+}
+
+// expressions caches compiled expressions: the runner indexes the step library again for
+// every scenario (godog's suite per scenario), and a *regexp.Regexp is safe to share.
+var expressions sync.Map
+
+// compiled is expr compiled (panicking as regexp.MustCompile does), once per expression.
+func compiled(expr string) *regexp.Regexp {
+	if re, ok := expressions.Load(expr); ok {
+		return re.(*regexp.Regexp)
+	}
+	re := regexp.MustCompile(expr)
+	expressions.Store(expr, re)
+	return re
 }

@@ -21,7 +21,7 @@ NONE
   internal/kintoneapi, internal/safety, internal/runner/tagexpr,
   internal/results/redact, internal/results/internal/mdtext,
   internal/harness/wait, internal/harness/apicount, internal/harness/stepdef,
-  internal/harness/runlock, internal/harness/ksqlprofile,
+  internal/harness/runlock, internal/harness/ksqlprofile, internal/harness/ksqlresult,
   internal/sandbox/defect, internal/steps/csv/wrapmode,
   internal/app/buildtest, internal/app/gate/gatetest, internal/results/pack/packtest,
   internal/repo/ciworkflow, internal/repo/doclinks, internal/repo/layering;
@@ -49,7 +49,7 @@ internal/harness/stepdef < internal/harness/stepindex;
 internal/harness/proc, internal/kintoneapi < internal/harness/target;
 internal/harness/runlock < internal/harness/workdir;
 internal/harness/config, internal/harness/kintoneguard, internal/harness/ksqlprofile,
-internal/harness/scenario, internal/harness/schedule, internal/harness/scope,
+internal/harness/ksqlresult, internal/harness/scenario, internal/harness/schedule, internal/harness/scope,
 internal/harness/stepindex, internal/harness/target, internal/harness/workdir
 < HARNESS;
 

@@ -37,7 +37,7 @@ func TestPackAndVerifyRoundTrip(t *testing.T) {
 	assert.Empty(t, pc.Problems)
 	assert.Equal(t, sum, pc.Detached)
 	assert.Equal(t, filepath.Base(dir), pc.Folder)
-	assert.Equal(t, 8, pc.Files, "run.json, README.md, summary.md, cucumber.json, junit.xml, index.html, two scenario files")
+	assert.Equal(t, 9, pc.Files, "run.json, README.md, summary.md, cucumber.json, junit.xml, messages.ndjson, index.html, two scenario files")
 
 	var out, errb bytes.Buffer
 	assert.Equal(t, 0, VerifyMainWith(pack, VerifyOptions{}, &out, &errb), out.String()+errb.String())

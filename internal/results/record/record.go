@@ -186,9 +186,19 @@ type Step struct {
 	Status     string `json:"status"` // passed|failed|skipped|undefined|pending
 	Error      string `json:"error,omitempty"`
 	DurationMS int64  `json:"duration_ms"`
-	Line       int    `json:"line,omitempty"`
+	Line       int    `json:"line,omitempty"` // the step's line in its feature file
 	// Start is when the step started (absent in records written before it was recorded).
 	Start time.Time `json:"start,omitzero"`
+	// Match is the step definition the step's text matched (absent when none did, or in
+	// records written before it was recorded).
+	Match *StepMatch `json:"match,omitempty"`
+}
+
+// StepMatch is the step definition a step ran: its handler's source position, as `flowtest
+// steps` names it ("internal/steps/kit/runs.go:42"), and its regular expression.
+type StepMatch struct {
+	Location string `json:"location"`
+	Pattern  string `json:"pattern,omitempty"`
 }
 
 // Assertion is one check a step made: what was expected and what was seen.
@@ -261,6 +271,19 @@ type Attempt struct {
 	StartedAt    time.Time `json:"started_at,omitzero"`
 	FinishedAt   time.Time `json:"finished_at,omitzero"`
 	DurationSec  float64   `json:"duration_sec,omitempty"`
+	// Result is what kSQL-Flow's own Execution Result file of the attempt says of its times,
+	// to the millisecond (the file FlowNet has kSQL-Flow write per attempt, matched by the
+	// attempt id it echoes); nil when the scenario left no such file for the attempt.
+	Result *AttemptResult `json:"result,omitempty"`
+}
+
+// AttemptResult is the times an Execution Result file gives an attempt (product-contract §7:
+// startedAt, finishedAt, durationMs).
+type AttemptResult struct {
+	// StartedAt is absent when kSQL-Flow did not start executing (its startedAt is null).
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	FinishedAt time.Time `json:"finished_at"`
+	DurationMS int64     `json:"duration_ms"`
 }
 
 // BarrierArrival is one arrival at a fault-proxy barrier.

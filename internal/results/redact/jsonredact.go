@@ -35,6 +35,30 @@ func (r *Redactor) JSONText(data []byte) ([]byte, error) {
 	return r.writeJSON(data, w)
 }
 
+// NDJSON redacts newline-delimited JSON (a Cucumber Messages stream) line by line, each line
+// a document under JSON's rules, kept on one line: Bytes would take the stream for one JSON
+// text and indent it, and a line-oriented reader could no longer read it. A line that is not
+// JSON is an error naming it; empty lines are kept.
+func (r *Redactor) NDJSON(data []byte) ([]byte, error) {
+	out := make([]byte, 0, len(data))
+	n := 0
+	for line := range bytes.Lines(data) {
+		n++
+		body := bytes.TrimRight(line, "\r\n")
+		if len(bytes.TrimSpace(body)) == 0 {
+			out = append(out, line...)
+			continue
+		}
+		red, err := r.jsonDoc(body, false)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		out = append(out, bytes.TrimSuffix(red, []byte("\n"))...)
+		out = append(out, line[len(body):]...)
+	}
+	return out, nil
+}
+
 func (r *Redactor) jsonDoc(data []byte, indent bool) ([]byte, error) {
 	return r.writeJSON(data, &jsonWriter{r: r, indent: indent})
 }

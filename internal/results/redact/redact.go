@@ -207,7 +207,9 @@ func (r *Redactor) jsonInText(b []byte) []byte {
 	}
 	first := bytes.TrimLeft(b, " \t\r\n")
 	if len(first) > 0 && (first[0] == '{' || first[0] == '[') {
-		if out, err := r.jsonDoc(b, bytes.Contains(bytes.TrimSpace(b), []byte("\n"))); err == nil {
+		// A stream of documents (NDJSON, godog's events) stays one document a line.
+		indent := bytes.Contains(bytes.TrimSpace(b), []byte("\n")) && !jsonStream(b)
+		if out, err := r.jsonDoc(b, indent); err == nil {
 			if !bytes.HasSuffix(b, []byte("\n")) {
 				out = bytes.TrimSuffix(out, []byte("\n"))
 			}
@@ -236,6 +238,13 @@ func (r *Redactor) jsonInText(b []byte) []byte {
 		return b
 	}
 	return out
+}
+
+// jsonStream reports whether b is more than one JSON document in a row.
+func jsonStream(b []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var v json.RawMessage
+	return dec.Decode(&v) == nil && dec.More()
 }
 
 // text applies the byte-level rules: secrets and registered reasons in every encoding, then

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/ksqlflow/flowtest/internal/results/record"
@@ -139,14 +140,35 @@ func attemptProcesses(s *record.Scenario) []int {
 	return out
 }
 
-// attemptWindow is where the timeline draws attempt a: its minute range cut to the lifetime
-// of the process that ran it (pi ≥ 0), else to the scenario's. When the cut is empty (the
-// tenant's clock and ours disagree), the bound alone. exact: the attempt's own times had
-// seconds; they are drawn as they are.
-func attemptWindow(s *record.Scenario, a record.Attempt, pi int) (from, to time.Time, exact bool) {
-	from, to, exact = minuteRange(a)
+// Where a drawn attempt's times come from, finest first. kSQL-Flow's Execution Result keeps
+// milliseconds; kintone's DATETIME keeps minutes (older records may hold seconds).
+const (
+	srcResult        = "kSQL-Flow result (ms)"
+	srcKintoneExact  = "kintone (seconds)"
+	srcKintoneMinute = "kintone (minute)"
+)
+
+// resultSpan is the attempt's span by its Execution Result, when that gives both ends.
+func resultSpan(a record.Attempt) (from, to time.Time, ok bool) {
+	r := a.Result
+	if r == nil || r.StartedAt.IsZero() || r.FinishedAt.Before(r.StartedAt) {
+		return time.Time{}, time.Time{}, false
+	}
+	return r.StartedAt, r.FinishedAt, true
+}
+
+// attemptWindow is where the timeline draws attempt a, and the source of those times: the
+// attempt's Execution Result times where the record has them; else its kintone times with
+// seconds as they are; else its minute range cut to the lifetime of the process that ran it
+// (pi ≥ 0), or to the scenario's. When the cut is empty (the tenant's clock and ours
+// disagree), the bound alone.
+func attemptWindow(s *record.Scenario, a record.Attempt, pi int) (from, to time.Time, src string) {
+	if from, to, ok := resultSpan(a); ok {
+		return from, to, srcResult
+	}
+	from, to, exact := minuteRange(a)
 	if exact {
-		return from, to, true
+		return from, to, srcKintoneExact
 	}
 	bf, bt := s.Start, s.End
 	if pi >= 0 {
@@ -159,7 +181,34 @@ func attemptWindow(s *record.Scenario, a record.Attempt, pi int) (from, to time.
 		to = bt
 	}
 	if !from.Before(to) {
-		return bf, bt, false
+		return bf, bt, srcKintoneMinute
 	}
-	return from, to, false
+	return from, to, srcKintoneMinute
+}
+
+// attemptTimesText says, under a timeline, where its node attempts' times come from: "node
+// attempt times: 2 from kSQL-Flow result (ms), 1 from kintone (minute)"; "" without attempts.
+func attemptTimesText(s *record.Scenario) string {
+	count := map[string]int{}
+	for _, a := range s.Attempts {
+		if a.StartedAt.IsZero() {
+			continue // not drawn
+		}
+		_, _, src := attemptWindow(s, a, -1)
+		count[src]++
+	}
+	var parts []string
+	for _, src := range []string{srcResult, srcKintoneExact, srcKintoneMinute} {
+		if n := count[src]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d from %s", n, src))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	text := "Node attempt times: " + strings.Join(parts, ", ")
+	if count[srcKintoneMinute] > 0 {
+		text += "; a dashed bar is the minute span an attempt lies in, cut to the process that ran it (no finer time was recorded)"
+	}
+	return text
 }

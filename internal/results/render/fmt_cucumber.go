@@ -49,7 +49,13 @@ type cukeStep struct {
 	Keyword string     `json:"keyword"`
 	Name    string     `json:"name"`
 	Line    int        `json:"line"`
+	Match   *cukeMatch `json:"match,omitempty"`
 	Result  cukeResult `json:"result"`
+}
+
+// cukeMatch is the step definition a step ran, as "file:line" of its handler.
+type cukeMatch struct {
+	Location string `json:"location"`
 }
 
 type cukeResult struct {
@@ -86,43 +92,19 @@ func Cucumber(run *record.Run, scen []*record.Scenario) ([]byte, error) {
 			}
 			cs.Tags = append(cs.Tags, cukeTag{Name: t, Line: s.Line})
 		}
-		// Blocked and interrupted are neither passed nor failed: Cucumber JSON has no such
-		// status, so the step that was cut short (and every later one) is skipped with the
-		// reason as its message, and an after hook and the description say which it was. A
-		// selected scenario that did not run gets the same hook and description: without them
-		// a scenario of no step (not implemented) reads as a pass, and its reason is lost.
-		cut := s.Status == record.StatusBlocked || s.Status == record.StatusInterrupted || s.Status == record.StatusNotRun
 		for _, st := range s.Steps {
-			status, msg := st.Status, st.Error
-			if status == "" {
-				status = "skipped"
-			}
-			if cut && status != "passed" {
-				if status == "failed" && !strings.HasPrefix(msg, s.Status+":") {
-					msg = strings.TrimSpace(s.Status + ": " + msg)
-				}
-				status = "skipped"
-			}
+			status, msg := ciStepResult(s, st)
 			kw, name := stepParts(st)
-			cs.Steps = append(cs.Steps, cukeStep{Keyword: kw, Name: name, Line: st.Line,
+			cs.Steps = append(cs.Steps, cukeStep{Keyword: kw, Name: name, Line: st.Line, Match: cukeMatchOf(st),
 				Result: cukeResult{Status: status, Duration: st.DurationMS * int64(time.Millisecond), Error: msg}})
 		}
-		if cut {
-			why := s.Reason
-			if !strings.HasPrefix(why, s.Status+":") {
-				why = strings.TrimSpace(s.Status + ": " + why)
-			}
+		if why, cut := cutShort(s); cut {
 			cs.Desc = "flowtest status: " + why
 			cs.After = append(cs.After, cukeHook{Match: map[string]string{"location": "flowtest:" + s.Status},
 				Result: cukeResult{Status: "skipped", Error: why}})
 		}
-		// A scenario that failed outside its steps (cleanup, After hook) must not look green.
-		if s.Status == record.StatusFailed && !anyStepFailed(s) {
-			msg := s.Reason
-			if !s.Cleanup.OK {
-				msg = strings.TrimSpace("cleanup failed: " + s.Cleanup.Error + " " + msg)
-			}
-			cs.Steps = append(cs.Steps, cukeStep{Keyword: "After ", Name: "hook", Result: cukeResult{Status: "failed", Error: mdtext.OrDash(msg)}})
+		if msg, ok := failedOutsideSteps(s); ok {
+			cs.Steps = append(cs.Steps, cukeStep{Keyword: "After ", Name: "hook", Result: cukeResult{Status: "failed", Error: msg}})
 		}
 		f.Elements = append(f.Elements, cs)
 	}
@@ -145,6 +127,59 @@ func stepParts(st record.Step) (keyword, text string) {
 		return kw + " ", st.Text
 	}
 	return "", st.Text
+}
+
+// cutShort says whether s is blocked, interrupted or a selected scenario not run, with its
+// reason as "<status>: …". Those are neither passed nor failed, and Cucumber's formats have no
+// such status: the step that was cut short (and every later one) is skipped with the reason
+// as its message (ciStepResult), and an after hook says which it was. Without the hook a
+// scenario of no step (not implemented) reads as a pass, and its reason is lost.
+func cutShort(s *record.Scenario) (why string, cut bool) {
+	if s.Status != record.StatusBlocked && s.Status != record.StatusInterrupted && s.Status != record.StatusNotRun {
+		return "", false
+	}
+	why = s.Reason
+	if !strings.HasPrefix(why, s.Status+":") {
+		why = strings.TrimSpace(s.Status + ": " + why)
+	}
+	return why, true
+}
+
+// ciStepResult is the status ("passed", "failed", "skipped", …) and message of a step of s
+// in Cucumber's formats: a step of a scenario cut short that did not pass is skipped.
+func ciStepResult(s *record.Scenario, st record.Step) (status, msg string) {
+	status, msg = st.Status, st.Error
+	if status == "" {
+		status = "skipped"
+	}
+	if _, cut := cutShort(s); cut && status != "passed" {
+		if status == "failed" && !strings.HasPrefix(msg, s.Status+":") {
+			msg = strings.TrimSpace(s.Status + ": " + msg)
+		}
+		status = "skipped"
+	}
+	return status, msg
+}
+
+// failedOutsideSteps is the message of a scenario that failed with no failed step (cleanup,
+// After hook, the checks after the steps): it must not look green in a format that derives
+// the scenario's status from its steps.
+func failedOutsideSteps(s *record.Scenario) (msg string, ok bool) {
+	if s.Status != record.StatusFailed || anyStepFailed(s) {
+		return "", false
+	}
+	msg = s.Reason
+	if !s.Cleanup.OK {
+		msg = strings.TrimSpace("cleanup failed: " + s.Cleanup.Error + " " + msg)
+	}
+	return mdtext.OrDash(msg), true
+}
+
+func cukeMatchOf(st record.Step) *cukeMatch {
+	if st.Match == nil || st.Match.Location == "" {
+		return nil
+	}
+	return &cukeMatch{Location: st.Match.Location}
 }
 
 func anyStepFailed(s *record.Scenario) bool {

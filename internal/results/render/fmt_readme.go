@@ -59,7 +59,7 @@ func readmeHeader(p func(string, ...any), v *View) {
 	if gate != nil {
 		p("- Release gate %s: **%s**\n", mdtext.Inline(gate.Gate), mdtext.Inline(gate.Verdict))
 	}
-	files := "`run.json` (schema_version %d), `scenarios/<id>.json`, `summary.md`, `cucumber.json`, `junit.xml`, `index.html`"
+	files := "`run.json` (schema_version %d), `scenarios/<id>.json`, `summary.md`, `cucumber.json`, `junit.xml`, `messages.ndjson`, `index.html`"
 	if gate != nil {
 		files += ", `" + record.GateFile + "`"
 	}
@@ -103,14 +103,15 @@ func readmeResults(p func(string, ...any), v *View) {
 		}
 		file := "—"
 		if s.File != "" {
-			file = "`" + s.File + "`"
+			file = "[`" + mdtext.Code(s.File) + "`](" + mdLinkTarget(s.File) + ")"
 		}
 		p("| %s | %s | %s | %s | %s |\n", mdtext.Cell(s.ID), mdtext.Cell(Acceptance(s.Tags)), result, fmtDur(time.Duration(s.DurationMS)*time.Millisecond), file)
 	}
 }
 
-// readmeFailures are the failed, then the blocked and interrupted scenarios: why, the
-// steps and assertions that failed, a failed cleanup.
+// readmeFailures are the failed, then the blocked and interrupted scenarios, each failure
+// said once (failure.go): why, the assertions that failed, the steps that did not pass, a
+// failed cleanup, the tails of the processes involved and the record.
 func readmeFailures(p func(string, ...any), v *View) {
 	for _, group := range []struct {
 		heading  string
@@ -119,43 +120,78 @@ func readmeFailures(p func(string, ...any), v *View) {
 		{"Failures", []string{record.StatusFailed}},
 		{"Blocked and interrupted (not failures of the SUT, not passes either)", []string{record.StatusBlocked, record.StatusInterrupted}},
 	} {
-		var list []*record.Scenario
+		var list []*failureView
 		for _, s := range v.scen {
 			if slices.Contains(group.statuses, s.Status) {
-				list = append(list, s)
+				list = append(list, v.failureOf(s, v.recordFile(s.ID)))
 			}
 		}
 		if len(list) == 0 {
 			continue
 		}
 		p("\n## %s\n\n", group.heading)
-		for _, s := range list {
-			if s.Status == record.StatusFailed {
-				p("### %s\n\n", mdtext.Inline(s.ID))
-			} else {
-				p("### %s (%s)\n\n", mdtext.Inline(s.ID), s.Status)
-			}
-			if m := s.KnownDefect; m != nil {
-				p("%s\n\n", mdtext.Inline(knownDefectDetail(m)))
-			}
-			if s.Reason != "" {
-				p("%s\n\n", mdtext.Inline(s.Reason))
-			}
-			for _, st := range s.Steps {
-				if st.Status == "failed" || st.Status == "undefined" || st.Status == "pending" {
-					kw, name := stepParts(st)
-					p("- step %s: `%s%s`: %s\n", st.Status, mdtext.Code(kw), mdtext.Code(name), mdtext.Inline(mdtext.OrDash(st.Error)))
-				}
-			}
-			for _, a := range record.FailedAssertions(s) {
-				p("- %s: expected %s, saw %s\n", mdtext.Inline(a.What), mdtext.Inline(a.Expected), mdtext.Inline(a.Seen))
-			}
-			if !s.Cleanup.OK {
-				p("- cleanup failed: %s\n", mdtext.Inline(mdtext.OrDash(s.Cleanup.Error)))
-			}
-			p("\n")
+		for _, f := range list {
+			readmeFailure(p, f)
 		}
 	}
+}
+
+// readmeFailure is one failure of readmeFailures.
+func readmeFailure(p func(string, ...any), f *failureView) {
+	if f.Status == record.StatusFailed {
+		p("### %s\n\n", mdtext.Inline(f.ID))
+	} else {
+		p("### %s (%s)\n\n", mdtext.Inline(f.ID), f.Status)
+	}
+	if f.KnownDefect != "" {
+		p("%s\n\n", mdtext.Inline(f.KnownDefect))
+	}
+	if f.Reason != "" {
+		p("%s\n\n", mdtext.Inline(f.Reason))
+	}
+	for _, a := range f.Assertions {
+		p("- %s: expected %s, saw %s\n", mdtext.Inline(a.What), mdtext.Inline(a.Expected), mdtext.Inline(a.Seen))
+	}
+	for _, st := range f.Steps {
+		p("- step %s: `%s %s`: %s\n", st.Status, mdtext.Code(st.Keyword), mdtext.Code(st.Text), mdtext.Inline(st.Error))
+	}
+	if f.Cleanup != "" {
+		p("- cleanup failed: %s\n", mdtext.Inline(f.Cleanup))
+	}
+	if f.File != "" {
+		p("- record: %s\n", mdRecordLink(scenarioRecord{ID: f.File, File: f.File}))
+	}
+	for _, pr := range f.Processes {
+		p("\nProcess %s — %s (`%s`):\n\n", mdtext.Inline(pr.Name), pr.End, mdtext.Code(pr.Command))
+		for _, st := range pr.Streams {
+			readmeTail(p, st)
+		}
+	}
+	p("\n")
+}
+
+// readmeTail is one output stream of a process in a fence no line of it can close.
+func readmeTail(p func(string, ...any), st namedTail) {
+	if st.Tail.Text == "" {
+		p("- %s: empty\n", st.Name)
+		return
+	}
+	note := ""
+	if st.Tail.Summary {
+		note += " (summary of the output)"
+	}
+	if cut := st.Tail.Cut(); cut != "" {
+		note += " (" + cut + "; the record keeps the whole tail)"
+	}
+	fence := "```"
+	for strings.Contains(st.Tail.Text, fence) {
+		fence += "`"
+	}
+	p("- %s%s:\n\n  %stext\n", st.Name, note, fence)
+	for _, line := range strings.Split(st.Tail.Text, "\n") {
+		p("  %s\n", line)
+	}
+	p("  %s\n", fence)
 }
 
 func readmeNotRun(p func(string, ...any), v *View) {
@@ -181,12 +217,12 @@ func readmeAPIRequests(p func(string, ...any), v *View) {
 	}
 }
 
+// readmeEvidence is the evidence table, each scenario linked to its record.
 func readmeEvidence(p func(string, ...any), v *View) {
-	run := v.run
 	p("\n## Evidence\n\n")
 	var evidence [][]string
-	for _, e := range run.Evidence {
-		evidence = append(evidence, []string{e.Criterion, e.Environment, e.Result, mdtext.OrDash(e.Limits), strings.Join(e.Scenarios, ", ")})
+	for _, e := range v.evidenceRows() {
+		evidence = append(evidence, []string{e.Criterion, e.Environment, e.Result, e.Limits, readmeRecordLinks(e.Scenarios)})
 	}
 	mdTable(p, "(no evidence rows recorded)\n", []string{"Criterion", "Environment", "Result", "Limits", "Scenarios"}, evidence)
 }
@@ -264,4 +300,13 @@ func renderGateMarkdown(p func(string, ...any), v *View) {
 		}
 	}
 	p("\n")
+}
+
+// readmeRecordLinks are the scenarios of an evidence row, each linked to its record.
+func readmeRecordLinks(l []scenarioRecord) string {
+	links := make([]string, len(l))
+	for i, r := range l {
+		links[i] = mdRecordLink(r)
+	}
+	return strings.Join(links, ", ")
 }

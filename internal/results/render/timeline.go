@@ -116,7 +116,7 @@ func stepLane(s *record.Scenario, ax *axis) lane {
 		}
 		end := ax.spanFrom(st.Start, st.DurationMS)
 		steps.marks = append(steps.marks, mark{from: st.Start, to: end, colour: statusColour(st.Status), kind: "tl-step",
-			title: fmt.Sprintf("step %s: %s%s — %s; source: the runner's step times", st.Status, st.Text, errSuffix(st.Error), spanText(st.Start, end))})
+			title: fmt.Sprintf("step %s: %s — %s; source: the runner's step times", st.Status, st.Text, spanText(st.Start, end))})
 	}
 	return steps
 }
@@ -175,11 +175,14 @@ func attemptLanes(s *record.Scenario) []lane {
 				lanes = append(lanes, l)
 				continue
 			}
-			from, to, exact := attemptWindow(s, a, ran[i])
+			from, to, src := attemptWindow(s, a, ran[i])
 			title := fmt.Sprintf("node %s attempt %d: %s, ran %s; ", a.Node, a.AttemptNo, text, took)
-			if exact {
+			switch src {
+			case srcResult:
+				title += fmt.Sprintf("%s; source: kSQL-Flow's Execution Result startedAt/finishedAt (ms; NODE_ATTEMPT started_at %s)", spanText(from, to), minuteText(a.StartedAt))
+			case srcKintoneExact:
 				title += fmt.Sprintf("%s; source: NODE_ATTEMPT started_at/finished_at", spanText(from, to))
-			} else {
+			default:
 				within := "the scenario's lifetime (no FlowNet process of the record overlaps its minutes)"
 				if ran[i] >= 0 {
 					within = "the lifetime of process " + s.Processes[ran[i]].Name
@@ -190,7 +193,7 @@ func attemptLanes(s *record.Scenario) []lane {
 			if a.InvocationID != "" {
 				title += ", invocation " + a.InvocationID
 			}
-			l.marks = append(l.marks, mark{from: from, to: to, colour: colAttempt, dashed: !exact, text: text, kind: "tl-attempt", title: title})
+			l.marks = append(l.marks, mark{from: from, to: to, colour: colAttempt, dashed: src == srcKintoneMinute, text: text, kind: "tl-attempt", title: title})
 			lanes = append(lanes, l)
 		}
 	}

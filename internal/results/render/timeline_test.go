@@ -168,8 +168,8 @@ func TestAttemptProcesses(t *testing.T) {
 	s.Attempts = []record.Attempt{att("n2", 2, "B"), att("n1", 1, "A"), att("n2", 1, "A")}
 	assert.Equal(t, []int{2, 0, 0}, attemptProcesses(s))
 	// Drawn inside the process, never longer than it ran.
-	from, to, exact := attemptWindow(s, s.Attempts[0], 2)
-	assert.False(t, exact)
+	from, to, src := attemptWindow(s, s.Attempts[0], 2)
+	assert.Equal(t, srcKintoneMinute, src)
 	assert.Equal(t, s.Processes[2].Start, from)
 	assert.Equal(t, s.Processes[2].Start.Add(100*time.Millisecond), to)
 	// A process in another minute does not qualify: no process, the scenario bounds it.
@@ -182,7 +182,59 @@ func TestAttemptProcesses(t *testing.T) {
 	assert.Equal(t, []time.Time{s.Start, s.End}, []time.Time{from, to}, "its minute cut to the scenario")
 	// Times with seconds are exact: drawn as they are.
 	s.Attempts[0].StartedAt, s.Attempts[0].FinishedAt = t0.Add(150*time.Millisecond), t0.Add(400*time.Millisecond)
-	from, to, exact = attemptWindow(s, s.Attempts[0], 0)
-	assert.True(t, exact)
+	from, to, src = attemptWindow(s, s.Attempts[0], 0)
+	assert.Equal(t, srcKintoneExact, src)
 	assert.Equal(t, []time.Time{t0.Add(150 * time.Millisecond), t0.Add(400 * time.Millisecond)}, []time.Time{from, to})
+}
+
+// attemptRecord is a recorded scenario (JSON, as the archive keeps it) whose two attempts ran
+// in one run-network within one minute: n1's with its Execution Result times, n2's with
+// kintone's minutes only.
+const attemptRecord = `{"schema_version":1,"id":"m5-two-nodes","status":"passed",
+ "start":"2026-12-06T10:00:00Z","end":"2026-12-06T10:00:02Z","duration_ms":2000,
+ "steps":[],"assertions":[],"barriers":[],"waits":[],"traffic":{},"cleanup":{"ok":true,"actions":[]},
+ "processes":[{"name":"run","argv":["flowsandbox","flownet","run-network"],"exit_code":0,"start":"2026-12-06T10:00:00.100Z","duration_ms":1800,"stdout_tail":"","stderr_tail":""}],
+ "attempts":[
+  {"node":"n1","attempt_no":1,"status":"SUCCESS","result_code":"OK","invocation_id":"i1","started_at":"2026-12-06T10:00:00Z","finished_at":"2026-12-06T10:00:00Z","duration_sec":0.25,
+   "result":{"started_at":"2026-12-06T10:00:00.500Z","finished_at":"2026-12-06T10:00:00.750Z","duration_ms":250}},
+  {"node":"n2","attempt_no":1,"status":"SUCCESS","result_code":"OK","invocation_id":"i1","started_at":"2026-12-06T10:00:00Z","finished_at":"2026-12-06T10:00:00Z","duration_sec":0.3}
+ ]}`
+
+// Node attempts are drawn at kSQL-Flow's result times where the record has them (solid, to
+// the millisecond) and over their kintone minute cut to their process only where nothing
+// finer exists (dashed); the page says which source each timeline used.
+func TestAttemptsDrawnAtResultTimes(t *testing.T) {
+	var s record.Scenario
+	require.NoError(t, json.Unmarshal([]byte(attemptRecord), &s))
+	require.NotNil(t, s.Attempts[0].Result, "the record keeps the result times")
+
+	from, to, src := attemptWindow(&s, s.Attempts[0], 0)
+	assert.Equal(t, srcResult, src)
+	assert.Equal(t, []time.Time{time.Date(2026, 12, 6, 10, 0, 0, 500_000_000, time.UTC), time.Date(2026, 12, 6, 10, 0, 0, 750_000_000, time.UTC)}, []time.Time{from, to})
+	from, to, src = attemptWindow(&s, s.Attempts[1], 0)
+	assert.Equal(t, srcKintoneMinute, src)
+	assert.Equal(t, []time.Time{s.Processes[0].Start, s.Processes[0].Start.Add(1800 * time.Millisecond)}, []time.Time{from, to}, "the minute cut to the process")
+
+	shapes, _ := svgShapes(t, timelineSVG(&s))
+	var bars []svgShape
+	for _, sh := range shapes {
+		if sh.class == "tl-attempt" {
+			bars = append(bars, sh)
+		}
+	}
+	require.Len(t, bars, 2)
+	// The axis runs 0–2 s over 754 px from x = 230: 0.5–0.75 s is 188.5 px on, 94.3 wide.
+	assert.InDelta(t, 230+754*0.25, bars[0].x, 0.1)
+	assert.InDelta(t, 754*0.125, bars[0].w, 0.1)
+	assert.Contains(t, bars[0].title, "source: kSQL-Flow's Execution Result startedAt/finishedAt (ms")
+	assert.Contains(t, bars[1].title, "(kintone DATETIME keeps minutes)")
+	svg := timelineSVG(&s)
+	assert.Equal(t, 1, strings.Count(svg, "stroke-dasharray"), "only the minute-bound attempt is dashed")
+
+	run := &record.Run{Start: s.Start, End: s.End, Scenarios: []record.ScenarioSummary{{ID: s.ID, Status: s.Status}}}
+	page, err := Index(NewView(run, []*record.Scenario{&s}, nil))
+	require.NoError(t, err)
+	assert.Contains(t, string(page), "<p class=\"lim\">Node attempt times: 1 from kSQL-Flow result (ms), 1 from kintone (minute); a dashed bar")
+	s.Attempts[1].Result = &record.AttemptResult{StartedAt: from, FinishedAt: to, DurationMS: 300}
+	assert.Equal(t, "Node attempt times: 2 from kSQL-Flow result (ms)", attemptTimesText(&s))
 }

@@ -117,6 +117,7 @@ type View struct {
 	totals   string
 	gate     *record.GateRecord
 	records  map[string]*record.Scenario // by id, for the results table
+	files    map[string]string           // each scenario's record in the archive, by id
 	scen     []*record.Scenario          // the records in run order
 	notRun   []record.ScenarioSummary    // every summary selected and not run, in run order
 	// notSelected are the summaries the selection left out, in run order: counted in one
@@ -127,7 +128,7 @@ type View struct {
 // NewView decides the view of run with its written records and its gate record (nil for none).
 func NewView(run *record.Run, scen []*record.Scenario, gate *record.GateRecord) *View {
 	v := &View{run: run, title: run.Label, duration: run.End.Sub(run.Start), totals: RunTotalsText(run),
-		gate: gate, records: map[string]*record.Scenario{}, scen: scen}
+		gate: gate, records: map[string]*record.Scenario{}, files: map[string]string{}, scen: scen}
 	if v.title == "" {
 		v.title = "all"
 	}
@@ -135,6 +136,7 @@ func NewView(run *record.Run, scen []*record.Scenario, gate *record.GateRecord) 
 		v.records[s.ID] = s
 	}
 	for _, s := range run.Scenarios {
+		v.files[s.ID] = s.File
 		switch {
 		case s.NotSelected():
 			v.notSelected = append(v.notSelected, s)
@@ -144,6 +146,10 @@ func NewView(run *record.Run, scen []*record.Scenario, gate *record.GateRecord) 
 	}
 	return v
 }
+
+// recordFile is the scenario's record in the archive, relative to README.md and index.html;
+// "" when the run wrote none.
+func (v *View) recordFile(id string) string { return v.files[id] }
 
 // runOrder is the run order of the selected scenarios: the ones the selection left out were
 // never in line to run.
@@ -325,6 +331,7 @@ type indexPage struct {
 	GateFile                                   string   // gate.json beside the page; "" without a gate
 	Gate                                       *gateSection
 	Results                                    []resultRow
+	Evidence                                   []evidenceRow
 	Environment                                []keyValue
 	Legend                                     []legendEntry
 	Timelines                                  []timelineSection
@@ -356,20 +363,21 @@ type resultRow struct {
 	Anchor, ID, Name, Acceptance string
 	Badge                        badgeView
 	Notes                        []note
-	Duration, File               string
+	Failure                      bool // the scenario's section holds its failure: the row links to it, never repeats it
+	Duration                     string
+	File                         string // the scenario's record, relative to the page; "" for none
 }
 
 type timelineSection struct {
 	Anchor, ID            string
 	Badge                 badgeView
-	KnownDefect           string // "" without a mark
-	Failed                bool   // the first failure is shown, even when it reads empty
-	FirstFailure          string
+	KnownDefect           string // a passed scenario's mark; a failure carries its own; "" without one
 	Name, Where, Duration string
-	Status, Reason        string // Reason "" hides the line: a pass's reason is not shown
+	File                  string       // the scenario's record, relative to the page; "" for none
+	Failure               *failureView // nil for a pass
 	SVG                   template.HTML
-	FailedAssertions      []record.Assertion
-	CleanupError          string // "" when the cleanup went well
+	AttemptTimes          string // where the node attempts' times come from; "" without attempts
+	Details               stepDetails
 }
 
 type apiSectionPage struct {
@@ -441,7 +449,7 @@ func (v *View) page() *indexPage {
 	run := v.run
 	pg := &indexPage{Title: v.title, Start: fmtTime(run.Start), End: fmtTime(run.End), Duration: fmtDur(v.duration),
 		State: run.State, Totals: v.totals,
-		Results: v.resultRows(), Legend: timelineLegend, Timelines: v.timelineSections(), NotRunHeader: notRunHeader, NotRun: v.notRunRows(),
+		Results: v.resultRows(), Evidence: v.evidenceRows(), Legend: timelineLegend, Timelines: v.timelineSections(), NotRunHeader: notRunHeader, NotRun: v.notRunRows(),
 		NotSelected: v.notSelectedText()}
 	if run.Product != nil {
 		// Which FlowNet ran decides what every figure below means: a reference run tested
@@ -479,14 +487,15 @@ func (v *View) page() *indexPage {
 var timelineLegend = []legendEntry{
 	{colPassed, "step passed / wait reached"}, {colFailed, "failed / timed out"}, {colBlocked, "blocked"},
 	{colInterrupted, "interrupted / gave up"}, {colProcess, "process"}, {colWait, "wait"},
-	{colAttempt, "node attempt (kintone keeps minutes: a dashed bar is the span it lies in)"}, {colBarrier, "barrier hold"},
+	{colAttempt, "node attempt (solid: kSQL-Flow's result times, ms; dashed: kintone keeps minutes, the span it lies in)"}, {colBarrier, "barrier hold"},
 }
 
 func badgeOf(st string) badgeView {
 	return badgeView{Colour: statusColour(st), Word: record.StatusWord(st)}
 }
 
-// resultRows is the table of the scenarios that ran, a failure's first observation in its row.
+// resultRows is the table of the scenarios that ran, each linking to its record and a
+// failure to its section.
 func (v *View) resultRows() []resultRow {
 	var rows []resultRow
 	for _, s := range v.run.Scenarios {
@@ -494,21 +503,21 @@ func (v *View) resultRows() []resultRow {
 			continue // listed under Not run
 		}
 		r := resultRow{N: len(rows) + 1, Anchor: anchor(s.ID), ID: s.ID, Name: s.Name, Acceptance: Acceptance(s.Tags), Badge: badgeOf(s.Status),
-			Duration: fmtDur(time.Duration(s.DurationMS) * time.Millisecond), File: mdtext.OrDash(s.File)}
+			Duration: fmtDur(time.Duration(s.DurationMS) * time.Millisecond), File: s.File}
 		if m := s.KnownDefect; m != nil {
 			r.Notes = append(r.Notes, note{Bold: true, Text: m.Text()})
 		}
-		// A failure says what failed right in the table: its first failing assertion.
-		if rec := v.records[s.ID]; rec != nil && s.Status == record.StatusFailed {
-			r.Notes = append(r.Notes, note{Text: rec.FirstObservation()})
+		// The failure itself is said once, in the scenario's section: the row points there.
+		if rec := v.records[s.ID]; rec != nil {
+			r.Failure = v.failureOf(rec, s.File) != nil
 		}
 		rows = append(rows, r)
 	}
 	return rows
 }
 
-// timelineSections is one section per scenario that ran: its known defect, first failure,
-// where it is, its timeline and its failed assertions.
+// timelineSections is one section per scenario that ran: where it is and its record, its
+// failure (once), its timeline and, one click away, its steps and assertions.
 func (v *View) timelineSections() []timelineSection {
 	var out []timelineSection
 	for _, s := range v.scen {
@@ -519,22 +528,14 @@ func (v *View) timelineSections() []timelineSection {
 		if where != "" && s.Line > 0 {
 			where += fmt.Sprintf(":%d", s.Line)
 		}
+		file := v.recordFile(s.ID)
 		t := timelineSection{Anchor: anchor(s.ID), ID: s.ID, Badge: badgeOf(s.Status), Name: mdtext.OrDash(s.Name), Where: mdtext.OrDash(where),
-			Duration: fmtDur(time.Duration(s.DurationMS) * time.Millisecond), Status: s.Status, FailedAssertions: record.FailedAssertions(s),
+			Duration: fmtDur(time.Duration(s.DurationMS) * time.Millisecond), File: file, Failure: v.failureOf(s, file),
 			// timelineSVG draws the SVG itself and escapes every text it puts in it
 			// (html.EscapeString), so it is trusted markup, not a string from the run.
-			SVG: template.HTML(timelineSVG(s))}
-		if m := s.KnownDefect; m != nil {
+			SVG: template.HTML(timelineSVG(s)), AttemptTimes: attemptTimesText(s), Details: stepDetailsOf(s)}
+		if m := s.KnownDefect; m != nil && t.Failure == nil {
 			t.KnownDefect = knownDefectDetail(m)
-		}
-		if s.Status == record.StatusFailed {
-			t.Failed, t.FirstFailure = true, s.FirstObservation()
-		}
-		if s.Status != record.StatusPassed {
-			t.Reason = s.Reason
-		}
-		if !s.Cleanup.OK {
-			t.CleanupError = mdtext.OrDash(s.Cleanup.Error)
 		}
 		out = append(out, t)
 	}

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/ksqlflow/flowtest/internal/harness/kintoneguard"
+	"github.com/ksqlflow/flowtest/internal/harness/ksqlresult"
 	"github.com/ksqlflow/flowtest/internal/harness/scenario"
 	"github.com/ksqlflow/flowtest/internal/harness/scope"
 	"github.com/ksqlflow/flowtest/internal/harness/target"
@@ -126,7 +126,7 @@ func (s *Suite) PrepareScene(ctx context.Context, st *scenario.State) error {
 	if err != nil {
 		return fmt.Errorf("kintone reader: %w", err)
 	}
-	*SceneKey.Of(st) = Scene{Suite: s, St: st, Reader: kintoneguard.Counted(reader, st.API), KsqlWorkDir: filepath.Join(st.WorkDir, "ksql-work")}
+	*SceneKey.Of(st) = Scene{Suite: s, St: st, Reader: kintoneguard.Counted(reader, st.API), KsqlWorkDir: ksqlresult.WorkDir(st.WorkDir)}
 	for _, t := range st.Tags {
 		if t == "@p2-16" { // P2-16 records hold request and process summaries only (scenarios.md §2.7)
 			st.SummarizeOutputs()

@@ -2,13 +2,10 @@ package operator
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
+	"github.com/ksqlflow/flowtest/internal/harness/ksqlresult"
 	"github.com/ksqlflow/flowtest/internal/harness/stepdef"
 	"github.com/ksqlflow/flowtest/internal/harness/target"
 
@@ -86,43 +83,6 @@ func (jobLogDomain) everyAttemptHasItsRow(ctx context.Context, status string) er
 	return nil
 }
 
-// executionResult is the part of kSQL-Flow's Execution Result this domain reads
-// (product-contract §7): times with millisecond resolution, unlike kintone's minute-precision
-// DATETIME fields.
-type executionResult struct {
-	AttemptID   string  `json:"attemptId"`
-	ExecutionID string  `json:"executionId"`
-	StartedAt   *string `json:"startedAt"`
-	FinishedAt  string  `json:"finishedAt"`
-}
-
-// executionResults reads the Execution Result files FlowNet left in its KSQL_FLOW_WORKDIR
-// (`metadata/<sanitized attempt id>.json`), keyed by the attempt id they echo. They are
-// matched by content, not by file name: the sanitizing rule is FlowNet's.
-func executionResults(sc *kit.Scene) (map[string]executionResult, error) {
-	dir := filepath.Join(sc.KsqlWorkDir, "metadata")
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("execution results of the scenario: %w", err)
-	}
-	out := map[string]executionResult{}
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		var r executionResult
-		if err := json.Unmarshal(data, &r); err != nil {
-			return nil, fmt.Errorf("execution result %s: %w", e.Name(), err)
-		}
-		out[r.AttemptID] = r
-	}
-	return out, nil
-}
-
 // consecutiveAttemptsDoNotOverlap compares, for each pair of consecutive nodes of the
 // fixture, the first node's finishedAt with the next node's startedAt, in milliseconds.
 func (jobLogDomain) consecutiveAttemptsDoNotOverlap(ctx context.Context) error {
@@ -131,9 +91,10 @@ func (jobLogDomain) consecutiveAttemptsDoNotOverlap(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	results, err := executionResults(sc)
+	// Every file must read: a result the comparison cannot see would let an overlap pass.
+	results, err := ksqlresult.Read(sc.KsqlWorkDir)
 	if err != nil {
-		return err
+		return fmt.Errorf("execution results of the scenario: %w", err)
 	}
 	var prevEnd time.Time
 	prevNode := ""
@@ -149,10 +110,12 @@ func (jobLogDomain) consecutiveAttemptsDoNotOverlap(ctx context.Context) error {
 		if err := sc.St.Assert("execution result of the first attempt of "+node.FixtureID, "present", kit.Presence(ok), ok); err != nil {
 			return err
 		}
-		start, err1 := parseMillis(res.StartedAt)
-		end, err2 := parseMillis(&res.FinishedAt)
-		if err1 != nil || err2 != nil {
-			return fmt.Errorf("execution result times of %s unreadable: startedAt %v, finishedAt %q", node.FixtureID, res.StartedAt, res.FinishedAt)
+		start, end, err := res.Times()
+		if err != nil {
+			return fmt.Errorf("execution result times of %s unreadable: %w", node.FixtureID, err)
+		}
+		if start.IsZero() {
+			return fmt.Errorf("execution result of %s has no startedAt: kSQL-Flow did not start executing", node.FixtureID)
 		}
 		if prevNode != "" {
 			what := fmt.Sprintf("%s finishedAt <= %s startedAt (ms)", prevNode, node.FixtureID)
@@ -164,11 +127,4 @@ func (jobLogDomain) consecutiveAttemptsDoNotOverlap(ctx context.Context) error {
 		prevEnd, prevNode = end, node.FixtureID
 	}
 	return nil
-}
-
-func parseMillis(s *string) (time.Time, error) {
-	if s == nil {
-		return time.Time{}, fmt.Errorf("no time")
-	}
-	return time.Parse(time.RFC3339Nano, *s)
 }
