@@ -40,6 +40,7 @@ type trafficEntry struct {
 	// judged field values, which never go to the log file.
 	write   *GateRequest
 	answer  uint64
+	sent    uint64
 	created string
 }
 
@@ -62,6 +63,10 @@ type TrafficLine struct {
 	// proxy saw the request answered (the upstream's response arrived), or, for one that got
 	// no answer, ended.
 	Answer uint64
+	// Sent is the position, in the same count as Answer, at which the proxy forwarded the
+	// request to the upstream (0: never forwarded); with Answer it tells two requests that
+	// overlapped at kintone.
+	Sent uint64
 }
 
 // Record is the line for the scenario record, under the name of the process whose proxy
@@ -84,7 +89,7 @@ func (e *trafficEntry) line() TrafficLine {
 	return TrafficLine{TrafficLine: record.TrafficLine{At: e.At, Method: e.Method, Path: e.Path, App: e.App,
 		RecordID: e.RecordID, RecordKey: e.RecordKey, Fields: e.Fields, Blocked: e.Blocked, Heartbeat: e.Heartbeat,
 		Fenced: e.Fenced, Status: e.Status, DurationMS: e.DurationMS, Error: e.Error},
-		Fault: e.Fault, FaultAction: e.FaultAction, Write: e.write, Answer: e.answer, Created: e.created}
+		Fault: e.Fault, FaultAction: e.FaultAction, Write: e.write, Answer: e.answer, Sent: e.sent, Created: e.created}
 }
 
 // logTraffic queues the request's traffic line. Failed requests are logged before

@@ -273,7 +273,12 @@ func (p *Proxy) reverseProxy(up *url.URL, rootCAs *x509.CertPool) (*http.Transpo
 		ExpectContinueTimeout: time.Second,
 	}
 	rp := &httputil.ReverseProxy{
-		Rewrite:        func(pr *httputil.ProxyRequest) { pr.SetURL(up) },
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			if rs, _ := pr.In.Context().Value(ctxKey{}).(*reqState); rs != nil {
+				rs.entry.sent = answers.Add(1) // forwarded now: kintone applies it from here on
+			}
+			pr.SetURL(up)
+		},
 		Transport:      tr,
 		ModifyResponse: p.modifyResponse,
 		ErrorHandler:   p.errorHandler,

@@ -685,6 +685,13 @@ func TestTrafficRecordsFenceAndKeepsJudgedValuesInMemoryOnly(t *testing.T) {
 	for i := 1; i < len(lines); i++ {
 		assert.Greater(t, lines[i].Answer, lines[i-1].Answer, "answers are numbered in order")
 	}
+	for i, l := range lines {
+		assert.NotZero(t, l.Sent, "line %d was forwarded", i)
+		assert.Less(t, l.Sent, l.Answer, "line %d: forwarded before it was answered", i)
+		if i > 0 {
+			assert.Greater(t, l.Sent, lines[i-1].Answer, "line %d: sent one after another, so after the previous answer", i)
+		}
+	}
 	require.NoError(t, p.Close())
 	data, err := os.ReadFile(p.TrafficLogPath())
 	require.NoError(t, err)

@@ -110,13 +110,13 @@ func OneRunPerKey(h History) []Violation {
 func LockIntervalsDisjoint(h History) []Violation {
 	holder := map[string]Write{} // lock key → the acquisition holding it
 	var out []Violation
-	for _, w := range h.Writes {
+	for i, w := range h.Writes {
 		if !w.ok() || w.Sig.Role != "state" {
 			continue
 		}
 		switch {
 		case w.Sig.Method == "POST" && w.Sig.Kind == "LOCK":
-			if prev, held := holder[w.RecordKey]; held {
+			if prev, held := holder[w.RecordKey]; held && !releasedAlongside(h.Writes[i+1:], prev, w) {
 				out = append(out, violation("lock-intervals-disjoint", "%s acquired lock %s (write %d) while %s held it since write %d",
 					w.Sig.Process, shortKey(w.RecordKey), w.Seq, prev.Sig.Process, prev.Seq))
 			}
@@ -144,6 +144,26 @@ func LockIntervalsDisjoint(h History) []Violation {
 		}
 	}
 	return out
+}
+
+// releasedAlongside reports whether the release of held's lock, by its record id, is among
+// the later writes and overlapped acquisition w: sent to kintone before w was answered. The
+// writes are in the order their answers reached the proxies, which for two overlapping writes
+// need not be the order kintone applied them in; kintone accepts a second record with the
+// lock's key only once the release has made the first a tombstone, so such a release was
+// applied first (ext-06-close-resume-race showed this order once in the slow rehearsal on a
+// loaded machine: the resume's POST answered before the archive's release it had waited
+// for). Without the proxy's numbers (explore) or the record id, nothing is inferred.
+func releasedAlongside(later []Write, held, w Write) bool {
+	if held.RecordID == "" || w.Answer == 0 {
+		return false
+	}
+	for _, r := range later {
+		if r.ok() && r.Sig.Method == "PUT" && r.Sig.Kind == "LOCKDONE" && r.RecordID == held.RecordID {
+			return r.Sent != 0 && r.Sent < w.Answer
+		}
+	}
+	return false
 }
 
 // isClaim: the poller's claim of a request, the revision-fenced PUT to ACCEPTED.

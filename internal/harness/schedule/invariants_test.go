@@ -105,6 +105,30 @@ func TestLockReleasedByTheAcquiredRecordsID(t *testing.T) {
 	assert.Contains(t, vs[0].Detail, "run 2 acquired lock LOCK:n1 (write 2) while run 1 held it since write 0")
 }
 
+// Writes are in the order of their answers; a release that overlapped the next acquisition
+// (forwarded before that POST was answered) was applied first, even where its own answer
+// reached its proxy later. One forwarded after the POST's answer was not: two holders.
+func TestLockReleaseOverlappingTheNextAcquisition(t *testing.T) {
+	acquire := w(0, "archive", "POST", "state", "LOCK", 200, key("LOCK:n1"), id("5"))
+	next := w(1, "resumed run", "POST", "state", "LOCK", 200, key("LOCK:n1"), id("6"))
+	release := w(2, "archive", "PUT", "state", "LOCKDONE", 200, id("5"))
+	acquire.Sent, acquire.Answer = 1, 2
+	next.Sent, next.Answer = 4, 6
+	release.Sent, release.Answer = 5, 7
+	h := History{Writes: []Write{acquire, next, release}}
+	assert.Empty(t, LockIntervalsDisjoint(h), "the release was forwarded (5) before the POST was answered (6)")
+
+	h.Writes[2].Sent = 6
+	vs := LockIntervalsDisjoint(h)
+	require.Len(t, vs, 1, "forwarded only after the POST's answer: the lock was held twice")
+	assert.Contains(t, vs[0].Detail, "resumed run acquired lock LOCK:n1 (write 1) while archive held it since write 0")
+
+	h.Writes[2].Sent, h.Writes[2].Status = 5, 409
+	assert.Len(t, LockIntervalsDisjoint(h), 1, "a release kintone refused released nothing")
+	h.Writes[2].Status, h.Writes[1].Answer = 200, 0
+	assert.Len(t, LockIntervalsDisjoint(h), 1, "without the proxy's numbers (explore) nothing is inferred")
+}
+
 func TestOneClaimPerRequest(t *testing.T) {
 	h := goodDuplicatesHistory()
 	h.Writes = append(h.Writes, claim(10, "poller B", "11", 200))

@@ -77,6 +77,12 @@ type Write struct {
 	Status   int               `json:"status"`
 	Released time.Time
 	Answered time.Time
+	// Sent and Answer are the positions, in one count over every proxy of the run, at which a
+	// proxy forwarded the write to kintone and saw kintone's answer (flowtest run; zero under
+	// explore, whose gate releases one write at a time). Writes are ordered by Answer; two
+	// that overlapped (each sent before the other's answer) may have been applied in the
+	// other order.
+	Sent, Answer uint64 `json:"-"`
 }
 
 // Candidate is a held write as a chooser sees it.

@@ -95,6 +95,7 @@ func partyWrites(names []string, proxies []*faultproxy.Proxy, roles map[string]s
 			out[i].RecordID = w.line.Created // the record a POST added: a lock is released by its id
 		}
 		out[i].Released, out[i].Answered = w.line.At, w.line.At
+		out[i].Sent, out[i].Answer = w.line.Sent, w.line.Answer
 	}
 	return out
 }
