@@ -12,7 +12,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 
 	"github.com/ksqlflow/flowtest/internal/results"
 	"github.com/ksqlflow/flowtest/internal/results/coverage"
@@ -81,21 +80,7 @@ func coverageReasons(features string) (coverage.Reasons, error) {
 
 // newestFullRun is the newest archive under out whose run selected the whole suite (no tag
 // expression, none left out), "" when there is none. Only run.json is read.
-func newestFullRun(out string) string {
-	files, _ := filepath.Glob(filepath.Join(out, "*", "*", "run.json"))
-	sort.Sort(sort.Reverse(sort.StringSlice(files)))
-	for _, p := range files {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		var run results.Run
-		if json.Unmarshal(data, &run) == nil && fullSuite(&run) {
-			return filepath.Dir(p)
-		}
-	}
-	return ""
-}
+func newestFullRun(out string) string { return newestArchive(out, "", fullSuite) }
 
 // fullSuite: the run selected every scenario of the suite and one of them ran.
 func fullSuite(run *results.Run) bool {
