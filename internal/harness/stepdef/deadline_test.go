@@ -19,7 +19,7 @@ func waitsForCancel(ctx context.Context) error {
 
 // The step's own deadline ended it: its error is named once by the deadline and the flag.
 func TestFiredDeadlineIsNamedOnce(t *testing.T) {
-	fn := WrapNamed(waitsForCancel, 20*time.Millisecond, "--step-timeout").(func(context.Context) error)
+	fn := Wrap(waitsForCancel, 20*time.Millisecond, "--step-timeout").(func(context.Context) error)
 	err := fn(context.Background())
 	assert.EqualError(t, err, "step deadline --step-timeout 20ms fired: gave up waiting for holder-trial-1 to exit (limit 10m0s): context deadline exceeded")
 	var de *DeadlineError
@@ -32,7 +32,7 @@ func TestFiredDeadlineIsNamedOnce(t *testing.T) {
 func TestAbandonedStepNamesTheDeadline(t *testing.T) {
 	block := make(chan struct{})
 	defer close(block)
-	fn := WrapNamed(func() error { <-block; return nil }, 10*time.Millisecond, "--step-timeout").(func() error)
+	fn := Wrap(func() error { <-block; return nil }, 10*time.Millisecond, "--step-timeout").(func() error)
 	err := fn()
 	require.ErrorIs(t, err, ErrStepTimeout)
 	assert.Contains(t, err.Error(), "step deadline --step-timeout 10ms fired: ")
@@ -40,12 +40,12 @@ func TestAbandonedStepNamesTheDeadline(t *testing.T) {
 
 // An error before the deadline, or an interrupt of the scenario, is not the deadline's.
 func TestOtherEndsAreNotTheDeadlines(t *testing.T) {
-	fn := WrapNamed(func(context.Context) error { return errors.New("deliberate") }, time.Minute, "--step-timeout").(func(context.Context) error)
+	fn := Wrap(func(context.Context) error { return errors.New("deliberate") }, time.Minute, "--step-timeout").(func(context.Context) error)
 	assert.EqualError(t, fn(context.Background()), "deliberate")
 
 	base, cancel := context.WithCancel(context.Background())
 	cancel()
-	fn = WrapNamed(waitsForCancel, time.Minute, "--step-timeout").(func(context.Context) error)
+	fn = Wrap(waitsForCancel, time.Minute, "--step-timeout").(func(context.Context) error)
 	err := fn(base)
 	assert.NotContains(t, err.Error(), "step deadline")
 	assert.ErrorIs(t, err, context.Canceled)

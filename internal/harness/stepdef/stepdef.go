@@ -122,7 +122,7 @@ func (r Registry) Step(expr any, fn any) {
 	if r.recordingOnly() {
 		return
 	}
-	r.SC.Step(expr, WrapNamed(fn, r.Timeout, r.TimeoutName))
+	r.SC.Step(expr, Wrap(fn, r.Timeout, r.TimeoutName))
 }
 
 var (
@@ -134,12 +134,9 @@ var (
 // godog step handler; if its first parameter is a context.Context that context carries the
 // deadline. When the deadline passes, the wrapper returns ErrStepTimeout through fn's error
 // result, or panics with it when fn returns no error (godog turns a step panic into a
-// failure).
-func Wrap(fn any, timeout time.Duration) any { return WrapNamed(fn, timeout, "") }
-
-// WrapNamed is Wrap whose deadline, when it fires, is named (DeadlineError): the step's error
-// then starts "step deadline <name> <timeout> fired: ".
-func WrapNamed(fn any, timeout time.Duration, name string) any {
+// failure); name is what sets the deadline, which the failure names (DeadlineError: "step
+// deadline <name> <timeout> fired: …"), "" for none.
+func Wrap(fn any, timeout time.Duration, name string) any {
 	v := reflect.ValueOf(fn)
 	t := v.Type()
 	if t.Kind() != reflect.Func {

@@ -21,14 +21,14 @@ func TestStepGetsDeadlineAndReturnsNormally(t *testing.T) {
 			return errors.New("argument lost")
 		}
 		return nil
-	}, time.Second).(func(context.Context, int) error)
+	}, time.Second, "").(func(context.Context, int) error)
 	assert.NoError(t, fn(context.Background(), 7))
 }
 
 func TestErrorReturningStepTimesOut(t *testing.T) {
 	block := make(chan struct{})
 	defer close(block)
-	fn := Wrap(func() error { <-block; return nil }, 50*time.Millisecond).(func() error)
+	fn := Wrap(func() error { <-block; return nil }, 50*time.Millisecond, "").(func() error)
 	start := time.Now()
 	err := fn()
 	require.ErrorIs(t, err, ErrStepTimeout)
@@ -38,7 +38,7 @@ func TestErrorReturningStepTimesOut(t *testing.T) {
 func TestStepWithoutErrorResultPanicsOnTimeout(t *testing.T) {
 	block := make(chan struct{})
 	defer close(block)
-	fn := Wrap(func() { <-block }, 20*time.Millisecond).(func())
+	fn := Wrap(func() { <-block }, 20*time.Millisecond, "").(func())
 	defer func() {
 		p := recover()
 		err, ok := p.(error)
@@ -54,7 +54,7 @@ func TestStepWithoutErrorResultPanicsOnTimeout(t *testing.T) {
 func TestReturnedContextOutlivesTheStep(t *testing.T) {
 	fn := Wrap(func(ctx context.Context) (context.Context, error) {
 		return context.WithValue(ctx, key{}, "v"), nil
-	}, time.Second).(func(context.Context) (context.Context, error))
+	}, time.Second, "").(func(context.Context) (context.Context, error))
 	out, err := fn(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, "v", out.Value(key{}))
@@ -64,14 +64,14 @@ func TestReturnedContextOutlivesTheStep(t *testing.T) {
 }
 
 func TestPanicIsReraisedOnCallersGoroutine(t *testing.T) {
-	fn := Wrap(func() error { panic("boom") }, time.Second).(func() error)
+	fn := Wrap(func() error { panic("boom") }, time.Second, "").(func() error)
 	assert.PanicsWithValue(t, "boom", func() { _ = fn() })
 }
 
 func TestCancelledScenarioAbandonsIgnoringStep(t *testing.T) {
 	block := make(chan struct{})
 	defer close(block)
-	fn := Wrap(func(ctx context.Context) error { <-block; return nil }, time.Hour).(func(context.Context) error)
+	fn := Wrap(func(ctx context.Context) error { <-block; return nil }, time.Hour, "").(func(context.Context) error)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	err := fn(ctx)
